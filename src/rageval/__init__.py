@@ -1,0 +1,104 @@
+"""rageval: trustworthy, cheap, fast evaluation of retrieval-augmented generation.
+
+The public names are loaded on first use (PEP 562) so that `import rageval` and the CLI stay
+fast: the openai SDK, numpy and pydantic are imported only when something needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from rageval._version import __version__
+
+_EXPORTS: dict[str, str] = {
+    # running an evaluation
+    "evaluate": "rageval.runner",
+    "aevaluate": "rageval.runner",
+    "EvaluationResult": "rageval.results",
+    # data
+    "Sample": "rageval.samples",
+    "SingleTurnSample": "rageval.samples",
+    "load_samples": "rageval.samples",
+    "InvalidDataError": "rageval.samples",
+    # judges and embeddings
+    "Judge": "rageval.judge",
+    "llm_factory": "rageval.judge",
+    "PriceTable": "rageval.judge",
+    "RequestCache": "rageval.judge",
+    "JudgeError": "rageval.judge",
+    "FatalJudgeError": "rageval.judge",
+    "JudgeCallFailed": "rageval.judge",
+    "Embeddings": "rageval.embeddings",
+    "embedding_factory": "rageval.embeddings",
+    # metrics
+    "Metric": "rageval.metrics",
+    "MetricResult": "rageval.metrics",
+    "AnswerAccuracy": "rageval.metrics",
+    "AnswerCorrectness": "rageval.metrics",
+    "AnswerRelevance": "rageval.metrics",
+    "AnswerRelevancy": "rageval.metrics",
+    "ContextEvaluation": "rageval.metrics",
+    "ContextPrecision": "rageval.metrics",
+    "ContextRecall": "rageval.metrics",
+    "ContextRelevance": "rageval.metrics",
+    "Faithfulness": "rageval.metrics",
+    "RelevanceScore": "rageval.metrics",
+    "ResponseGroundedness": "rageval.metrics",
+    "ResponseRelevancy": "rageval.metrics",
+    "RougeL": "rageval.metrics",
+    "RubricScore": "rageval.metrics",
+    "SemanticSimilarity": "rageval.metrics",
+    "TokenF1": "rageval.metrics",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rageval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings, embedding_factory
+    from rageval.judge import (
+        FatalJudgeError,
+        Judge,
+        JudgeCallFailed,
+        JudgeError,
+        PriceTable,
+        RequestCache,
+        llm_factory,
+    )
+    from rageval.metrics import (
+        AnswerAccuracy,
+        AnswerCorrectness,
+        AnswerRelevance,
+        AnswerRelevancy,
+        ContextEvaluation,
+        ContextPrecision,
+        ContextRecall,
+        ContextRelevance,
+        Faithfulness,
+        Metric,
+        MetricResult,
+        RelevanceScore,
+        ResponseGroundedness,
+        ResponseRelevancy,
+        RougeL,
+        RubricScore,
+        SemanticSimilarity,
+        TokenF1,
+    )
+    from rageval.results import EvaluationResult
+    from rageval.runner import aevaluate, evaluate
+    from rageval.samples import InvalidDataError, Sample, SingleTurnSample, load_samples

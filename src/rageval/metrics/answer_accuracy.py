@@ -1,0 +1,63 @@
+"""answer_accuracy: agreement of the response with the reference, rated 0/2/4 by two templates.
+
+Template 1 judges the response against the reference; template 2 swaps their roles. Each
+rating is divided by 4 and the valid ones averaged (one valid → that one; none → not measured).
+A rating off the scale is re-asked up to `max_retries` times per template.
+Judge requests: 2 (more only for re-asks).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rageval.metrics._prompting import messages, tagged
+from rageval.metrics._ratings import rate_with_templates
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.samples import Sample
+
+SCALE = (0, 2, 4)
+_SCALE_TEXT = (
+    "Rate 4 if it says the same as the {ref}, 2 if it agrees only in part, 0 if it is wrong, "
+    "contradicts the {ref} or answers a different question. "
+    'Reply as {{"rating": 0|2|4}}.'
+)
+
+
+def prompts(question: str, response: str, reference: str) -> list[list[dict[str, str]]]:
+    first = messages(
+        "Compare the candidate answer with the reference answer to the question.\n\n"
+        f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
+        f"{tagged('candidate', response)}\n\n" + _SCALE_TEXT.format(ref="reference")
+    )
+    # roles swapped: the reference is judged against the response
+    second = messages(
+        "Judge how well the proposed answer matches the gold answer for the question.\n\n"
+        f"{tagged('question', question)}\n{tagged('gold', response)}\n"
+        f"{tagged('proposed', reference)}\n\n" + _SCALE_TEXT.format(ref="gold answer")
+    )
+    return [first, second]
+
+
+@register
+class AnswerAccuracy(Metric):
+    name = "answer_accuracy"
+    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference")
+    needs_llm = True
+    summary = "agreement of response and reference, two judge templates rating 0/2/4"
+
+    def __init__(self, *, max_retries: int = 5, **kw: Any) -> None:
+        super().__init__(**kw)
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        self.max_retries = max_retries
+
+    def params(self) -> dict[str, Any]:
+        return {"max_retries": self.max_retries}
+
+    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        return await rate_with_templates(
+            ctx,
+            prompts(sample.text("user_input"), sample.text("response"), sample.text("reference")),
+            SCALE,
+            self.max_retries,
+        )
