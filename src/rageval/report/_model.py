@@ -1,0 +1,183 @@
+"""The files of a run directory as the report reads them.
+
+The runner writes `manifest.json`, `results.jsonl` (one object per finished sample, appended as
+samples finish) and `summary.json`. These models are the contract: extra keys are kept (and
+shown in the report's configuration panel), missing optional keys take their defaults.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, model_validator
+
+MANIFEST = "manifest.json"
+RESULTS = "results.jsonl"
+SUMMARY = "summary.json"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Usage(_Record):
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    cost_usd: FiniteFloat | None = None
+    retries: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
+        return Usage(
+            requests=self.requests + other.requests,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cache_hits=self.cache_hits + other.cache_hits,
+            cost_usd=sum(costs) if costs else None,
+            retries=self.retries + other.retries,
+        )
+
+
+class MetricSpec(_Record):
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class JudgeInfo(_Record):
+    model: str
+    base_url: str | None = None
+    temperature: float | None = None
+
+
+class EmbeddingsInfo(_Record):
+    name: str
+
+
+class DataInfo(_Record):
+    source: str | None = None
+    fingerprint: str | None = None
+    n_rows: int | None = None
+
+
+class Manifest(_Record):
+    rageval_version: str
+    created_at: str
+    metrics: list[MetricSpec] = Field(default_factory=list)
+    judge: JudgeInfo | None = None
+    embeddings: EmbeddingsInfo | None = None
+    data: DataInfo = Field(default_factory=DataInfo)
+
+
+class Inputs(_Record):
+    user_input: str | None = None
+    response: str | None = None
+    retrieved_contexts: list[str] | None = None
+    reference: str | None = None
+    reference_contexts: list[str] | None = None
+
+
+class Cell(_Record):
+    status: Literal["ok", "not_measured", "skipped"]
+    value: FiniteFloat | None = None
+    cause: str | None = None
+    reason: str | None = None
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+
+    @model_validator(mode="after")
+    def _value_matches_status(self) -> Cell:
+        if (self.status == "ok") != (self.value is not None):
+            raise ValueError(
+                f"a {self.status!r} cell must {'' if self.status == 'ok' else 'not '}"
+                f"have a value, got {self.value!r}"
+            )
+        return self
+
+
+class SampleResult(_Record):
+    row: int
+    id: str
+    inputs: Inputs = Field(default_factory=Inputs)
+    metrics: dict[str, Cell] = Field(default_factory=dict)
+    #: work done once for several metrics (statement extraction), not charged to any one
+    shared_usage: Usage = Field(default_factory=Usage)
+
+
+class MetricSummary(_Record):
+    mean: FiniteFloat | None = None
+    ci_low: FiniteFloat | None = None
+    ci_high: FiniteFloat | None = None
+    ci_method: str | None = None
+    n_measured: int = 0
+    n_not_measured: int = 0
+    n_skipped: int = 0
+    n_cells: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    #: "not measured: <cause>" / "skipped: <cause>" -> number of cells
+    causes: dict[str, int] = Field(default_factory=dict)
+
+
+class Summary(_Record):
+    metrics: dict[str, MetricSummary] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    #: label (e.g. "shared:statements") -> usage of work shared between metrics
+    shared_usage: dict[str, Usage] = Field(default_factory=dict)
+    duration_s: FiniteFloat | None = None
+
+
+class RunData(BaseModel):
+    """A run directory loaded: its manifest, finished samples (by row) and summary, if written."""
+
+    manifest: Manifest
+    results: list[SampleResult]
+    summary: Summary | None = None
+
+    @classmethod
+    def load(cls, run_dir: str | Path) -> RunData:
+        run_dir = Path(run_dir)
+        manifest = Manifest.model_validate_json((run_dir / MANIFEST).read_bytes())
+        results_path = run_dir / RESULTS
+        results = _read_results(results_path) if results_path.exists() else []
+        summary_path = run_dir / SUMMARY
+        summary = (
+            Summary.model_validate_json(summary_path.read_bytes())
+            if summary_path.exists()
+            else None
+        )
+        return cls(manifest=manifest, results=results, summary=summary)
+
+    def metric_names(self) -> list[str]:
+        """Metrics in manifest order, then any that only the results or summary mention."""
+        names = [m.name for m in self.manifest.metrics]
+        extra = [n for r in self.results for n in r.metrics]
+        if self.summary is not None:
+            extra += list(self.summary.metrics)
+        return list(dict.fromkeys(names + extra))
+
+
+def _read_results(path: Path) -> list[SampleResult]:
+    """Finished samples sorted by row; a row written twice (a resumed run) keeps its last record.
+
+    Only the final line may be cut short (the process died while appending); a broken line
+    anywhere else means the log is damaged, and that is an error.
+    """
+    lines = path.read_text(encoding="utf-8").splitlines()
+    by_row: dict[int, SampleResult] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = SampleResult.model_validate_json(line)
+        except ValidationError as e:
+            if number == len(lines) and _is_cut_short(e):
+                break
+            raise ValueError(f"{path}:{number}: {e}") from e
+        by_row[record.row] = record
+    return [by_row[row] for row in sorted(by_row)]
+
+
+def _is_cut_short(error: ValidationError) -> bool:
+    return any(e["type"] == "json_invalid" for e in error.errors())

@@ -1,0 +1,1001 @@
+"use strict";
+// Draws the report from the JSON in #run-data. Every string from the data reaches the page
+// through textContent, a text node or an attribute value set with setAttribute: never as markup.
+(() => {
+  const DATA = JSON.parse(document.getElementById("run-data").textContent);
+  const SAMPLES = DATA.samples;
+  const METRICS = DATA.metrics;
+  const NAMES = METRICS.map((m) => m.name);
+  const PAGE_SIZE = 100;
+  const SVGNS = "http://www.w3.org/2000/svg";
+  const INPUT_FIELDS = [
+    ["user_input", "Question"],
+    ["response", "Response"],
+    ["retrieved_contexts", "Retrieved contexts"],
+    ["reference", "Reference"],
+    ["reference_contexts", "Reference contexts"],
+  ];
+  const TEXT_KEYS = ["text", "statement", "question", "context", "claim"];
+  const VERDICT_KEYS = ["verdict", "supported", "attributed", "useful", "relevant"];
+
+  // ---- DOM helpers ---------------------------------------------------------------------
+
+  function addKids(node, kids) {
+    for (const kid of kids.flat(Infinity)) {
+      if (kid === null || kid === undefined || kid === false) continue;
+      node.append(kid instanceof Node ? kid : String(kid));
+    }
+    return node;
+  }
+
+  function setProps(node, props) {
+    for (const [key, value] of Object.entries(props || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.setAttribute("class", value);
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    return node;
+  }
+
+  const h = (tag, props, ...kids) => addKids(setProps(document.createElement(tag), props), kids);
+  const svg = (tag, props, ...kids) =>
+    addKids(setProps(document.createElementNS(SVGNS, tag), props), kids);
+
+  // ---- formatting ----------------------------------------------------------------------
+
+  const isScalar = (v) => v === null || ["string", "number", "boolean"].includes(typeof v);
+  const isPlainObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+  const fmtValue = (v) => v.toFixed(3);
+  const fmtInt = (n) => (n || 0).toLocaleString("en-US");
+  const fmtNum = (v) => (Number.isInteger(v) ? String(v) : String(Number(v.toFixed(4))));
+  const tokens = (u) => (u.prompt_tokens || 0) + (u.completion_tokens || 0);
+  const humanize = (key) => key.replace(/_/g, " ");
+  const plural = (n, word) => `${fmtInt(n)} ${word}${n === 1 ? "" : "s"}`;
+
+  function fmtCost(c) {
+    if (c === null || c === undefined) return "—";
+    if (c === 0) return "$0";
+    return "$" + (c < 0.01 ? c.toPrecision(2) : c.toFixed(2));
+  }
+
+  function fmtDuration(s) {
+    if (s === null || s === undefined) return "—";
+    if (s < 60) return `${s.toFixed(1)} s`;
+    if (s < 3600) return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+    return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
+  }
+
+  function fmtTime(iso) {
+    const m = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:?\d\d)?$/.exec(iso || "");
+    if (!m) return iso || "—";
+    const zone = !m[3] ? "" : m[3] === "Z" || /^[+-]00:?00$/.test(m[3]) ? " UTC" : " " + m[3];
+    return `${m[1]} ${m[2]}${zone}`;
+  }
+
+  function fmtParams(params) {
+    return Object.entries(params || {})
+      .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+      .join(", ");
+  }
+
+  function usageLine(u) {
+    const parts = [plural(u.requests, "request"), plural(tokens(u), "token")];
+    if (u.cache_hits) parts.push(plural(u.cache_hits, "cache hit"));
+    if (u.cost_usd !== null && u.cost_usd !== undefined) parts.push(fmtCost(u.cost_usd));
+    return parts.join(" · ");
+  }
+
+  function truncate(text, n) {
+    return text.length > n ? text.slice(0, n - 1).trimEnd() + "…" : text;
+  }
+
+  // ---- values and cells ----------------------------------------------------------------
+
+  const cellOf = (sample, name) => (sample.metrics || {})[name] || null;
+
+  function statusPill(cell) {
+    if (!cell) return h("span", { class: "pill none", title: "no result for this metric" }, "—");
+    if (cell.status === "skipped") return h("span", { class: "pill skipped", title: cell.cause }, "skipped");
+    return h("span", { class: "pill nm", title: cell.cause }, "not measured");
+  }
+
+  // Value range of a metric's chart and filters: [0, 1] stretched to cover every value.
+  function domainOf(values) {
+    let lo = 0;
+    let hi = 1;
+    for (const v of values) {
+      lo = Math.min(lo, Math.floor(v * 10) / 10);
+      hi = Math.max(hi, Math.ceil(v * 10) / 10);
+    }
+    return [lo, hi];
+  }
+
+  const valuesOf = (name) =>
+    SAMPLES.map((s) => cellOf(s, name)).filter((c) => c && c.status === "ok").map((c) => c.value);
+
+  const METRIC_INFO = new Map(
+    METRICS.map((m) => {
+      const values = valuesOf(m.name);
+      const [lo, hi] = domainOf(values);
+      const bins = Math.min(40, Math.max(10, Math.round((hi - lo) * 10)));
+      return [m.name, { values, lo, hi, bins, width: (hi - lo) / bins }];
+    }),
+  );
+
+  // Axis labels: the ends, and round values between them that do not crowd the ends.
+  function ticksOf(info) {
+    const span = info.hi - info.lo;
+    const step = span > 2 ? 1 : 0.5;
+    const ticks = [info.lo];
+    for (let t = Math.ceil(info.lo / step) * step; t < info.hi; t += step)
+      if (t - info.lo > 0.12 * span && info.hi - t > 0.12 * span) ticks.push(t);
+    ticks.push(info.hi);
+    return ticks;
+  }
+
+  function binOf(info, v) {
+    // The epsilon keeps 0.3 out of the 0.2 bin despite 0.3 / 0.1 = 2.9999999999999996.
+    return Math.min(info.bins - 1, Math.max(0, Math.floor((v - info.lo) / info.width + 1e-9)));
+  }
+
+  // ---- state: filters, sort, page -----------------------------------------------------
+
+  const HAYSTACK = SAMPLES.map((s) => {
+    const parts = [s.id];
+    for (const [key] of INPUT_FIELDS) {
+      const v = (s.inputs || {})[key];
+      if (typeof v === "string") parts.push(v);
+      else if (Array.isArray(v)) parts.push(...v.filter((x) => typeof x === "string"));
+    }
+    return parts.join("\n").toLowerCase();
+  });
+
+  const state = {
+    query: "",
+    metric: "", // "" = any metric
+    cond: "all", // all | ok | not_measured | skipped | range | bin
+    lo: null,
+    hi: null,
+    bin: null, // {name, index}: a histogram bar
+    sortKey: "row",
+    sortDir: 1,
+    page: 0,
+    view: SAMPLES.map((_, i) => i),
+  };
+
+  function cellMatches(cell, name) {
+    switch (state.cond) {
+      case "all":
+        return true;
+      case "ok":
+      case "not_measured":
+      case "skipped":
+        return !!cell && cell.status === state.cond;
+      case "range":
+        return (
+          !!cell &&
+          cell.status === "ok" &&
+          (state.lo === null || cell.value >= state.lo) &&
+          (state.hi === null || cell.value <= state.hi)
+        );
+      case "bin":
+        return (
+          name === state.bin.name &&
+          !!cell &&
+          cell.status === "ok" &&
+          binOf(METRIC_INFO.get(name), cell.value) === state.bin.index
+        );
+      default:
+        return true;
+    }
+  }
+
+  function sampleMatches(i) {
+    if (state.query && !HAYSTACK[i].includes(state.query)) return false;
+    if (state.cond === "all") return true;
+    const sample = SAMPLES[i];
+    const names = state.metric ? [state.metric] : NAMES;
+    return names.some((name) => cellMatches(cellOf(sample, name), name));
+  }
+
+  const STATUS_RANK = { ok: 0, not_measured: 1, skipped: 2 };
+
+  function compareSamples(a, b) {
+    const sa = SAMPLES[a];
+    const sb = SAMPLES[b];
+    const dir = state.sortDir;
+    const key = state.sortKey;
+    let c = 0;
+    if (key.startsWith("m:")) {
+      const name = key.slice(2);
+      const ca = cellOf(sa, name);
+      const cb = cellOf(sb, name);
+      // Unmeasured cells sort after every value whichever the direction: they are not 0.
+      const ra = ca ? STATUS_RANK[ca.status] : 3;
+      const rb = cb ? STATUS_RANK[cb.status] : 3;
+      if (ra !== rb) return ra - rb;
+      if (ra === 0) c = (ca.value - cb.value) * dir;
+    } else if (key === "row") {
+      c = (sa.row - sb.row) * dir;
+    } else {
+      const ta = key === "id" ? sa.id : (sa.inputs || {}).user_input || "";
+      const tb = key === "id" ? sb.id : (sb.inputs || {}).user_input || "";
+      c = ta.localeCompare(tb, undefined, { numeric: true }) * dir;
+    }
+    return c || sa.row - sb.row;
+  }
+
+  function recompute() {
+    state.view = SAMPLES.map((_, i) => i).filter(sampleMatches);
+    state.view.sort(compareSamples);
+    const pages = Math.max(1, Math.ceil(state.view.length / PAGE_SIZE));
+    state.page = Math.min(state.page, pages - 1);
+    drawTable();
+  }
+
+  // ---- header --------------------------------------------------------------------------
+
+  function drawHeader() {
+    const m = DATA.manifest;
+    const data = m.data || {};
+    const judge = m.judge;
+    const finished = SAMPLES.length;
+    const rows =
+      data.n_rows === null || data.n_rows === undefined
+        ? fmtInt(finished)
+        : finished === data.n_rows
+          ? fmtInt(finished)
+          : `${fmtInt(finished)} of ${fmtInt(data.n_rows)} finished`;
+    const facts = [
+      ["Rows", rows],
+      ["Metrics", String(METRICS.length)],
+      ["Judge", judge ? judge.model : "none"],
+      ["Endpoint", judge ? judge.base_url || "—" : "—"],
+      ["Temperature", judge && typeof judge.temperature === "number" ? String(judge.temperature) : "—"],
+      ["Embeddings", m.embeddings ? m.embeddings.name : "none"],
+      ["Created", fmtTime(m.created_at)],
+      ["Duration", fmtDuration(DATA.duration_s)],
+      ["rageval", m.rageval_version],
+      ["Data fingerprint", data.fingerprint || "—"],
+    ];
+    const header = h(
+      "header",
+      { class: "masthead" },
+      h("div", { class: "brand" }, "rageval"),
+      h("h1", null, "Evaluation report"),
+      h("p", { class: "subtitle" }, data.source || "unnamed data"),
+      h(
+        "dl",
+        { class: "facts" },
+        facts.map(([k, v]) =>
+          h("div", { class: "fact" }, h("dt", null, k), h("dd", { title: v }, v)),
+        ),
+      ),
+      h(
+        "details",
+        { class: "config" },
+        h("summary", null, "Run configuration (manifest)"),
+        h("pre", { class: "json" }, JSON.stringify(m, null, 2)),
+      ),
+    );
+    const notices = [];
+    if (!finished) notices.push(["warn", "No finished samples in this run."]);
+    else if (typeof data.n_rows === "number" && finished < data.n_rows)
+      notices.push([
+        "warn",
+        `Incomplete run: ${fmtInt(finished)} of ${fmtInt(data.n_rows)} rows have finished. ` +
+          "Resume it to finish the rest.",
+      ]);
+    if (!DATA.has_summary)
+      notices.push([
+        "info",
+        "This run has no summary.json: means and counts below are computed from the finished " +
+          "samples, without confidence intervals.",
+      ]);
+    return [header, notices.map(([kind, text]) => h("p", { class: `notice ${kind}` }, text))];
+  }
+
+  // ---- summary table -------------------------------------------------------------------
+
+  function ciPlot(row, lo, hi) {
+    const W = 120;
+    const H = 16;
+    const x = (v) => 4 + ((v - lo) / (hi - lo)) * (W - 8);
+    const g = svg("svg", { class: "ci-plot", viewBox: `0 0 ${W} ${H}`, width: W, height: H, "aria-hidden": "true" });
+    g.append(svg("line", { x1: x(lo), x2: x(hi), y1: H / 2, y2: H / 2, class: "ci-axis" }));
+    if (row.mean === null) return g;
+    if (row.ci_low !== null && row.ci_high !== null)
+      g.append(svg("line", { x1: x(row.ci_low), x2: x(row.ci_high), y1: H / 2, y2: H / 2, class: "ci-range" }));
+    g.append(svg("circle", { cx: x(row.mean), cy: H / 2, r: 3.5, class: "ci-mean" }));
+    return g;
+  }
+
+  function drawSummary() {
+    const bounds = METRICS.flatMap((r) => [r.mean, r.ci_low, r.ci_high]).filter((v) => v !== null);
+    const [lo, hi] = domainOf(bounds);
+    const numeric = (text, title) => h("td", { class: "num", title }, text);
+    const usageCells = (x) => [
+      numeric(fmtInt(x.requests)),
+      numeric(fmtInt(tokens(x)), `${fmtInt(x.prompt_tokens)} prompt + ${fmtInt(x.completion_tokens)} completion`),
+      numeric(fmtInt(x.cache_hits)),
+      numeric(fmtCost(x.cost_usd)),
+    ];
+    const body = METRICS.map((r) =>
+      h(
+        "tr",
+        null,
+        h(
+          "th",
+          { scope: "row" },
+          h("div", { class: "metric-name" }, r.name),
+          fmtParams(r.params) ? h("div", { class: "params", title: fmtParams(r.params) }, truncate(fmtParams(r.params), 48)) : null,
+        ),
+        numeric(r.mean === null ? "—" : fmtValue(r.mean)),
+        numeric(
+          r.ci_low === null || r.ci_high === null ? "—" : `${fmtValue(r.ci_low)} – ${fmtValue(r.ci_high)}`,
+        ),
+        h("td", { class: "plot" }, ciPlot(r, lo, hi)),
+        numeric(fmtInt(r.n_measured)),
+        h(
+          "td",
+          { class: "num" },
+          r.n_not_measured
+            ? h(
+                "button",
+                {
+                  class: "pill nm link",
+                  title: "Show these samples",
+                  onclick: () => applyFilter(r.name, "not_measured"),
+                },
+                fmtInt(r.n_not_measured),
+              )
+            : "0",
+        ),
+        numeric(fmtInt(r.n_skipped)),
+        usageCells(r.usage),
+      ),
+    );
+    const sum = (key) => METRICS.reduce((acc, r) => acc + (r[key] || 0), 0);
+    const u = DATA.usage;
+    const shared = Object.entries(DATA.shared_usage || {}).map(([label, x]) =>
+      h(
+        "tr",
+        { class: "shared" },
+        h("th", { scope: "row", title: "Work done once per sample for several metrics" }, label),
+        h("td", { colspan: 6 }),
+        usageCells(x),
+      ),
+    );
+    const foot = h(
+      "tr",
+      null,
+      h("th", { scope: "row" }, "Total"),
+      h("td"),
+      h("td"),
+      h("td"),
+      numeric(fmtInt(sum("n_measured"))),
+      numeric(fmtInt(sum("n_not_measured"))),
+      numeric(fmtInt(sum("n_skipped"))),
+      usageCells(u),
+    );
+    const heads = ["Metric", "Mean", "95% CI", "", "Measured", "Not measured", "Skipped", "Requests", "Tokens", "Cache hits", "Cost"];
+    const method = (METRICS.find((r) => r.ci_method) || {}).ci_method;
+    const notes = [
+      "Not-measured and skipped cells are left out of the mean and counted on their own, never as 0.",
+      method ? `CI: ${method}.` : null,
+      u.retries ? `${fmtInt(u.retries)} ${u.retries === 1 ? "retry" : "retries"} in total.` : null,
+      shared.length ? "Work shared between metrics (done once per sample) is listed on its own and included in the totals." : null,
+    ];
+    return h(
+      "section",
+      { id: "summary" },
+      h("h2", null, "Summary"),
+      METRICS.length
+        ? h(
+            "div",
+            { class: "table-wrap" },
+            h(
+              "table",
+              { class: "summary" },
+              h("thead", null, h("tr", null, heads.map((t, i) => h("th", { class: i > 0 && i !== 3 ? "num" : null, scope: "col" }, t)))),
+              h("tbody", null, body),
+              h("tfoot", null, shared, foot),
+            ),
+          )
+        : h("p", { class: "empty" }, "This run has no metrics."),
+      h("p", { class: "footnote" }, notes.filter(Boolean).join(" ")),
+      drawCauses(),
+    );
+  }
+
+  // Why cells have no value, per metric: the runner's counts of "not measured: …" / "skipped: …".
+  function drawCauses() {
+    const rows = METRICS.flatMap((r) =>
+      Object.entries(r.causes || {}).map(([cause, n]) => {
+        const skipped = cause.startsWith("skipped");
+        return h(
+          "tr",
+          null,
+          h("td", null, h("span", { class: "metric-name" }, r.name)),
+          h("td", { class: "cause-text" }, cause),
+          h(
+            "td",
+            { class: "num" },
+            h(
+              "button",
+              {
+                type: "button",
+                class: skipped ? "pill skipped link" : "pill nm link",
+                title: "Show these samples",
+                onclick: () => applyFilter(r.name, skipped ? "skipped" : "not_measured"),
+              },
+              fmtInt(n),
+            ),
+          ),
+        );
+      }),
+    );
+    if (!rows.length) return null;
+    return h(
+      "div",
+      { class: "causes" },
+      h("h3", null, "Cells without a value"),
+      h(
+        "div",
+        { class: "table-wrap" },
+        h(
+          "table",
+          { class: "causes-table" },
+          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Metric"), h("th", { scope: "col" }, "Cause"), h("th", { scope: "col", class: "num" }, "Cells"))),
+          h("tbody", null, rows),
+        ),
+      ),
+    );
+  }
+
+  // ---- distributions -------------------------------------------------------------------
+
+  function histogram(row) {
+    const info = METRIC_INFO.get(row.name);
+    const counts = new Array(info.bins).fill(0);
+    for (const v of info.values) counts[binOf(info, v)] += 1;
+    const unmeasured = row.n_not_measured + row.n_skipped;
+    const W = 320;
+    const H = 150;
+    const left = 30;
+    const plotW = 240;
+    const top = 12;
+    const plotH = 104;
+    const gap = 14;
+    const nmW = 24;
+    const peak = Math.max(1, unmeasured, ...counts);
+    const y = (n) => top + plotH - (n / peak) * plotH;
+    const x = (v) => left + ((v - info.lo) / (info.hi - info.lo)) * plotW;
+    const chart = svg("svg", {
+      class: "hist",
+      viewBox: `0 0 ${W} ${H}`,
+      role: "img",
+      "aria-label": `Distribution of ${row.name}`,
+    });
+    chart.append(
+      svg("line", { x1: left, x2: left + plotW, y1: top + plotH, y2: top + plotH, class: "axis" }),
+      svg("text", { x: left - 6, y: top + 4, class: "tick", "text-anchor": "end" }, String(peak)),
+      svg("text", { x: left - 6, y: top + plotH, class: "tick", "text-anchor": "end" }, "0"),
+    );
+    if (row.ci_low !== null && row.ci_high !== null)
+      chart.append(
+        svg(
+          "rect",
+          { x: x(row.ci_low), y: top, width: Math.max(1, x(row.ci_high) - x(row.ci_low)), height: plotH, class: "ci-band" },
+          svg("title", null, `95% CI ${fmtValue(row.ci_low)} – ${fmtValue(row.ci_high)}`),
+        ),
+      );
+    counts.forEach((n, i) => {
+      const x0 = info.lo + i * info.width;
+      const label = `${fmtNum(x0)} – ${fmtNum(x0 + info.width)}: ${plural(n, "sample")}`;
+      // The group spans the full height so that short bars are easy to click.
+      const bin = svg(
+        "g",
+        { class: n ? "bin" : "bin empty", "data-bin": i },
+        svg("title", null, label),
+        svg("rect", { x: left + (i * plotW) / info.bins, y: top, width: plotW / info.bins, height: plotH, class: "hit" }),
+        svg("rect", { x: left + (i * plotW) / info.bins + 1, y: y(n), width: plotW / info.bins - 2, height: top + plotH - y(n), class: "bar" }),
+      );
+      if (n) bin.addEventListener("click", () => applyBin(row.name, i));
+      chart.append(bin);
+    });
+    if (row.mean !== null)
+      chart.append(
+        svg("line", { x1: x(row.mean), x2: x(row.mean), y1: top - 4, y2: top + plotH, class: "mean" },
+          svg("title", null, `mean ${fmtValue(row.mean)}`)),
+      );
+    for (const v of ticksOf(info))
+      chart.append(svg("text", { x: x(v), y: top + plotH + 16, class: "tick", "text-anchor": "middle" }, fmtNum(v)));
+    const nmX = left + plotW + gap;
+    const nmBar = svg(
+      "rect",
+      { x: nmX, y: y(unmeasured), width: nmW, height: top + plotH - y(unmeasured), class: "bar nm" },
+      svg("title", null, `not measured: ${fmtInt(row.n_not_measured)}, skipped: ${fmtInt(row.n_skipped)}`),
+    );
+    if (unmeasured) nmBar.addEventListener("click", () => applyFilter(row.name, row.n_not_measured ? "not_measured" : "skipped"));
+    chart.append(
+      svg("line", { x1: nmX - 3, x2: nmX + nmW + 3, y1: top + plotH, y2: top + plotH, class: "axis" }),
+      nmBar,
+      svg("text", { x: nmX + nmW / 2, y: top + plotH + 16, class: "tick", "text-anchor": "middle" }, "n/m"),
+    );
+    return chart;
+  }
+
+  function drawDistributions() {
+    if (!METRICS.length) return null;
+    const cards = METRICS.map((r) =>
+      h(
+        "figure",
+        { class: "card dist", "data-metric": r.name },
+        h(
+          "figcaption",
+          null,
+          h("span", { class: "metric-name" }, r.name),
+          h(
+            "span",
+            { class: "dist-stats" },
+            r.mean === null ? "no values" : `mean ${fmtValue(r.mean)}`,
+            r.ci_low !== null && r.ci_high !== null ? ` [${fmtValue(r.ci_low)}, ${fmtValue(r.ci_high)}]` : "",
+          ),
+        ),
+        histogram(r),
+        h(
+          "div",
+          { class: "dist-counts" },
+          `${fmtInt(r.n_measured)} measured`,
+          r.n_not_measured ? h("span", { class: "warn-text" }, ` · ${fmtInt(r.n_not_measured)} not measured`) : " · 0 not measured",
+          r.n_skipped ? ` · ${fmtInt(r.n_skipped)} skipped` : "",
+        ),
+      ),
+    );
+    return h(
+      "section",
+      { id: "distributions" },
+      h("h2", null, "Distributions"),
+      h("p", { class: "hint" }, "Click a bar to list its samples. The dashed line is the mean, the band its 95% CI; n/m counts cells with no value."),
+      h("div", { class: "dist-grid" }, cards),
+    );
+  }
+
+  // ---- samples table -------------------------------------------------------------------
+
+  const ui = {};
+
+  function drawSamples() {
+    ui.search = h("input", {
+      type: "search",
+      id: "filter-text",
+      placeholder: "Filter by question, response, context, reference or id",
+      "aria-label": "Filter samples by text",
+      oninput: () => {
+        state.query = ui.search.value.trim().toLowerCase();
+        state.page = 0;
+        recompute();
+      },
+    });
+    ui.metric = h(
+      "select",
+      { id: "filter-metric", "aria-label": "Metric to filter on", onchange: onFilterControls },
+      h("option", { value: "" }, "any metric"),
+      NAMES.map((n) => h("option", { value: n }, n)),
+    );
+    ui.cond = h(
+      "select",
+      { id: "filter-cond", "aria-label": "Condition", onchange: onFilterControls },
+      [
+        ["all", "all cells"],
+        ["ok", "measured"],
+        ["not_measured", "not measured"],
+        ["skipped", "skipped"],
+        ["range", "value between"],
+      ].map(([v, t]) => h("option", { value: v }, t)),
+      ui.binOption = h("option", { value: "bin", hidden: true }, "histogram bar"),
+    );
+    const num = (id, label) =>
+      h("input", { type: "number", id, step: "0.05", "aria-label": label, class: "num-input", oninput: onFilterControls });
+    ui.lo = num("filter-lo", "Lowest value");
+    ui.hi = num("filter-hi", "Highest value");
+    ui.range = h("span", { class: "range", hidden: true }, ui.lo, h("span", { class: "muted" }, "and"), ui.hi);
+    ui.clear = h("button", { type: "button", class: "btn", onclick: clearFilters }, "Clear filters");
+    ui.status = h("p", { class: "status", id: "table-status", "aria-live": "polite" });
+    ui.head = h("tr");
+    ui.body = h("tbody", { onclick: onTableClick, onkeydown: onTableKey });
+    ui.pager = h("nav", { class: "pager", "aria-label": "Pages" });
+    return h(
+      "section",
+      { id: "samples" },
+      h("h2", null, "Samples"),
+      h(
+        "div",
+        { class: "toolbar" },
+        ui.search,
+        h("label", { class: "filter" }, h("span", { class: "muted" }, "where"), ui.metric, h("span", { class: "muted" }, "is"), ui.cond, ui.range),
+        ui.clear,
+      ),
+      ui.status,
+      h("div", { class: "table-wrap" }, h("table", { class: "samples", id: "samples-table" }, h("thead", null, ui.head), ui.body)),
+      ui.pager,
+    );
+  }
+
+  function onFilterControls() {
+    state.metric = ui.metric.value;
+    // A histogram bar belongs to one metric; choosing another metric drops it.
+    if (ui.cond.value === "bin" && (!state.bin || state.bin.name !== ui.metric.value)) ui.cond.value = "all";
+    state.cond = ui.cond.value;
+    if (state.cond !== "bin") state.bin = null;
+    ui.binOption.hidden = state.cond !== "bin";
+    ui.range.hidden = state.cond !== "range";
+    const read = (input) => (input.value === "" || Number.isNaN(input.valueAsNumber) ? null : input.valueAsNumber);
+    state.lo = read(ui.lo);
+    state.hi = read(ui.hi);
+    state.page = 0;
+    recompute();
+  }
+
+  function applyFilter(name, cond) {
+    ui.metric.value = name;
+    ui.cond.value = cond;
+    onFilterControls();
+    document.getElementById("samples").scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+
+  function applyBin(name, index) {
+    ui.binOption.hidden = false;
+    const info = METRIC_INFO.get(name);
+    const x0 = info.lo + index * info.width;
+    ui.binOption.textContent = `in ${fmtNum(x0)} – ${fmtNum(x0 + info.width)}`;
+    state.bin = { name, index };
+    applyFilter(name, "bin");
+  }
+
+  function clearFilters() {
+    ui.search.value = "";
+    state.query = "";
+    ui.lo.value = "";
+    ui.hi.value = "";
+    ui.metric.value = "";
+    ui.cond.value = "all";
+    onFilterControls();
+  }
+
+  const COLUMNS = [
+    { key: "row", label: "#", cls: "num" },
+    { key: "id", label: "id" },
+    { key: "question", label: "Question" },
+    ...NAMES.map((n) => ({ key: `m:${n}`, label: n, cls: "num metric" })),
+  ];
+
+  function drawHead() {
+    ui.head.replaceChildren(
+      ...COLUMNS.map((col) => {
+        const active = state.sortKey === col.key;
+        const arrow = active ? (state.sortDir > 0 ? "▲" : "▼") : "";
+        return h(
+          "th",
+          {
+            scope: "col",
+            class: col.cls,
+            "aria-sort": active ? (state.sortDir > 0 ? "ascending" : "descending") : "none",
+            "data-key": col.key,
+          },
+          h(
+            "button",
+            {
+              type: "button",
+              class: "sort",
+              title: `Sort by ${col.label}`,
+              onclick: () => {
+                // Metric columns start high-to-low: the usual question is "what scored worst/best".
+                const first = col.key.startsWith("m:") ? -1 : 1;
+                state.sortDir = state.sortKey === col.key ? -state.sortDir : first;
+                state.sortKey = col.key;
+                recompute();
+                // The header is redrawn; keep keyboard focus on the column just sorted.
+                ui.head.querySelector(`th[data-key="${CSS.escape(col.key)}"] button`).focus();
+              },
+            },
+            col.label,
+            h("span", { class: "arrow", "aria-hidden": "true" }, arrow),
+          ),
+        );
+      }),
+    );
+  }
+
+  function valueCell(cell, m) {
+    if (!cell || cell.status !== "ok") return h("td", { class: "metric off", "data-m": m }, statusPill(cell));
+    const fill = Math.max(0, Math.min(1, cell.value));
+    const bar = h("span", { class: "meter-fill" });
+    bar.style.width = `${(fill * 100).toFixed(1)}%`;
+    return h(
+      "td",
+      { class: "num metric", "data-m": m, title: cell.reason ? truncate(cell.reason, 300) : null },
+      h("span", { class: "value" }, fmtValue(cell.value)),
+      h("span", { class: "meter" }, bar),
+    );
+  }
+
+  function drawTable() {
+    drawHead();
+    const start = state.page * PAGE_SIZE;
+    const slice = state.view.slice(start, start + PAGE_SIZE);
+    ui.body.replaceChildren(
+      ...slice.map((i) => {
+        const s = SAMPLES[i];
+        const q = (s.inputs || {}).user_input;
+        return h(
+          "tr",
+          { "data-i": i, tabindex: 0 },
+          h("td", { class: "num muted" }, String(s.row)),
+          h("td", { class: "id", title: s.id }, truncate(s.id, 24)),
+          h(
+            "td",
+            { class: "question", title: typeof q === "string" ? truncate(q, 500) : null },
+            typeof q === "string" ? truncate(q, 140) : h("span", { class: "muted" }, "—"),
+          ),
+          NAMES.map((n, m) => valueCell(cellOf(s, n), m)),
+        );
+      }),
+    );
+    if (!slice.length)
+      ui.body.append(
+        h("tr", { class: "empty-row" }, h("td", { colspan: COLUMNS.length }, SAMPLES.length ? "No samples match these filters." : "No finished samples.")),
+      );
+    const total = state.view.length;
+    const filtered = total !== SAMPLES.length;
+    ui.status.textContent = total
+      ? `Showing ${fmtInt(start + 1)}–${fmtInt(start + slice.length)} of ${fmtInt(total)}` +
+        (filtered ? ` matching samples (${fmtInt(SAMPLES.length)} in all)` : " samples") +
+        ". Click a row or a score for the details."
+      : filtered
+        ? `No samples match (${fmtInt(SAMPLES.length)} in all).`
+        : "";
+    const pages = Math.ceil(total / PAGE_SIZE);
+    ui.pager.replaceChildren();
+    if (pages > 1) {
+      const go = (p) => () => {
+        state.page = p;
+        drawTable();
+        document.getElementById("samples").scrollIntoView({ block: "start" });
+      };
+      ui.pager.append(
+        h("button", { type: "button", class: "btn", disabled: state.page === 0, onclick: go(state.page - 1) }, "← Previous"),
+        h("span", { class: "muted" }, `Page ${state.page + 1} of ${pages}`),
+        h("button", { type: "button", class: "btn", disabled: state.page >= pages - 1, onclick: go(state.page + 1) }, "Next →"),
+      );
+    }
+  }
+
+  function onTableClick(event) {
+    const tr = event.target.closest("tr[data-i]");
+    if (!tr) return;
+    const td = event.target.closest("td[data-m]");
+    openDetail(Number(tr.dataset.i), td ? NAMES[Number(td.dataset.m)] : null);
+  }
+
+  function onTableKey(event) {
+    if (event.key !== "Enter" && event.key !== " ") return;
+    const tr = event.target.closest("tr[data-i]");
+    if (!tr) return;
+    event.preventDefault();
+    openDetail(Number(tr.dataset.i), null);
+  }
+
+  // ---- detail dialog -------------------------------------------------------------------
+
+  const dialog = document.getElementById("detail");
+  let current = null;
+
+  function textBlock(text) {
+    return h("div", { class: "text" }, text);
+  }
+
+  function verdictBadge(v) {
+    const yes = v === true || v === 1 || (typeof v === "string" && /^(yes|true|supported|1)$/i.test(v));
+    const no = v === false || v === 0 || (typeof v === "string" && /^(no|false|unsupported|0)$/i.test(v));
+    if (yes) return h("span", { class: "verdict yes", title: `verdict: ${JSON.stringify(v)}` }, "✓");
+    if (no) return h("span", { class: "verdict no", title: `verdict: ${JSON.stringify(v)}` }, "✗");
+    return h("span", { class: "verdict other", title: "verdict" }, v === null ? "?" : String(v));
+  }
+
+  function scalarText(v) {
+    if (v === null) return h("span", { class: "muted" }, "none");
+    if (typeof v === "number") return fmtNum(v);
+    return String(v);
+  }
+
+  function kvTable(entries) {
+    return h(
+      "table",
+      { class: "kv" },
+      h("tbody", null, entries.map(([k, v]) => h("tr", null, h("th", { scope: "row" }, humanize(k)), h("td", null, scalarText(v))))),
+    );
+  }
+
+  function itemList(items) {
+    return h(
+      "ol",
+      { class: "items" },
+      items.map((item) => {
+        const textKey = TEXT_KEYS.find((k) => typeof item[k] === "string");
+        const verdictKey = VERDICT_KEYS.find((k) => k in item);
+        const rest = Object.keys(item).filter((k) => k !== textKey && k !== verdictKey && k !== "id");
+        return h(
+          "li",
+          { class: "item" },
+          verdictKey ? verdictBadge(item[verdictKey]) : null,
+          "id" in item ? h("span", { class: "item-id" }, `#${item.id}`) : null,
+          h(
+            "div",
+            { class: "item-body" },
+            h("div", { class: "item-text" }, item[textKey]),
+            rest.length
+              ? h(
+                  "div",
+                  { class: "item-meta" },
+                  rest.map((k) =>
+                    h("span", { class: "chip" }, `${humanize(k)}: `, isScalar(item[k]) ? scalarText(item[k]) : JSON.stringify(item[k])),
+                  ),
+                )
+              : null,
+          ),
+        );
+      }),
+    );
+  }
+
+  function evidenceValue(v) {
+    if (Array.isArray(v)) {
+      if (v.length && v.every((o) => isPlainObject(o) && TEXT_KEYS.some((k) => typeof o[k] === "string")))
+        return itemList(v);
+      if (!v.length) return h("span", { class: "muted" }, "none");
+      if (v.every(isScalar)) return h("div", { class: "chips" }, v.map((x) => h("span", { class: "chip" }, scalarText(x))));
+    } else if (isPlainObject(v) && Object.values(v).every(isScalar)) {
+      return kvTable(Object.entries(v));
+    }
+    return h("pre", { class: "json" }, JSON.stringify(v, null, 2));
+  }
+
+  function evidenceView(evidence) {
+    const keys = Object.keys(evidence || {});
+    if (!keys.length) return null;
+    const scalars = keys.filter((k) => isScalar(evidence[k]));
+    return h(
+      "div",
+      { class: "evidence" },
+      h("h4", null, "Evidence"),
+      scalars.length ? kvTable(scalars.map((k) => [k, evidence[k]])) : null,
+      keys
+        .filter((k) => !isScalar(evidence[k]))
+        .map((k) => h("div", { class: "ev-block" }, h("div", { class: "ev-key" }, humanize(k)), evidenceValue(evidence[k]))),
+    );
+  }
+
+  function metricView(name, cell, focused) {
+    const head = h(
+      "div",
+      { class: "metric-head" },
+      h("h3", null, name),
+      cell && cell.status === "ok" ? h("span", { class: "big-value" }, fmtValue(cell.value)) : statusPill(cell),
+    );
+    if (!cell) return h("section", { class: "metric-detail", "data-metric": name }, head, h("p", { class: "muted" }, "No result recorded for this metric."));
+    return h(
+      "section",
+      { class: focused ? "metric-detail focus" : "metric-detail", "data-metric": name },
+      head,
+      cell.cause ? h("div", { class: "cause" }, h("strong", null, "Cause: "), cell.cause) : null,
+      cell.reason ? h("div", { class: "reason" }, h("h4", null, "Reason"), textBlock(cell.reason)) : null,
+      evidenceView(cell.evidence),
+      cell.usage ? h("p", { class: "usage muted" }, usageLine(cell.usage)) : null,
+    );
+  }
+
+  function inputsView(inputs) {
+    const known = new Set(INPUT_FIELDS.map(([k]) => k));
+    const extra = Object.keys(inputs).filter((k) => !known.has(k));
+    return h(
+      "section",
+      { class: "inputs" },
+      h("h3", null, "Inputs"),
+      INPUT_FIELDS.map(([key, label]) => {
+        const v = inputs[key];
+        let body;
+        if (v === null || v === undefined) body = h("p", { class: "muted" }, "not provided");
+        else if (Array.isArray(v))
+          body = v.length
+            ? h("ol", { class: "contexts" }, v.map((c) => h("li", null, textBlock(typeof c === "string" ? c : JSON.stringify(c)))))
+            : h("p", { class: "muted" }, "empty list");
+        else body = textBlock(typeof v === "string" ? v : JSON.stringify(v));
+        const count = Array.isArray(v) ? ` (${v.length})` : "";
+        return h("div", { class: "field", "data-field": key }, h("h4", null, label + count), body);
+      }),
+      extra.map((k) => h("div", { class: "field" }, h("h4", null, humanize(k)), evidenceValue(inputs[k]))),
+    );
+  }
+
+  function openDetail(index, focusMetric) {
+    current = index;
+    const s = SAMPLES[index];
+    const pos = state.view.indexOf(index);
+    const step = (d) => () => openDetail(state.view[pos + d], null);
+    const other = Object.keys(s).filter((k) => !["row", "id", "inputs", "metrics", "shared_usage"].includes(k));
+    const shared = s.shared_usage && s.shared_usage.requests ? s.shared_usage : null;
+    const extraMetrics = Object.keys(s.metrics || {}).filter((n) => !NAMES.includes(n));
+    dialog.replaceChildren(
+      h(
+        "div",
+        { class: "detail" },
+        h(
+          "div",
+          { class: "detail-bar" },
+          h("h2", { id: "detail-title" }, `Row ${s.row}`, h("span", { class: "detail-id" }, s.id)),
+          h(
+            "div",
+            { class: "detail-nav" },
+            h("button", { type: "button", class: "btn", disabled: pos <= 0, onclick: step(-1), title: "Previous sample (←)" }, "←"),
+            h("span", { class: "muted" }, pos >= 0 ? `${pos + 1} / ${state.view.length}` : ""),
+            h("button", { type: "button", class: "btn", disabled: pos < 0 || pos >= state.view.length - 1, onclick: step(1), title: "Next sample (→)" }, "→"),
+            h("button", { type: "button", class: "btn close", onclick: () => dialog.close(), "aria-label": "Close" }, "✕"),
+          ),
+        ),
+        h(
+          "div",
+          { class: "detail-body" },
+          h(
+            "div",
+            { class: "detail-col" },
+            inputsView(s.inputs || {}),
+            other.length
+              ? h("section", { class: "other" }, h("h3", null, "Other fields"), h("pre", { class: "json" }, JSON.stringify(Object.fromEntries(other.map((k) => [k, s[k]])), null, 2)))
+              : null,
+          ),
+          h(
+            "div",
+            { class: "detail-col" },
+            h(
+              "section",
+              { class: "metrics" },
+              h("h3", null, "Metrics"),
+              [...NAMES, ...extraMetrics].map((n) => metricView(n, cellOf(s, n), n === focusMetric)),
+              shared ? h("p", { class: "usage muted" }, `Shared work for this sample (statement extraction): ${usageLine(shared)}`) : null,
+            ),
+          ),
+        ),
+      ),
+    );
+    if (!dialog.open) dialog.showModal();
+    for (const scroller of dialog.querySelectorAll(".detail-body, .detail-col")) scroller.scrollTop = 0;
+    const target = focusMetric ? dialog.querySelector(".metric-detail.focus") : null;
+    if (target) target.scrollIntoView({ block: "start" });
+  }
+
+  dialog.addEventListener("click", (event) => {
+    if (event.target === dialog) dialog.close(); // a click on the backdrop
+  });
+  dialog.addEventListener("keydown", (event) => {
+    if (event.target.closest("input, select, textarea")) return;
+    const pos = state.view.indexOf(current);
+    if (event.key === "ArrowLeft" && pos > 0) openDetail(state.view[pos - 1], null);
+    if (event.key === "ArrowRight" && pos >= 0 && pos < state.view.length - 1) openDetail(state.view[pos + 1], null);
+  });
+
+  // ---- page ----------------------------------------------------------------------------
+
+  const app = document.getElementById("app");
+  addKids(app, [
+    drawHeader(),
+    drawSummary(),
+    drawDistributions(),
+    drawSamples(),
+    h("footer", null, `Generated by rageval ${DATA.manifest.rageval_version}. This file is self-contained and works offline.`),
+  ]);
+  document.title = `rageval report · ${(DATA.manifest.data || {}).source || "run"}`;
+  recompute();
+})();

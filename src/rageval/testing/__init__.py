@@ -1,0 +1,75 @@
+"""Test support: an OpenAI-compatible fake server and a network guard.
+
+Used by rageval's own tests and benchmarks, and usable in your CI::
+
+    from rageval.testing import FakeOpenAI, Reply, Fault
+
+    with FakeOpenAI() as server:
+        server.script(Reply.json({"verdict": 1}), Fault.rate_limit(0.1))
+        client = openai.OpenAI(base_url=server.base_url, api_key="x")
+
+Names are imported on first use so that ``import rageval.testing`` stays cheap and
+``python -m rageval.testing.server`` does not import the server module twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rageval.testing.netguard import (
+        NetworkBlockedError,
+        install_network_guard,
+        is_local_address,
+    )
+    from rageval.testing.schema import schema_instance, strict_schema_problem
+    from rageval.testing.server import (
+        FAKE_API_KEY,
+        FakeOpenAI,
+        Fault,
+        FaultPlan,
+        Handler,
+        RecordedRequest,
+        Reply,
+        default_handler,
+        hash_embedding,
+    )
+
+__all__ = [
+    "FAKE_API_KEY",
+    "FakeOpenAI",
+    "Fault",
+    "FaultPlan",
+    "Handler",
+    "NetworkBlockedError",
+    "RecordedRequest",
+    "Reply",
+    "default_handler",
+    "hash_embedding",
+    "install_network_guard",
+    "is_local_address",
+    "schema_instance",
+    "strict_schema_problem",
+]
+
+_HOMES = {
+    "NetworkBlockedError": "netguard",
+    "install_network_guard": "netguard",
+    "is_local_address": "netguard",
+    "schema_instance": "schema",
+    "strict_schema_problem": "schema",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{_HOMES.get(name, 'server')}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,955 @@
+"""An OpenAI-compatible HTTP server for tests and benchmarks, standard library only.
+
+``FakeOpenAI`` answers ``POST /v1/chat/completions``, ``POST /v1/embeddings`` and
+``GET /v1/models`` the way the real API does, closely enough for the ``openai`` SDK to parse
+every reply. What a chat request gets back is decided, in this order, by: the API-key check,
+the model allow-list, the structured-output modes the server claims to support, a random
+``FaultPlan``, the queue filled by ``script()``, and finally the ``handler``.
+
+The server runs on its own event loop in a daemon thread, so synchronous and asynchronous
+clients in the test's thread can both use it. Run it as a separate process with::
+
+    python -m rageval.testing.server --port 0 --latency-ms 300 --handler MODULE:FUNC
+
+which prints its base URL on the first line of stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import dataclasses
+import hashlib
+import importlib
+import inspect
+import itertools
+import json
+import math
+import random
+import signal
+import struct
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal, TypeAlias
+
+from rageval.testing.schema import schema_instance, strict_schema_problem
+
+__all__ = [
+    "CHAT_PATH",
+    "EMBEDDINGS_PATH",
+    "FAKE_API_KEY",
+    "MODELS_PATH",
+    "FakeOpenAI",
+    "Fault",
+    "FaultPlan",
+    "Handler",
+    "RecordedRequest",
+    "Reply",
+    "main",
+]
+
+CHAT_PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
+MODELS_PATH = "/v1/models"
+FAKE_API_KEY = "sk-rageval-fake-test-key"
+_ROUTES = {CHAT_PATH: "POST", EMBEDDINGS_PATH: "POST", MODELS_PATH: "GET"}
+Mode: TypeAlias = Literal["json_schema", "tools", "json", "text"]
+
+_MAX_HEADER_BYTES = 1 << 20
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    409: "Conflict",
+    413: "Payload Too Large",
+    422: "Unprocessable Entity",
+    429: "Too Many Requests",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+# (type, code, default message) of the error body OpenAI sends for each status.
+_ERRORS: dict[int, tuple[str, str | None, str]] = {
+    400: ("invalid_request_error", None, "Invalid request."),
+    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+    403: ("invalid_request_error", None, "You are not allowed to access this resource."),
+    404: ("invalid_request_error", "model_not_found", "The model does not exist."),
+    429: ("requests", "rate_limit_exceeded", "Rate limit reached. Please try again later."),
+    500: ("server_error", None, "The server had an error while processing your request."),
+    503: ("server_error", None, "The engine is currently overloaded, please try again later."),
+}
+
+
+def _error_kind(status: int) -> tuple[str, str | None, str]:
+    if status in _ERRORS:
+        return _ERRORS[status]
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return kind, None, _REASONS.get(status, f"HTTP {status}")
+
+
+def _estimate_tokens(chars: int) -> int:
+    return max(1, math.ceil(chars / 4))
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message's content, whether a string or a list of content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server saw it. ``finished`` is NaN while the request is in flight."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    started: float
+    finished: float = math.nan
+
+    @property
+    def model(self) -> str | None:
+        model = self.body.get("model")
+        return model if isinstance(model, str) else None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        messages = self.body.get("messages")
+        return messages if isinstance(messages, list) else []
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        fmt = self.body.get("response_format")
+        return fmt if isinstance(fmt, dict) else None
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        tools = self.body.get("tools")
+        return tools if isinstance(tools, list) and tools else None
+
+    @property
+    def mode(self) -> Mode:
+        """The structured-output mechanism the client asked for."""
+        if self.tools:
+            return "tools"
+        fmt_type = (self.response_format or {}).get("type")
+        if fmt_type == "json_schema":
+            return "json_schema"
+        if fmt_type == "json_object":
+            return "json"
+        return "text"
+
+    @property
+    def schema(self) -> dict[str, Any] | None:
+        """The JSON schema sent in ``response_format`` or as the first tool's parameters."""
+        found: Any = None
+        if self.tools:
+            found = self.tools[0].get("function", {}).get("parameters")
+        elif self.response_format is not None:
+            found = self.response_format.get("json_schema", {}).get("schema")
+        return found if isinstance(found, dict) else None
+
+    @property
+    def strict(self) -> bool:
+        """Whether the client asked for strict schema adherence (``strict: true``)."""
+        if self.tools:
+            return self.tools[0].get("function", {}).get("strict") is True
+        if self.response_format is not None:
+            return self.response_format.get("json_schema", {}).get("strict") is True
+        return False
+
+    @property
+    def tool_name(self) -> str | None:
+        """The function the client forced with ``tool_choice``, else the first tool's name."""
+        choice = self.body.get("tool_choice")
+        if isinstance(choice, dict):
+            name = choice.get("function", {}).get("name")
+            if isinstance(name, str):
+                return name
+        if self.tools:
+            name = self.tools[0].get("function", {}).get("name")
+            return name if isinstance(name, str) else None
+        return None
+
+    @property
+    def prompt_chars(self) -> int:
+        return sum(len(_text_of(m.get("content"))) for m in self.messages if isinstance(m, dict))
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A chat answer. Build with ``Reply.json``, ``Reply.text`` or ``Reply.tool_arguments``."""
+
+    kind: Literal["json", "text", "tool_arguments"]
+    value: Any
+    finish_reason: str = "stop"
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    @staticmethod
+    def json(
+        obj: Any,
+        *,
+        finish_reason: str = "stop",
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+    ) -> Reply:
+        """A structured answer, delivered as a tool call if the request used tools, else as
+        message content holding the JSON text."""
+        return Reply("json", obj, finish_reason, prompt_tokens, completion_tokens)
+
+    @staticmethod
+    def text(
+        s: str,
+        *,
+        finish_reason: str = "stop",
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+    ) -> Reply:
+        """Raw message content, in every mode (a model that ignored the tools answers this way)."""
+        return Reply("text", s, finish_reason, prompt_tokens, completion_tokens)
+
+    @staticmethod
+    def tool_arguments(
+        s: str,
+        *,
+        finish_reason: str = "stop",
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+    ) -> Reply:
+        """A tool call whose ``arguments`` are exactly ``s`` (e.g. malformed JSON)."""
+        return Reply("tool_arguments", s, finish_reason, prompt_tokens, completion_tokens)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure the server produces instead of an answer."""
+
+    kind: Literal["status", "timeout", "drop", "malformed_http", "truncated"]
+    status_code: int = 0
+    message: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    seconds: float = 0.0
+    content: str | None = None
+
+    @staticmethod
+    def rate_limit(retry_after: float | None = 1.0, header: str = "retry-after") -> Fault:
+        """429 with the delay in ``retry-after`` (seconds) or ``retry-after-ms`` (milliseconds)."""
+        headers: tuple[tuple[str, str], ...] = ()
+        if retry_after is not None:
+            if header == "retry-after-ms":
+                headers = ((header, f"{retry_after * 1000:g}"),)
+            elif header == "retry-after":
+                headers = ((header, f"{retry_after:g}"),)
+            else:
+                raise ValueError("header must be 'retry-after' or 'retry-after-ms'")
+        return Fault("status", 429, _ERRORS[429][2], headers)
+
+    @staticmethod
+    def status(code: int, message: str | None = None) -> Fault:
+        """An HTTP error with an OpenAI-style body (404 carries ``code: model_not_found``)."""
+        if not 400 <= code <= 599:
+            raise ValueError(f"not an error status: {code}")
+        default = _error_kind(code)[2]
+        return Fault("status", code, message if message is not None else default)
+
+    @staticmethod
+    def timeout(seconds: float) -> Fault:
+        """Accept the request, send nothing for ``seconds``, then close the connection."""
+        return Fault("timeout", seconds=seconds)
+
+    @staticmethod
+    def drop() -> Fault:
+        """Close the connection without any response."""
+        return Fault("drop")
+
+    @staticmethod
+    def malformed_http() -> Fault:
+        """A 200 whose body is not valid JSON."""
+        return Fault("malformed_http")
+
+    @staticmethod
+    def truncated(content: str | None = None) -> Fault:
+        """A 200 with ``finish_reason: "length"`` and ``content`` (default: the default
+        handler's answer cut in half), in the request's mode."""
+        return Fault("truncated", content=content)
+
+
+# A plain function runs on the server's event loop and must be quick; an async handler may
+# await (e.g. asyncio.sleep for a per-request delay) without holding up other requests.
+Handler: TypeAlias = Callable[[RecordedRequest], "Reply | Fault | Awaitable[Reply | Fault]"]
+
+
+class FaultPlan:
+    """Injects a random fault into a fraction ``rate`` of the requests on ``paths``.
+
+    The decisions depend only on ``seed`` and the order in which requests arrive, so a
+    sequential client sees the same faults on every run.
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        faults: Sequence[Fault],
+        seed: int = 0,
+        paths: Collection[str] = (CHAT_PATH,),
+    ) -> None:
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError("rate must be within [0, 1]")
+        if rate > 0 and not faults:
+            raise ValueError("a positive rate needs at least one fault")
+        if EMBEDDINGS_PATH in paths and any(f.kind == "truncated" for f in faults):
+            raise ValueError("Fault.truncated() only applies to chat completions")
+        self.rate = rate
+        self.faults = tuple(faults)
+        self.seed = seed
+        self.paths = frozenset(paths)
+        self.injected: list[Fault] = []
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+
+    def draw(self, path: str) -> Fault | None:
+        """The fault for the next request on ``path``, or None to let it through."""
+        if path not in self.paths:
+            return None
+        with self._lock:
+            hit = self._rng.random() < self.rate
+            fault = self.faults[self._rng.randrange(len(self.faults))] if hit else None
+            if fault is not None:
+                self.injected.append(fault)
+            return fault
+
+    def reset(self) -> None:
+        with self._lock:
+            self._rng = random.Random(self.seed)
+            self.injected.clear()
+
+
+@dataclass
+class _Response:
+    status: int
+    body: bytes
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+class _Close:
+    """Close the connection without answering, after ``delay`` seconds."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+
+
+def _json_response(
+    status: int, payload: Any, headers: list[tuple[str, str]] | None = None
+) -> _Response:
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    return _Response(status, body, headers or [])
+
+
+def _error(
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    param: str | None = None,
+    headers: list[tuple[str, str]] | None = None,
+) -> _Response:
+    kind, default_code, _ = _error_kind(status)
+    error = {"message": message, "type": kind, "param": param, "code": code or default_code}
+    return _json_response(status, {"error": error}, headers)
+
+
+def hash_embedding(text: str, dim: int) -> list[float]:
+    """A unit vector of ``dim`` float32 values determined by ``text`` alone."""
+    seed = text.encode("utf-8", "surrogatepass")
+    raw: list[float] = []
+    block = 0
+    while len(raw) < dim:
+        digest = hashlib.blake2b(seed, digest_size=64, salt=block.to_bytes(16, "little")).digest()
+        raw.extend(v / 2**31 - 1.0 for v in struct.unpack("<16I", digest))
+        block += 1
+    del raw[dim:]
+    norm = math.sqrt(sum(v * v for v in raw)) or 1.0
+    # Round through float32 so that "float" and "base64" encodings carry identical numbers.
+    return list(struct.unpack(f"<{dim}f", struct.pack(f"<{dim}f", *(v / norm for v in raw))))
+
+
+class FakeOpenAI:
+    """An OpenAI-compatible server on 127.0.0.1 with scripted replies and injected faults.
+
+    ``latency`` (seconds, settable while running) delays every successful answer (chat,
+    embeddings, ``Fault.truncated`` and ``Fault.malformed_http``) with ``asyncio.sleep``, so
+    concurrent requests overlap; error statuses and dropped connections come back at once.
+    A request with ``strict: true`` whose schema OpenAI would refuse gets OpenAI's 400.
+    ``embedder`` replaces the hash vectors (e.g. to give chosen texts chosen similarities);
+    ``keep_records=False`` stops recording requests (for long benchmark runs).
+    """
+
+    def __init__(
+        self,
+        handler: Handler | None = None,
+        *,
+        latency: float = 0.0,
+        embed_dim: int = 8,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        api_key: str | None = None,
+        models: Collection[str] | None = None,
+        supports: Collection[str] = ("json_schema", "tools", "json"),
+        faults: FaultPlan | None = None,
+        embedder: Callable[[str], Sequence[float]] | None = None,
+        keep_records: bool = True,
+    ) -> None:
+        unknown = set(supports) - {"json_schema", "tools", "json"}
+        if unknown:
+            raise ValueError(f"unknown modes in supports: {sorted(unknown)}")
+        self.handler: Handler | None = handler
+        self.latency = latency
+        self.embed_dim = embed_dim
+        self.host = host
+        self.port = port
+        self.api_key = api_key
+        self.models = frozenset(models) if models is not None else None
+        self.supports = frozenset(supports)
+        self.faults = faults
+        self.embedder = embedder
+        self.keep_records = keep_records
+        self.handler_errors: list[BaseException] = []
+        self.max_in_flight = 0
+        self.in_flight = 0
+        self.connections_opened = 0
+        self._records: dict[int, RecordedRequest] = {}
+        self._script: deque[Reply | Fault] = deque()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    # ----------------------------------------------------------------- lifecycle
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("FakeOpenAI is not running; call start() first")
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def start(self) -> FakeOpenAI:
+        if self._thread is not None:
+            return self
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="FakeOpenAI", daemon=True)
+        thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self._open(), loop).result(timeout=10)
+        except BaseException:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=5)
+            loop.close()
+            raise
+        self._loop, self._thread = loop, thread
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._close(), loop).result(timeout=10)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=10)
+            loop.close()
+            self._loop = self._thread = None
+            self._server = None
+
+    async def _open(self) -> None:
+        self._server = await asyncio.start_server(
+            self._serve_connection, self.host, self.port, limit=_MAX_HEADER_BYTES
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _close(self) -> None:
+        server = self._server
+        if server is not None:
+            server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        if server is not None:
+            await server.wait_closed()
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> FakeOpenAI:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.stop)
+
+    # ------------------------------------------------------------- test controls
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request so far, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._records.values())
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path == CHAT_PATH]
+
+    @property
+    def embedding_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path == EMBEDDINGS_PATH]
+
+    def script(self, *replies: Reply | Fault) -> None:
+        """Queue answers for the next chat requests, before falling back to the handler."""
+        for reply in replies:
+            if not isinstance(reply, (Reply, Fault)):
+                raise TypeError(f"script() takes Reply or Fault, got {type(reply).__name__}")
+        with self._lock:
+            self._script.extend(replies)
+
+    @property
+    def scripted_left(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    def reset(self) -> None:
+        """Forget recorded requests, the script, counters and the fault plan's progress."""
+        with self._lock:
+            self._records.clear()
+            self._script.clear()
+            self.handler_errors.clear()
+            self.max_in_flight = self.in_flight
+            self.connections_opened = 0
+        if self.faults is not None:
+            self.faults.reset()
+
+    # ---------------------------------------------------------------------- HTTP
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        self.connections_opened += 1
+        try:
+            while await self._serve_one(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            # stop() cancels open connections; ending quietly keeps asyncio's stream callback
+            # (which calls task.exception()) from logging the cancellation as an error.
+            pass
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Read one request and answer it; False when the connection must close."""
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:
+            return False
+        except asyncio.LimitOverrunError:
+            await self._write(writer, _error(431, "request headers too large"), False)
+            return False
+        request_line, *header_lines = head[:-4].decode("latin-1").split("\r\n")
+        try:
+            method, target, version = request_line.split(" ", 2)
+        except ValueError:
+            await self._write(writer, _error(400, "malformed request line"), False)
+            return False
+        headers: dict[str, str] = {}
+        for line in header_lines:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            await self._write(
+                writer, _error(501, "chunked request bodies are not supported"), False
+            )
+            return False
+        try:
+            length = int(headers.get("content-length", "0"))
+        except ValueError:
+            await self._write(writer, _error(400, "bad content-length"), False)
+            return False
+        raw = await reader.readexactly(length) if length > 0 else b""
+        keep_alive = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
+
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        key = next(self._ids)
+        try:
+            outcome = await self._dispatch(key, method, target.split("?", 1)[0], headers, raw)
+            if isinstance(outcome, _Close) and outcome.delay > 0:
+                await asyncio.sleep(outcome.delay)
+        finally:
+            # Settled before any byte goes out, so a client that holds its reply already sees
+            # the request as finished and no longer in flight.
+            self.in_flight -= 1
+            self._finish(key)
+        if isinstance(outcome, _Close):
+            return False
+        await self._write(writer, outcome, keep_alive)
+        return keep_alive
+
+    @staticmethod
+    async def _write(writer: asyncio.StreamWriter, response: _Response, keep_alive: bool) -> None:
+        lines = [
+            f"HTTP/1.1 {response.status} {_REASONS.get(response.status, 'Unknown')}",
+            "content-type: application/json",
+            f"content-length: {len(response.body)}",
+            f"connection: {'keep-alive' if keep_alive else 'close'}",
+            *(f"{name}: {value}" for name, value in response.headers),
+        ]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + response.body)
+        await writer.drain()
+
+    def _record(self, key: int, record: RecordedRequest) -> None:
+        if not self.keep_records:
+            return
+        with self._lock:
+            self._records[key] = record
+
+    def _finish(self, key: int) -> None:
+        now = time.monotonic()
+        with self._lock:
+            record = self._records.get(key)
+            if record is not None:
+                self._records[key] = dataclasses.replace(record, finished=now)
+
+    # ------------------------------------------------------------------ routing
+    async def _dispatch(
+        self, key: int, method: str, path: str, headers: dict[str, str], raw: bytes
+    ) -> _Response | _Close:
+        started = time.monotonic()
+        body: Any = {}
+        bad_json = False
+        if raw:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                bad_json = True
+        record = RecordedRequest(path, headers, body if isinstance(body, dict) else {}, started)
+        self._record(key, record)
+
+        if path not in _ROUTES:
+            return _error(404, f"Invalid URL ({method} {path})", code="unknown_url")
+        if method != _ROUTES[path]:
+            return _error(405, f"Method {method} not allowed on {path}")
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            return _error(401, "Incorrect API key provided.", code="invalid_api_key")
+        if path == MODELS_PATH:
+            return self._models_response()
+        if bad_json or not isinstance(body, dict):
+            return _error(400, "We could not parse the JSON body of your request.")
+        model = record.model
+        if model is None:
+            return _error(400, "you must provide a model parameter", param="model")
+        if self.models is not None and model not in self.models:
+            return _error(
+                404,
+                f"The model `{model}` does not exist or you do not have access to it.",
+                code="model_not_found",
+            )
+        if path == EMBEDDINGS_PATH:
+            return await self._embeddings(record)
+        return await self._chat(record)
+
+    def _models_response(self) -> _Response:
+        names = sorted(self.models) if self.models is not None else ["fake-model"]
+        data = [{"id": n, "object": "model", "created": 0, "owned_by": "rageval"} for n in names]
+        return _json_response(200, {"object": "list", "data": data})
+
+    # --------------------------------------------------------------------- chat
+    async def _chat(self, record: RecordedRequest) -> _Response | _Close:
+        if not record.messages:
+            return _error(400, "'messages' must be a non-empty array", param="messages")
+        if record.body.get("stream"):
+            return _error(400, "FakeOpenAI does not support streaming", param="stream")
+        mode = record.mode
+        if mode != "text" and mode not in self.supports:
+            param = "tools" if mode == "tools" else "response_format"
+            return _error(400, f"This server does not support {mode} ({param}).", param=param)
+        schema = record.schema
+        problem = strict_schema_problem(schema) if schema is not None and record.strict else None
+        if problem:
+            param = "tools" if mode == "tools" else "response_format"
+            return _error(400, f"Invalid schema for {param}: {problem}", param=param)
+
+        answer: Reply | Fault | None = self.faults.draw(record.path) if self.faults else None
+        if answer is None:
+            with self._lock:
+                answer = self._script.popleft() if self._script else None
+        if answer is None:
+            try:
+                answer = await self._call_handler(record)
+            except Exception as exc:  # the handler is test code: report its bug, keep serving
+                self.handler_errors.append(exc)
+                return _error(500, f"FakeOpenAI handler raised {type(exc).__name__}: {exc}")
+
+        if isinstance(answer, Fault):
+            return await self._fault(record, answer)
+        await self._delay()
+        return self._completion(record, answer)
+
+    async def _call_handler(self, record: RecordedRequest) -> Reply | Fault:
+        handler = self.handler or default_handler
+        result = handler(record)
+        if inspect.isawaitable(result):
+            result = await result
+        if not isinstance(result, (Reply, Fault)):
+            raise TypeError(f"handler must return Reply or Fault, got {type(result).__name__}")
+        return result
+
+    async def _delay(self) -> None:
+        if self.latency > 0:
+            await asyncio.sleep(self.latency)
+
+    async def _fault(self, record: RecordedRequest, fault: Fault) -> _Response | _Close:
+        if fault.kind == "status":
+            param = "model" if fault.status_code == 404 else None
+            return _error(
+                fault.status_code, fault.message, param=param, headers=list(fault.headers)
+            )
+        if fault.kind == "timeout":
+            return _Close(fault.seconds)
+        if fault.kind == "drop":
+            return _Close()
+        await self._delay()
+        if fault.kind == "malformed_http":
+            return _Response(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choi')
+        content = fault.content
+        if content is None:
+            schema = record.schema
+            full = json.dumps(schema_instance(schema) if schema else {"answer": "ok"})
+            content = full[: max(1, len(full) // 2)]
+        as_tool = record.mode == "tools"
+        kind: Literal["tool_arguments", "text"] = "tool_arguments" if as_tool else "text"
+        return self._completion(record, Reply(kind, content, finish_reason="length"))
+
+    def _completion(self, record: RecordedRequest, reply: Reply) -> _Response:
+        if reply.kind == "json":
+            text = json.dumps(reply.value, ensure_ascii=False)
+            as_tool = record.mode == "tools"
+        else:
+            text = str(reply.value)
+            as_tool = reply.kind == "tool_arguments"
+        number = next(self._ids)
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+        if as_tool:
+            call = {
+                "id": f"call_{number:08x}",
+                "type": "function",
+                "function": {"name": record.tool_name or "answer", "arguments": text},
+            }
+            message["content"] = None
+            message["tool_calls"] = [call]
+        prompt = reply.prompt_tokens
+        if prompt is None:
+            prompt = _estimate_tokens(record.prompt_chars)
+        completion = reply.completion_tokens
+        if completion is None:
+            completion = _estimate_tokens(len(text))
+        n = record.body.get("n")
+        count = n if isinstance(n, int) and n > 0 else 1
+        choices = [
+            {"index": i, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
+            for i in range(count)
+        ]
+        payload = {
+            "id": f"chatcmpl-fake{number:08x}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": record.model,
+            "system_fingerprint": "fp_rageval_fake",
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion * count,
+                "total_tokens": prompt + completion * count,
+            },
+        }
+        return _json_response(200, payload, [("x-request-id", f"req_fake{number:08x}")])
+
+    # --------------------------------------------------------------- embeddings
+    async def _embeddings(self, record: RecordedRequest) -> _Response | _Close:
+        texts = _embedding_inputs(record.body.get("input"))
+        if isinstance(texts, str):
+            return _error(400, texts, param="input")
+        fault = self.faults.draw(record.path) if self.faults else None
+        if fault is not None:
+            return await self._fault(record, fault)
+        encoding = record.body.get("encoding_format", "float")
+        if encoding not in ("float", "base64"):
+            return _error(400, f"unknown encoding_format {encoding!r}", param="encoding_format")
+        dimensions = record.body.get("dimensions")
+        dim = dimensions if isinstance(dimensions, int) and dimensions > 0 else self.embed_dim
+        await self._delay()
+        data = []
+        for index, text in enumerate(texts):
+            vector = list(self.embedder(text)) if self.embedder else hash_embedding(text, dim)
+            packed: Any = vector
+            if encoding == "base64":
+                packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+            data.append({"object": "embedding", "index": index, "embedding": packed})
+        tokens = sum(_estimate_tokens(len(t)) for t in texts)
+        payload = {
+            "object": "list",
+            "data": data,
+            "model": record.model,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        return _json_response(200, payload)
+
+
+def _embedding_inputs(value: Any) -> list[str] | str:
+    """The texts to embed, or an error message. Token arrays are embedded by their repr."""
+    items: list[Any] = (
+        [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    )
+    if items and all(isinstance(v, int) for v in items):
+        items = [items]
+    if not items:
+        return "'input' must be a non-empty string or array"
+    texts: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            if not item:
+                return "'input' cannot contain an empty string"
+            texts.append(item)
+        elif isinstance(item, list) and item and all(isinstance(v, int) for v in item):
+            texts.append(repr(item))
+        else:
+            return "'input' items must be strings or token arrays"
+    return texts
+
+
+def default_handler(record: RecordedRequest) -> Reply:
+    """A schema-valid instance when the request carries a schema, else the text ``ok``."""
+    schema = record.schema
+    if schema is not None:
+        return Reply.json(schema_instance(schema))
+    return Reply.text("ok")
+
+
+# ---------------------------------------------------------------------- command line
+def _parse_fault(spec: str) -> Fault:
+    name, _, arg = spec.partition(":")
+    if name == "rate_limit":
+        return Fault.rate_limit(float(arg) if arg else 1.0)
+    if name == "status":
+        return Fault.status(int(arg))
+    if name == "timeout":
+        return Fault.timeout(float(arg))
+    if name == "truncated":
+        return Fault.truncated()
+    if name in ("drop", "malformed_http"):
+        return Fault.drop() if name == "drop" else Fault.malformed_http()
+    raise argparse.ArgumentTypeError(f"unknown fault {spec!r}")
+
+
+def _load_handler(spec: str) -> Handler:
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise argparse.ArgumentTypeError("--handler must look like MODULE:FUNC")
+    handler = getattr(importlib.import_module(module_name), attr)
+    if not callable(handler):
+        raise argparse.ArgumentTypeError(f"{spec} is not callable")
+    return handler  # type: ignore[no-any-return]
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m rageval.testing.server",
+        description="Run the rageval fake OpenAI server; prints its base URL on the first line.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--handler", type=_load_handler, default=None, help="MODULE:FUNC")
+    parser.add_argument("--embed-dim", type=int, default=8)
+    parser.add_argument("--api-key", default=None)
+    parser.add_argument("--models", type=_csv, default=None, help="comma-separated allow-list")
+    parser.add_argument("--supports", type=_csv, default=["json_schema", "tools", "json"])
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument(
+        "--faults",
+        type=lambda v: [_parse_fault(s) for s in _csv(v)],
+        default=[],
+        help="comma-separated: rate_limit[:SECONDS], status:CODE, timeout:SECONDS, drop, "
+        "malformed_http, truncated",
+    )
+    parser.add_argument("--fault-seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    plan = FaultPlan(args.fault_rate, args.faults, args.fault_seed) if args.fault_rate else None
+    server = FakeOpenAI(
+        args.handler,
+        latency=args.latency_ms / 1000,
+        embed_dim=args.embed_dim,
+        host=args.host,
+        port=args.port,
+        api_key=args.api_key,
+        models=args.models,
+        supports=args.supports,
+        faults=plan,
+        keep_records=False,
+    )
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    with server:
+        print(server.base_url, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            stopping.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    # Delegate to the importable module so that handlers loaded with --handler and this server
+    # share one set of Reply/Fault classes (this file runs here as __main__, a second copy).
+    from rageval.testing.server import main as _main
+
+    sys.exit(_main())

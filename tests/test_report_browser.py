@@ -1,0 +1,294 @@
+"""The HTML report in a real headless Chromium (Debian's, driven by Playwright).
+
+The browser is a CI requirement, not an optional extra: without /usr/bin/chromium these tests
+fail and say how to install it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from rageval.report import write_report
+from test_report_render import (
+    ATTACK_QUESTION,
+    ATTACK_REASON,
+    NOT_MEASURED_CAUSE,
+    synthetic_run,
+    write_run,
+)
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+N = 24
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: run .ci/install-browser.sh (installs Debian chromium) "
+            "before the report's browser tests"
+        )
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def run() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    return synthetic_run(N)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory, run: Any) -> Path:
+    return write_report(write_run(tmp_path_factory.mktemp("run"), *run))
+
+
+class Opened:
+    """A page with the report loaded, and everything the page complained about."""
+
+    def __init__(self, browser: Browser, path: Path, width: int = 1280) -> None:
+        self.page: Page = browser.new_page(viewport={"width": width, "height": 900})
+        self.page.set_default_timeout(5000)
+        self.problems: list[str] = []
+        self.requests: list[str] = []
+        self.page.on(
+            "console",
+            lambda m: (
+                self.problems.append(f"console {m.type}: {m.text}")
+                if m.type in ("error", "warning")
+                else None
+            ),
+        )
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.goto(path.as_uri())
+
+    def row_ids(self) -> list[str]:
+        return self.page.locator("#samples-table tbody tr[data-i] td.id").all_inner_texts()
+
+    def close(self) -> None:
+        self.page.close()
+        assert self.problems == []
+
+
+@pytest.fixture
+def opened(browser: Browser, report: Path) -> Iterator[Opened]:
+    view = Opened(browser, report)
+    yield view
+    view.close()
+
+
+def sort_by(view: Opened, key: str) -> None:
+    view.page.locator(f'#samples-table th[data-key="{key}"] button').click()
+
+
+def test_loads_offline_without_errors(opened: Opened, report: Path) -> None:
+    page = opened.page
+    assert page.locator("h1").inner_text() == "Evaluation report"
+    assert len(opened.row_ids()) == N
+    assert page.locator("table.summary tbody tr").count() == 3
+    shared = page.locator("table.summary tfoot tr.shared")
+    assert shared.locator("th").inner_text() == "shared:statements"
+    assert shared.locator("td.num").all_inner_texts()[:2] == [str(N), f"{250 * N:,}"]
+    assert page.locator("figure.dist svg.hist").count() == 3
+    assert all(url.startswith(("file:", "data:")) for url in opened.requests), opened.requests
+    assert opened.problems == []
+
+
+def test_injected_markup_is_shown_as_text(opened: Opened) -> None:
+    page = opened.page
+    question = page.locator('#samples-table tr[data-i="1"] td.question')
+    assert question.inner_text() == ATTACK_QUESTION
+    page.locator('#samples-table tr[data-i="1"] td[data-m="0"]').click()
+    detail = page.locator("dialog#detail")
+    assert detail.locator('[data-field="user_input"] .text').inner_text() == ATTACK_QUESTION
+    reason = detail.locator('[data-metric="faithfulness"] .reason .text')
+    assert reason.evaluate("e => e.textContent") == ATTACK_REASON
+    # Nothing was parsed out of the data: no image, no extra script, no handler ran.
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.evaluate("document.images.length") == 0
+    assert page.evaluate("document.scripts.length") == 2
+
+
+def test_sorting_a_metric_is_numeric_with_unmeasured_last(opened: Opened, run: Any) -> None:
+    _, results, _ = run
+
+    def expected(name: str, descending: bool) -> list[str]:
+        measured = [r for r in results if r["metrics"][name]["status"] == "ok"]
+        measured.sort(
+            key=lambda r: (
+                -r["metrics"][name]["value"] if descending else r["metrics"][name]["value"],
+                r["row"],
+            )
+        )
+        rest = [r for r in results if r["metrics"][name]["status"] != "ok"]
+        return [r["id"] for r in measured + rest]
+
+    sort_by(opened, "m:answer_relevancy")
+    assert opened.row_ids() == expected("answer_relevancy", descending=True)
+    sort_by(opened, "m:answer_relevancy")
+    ascending = expected("answer_relevancy", descending=False)
+    assert opened.row_ids() == ascending
+    # The data has negative cosines, where numeric and text order disagree.
+    values = [r["metrics"]["answer_relevancy"]["value"] for r in results]
+    assert sorted(values) != sorted(values, key=lambda v: f"{v:.3f}")
+
+    sort_by(opened, "m:faithfulness")
+    ids = opened.row_ids()
+    assert ids == expected("faithfulness", descending=True)
+    assert ids[-2:] == ["q-002", "q-003"]
+    sort_by(opened, "m:faithfulness")
+    assert opened.row_ids()[-2:] == ["q-002", "q-003"]
+    header = opened.page.locator('#samples-table th[data-key="m:faithfulness"]')
+    assert header.get_attribute("aria-sort") == "ascending"
+
+
+def test_text_filter_reduces_rows(opened: Opened, run: Any) -> None:
+    _, results, _ = run
+    opened.page.locator("#filter-text").fill("TOPIC 3")
+    want = [r["id"] for r in results if "topic 3" in r["inputs"]["user_input"].lower()]
+    assert 0 < len(want) < N
+    assert opened.row_ids() == want
+    assert f"of {len(want)} matching samples" in opened.page.locator("#table-status").inner_text()
+
+    opened.page.locator("#filter-text").fill("context b for 7.")
+    assert opened.row_ids() == ["q-007"]
+    opened.page.locator("#filter-text").fill("no sample says this")
+    assert opened.row_ids() == []
+    opened.page.get_by_role("button", name="Clear filters").click()
+    assert len(opened.row_ids()) == N
+
+
+def test_not_measured_filter_and_summary_link(opened: Opened) -> None:
+    page = opened.page
+    page.locator("#filter-metric").select_option("faithfulness")
+    page.locator("#filter-cond").select_option("not_measured")
+    assert opened.row_ids() == ["q-002", "q-003"]
+    page.get_by_role("button", name="Clear filters").click()
+    page.locator("table.summary button.pill").click()
+    assert opened.row_ids() == ["q-002", "q-003"]
+    page.get_by_role("button", name="Clear filters").click()
+    causes = page.locator("table.causes-table tbody tr")
+    assert causes.count() == 1
+    assert NOT_MEASURED_CAUSE in causes.inner_text()
+    causes.locator("button").click()
+    assert opened.row_ids() == ["q-002", "q-003"]
+
+
+def test_value_range_filter(opened: Opened, run: Any) -> None:
+    _, results, _ = run
+    page = opened.page
+    page.locator("#filter-metric").select_option("answer_relevancy")
+    page.locator("#filter-cond").select_option("range")
+    page.locator("#filter-lo").fill("-1")
+    page.locator("#filter-hi").fill("0")
+    want = [r["id"] for r in results if r["metrics"]["answer_relevancy"]["value"] <= 0]
+    assert opened.row_ids() == want
+
+
+def test_histogram_bar_lists_its_samples(opened: Opened, run: Any) -> None:
+    _, results, _ = run
+    values = {
+        r["id"]: r["metrics"]["faithfulness"]["value"]
+        for r in results
+        if r["metrics"]["faithfulness"]["status"] == "ok"
+    }
+    bins = [min(9, math.floor(v * 10 + 1e-9)) for v in values.values()]
+    fullest = max(range(10), key=bins.count)
+    figure = opened.page.locator('figure.dist[data-metric="faithfulness"]')
+    heights = [
+        float(h)
+        for h in figure.locator("g.bin rect.bar").evaluate_all(
+            "bars => bars.map(b => b.getAttribute('height'))"
+        )
+    ]
+    assert [h > 0 for h in heights] == [bins.count(i) > 0 for i in range(10)]
+    figure.locator(f'g.bin[data-bin="{fullest}"]').click()
+    want = [i for i, v in values.items() if min(9, math.floor(v * 10 + 1e-9)) == fullest]
+    assert opened.row_ids() == want
+    figure.locator("rect.bar.nm").click()
+    assert opened.row_ids() == ["q-002", "q-003"]
+
+
+def test_clicking_a_score_shows_its_evidence(opened: Opened) -> None:
+    page = opened.page
+    detail = page.locator("dialog#detail")
+    assert not detail.is_visible()
+    page.locator('#samples-table tr[data-i="0"] td[data-m="0"]').click()
+    assert detail.is_visible()
+    focused = detail.locator(".metric-detail.focus")
+    assert focused.get_attribute("data-metric") == "faithfulness"
+    statements = focused.locator("li.item")
+    assert statements.locator(".item-text").all_inner_texts() == [
+        "Fact 0 holds.",
+        "Fact 0 also implies more.",
+    ]
+    assert statements.locator(".verdict").all_inner_texts() == ["✓", "✗"]
+    assert "not in the contexts" in statements.nth(1).inner_text()
+
+    ratings = detail.locator('[data-metric="answer_accuracy"] table.kv')
+    assert ratings.locator("th").all_inner_texts() == ["template 1", "template 2"]
+    assert ratings.locator("td").all_inner_texts() == ["4", "2"]
+    questions = detail.locator('[data-metric="answer_relevancy"] li.item')
+    assert "cosine: 0.8123" in questions.first.inner_text()
+
+    page.keyboard.press("ArrowRight")
+    assert detail.locator("#detail-title").inner_text().startswith("Row 1")
+    page.keyboard.press("Escape")
+    assert not detail.is_visible()
+
+    page.locator('#samples-table tr[data-i="2"] td[data-m="0"]').click()
+    cause = detail.locator('[data-metric="faithfulness"] .cause')
+    assert NOT_MEASURED_CAUSE in cause.inner_text()
+
+
+def test_pages_of_a_large_run(browser: Browser, tmp_path: Path) -> None:
+    report = write_report(write_run(tmp_path / "big", *synthetic_run(250)))
+    view = Opened(browser, report)
+    try:
+        assert len(view.row_ids()) == 100
+        view.page.get_by_role("button", name="Next →").click()
+        view.page.get_by_role("button", name="Next →").click()
+        assert view.row_ids() == [f"q-{i:03d}" for i in range(200, 250)]
+        assert "Page 3 of 3" in view.page.locator("nav.pager").inner_text()
+    finally:
+        view.close()
+
+
+def test_narrow_screen_does_not_overflow(browser: Browser, report: Path) -> None:
+    view = Opened(browser, report, width=390)
+    try:
+        assert view.page.evaluate("document.documentElement.scrollWidth") <= 390
+        view.page.locator('#samples-table tr[data-i="0"] td.question').click()
+        assert view.page.locator("dialog#detail").is_visible()
+    finally:
+        view.close()
+
+
+def test_empty_run(browser: Browser, tmp_path: Path) -> None:
+    man, _, _ = synthetic_run(4)
+    man["data"]["n_rows"] = 0
+    report = write_report(write_run(tmp_path / "empty", man, [], None))
+    view = Opened(browser, report)
+    try:
+        assert "No finished samples" in view.page.locator("body").inner_text()
+        assert view.row_ids() == []
+    finally:
+        view.close()
