@@ -121,7 +121,9 @@ def missing_fields(sample: Sample, fields: Iterable[str]) -> list[str]:
 # --------------------------------------------------------------------------- loading
 
 
-def _apply_column_map(row: Mapping[str, Any], column_map: Mapping[str, str] | None) -> dict[str, Any]:
+def _apply_column_map(
+    row: Mapping[str, Any], column_map: Mapping[str, str] | None
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     cmap = column_map or {}
     for key, value in row.items():
@@ -169,7 +171,9 @@ def _rows_from_object(data: Any) -> Iterator[Mapping[str, Any]]:
         lengths = {len(v) for v in columns.values()}
         if len(lengths) > 1:
             sizes = ", ".join(f"{k}={len(v)}" for k, v in columns.items())
-            raise InvalidDataError([RowProblem(None, None, f"columns have different lengths ({sizes})")])
+            raise InvalidDataError(
+                [RowProblem(None, None, f"columns have different lengths ({sizes})")]
+            )
         n = lengths.pop() if lengths else 0
         for i in range(n):
             yield {k: v[i] for k, v in columns.items()}
@@ -193,15 +197,25 @@ def _read_file_rows(path: Path) -> tuple[list[Mapping[str, Any] | None], list[Ro
                 try:
                     obj = json.loads(raw.decode("utf-8"))
                 except UnicodeDecodeError as e:
-                    problems.append(RowProblem(i, None, f"line is not valid UTF-8 ({e.reason} at byte {e.start})"))
+                    problems.append(
+                        RowProblem(
+                            i, None, f"line is not valid UTF-8 ({e.reason} at byte {e.start})"
+                        )
+                    )
                     rows.append(None)
                     continue
                 except json.JSONDecodeError as e:
-                    problems.append(RowProblem(i, None, f"line is not valid JSON ({e.msg} at column {e.colno})"))
+                    problems.append(
+                        RowProblem(i, None, f"line is not valid JSON ({e.msg} at column {e.colno})")
+                    )
                     rows.append(None)
                     continue
                 if not isinstance(obj, dict):
-                    problems.append(RowProblem(i, None, f"line is a JSON {type(obj).__name__}, expected an object"))
+                    problems.append(
+                        RowProblem(
+                            i, None, f"line is a JSON {type(obj).__name__}, expected an object"
+                        )
+                    )
                     rows.append(None)
                     continue
                 rows.append(obj)
@@ -210,26 +224,42 @@ def _read_file_rows(path: Path) -> tuple[list[Mapping[str, Any] | None], list[Ro
         try:
             obj = json.loads(path.read_bytes().decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise InvalidDataError([RowProblem(None, None, f"not valid UTF-8 JSON: {e}")], source=str(path)) from e
+            raise InvalidDataError(
+                [RowProblem(None, None, f"not valid UTF-8 JSON: {e}")], source=str(path)
+            ) from e
         if isinstance(obj, dict) and isinstance(obj.get("samples"), list):
             obj = obj["samples"]
         if isinstance(obj, dict):
             return list(_rows_from_object(obj)), problems
         if not isinstance(obj, list):
-            raise InvalidDataError([RowProblem(None, None, "expected a list of objects, an object of columns, or {'samples': [...]}")], source=str(path))
+            raise InvalidDataError(
+                [
+                    RowProblem(
+                        None,
+                        None,
+                        "expected a list of objects, an object of columns, or {'samples': [...]}",
+                    )
+                ],
+                source=str(path),
+            )
         out: list[Mapping[str, Any] | None] = []
         for i, item in enumerate(obj):
             if isinstance(item, dict):
                 out.append(item)
             else:
-                problems.append(RowProblem(i, None, f"item is a JSON {type(item).__name__}, expected an object"))
+                problems.append(
+                    RowProblem(i, None, f"item is a JSON {type(item).__name__}, expected an object")
+                )
                 out.append(None)
         return out, problems
     if suffix in (".csv", ".tsv"):
         try:
             text = path.read_bytes().decode("utf-8-sig")
         except UnicodeDecodeError as e:
-            raise InvalidDataError([RowProblem(None, None, f"file is not valid UTF-8 ({e.reason} at byte {e.start})")], source=str(path)) from e
+            raise InvalidDataError(
+                [RowProblem(None, None, f"file is not valid UTF-8 ({e.reason} at byte {e.start})")],
+                source=str(path),
+            ) from e
         reader = csv.DictReader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ",")
         csv_rows: list[Mapping[str, Any] | None] = []
         for i, rec in enumerate(reader):
@@ -245,9 +275,20 @@ def _read_file_rows(path: Path) -> tuple[list[Mapping[str, Any] | None], list[Ro
         try:
             import pandas as pd
         except ImportError as e:  # pragma: no cover - depends on the install
-            raise ImportError("reading Parquet needs the parquet extra: pip install 'rageval[parquet]'") from e
+            raise ImportError(
+                "reading Parquet needs the parquet extra: pip install 'rageval[parquet]'"
+            ) from e
         return list(pd.read_parquet(path).to_dict(orient="records")), problems
-    raise InvalidDataError([RowProblem(None, None, f"unsupported file type {suffix!r} (use .jsonl, .json, .csv, .tsv or .parquet)")], source=str(path))
+    raise InvalidDataError(
+        [
+            RowProblem(
+                None,
+                None,
+                f"unsupported file type {suffix!r} (use .jsonl, .json, .csv, .tsv or .parquet)",
+            )
+        ],
+        source=str(path),
+    )
 
 
 def _parse_csv_cell(key: str, cell: str | None, row: int, problems: list[RowProblem]) -> Any:
@@ -258,7 +299,13 @@ def _parse_csv_cell(key: str, cell: str | None, row: int, problems: list[RowProb
         try:
             value = json.loads(cell)
         except json.JSONDecodeError:
-            problems.append(RowProblem(row, key, 'a context list in a CSV cell must be a JSON list of strings, e.g. ["first", "second"]'))
+            problems.append(
+                RowProblem(
+                    row,
+                    key,
+                    'a context list in a CSV cell must be a JSON list of strings, e.g. ["first", "second"]',
+                )
+            )
             return None
         return value
     return cell
@@ -291,7 +338,9 @@ def load_samples(
             samples.append(None)
             continue
         if not isinstance(raw, Mapping):
-            problems.append(RowProblem(i, None, f"row is a {type(raw).__name__}, expected a mapping of fields"))
+            problems.append(
+                RowProblem(i, None, f"row is a {type(raw).__name__}, expected a mapping of fields")
+            )
             samples.append(None)
             continue
         try:
@@ -300,7 +349,9 @@ def load_samples(
             sid = raw.get("id")
             for err in e.errors():
                 loc = ".".join(str(p) for p in err["loc"]) or None
-                problems.append(RowProblem(i, loc, _friendly(err), None if sid is None else str(sid)))
+                problems.append(
+                    RowProblem(i, loc, _friendly(err), None if sid is None else str(sid))
+                )
             samples.append(None)
     _check_duplicate_ids(samples, problems)
     return LoadedData(samples, problems, source)
@@ -330,4 +381,6 @@ def _check_duplicate_ids(samples: Sequence[Sample | None], problems: list[RowPro
 
 def sample_ids(samples: Sequence[Sample | None]) -> list[str]:
     """Stable ids: the user's id, else the row number."""
-    return [s.id if s is not None and s.id is not None else f"row-{i}" for i, s in enumerate(samples)]
+    return [
+        s.id if s is not None and s.id is not None else f"row-{i}" for i, s in enumerate(samples)
+    ]

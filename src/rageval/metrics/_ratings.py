@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
 from rageval.judge import JudgeCallFailed
-from rageval.metrics.base import MetricResult, ScoringContext
+from rageval.metrics.base import Metric, MetricResult, ScoringContext
 
 
 class Rating(BaseModel):
@@ -51,7 +52,7 @@ async def rate_with_templates(
 
     outcomes = await asyncio.gather(*(one(p) for p in prompts))
     ratings = [o if isinstance(o, int) else None for o in outcomes]
-    evidence = {
+    evidence: dict[str, Any] = {
         "ratings": {f"template_{i}": r for i, r in enumerate(ratings, start=1)},
         "scale": list(scale),
     }
@@ -68,3 +69,23 @@ async def rate_with_templates(
         + (" (one template gave no valid rating)" if len(valid) < len(ratings) else "")
     )
     return MetricResult.ok(value, reason=reason, **evidence)
+
+
+class RatingMetric(Metric):
+    """Base of the two-template rating metrics: the scale and the per-template re-ask budget."""
+
+    scale: ClassVar[tuple[int, ...]]
+
+    def __init__(self, *, max_retries: int = 5, **kw: Any) -> None:
+        super().__init__(**kw)
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        self.max_retries = max_retries
+
+    def params(self) -> dict[str, Any]:
+        return {"max_retries": self.max_retries}
+
+    async def rate(
+        self, ctx: ScoringContext, prompts: Sequence[list[dict[str, str]]]
+    ) -> MetricResult:
+        return await rate_with_templates(ctx, prompts, self.scale, self.max_retries)

@@ -98,7 +98,10 @@ class SharedStatements:
                 StatementPair,
                 tags=tags,
             )
-            return {"response": _clean(reply.value.answer), "reference": _clean(reply.value.reference)}
+            return {
+                "response": _clean(reply.value.answer),
+                "reference": _clean(reply.value.reference),
+            }
         single = await self._judge.ask(
             single_prompt(s.text("user_input"), s.text(which)), Statements, tags=tags
         )

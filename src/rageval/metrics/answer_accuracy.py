@@ -8,11 +8,11 @@ Judge requests: 2 (more only for re-asks).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rageval.metrics._prompting import messages, tagged
-from rageval.metrics._ratings import rate_with_templates
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics._ratings import RatingMetric
+from rageval.metrics.base import MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
 SCALE = (0, 2, 4)
@@ -39,25 +39,15 @@ def prompts(question: str, response: str, reference: str) -> list[list[dict[str,
 
 
 @register
-class AnswerAccuracy(Metric):
+class AnswerAccuracy(RatingMetric):
     name = "answer_accuracy"
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference")
     needs_llm = True
+    scale = SCALE
     summary = "agreement of response and reference, two judge templates rating 0/2/4"
 
-    def __init__(self, *, max_retries: int = 5, **kw: Any) -> None:
-        super().__init__(**kw)
-        if max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
-        self.max_retries = max_retries
-
-    def params(self) -> dict[str, Any]:
-        return {"max_retries": self.max_retries}
-
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        return await rate_with_templates(
+        return await self.rate(
             ctx,
             prompts(sample.text("user_input"), sample.text("response"), sample.text("reference")),
-            SCALE,
-            self.max_retries,
         )

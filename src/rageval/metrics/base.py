@@ -150,7 +150,10 @@ class Metric(abc.ABC):
 
     def input_problems(self, sample: Sample) -> list[tuple[str, str]]:
         """(field, message) for each reason this sample cannot be scored; checked before any call."""
-        return [(f, "missing (required by this metric)") for f in missing_fields(sample, self.required_fields)]
+        return [
+            (f, "missing (required by this metric)")
+            for f in missing_fields(sample, self.required_fields)
+        ]
 
     @abc.abstractmethod
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult: ...

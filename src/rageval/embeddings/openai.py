@@ -1,0 +1,173 @@
+"""Embeddings from any OpenAI-compatible ``/embeddings`` endpoint.
+
+Requests go through the judge layer's endpoint machinery: the same per-endpoint limiter (so a
+judge and an embeddings client on one server share its concurrency and rate limits), the same
+retry loop and fatal-error handling, and the same request cache file (table ``embeddings``,
+keyed by endpoint + model + dimensions + text). The in-memory cache and batching come from
+:class:`~rageval.embeddings.base.Embeddings`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import numpy as np
+
+from rageval.embeddings.base import Embeddings, FloatArray
+from rageval.judge._cache import RequestCache, cache_key, resolve_cache
+from rageval.judge._endpoint import Endpoint
+from rageval.judge._retry import Tally
+from rageval.judge._usage import PriceTable, Usage, UsageLedger
+from rageval.judge.errors import FatalJudgeError
+
+__all__ = ["DEFAULT_OPENAI_EMBEDDING_MODEL", "OpenAIEmbeddings"]
+
+DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
+_CACHE_FORMAT = 1
+
+
+class OpenAIEmbeddings(Embeddings):
+    """An OpenAI-compatible embeddings model, e.g. ``OpenAIEmbeddings("text-embedding-3-small")``.
+
+    ``client`` may be an ``openai.AsyncOpenAI`` (or a sync ``openai.OpenAI``, whose settings are
+    reused); otherwise ``base_url`` (default ``$OPENAI_BASE_URL`` or OpenAI) and the key from
+    ``api_key`` or ``$api_key_env``. ``max_concurrency=None`` leaves the endpoint's limit to
+    whoever else set it (16 if nobody did). The API rejects empty strings, so an empty text is
+    sent as a single space.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        client: Any = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        dimensions: int | None = None,
+        batch_size: int | None = 128,
+        cache_size: int = 50_000,
+        timeout: float = 60.0,
+        max_retries: int = 6,
+        max_concurrency: int | None = None,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        cache: RequestCache | bool | str | os.PathLike[str] = True,
+        prices: PriceTable | None = None,
+    ) -> None:
+        super().__init__(batch_size=batch_size, cache_size=cache_size)
+        if dimensions is not None and dimensions < 1:
+            raise ValueError(f"dimensions must be >= 1, got {dimensions}")
+        self.model = model or DEFAULT_OPENAI_EMBEDDING_MODEL
+        self.name = f"openai:{self.model}"
+        self.dimensions = dimensions
+        self.dim = dimensions
+        self._endpoint = Endpoint(
+            kind="embeddings endpoint",
+            model=self.model,
+            base_url=base_url,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            client=client,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_concurrency=max_concurrency,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+        )
+        self.base_url = self._endpoint.base_url
+        self.cache: RequestCache | None = resolve_cache(cache)
+        self.prices = prices if prices is not None else PriceTable()
+        self.usage = UsageLedger()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "model": self.model,
+            "dimensions": self.dimensions,
+            **self._endpoint.describe(),
+            "cache": str(self.cache.path) if self.cache is not None else None,
+        }
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbeddings(model={self.model!r}, base_url={self.base_url!r})"
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections this client opened on the running loop."""
+        await self._endpoint.aclose()
+
+    async def _aembed_batch(self, texts: list[str]) -> FloatArray:
+        self._endpoint.check_fatal()
+        keys = {text: self._key(text) for text in texts}
+        found: dict[str, FloatArray] = {}
+        if self.cache is not None:
+            blobs = await asyncio.to_thread(self.cache.get_vectors, list(keys.values()))
+            for text, key in keys.items():
+                if key in blobs:
+                    found[text] = np.frombuffer(blobs[key], dtype=np.float32)
+            if found:
+                self.usage.record(Usage(cache_hits=len(found)))
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            fresh = await self._request(missing)
+            found.update(fresh)
+            if self.cache is not None:
+                blobs = {keys[t]: v.astype(np.float32).tobytes() for t, v in fresh.items()}
+                await asyncio.to_thread(self.cache.put_vectors, self.model, blobs)
+        return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
+
+    async def _request(self, texts: list[str]) -> dict[str, FloatArray]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "input": [t if t else " " for t in texts],
+            "encoding_format": "float",
+        }
+        if self.dimensions is not None:
+            params["dimensions"] = self.dimensions
+        estimate = sum(len(t) for t in texts) // 4 + len(texts)
+        tally = Tally()
+        try:
+            response = await self._endpoint.send(
+                lambda client: client.embeddings.create(**params, timeout=self._endpoint.timeout),
+                estimated_tokens=estimate,
+                tally=tally,
+            )
+            usage = getattr(response, "usage", None)
+            tally.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+            self._endpoint.limiter.settle(estimate, tally.prompt_tokens if usage else estimate)
+        except FatalJudgeError as exc:
+            self._endpoint.remember_fatal(exc)
+            raise
+        finally:
+            if tally.requests:
+                self.usage.record(
+                    Usage(
+                        prompt_tokens=tally.prompt_tokens,
+                        requests=tally.requests,
+                        retries=tally.retries,
+                        cost_usd=self.prices.cost(self.model, tally.prompt_tokens, 0),
+                    )
+                )
+        items = sorted(response.data, key=lambda item: item.index)
+        if len(items) != len(texts):
+            raise ValueError(
+                f"{self.name} at {self.base_url} returned {len(items)} vectors for "
+                f"{len(texts)} texts"
+            )
+        return {
+            t: np.asarray(item.embedding, dtype=np.float32)
+            for t, item in zip(texts, items, strict=True)
+        }
+
+    def _key(self, text: str) -> str:
+        return cache_key(
+            {
+                "format": _CACHE_FORMAT,
+                "endpoint": self.base_url,
+                "model": self.model,
+                "dimensions": self.dimensions,
+                "text": text,
+            }
+        )

@@ -1,0 +1,232 @@
+"""One configured connection to an OpenAI-compatible endpoint, shared by judges and embeddings.
+
+It owns the API key (kept out of every repr, log line and error message), the ``openai`` client
+(created lazily, which is when the SDK is first imported, with the SDK's own retries off), the
+endpoint's process-wide limiter, and the memory of a fatal error: once the endpoint refused for
+good, every later request raises at once without sending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from rageval.judge._limiter import endpoint_limiter
+from rageval.judge._retry import Tally, Target, call_with_retries
+from rageval.judge.errors import FatalJudgeError
+
+__all__ = ["DEFAULT_BASE_URL", "Endpoint", "normalize_base_url"]
+
+R = TypeVar("R")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# The SDK refuses to build a client without some key; local servers (Ollama, vLLM, llama.cpp)
+# accept any, and a real endpoint answers 401, which names the variable that was not set.
+_NO_KEY = "no-key-set"
+
+
+def normalize_base_url(url: str) -> str:
+    """Lower-case scheme and host, no trailing slash: the endpoint's identity."""
+    parts = urlsplit(url.strip())
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"base URL must start with http:// or https://, got {url!r}")
+    path = parts.path.rstrip("/")
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
+
+
+class _Secret:
+    """Holds the API key; prints as *** so it cannot leak through repr or vars()."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str | None) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "'***'" if self.value else "None"
+
+
+class Endpoint:
+    def __init__(
+        self,
+        *,
+        kind: str,
+        model: str,
+        base_url: str | None,
+        api_key: str | None,
+        api_key_env: str,
+        client: Any,
+        timeout: float,
+        max_retries: int,
+        max_concurrency: int | None,
+        requests_per_minute: float | None,
+        tokens_per_minute: float | None,
+    ) -> None:
+        if not model or not isinstance(model, str):
+            raise ValueError("model must be a non-empty string")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0, got {timeout}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        self.kind = kind
+        self.model = model
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.api_key_env = api_key_env
+        self._lock = threading.Lock()
+        self._shared_client: Any = None
+        self._client_kwargs: dict[str, Any] = {}
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+        if client is not None:
+            if base_url is not None or api_key is not None:
+                raise ValueError("pass either client or base_url/api_key, not both")
+            self._adopt(client)
+        else:
+            if api_key is not None:
+                self._key, self.key_source = _Secret(api_key), "the api_key argument"
+            else:
+                from_env = os.environ.get(api_key_env) or None
+                self._key = _Secret(from_env)
+                self.key_source = api_key_env if from_env else f"{api_key_env} (which is not set)"
+            url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+            self.base_url = normalize_base_url(url)
+        self.limiter = endpoint_limiter(
+            self.base_url,
+            max_concurrency=max_concurrency,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+        )
+        self.target = Target(
+            kind=kind,
+            base_url=self.base_url,
+            model=model,
+            key_source=self.key_source,
+            secret=self._key.value,
+            timeout=self.timeout,
+        )
+        self._fatal: FatalJudgeError | None = None
+        self._reached = False
+
+    def _adopt(self, client: Any) -> None:
+        import openai  # already imported by whoever built the client
+
+        if isinstance(client, openai.AsyncOpenAI):
+            self._shared_client = client.with_options(max_retries=0)
+        elif type(client) is openai.OpenAI:
+            # A sync client cannot serve async calls: rebuild its settings as async clients.
+            self._client_kwargs = {
+                "organization": client.organization,
+                "project": client.project,
+            }
+        else:
+            raise TypeError(
+                f"client must be an openai.AsyncOpenAI or openai.OpenAI, got {type(client).__name__}"
+                " (for Azure pass an openai.AsyncAzureOpenAI)"
+            )
+        key = client.api_key if isinstance(client.api_key, str) else None
+        self._key, self.key_source = _Secret(key), "the given client"
+        self.base_url = normalize_base_url(str(client.base_url))
+
+    # ---------------------------------------------------------------- client
+
+    async def aclient(self) -> Any:
+        """The AsyncOpenAI client for the running loop (an httpx pool belongs to one loop)."""
+        if self._shared_client is not None:
+            return self._shared_client
+        if "openai" not in sys.modules:
+            # the first import takes seconds on a slow machine: keep the event loop responsive
+            await asyncio.to_thread(importlib.import_module, "openai")
+        import openai
+
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            found = self._clients.get(loop)
+            if found is None:
+                found = openai.AsyncOpenAI(
+                    api_key=self._key.value or _NO_KEY,
+                    base_url=self.base_url,
+                    timeout=self.timeout,
+                    max_retries=0,
+                    **self._client_kwargs,
+                )
+                self._clients[loop] = found
+            return found
+
+    async def aclose(self) -> None:
+        """Close the HTTP pool this endpoint opened on the running loop (not a given client)."""
+        with self._lock:
+            found = self._clients.pop(asyncio.get_running_loop(), None)
+        if found is not None:
+            await found.close()
+
+    # ------------------------------------------------------------------ send
+
+    async def send(
+        self,
+        call: Callable[[Any], Awaitable[R]],
+        *,
+        estimated_tokens: int,
+        tally: Tally,
+    ) -> R:
+        """``call(client)`` under the limiter, with retries; see :mod:`rageval.judge._retry`."""
+
+        # Before the limiter: a rate-paced slot must not be spent on importing the SDK.
+        client = await self.aclient()
+
+        async def attempt() -> R:
+            try:
+                result = await call(client)
+            except Exception as exc:
+                if getattr(exc, "status_code", None) is not None:  # an HTTP answer, even an error
+                    self._reached = True
+                raise
+            self._reached = True
+            return result
+
+        return await call_with_retries(
+            attempt,
+            target=self.target,
+            limiter=self.limiter,
+            estimated_tokens=estimated_tokens,
+            max_retries=self.max_retries,
+            tally=tally,
+            check_fatal=self.check_fatal,
+            reached=lambda: self._reached,
+        )
+
+    # ----------------------------------------------------------------- fatal
+
+    def check_fatal(self) -> None:
+        fatal = self._fatal
+        if fatal is not None:
+            raise FatalJudgeError(str(fatal), status=fatal.status, detail=fatal.detail)
+
+    def remember_fatal(self, exc: FatalJudgeError) -> None:
+        if self._fatal is None:
+            self._fatal = exc
+
+    @property
+    def failed(self) -> FatalJudgeError | None:
+        return self._fatal
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "base_url": self.base_url,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "max_concurrency": self.limiter.max_concurrency,
+            "requests_per_minute": self.limiter.requests_per_minute,
+            "tokens_per_minute": self.limiter.tokens_per_minute,
+            "api_key_from": self.key_source,
+        }

@@ -1,0 +1,398 @@
+"""The Judge: structured, validated, cached, accounted calls to one chat model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from rageval.judge._cache import RequestCache, cache_key, resolve_cache
+from rageval.judge._endpoint import Endpoint
+from rageval.judge._modes import (
+    MODES,
+    Mode,
+    Shape,
+    build_request,
+    error_text,
+    known_mode,
+    parse_json_object,
+    probe_lock,
+    reask_messages,
+    remember_mode,
+    reply_text,
+    shape_of,
+)
+from rageval.judge._retry import Tally
+from rageval.judge._usage import PriceTable, Usage, UsageLedger
+from rageval.judge.errors import FatalJudgeError, JudgeCallFailed
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["Judge", "JudgeReply", "llm_factory"]
+
+log = logging.getLogger("rageval.judge")
+
+T = TypeVar("T", bound="BaseModel")
+
+# A reply cut off at max_tokens is asked again once with twice the budget, up to this many.
+MAX_GROWN_BUDGET = 16_384
+_CACHE_FORMAT = 1
+_ROLES = frozenset({"system", "user", "assistant"})
+
+
+@dataclass(frozen=True)
+class JudgeReply(Generic[T]):
+    value: T
+    usage: Usage
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class _Raw:
+    text: str
+    finish_reason: str | None
+    refusal: str | None
+
+
+class Judge:
+    """A chat model behind any OpenAI-compatible endpoint, asked for validated JSON.
+
+    The API key is read from ``api_key`` or the environment variable ``api_key_env`` and is
+    never written anywhere. Requests share the endpoint's limiter (see
+    :mod:`rageval.judge._limiter`), are retried per :mod:`rageval.judge._retry`, and successful
+    replies are cached per :mod:`rageval.judge._cache` unless ``cache=False``. ``mode`` picks the
+    structured-output mode; ``"auto"`` probes (see :mod:`rageval.judge._modes`).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        client: Any = None,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        timeout: float = 60.0,
+        max_retries: int = 6,
+        seed: int | None = None,
+        max_concurrency: int = 16,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        cache: RequestCache | bool | str | os.PathLike[str] = True,
+        prices: PriceTable | None = None,
+        mode: Literal["auto", "json_schema", "tools", "json"] = "auto",
+        max_reasks: int = 2,
+    ) -> None:
+        if mode != "auto" and mode not in MODES:
+            raise ValueError(f"mode must be 'auto' or one of {MODES}, got {mode!r}")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        if max_reasks < 0:
+            raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
+        self._endpoint = Endpoint(
+            kind="judge",
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            client=client,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_concurrency=max_concurrency,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+        )
+        self.model = model
+        self.base_url = self._endpoint.base_url
+        self.temperature = float(temperature)
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.mode = mode
+        self.max_reasks = max_reasks
+        self.prices = prices if prices is not None else PriceTable()
+        self.usage = UsageLedger()
+        self.cache: RequestCache | None = resolve_cache(cache)
+
+    def describe(self) -> dict[str, Any]:
+        """Settings for run manifests (never the API key)."""
+        return {
+            "model": self.model,
+            **self._endpoint.describe(),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+            "mode": self.mode,
+            "structured_output": self.mode
+            if self.mode != "auto"
+            else known_mode(self.base_url, self.model),
+            "max_reasks": self.max_reasks,
+            "cache": str(self.cache.path) if self.cache is not None else None,
+        }
+
+    def __repr__(self) -> str:
+        return f"Judge(model={self.model!r}, base_url={self.base_url!r}, mode={self.mode!r})"
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections this judge opened on the running loop."""
+        await self._endpoint.aclose()
+
+    # ------------------------------------------------------------------ ask
+
+    async def ask(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        response_model: type[T],
+        *,
+        tags: Mapping[str, str] | None = None,
+        check: Callable[[T], None] | None = None,
+        max_reasks: int | None = None,
+    ) -> JudgeReply[T]:
+        """Ask for a reply that validates as ``response_model`` and passes ``check``.
+
+        ``max_reasks`` overrides the judge's own bound on re-asks for this call.
+
+        Raises :class:`FatalJudgeError` when the endpoint refuses for good (and from then on at
+        once), :class:`JudgeCallFailed` when this call cannot produce a usable reply.
+        """
+        self._endpoint.check_fatal()
+        reasks = self.max_reasks if max_reasks is None else max_reasks
+        if reasks < 0:
+            raise ValueError(f"max_reasks must be >= 0, got {reasks}")
+        convo = _clean_messages(messages)
+        shape = shape_of(response_model)
+        cache = self.cache
+        key = self._cache_key(convo, shape)
+        if cache is not None:
+            hit = await asyncio.to_thread(cache.get, key)
+            value = _revalidate(hit, response_model, check) if hit is not None else None
+            if value is not None:
+                usage = Usage(cache_hits=1)
+                self.usage.record(usage, tags)
+                return JudgeReply(value, usage, cached=True)
+        tally = Tally()
+        try:
+            value, raw = await self._solve(convo, shape, response_model, check, reasks, tally)
+        except FatalJudgeError as exc:
+            self._endpoint.remember_fatal(exc)
+            raise
+        finally:
+            usage = self._usage_of(tally)
+            if tally.requests:
+                self.usage.record(usage, tags)
+        if cache is not None:
+            await asyncio.to_thread(cache.put, key, self.model, raw, usage.to_dict())
+        return JudgeReply(value, usage)
+
+    async def _solve(
+        self,
+        convo: list[dict[str, str]],
+        shape: Shape,
+        response_model: type[T],
+        check: Callable[[T], None] | None,
+        max_reasks: int,
+        tally: Tally,
+    ) -> tuple[T, str]:
+        budget = self.max_tokens
+        grown = False
+        while True:
+            raw = await self._complete(convo, shape, budget, tally)
+            if raw.refusal:
+                raise JudgeCallFailed(f"the model refused to answer: {_shorten(raw.refusal)}")
+            if raw.finish_reason == "length":
+                bigger = min(budget * 2, max(MAX_GROWN_BUDGET, budget))
+                if not grown and bigger > budget:
+                    log.info(
+                        "reply truncated at max_tokens=%d; asking again with %d", budget, bigger
+                    )
+                    budget, grown = bigger, True
+                    continue
+                raise JudgeCallFailed(
+                    f"reply truncated: it hit the output token limit (max_tokens={budget})"
+                    + (f" even after raising it from {self.max_tokens}" if grown else "")
+                )
+            if raw.finish_reason == "content_filter":
+                raise JudgeCallFailed("reply withheld by the endpoint's content filter")
+            try:
+                obj = parse_json_object(raw.text)
+                value = response_model.model_validate(obj)
+                if check is not None:
+                    check(value)
+            except ValueError as exc:  # JSON, pydantic and check errors are all ValueErrors
+                problem = error_text(exc)
+                if tally.reasks >= max_reasks:
+                    raise JudgeCallFailed(
+                        f"no valid reply after {tally.reasks} re-ask(s): {_shorten(problem)}"
+                    ) from exc
+                tally.reasks += 1
+                convo = [*convo, *reask_messages(raw.text, problem)]
+                continue
+            return value, json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+    async def _complete(
+        self, convo: list[dict[str, str]], shape: Shape, budget: int, tally: Tally
+    ) -> _Raw:
+        if self.mode != "auto":
+            return await self._request(self.mode, convo, shape, budget, tally)
+        mode = known_mode(self.base_url, self.model)
+        if mode is None:
+            async with probe_lock(self.base_url, self.model).hold():
+                mode = known_mode(self.base_url, self.model) or await self._stored_mode()
+                if mode is None:
+                    return await self._try_modes(MODES, convo, shape, budget, tally)
+        # The remembered mode first; if it is refused now (another server on that address, an
+        # upgrade), the others in order of preference.
+        candidates = [mode, *(m for m in MODES if m != mode)]
+        return await self._try_modes(candidates, convo, shape, budget, tally)
+
+    async def _try_modes(
+        self,
+        candidates: Sequence[Mode],
+        convo: list[dict[str, str]],
+        shape: Shape,
+        budget: int,
+        tally: Tally,
+    ) -> _Raw:
+        for i, mode in enumerate(candidates):
+            try:
+                raw = await self._request(mode, convo, shape, budget, tally)
+            except FatalJudgeError as exc:
+                if exc.status in (400, 422) and i + 1 < len(candidates):
+                    log.info(
+                        "%s at %s refused structured-output mode %s (%s); trying %s",
+                        self.model,
+                        self.base_url,
+                        mode,
+                        exc.detail,
+                        candidates[i + 1],
+                    )
+                    continue
+                raise
+            if known_mode(self.base_url, self.model) != mode:
+                remember_mode(self.base_url, self.model, mode)
+                if self.cache is not None:
+                    await asyncio.to_thread(self.cache.set_mode, self.base_url, self.model, mode)
+            return raw
+        raise AssertionError("unreachable: the last candidate mode returns or raises")
+
+    async def _stored_mode(self) -> Mode | None:
+        if self.cache is None:
+            return None
+        stored = await asyncio.to_thread(self.cache.get_mode, self.base_url, self.model)
+        for mode in MODES:
+            if stored == mode:
+                remember_mode(self.base_url, self.model, mode)
+                return mode
+        return None
+
+    async def _request(
+        self, mode: Mode, convo: list[dict[str, str]], shape: Shape, budget: int, tally: Tally
+    ) -> _Raw:
+        messages, extra = build_request(mode, convo, shape)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": budget,
+            **extra,
+        }
+        if self.seed is not None:
+            params["seed"] = self.seed
+        estimate = _estimate_tokens(messages, extra, budget)
+        completion = await self._endpoint.send(
+            lambda client: client.chat.completions.create(**params, timeout=self._endpoint.timeout),
+            estimated_tokens=estimate,
+            tally=tally,
+        )
+        usage = getattr(completion, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        tally.prompt_tokens += prompt
+        tally.completion_tokens += completion_tokens
+        self._endpoint.limiter.settle(estimate, prompt + completion_tokens if usage else estimate)
+        choices = getattr(completion, "choices", None) or []
+        if not choices:
+            return _Raw("", None, None)
+        message = choices[0].message
+        return _Raw(
+            reply_text(message, mode),
+            choices[0].finish_reason,
+            getattr(message, "refusal", None),
+        )
+
+    # -------------------------------------------------------------- helpers
+
+    def _cache_key(self, convo: list[dict[str, str]], shape: Shape) -> str:
+        # The configured mode, not the probed one: a lookup must not need a probe first.
+        return cache_key(
+            {
+                "format": _CACHE_FORMAT,
+                "endpoint": self.base_url,
+                "model": self.model,
+                "messages": convo,
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
+                "seed": self.seed,
+                "mode": self.mode,
+                "schema": shape.schema,
+            }
+        )
+
+    def _usage_of(self, tally: Tally) -> Usage:
+        return Usage(
+            prompt_tokens=tally.prompt_tokens,
+            completion_tokens=tally.completion_tokens,
+            requests=tally.requests,
+            retries=tally.retries,
+            reasks=tally.reasks,
+            cost_usd=self.prices.cost(self.model, tally.prompt_tokens, tally.completion_tokens),
+        )
+
+
+def llm_factory(model: str, client: Any = None, **kw: Any) -> Judge:
+    """Build a :class:`Judge` (the name the seeds use): ``llm_factory("gpt-4o-mini", client=...)``."""
+    return Judge(model, client=client, **kw)
+
+
+def _clean_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    if isinstance(messages, (str, bytes)) or not messages:
+        raise ValueError("messages must be a non-empty list of {'role': ..., 'content': ...}")
+    out = []
+    for i, message in enumerate(messages):
+        role, content = message.get("role"), message.get("content")
+        if role not in _ROLES or not isinstance(content, str):
+            raise ValueError(
+                f"messages[{i}] must have role system/user/assistant and string content"
+            )
+        out.append({"role": role, "content": content})
+    return out
+
+
+def _revalidate(
+    hit: tuple[str, dict[str, Any]], response_model: type[T], check: Callable[[T], None] | None
+) -> T | None:
+    """A cached value, if it still validates (the model or the check may have changed)."""
+    try:
+        value = response_model.model_validate_json(hit[0])
+        if check is not None:
+            check(value)
+    except ValueError:
+        return None
+    return value
+
+
+def _estimate_tokens(messages: list[dict[str, Any]], extra: Mapping[str, Any], budget: int) -> int:
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    chars += len(json.dumps(extra)) if extra else 0
+    return chars // 4 + 4 * len(messages) + budget
+
+
+def _shorten(text: str, limit: int = 500) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

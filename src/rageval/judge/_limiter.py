@@ -1,0 +1,269 @@
+"""Per-endpoint request limiter: concurrent requests, requests/minute, tokens/minute.
+
+Every HTTP request to an endpoint holds one slot of that endpoint's limiter while it is in
+flight, whoever sends it (any Judge, any embeddings client). There is one limiter per normalised
+base URL per process. When several clients configure the same endpoint the tightest setting of
+each limit wins (the smallest concurrency, the lowest rpm/tpm), and a client that leaves a limit
+unset (None) expresses no opinion about it.
+
+Rate limits are paced, not burst: with ``requests_per_minute=120`` requests start at least 0.5 s
+apart, and a request estimated at ``n`` tokens uses ``n / (tpm / 60)`` seconds of the token
+budget (corrected by :meth:`EndpointLimiter.settle` once the real count is known).
+
+The primitives here are loop-agnostic (a thread lock plus futures woken with
+``call_soon_threadsafe``), because the same endpoint is used from the caller's loop, from the
+private loops that synchronous helpers run on, and from several threads at once. asyncio's own
+Semaphore binds itself to the first loop that waits on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+__all__ = ["DEFAULT_MAX_CONCURRENCY", "EndpointLimiter", "Slots", "endpoint_limiter"]
+
+DEFAULT_MAX_CONCURRENCY = 16
+
+
+class Slots:
+    """A counting semaphore usable from any event loop and thread; ``Slots(1)`` is a lock."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        self._limit = limit
+        self._in_use = 0
+        self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
+        self._lock = threading.Lock()
+
+    @property
+    def limit(self) -> int:
+        return self._limit
+
+    @property
+    def in_use(self) -> int:
+        return self._in_use
+
+    def set_limit(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        with self._lock:
+            self._limit = limit
+            self._wake_locked()
+
+    async def acquire(self) -> None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._in_use < self._limit and not self._waiters:
+                self._in_use += 1
+                return
+            fut: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, fut))
+        try:
+            await fut
+        except asyncio.CancelledError:
+            with self._lock:
+                try:
+                    self._waiters.remove((loop, fut))
+                    queued = True
+                except ValueError:
+                    queued = False
+            # Not queued any more: the slot was handed to us (or is on its way, in which case
+            # _grant sees the cancelled future and passes it on).
+            if not queued and fut.done() and not fut.cancelled():
+                self.release()
+            raise
+
+    def release(self) -> None:
+        with self._lock:
+            self._in_use -= 1
+            self._wake_locked()
+
+    def _wake_locked(self) -> None:
+        while self._waiters and self._in_use < self._limit:
+            loop, fut = self._waiters.popleft()
+            if loop.is_closed():
+                continue
+            self._in_use += 1
+            loop.call_soon_threadsafe(self._grant, fut)
+
+    def _grant(self, fut: asyncio.Future[None]) -> None:
+        if fut.cancelled():
+            self.release()
+        else:
+            fut.set_result(None)
+
+    @asynccontextmanager
+    async def hold(self) -> AsyncIterator[None]:
+        await self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+
+class _Pace:
+    """Evenly spaced admission at ``per_minute`` units per minute (GCRA without burst)."""
+
+    def __init__(self, per_minute: float) -> None:
+        self.per_second = _positive(per_minute) / 60.0
+        self._next_free = 0.0  # monotonic time at which the budget is next free
+
+    def reserve(self, now: float, cost: float) -> float:
+        """Book ``cost`` units; returns the monotonic time at which they may be used."""
+        start = max(now, self._next_free)
+        self._next_free = start + cost / self.per_second
+        return start
+
+    def adjust(self, delta_cost: float) -> None:
+        self._next_free += delta_cost / self.per_second
+
+
+class EndpointLimiter:
+    """Admission control for one endpoint; see the module docstring."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        max_concurrency: int | None = None,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self._slots = Slots(max_concurrency or DEFAULT_MAX_CONCURRENCY)
+        self._explicit_concurrency = max_concurrency is not None
+        self._rpm = _Pace(requests_per_minute) if requests_per_minute is not None else None
+        self._tpm = _Pace(tokens_per_minute) if tokens_per_minute is not None else None
+        self._lock = threading.Lock()
+        self._paused_until = 0.0
+
+    @property
+    def max_concurrency(self) -> int:
+        return self._slots.limit
+
+    @property
+    def requests_per_minute(self) -> float | None:
+        return self._rpm.per_second * 60 if self._rpm else None
+
+    @property
+    def tokens_per_minute(self) -> float | None:
+        return self._tpm.per_second * 60 if self._tpm else None
+
+    @property
+    def in_flight(self) -> int:
+        return self._slots.in_use
+
+    def tighten(
+        self,
+        *,
+        max_concurrency: int | None = None,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+    ) -> None:
+        with self._lock:
+            if max_concurrency is not None:
+                if not self._explicit_concurrency or max_concurrency < self._slots.limit:
+                    self._slots.set_limit(max_concurrency)
+                self._explicit_concurrency = True
+            if requests_per_minute is not None:
+                self._rpm = _tighter(self._rpm, requests_per_minute)
+            if tokens_per_minute is not None:
+                self._tpm = _tighter(self._tpm, tokens_per_minute)
+
+    def pause(self, seconds: float) -> None:
+        """Hold back every new request to this endpoint for ``seconds`` (the server said so)."""
+        with self._lock:
+            self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+
+    @asynccontextmanager
+    async def request(self, estimated_tokens: int) -> AsyncIterator[None]:
+        """Hold a slot for one HTTP request, after any pause and rate pacing."""
+        while True:
+            await _sleep_until(self._paused_until)
+            await self._slots.acquire()
+            if time.monotonic() >= self._paused_until:
+                break
+            self._slots.release()
+        try:
+            with self._lock:
+                now = time.monotonic()
+                start = now
+                if self._rpm is not None:
+                    start = max(start, self._rpm.reserve(now, 1))
+                if self._tpm is not None:
+                    start = max(start, self._tpm.reserve(now, estimated_tokens))
+            await _sleep_until(start)
+            yield
+        finally:
+            self._slots.release()
+
+    def settle(self, estimated_tokens: int, actual_tokens: int) -> None:
+        """Correct the token budget once the server reported what a request really used."""
+        with self._lock:
+            if self._tpm is not None:
+                self._tpm.adjust(actual_tokens - estimated_tokens)
+
+    def __repr__(self) -> str:
+        return (
+            f"EndpointLimiter({self.endpoint!r}, max_concurrency={self.max_concurrency}, "
+            f"requests_per_minute={self.requests_per_minute}, "
+            f"tokens_per_minute={self.tokens_per_minute})"
+        )
+
+
+# Weak: a limiter lives as long as some client of its endpoint does, so settings from clients
+# that are gone (or from an earlier server on a reused local port) do not linger.
+_REGISTRY: weakref.WeakValueDictionary[str, EndpointLimiter] = weakref.WeakValueDictionary()
+_REGISTRY_LOCK = threading.Lock()
+
+
+def endpoint_limiter(
+    endpoint: str,
+    *,
+    max_concurrency: int | None = None,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+) -> EndpointLimiter:
+    """The process-wide limiter of ``endpoint`` (a normalised base URL), tightened as asked."""
+    with _REGISTRY_LOCK:
+        limiter = _REGISTRY.get(endpoint)
+        if limiter is None:
+            limiter = _REGISTRY[endpoint] = EndpointLimiter(
+                endpoint,
+                max_concurrency=max_concurrency,
+                requests_per_minute=requests_per_minute,
+                tokens_per_minute=tokens_per_minute,
+            )
+            return limiter
+    limiter.tighten(
+        max_concurrency=max_concurrency,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+    )
+    return limiter
+
+
+def _tighter(current: _Pace | None, per_minute: float) -> _Pace:
+    if current is None:
+        return _Pace(per_minute)
+    current.per_second = min(current.per_second, _positive(per_minute) / 60.0)
+    return current
+
+
+def _positive(value: float) -> float:
+    if not value > 0:
+        raise ValueError(f"a rate limit must be > 0, got {value}")
+    return float(value)
+
+
+async def _sleep_until(deadline: float) -> None:
+    delay = deadline - time.monotonic()
+    if delay > 0:
+        await asyncio.sleep(delay)

@@ -1,0 +1,279 @@
+"""Structured-output modes: how a JSON reply is requested, read back and validated.
+
+Three modes, tried in this order when a judge is in ``mode="auto"``:
+
+``json_schema``
+    ``response_format={"type": "json_schema", ...}`` (OpenAI, vLLM, llama.cpp, LM Studio...).
+``tools``
+    One function whose parameters are the schema, forced with ``tool_choice``.
+``json``
+    The schema appended to the system message; the first JSON object of the reply is used, even
+    inside a fenced code block or after a ``<think>`` block.
+
+Strictness: OpenAI's strict mode requires every object to list all its properties as required
+and to forbid additional properties, and rejects some keywords. The pydantic schema is
+transformed that way (``default`` dropped, ``$ref`` with siblings inlined) and sent with
+``strict: true`` when that is possible; when the schema uses something strict mode cannot
+express (free-form dicts, ``allOf``, ``uniqueItems``...), the untouched schema is sent with
+``strict: false``. Either way the reply is validated against the pydantic model itself.
+
+Probing: the first call for an (endpoint, model) tries the modes in order; a 400/422 moves on to
+the next, and the first mode that gets an answer is remembered for the process (and in the
+request cache directory). A remembered mode that starts being refused is tried first and the
+others follow in order.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from rageval.judge._limiter import Slots
+
+__all__ = [
+    "MODES",
+    "Mode",
+    "Shape",
+    "build_request",
+    "error_text",
+    "known_mode",
+    "parse_json_object",
+    "probe_lock",
+    "reask_messages",
+    "remember_mode",
+    "reply_text",
+    "shape_of",
+    "strict_schema",
+]
+
+Mode = Literal["json_schema", "tools", "json"]
+MODES: tuple[Mode, ...] = ("json_schema", "tools", "json")
+
+_STRICT_UNSUPPORTED = frozenset(
+    {
+        "allOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentRequired",
+        "dependentSchemas",
+        "patternProperties",
+        "unevaluatedProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "unevaluatedItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "uniqueItems",
+    }
+)
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+_FENCE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)```", re.DOTALL)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A response model as the modes need it."""
+
+    name: str
+    schema: dict[str, Any]
+    strict: dict[str, Any] | None  # the strict-mode form, or None if there is none
+
+    @property
+    def schema_json(self) -> str:
+        return json.dumps(self.schema, sort_keys=True, separators=(",", ":"))
+
+
+@lru_cache(maxsize=512)
+def shape_of(response_model: type[Any]) -> Shape:
+    schema = response_model.model_json_schema()
+    name = _NAME_CHARS.sub("_", response_model.__name__)[:64] or "reply"
+    return Shape(name=name, schema=schema, strict=strict_schema(schema))
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """``schema`` in OpenAI strict form, or None when strict mode cannot express it."""
+    if schema.get("type") != "object":
+        return None
+    try:
+        strict: dict[str, Any] = _strict_node(copy.deepcopy(schema), schema, depth=0)
+    except _NotStrict:
+        return None
+    return strict
+
+
+class _NotStrict(Exception):
+    pass
+
+
+def _strict_node(node: Any, root: dict[str, Any], depth: int) -> Any:
+    if depth > 64:
+        raise _NotStrict
+    if not isinstance(node, dict):
+        return node
+    if _STRICT_UNSUPPORTED & node.keys():
+        raise _NotStrict
+    if "$ref" in node and len(node) > 1:
+        # strict mode wants a bare $ref; inline the target so the siblings (description...) stay
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        node = {**_resolve(node["$ref"], root), **siblings}
+    node.pop("default", None)
+    if node.get("type") == "object" or "properties" in node:
+        extra = node.get("additionalProperties", False)
+        props = node.get("properties")
+        if extra is not False or not props:
+            raise _NotStrict  # free-form mappings have no strict form
+        node["required"] = list(props)
+        node["additionalProperties"] = False
+        node["properties"] = {k: _strict_node(v, root, depth + 1) for k, v in props.items()}
+    for key in ("items", "additionalItems"):
+        if isinstance(node.get(key), dict):
+            node[key] = _strict_node(node[key], root, depth + 1)
+    for key in ("anyOf", "prefixItems"):
+        if isinstance(node.get(key), list):
+            node[key] = [_strict_node(v, root, depth + 1) for v in node[key]]
+    if isinstance(node.get("$defs"), dict):
+        node["$defs"] = {k: _strict_node(v, root, depth + 1) for k, v in node["$defs"].items()}
+    return node
+
+
+def _resolve(ref: str, root: dict[str, Any]) -> dict[str, Any]:
+    if not ref.startswith("#/"):
+        raise _NotStrict
+    target: Any = root
+    for part in ref[2:].split("/"):
+        if not isinstance(target, dict) or part not in target:
+            raise _NotStrict
+        target = target[part]
+    if not isinstance(target, dict):
+        raise _NotStrict
+    return copy.deepcopy(target)
+
+
+def build_request(
+    mode: Mode, messages: list[dict[str, Any]], shape: Shape
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The messages and the extra ``chat.completions.create`` arguments for ``mode``."""
+    schema = shape.strict if shape.strict is not None else shape.schema
+    strict = shape.strict is not None
+    if mode == "json_schema":
+        fmt = {"name": shape.name, "schema": schema, "strict": strict}
+        return messages, {"response_format": {"type": "json_schema", "json_schema": fmt}}
+    if mode == "tools":
+        function = {
+            "name": shape.name,
+            "description": "Record your answer.",
+            "parameters": schema,
+            "strict": strict,
+        }
+        return messages, {
+            "tools": [{"type": "function", "function": function}],
+            "tool_choice": {"type": "function", "function": {"name": shape.name}},
+        }
+    instruction = (
+        "Answer with a single JSON object and nothing else. It must validate against this "
+        f"JSON Schema:\n{shape.schema_json}"
+    )
+    out = [dict(m) for m in messages]
+    for message in out:
+        if message.get("role") == "system":
+            message["content"] = f"{message.get('content') or ''}\n\n{instruction}".lstrip()
+            break
+    else:
+        out.insert(0, {"role": "system", "content": instruction})
+    return out, {}
+
+
+def reply_text(message: Any, mode: Mode) -> str:
+    """The text that should hold the JSON object: the forced tool call's arguments, or content."""
+    if mode == "tools":
+        for call in getattr(message, "tool_calls", None) or []:
+            arguments = getattr(getattr(call, "function", None), "arguments", None)
+            if arguments:
+                return str(arguments)
+    return str(getattr(message, "content", None) or "")
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in ``text``; raises ValueError saying what was wrong."""
+    text = _THINK.sub("", text).strip()
+    if not text:
+        raise ValueError("the reply was empty; expected a JSON object")
+    candidates = [text, *(m.group(1).strip() for m in _FENCE.finditer(text))]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+        raise ValueError(f"expected a JSON object, got a JSON {type(value).__name__}")
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    raise ValueError("the reply contains no valid JSON object")
+
+
+def error_text(exc: Exception, limit: int = 1500) -> str:
+    """A compact description of a parse, validation or check error, for the model to read."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors) and type(exc).__name__ == "ValidationError":
+        lines = []
+        for err in errors(include_url=False)[:10]:
+            loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+            lines.append(f"{loc}: {err.get('msg', 'invalid')}")
+        text = "the JSON does not match the schema:\n" + "\n".join(lines)
+    else:
+        text = str(exc) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def reask_messages(bad_reply: str, error: str) -> list[dict[str, str]]:
+    return [
+        {"role": "assistant", "content": bad_reply},
+        {
+            "role": "user",
+            "content": (
+                f"That reply could not be used: {error}\n"
+                "Send the complete answer again as one JSON object, with this fixed."
+            ),
+        },
+    ]
+
+
+# ------------------------------------------------------------- mode memory
+
+_KNOWN: dict[tuple[str, str], Mode] = {}
+_PROBE_LOCKS: dict[tuple[str, str], Slots] = {}
+_MEMORY_LOCK = threading.Lock()
+
+
+def known_mode(endpoint: str, model: str) -> Mode | None:
+    return _KNOWN.get((endpoint, model))
+
+
+def remember_mode(endpoint: str, model: str, mode: Mode) -> None:
+    _KNOWN[(endpoint, model)] = mode
+
+
+def probe_lock(endpoint: str, model: str) -> Slots:
+    """Serialises the first probe per (endpoint, model), so one call probes and others wait."""
+    with _MEMORY_LOCK:
+        return _PROBE_LOCKS.setdefault((endpoint, model), Slots(1))

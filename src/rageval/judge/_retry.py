@@ -1,0 +1,235 @@
+"""The one retry loop for every request to an OpenAI-compatible endpoint.
+
+Transient failures (429, 408, 409, 5xx, timeouts, dropped or malformed connections) are retried
+with exponential backoff and full jitter, or after exactly the delay the server asked for in
+``Retry-After`` / ``retry-after-ms``. The endpoint slot is released while sleeping, and a 429
+with a delay also holds back every other request to that endpoint for that long.
+
+Errors no retry can fix become :class:`FatalJudgeError` with a message that names the endpoint,
+the model and where the API key came from; the server's text is included with the key removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from rageval.judge._limiter import EndpointLimiter
+from rageval.judge.errors import FatalJudgeError, JudgeCallFailed
+
+__all__ = ["Tally", "Target", "backoff_delay", "call_with_retries", "parse_retry_after"]
+
+log = logging.getLogger("rageval.judge")
+
+R = TypeVar("R")
+
+BACKOFF_BASE = 0.5
+BACKOFF_CAP = 30.0
+# A server asking for a longer pause than this is out of quota for now, not briefly busy.
+MAX_RETRY_AFTER = 300.0
+_CONTEXT_TOO_LONG = (
+    "context_length_exceeded",
+    "context length",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the error messages need to know about the endpoint being called."""
+
+    kind: str  # "judge" or "embeddings endpoint"
+    base_url: str
+    model: str
+    key_source: str  # e.g. "OPENAI_API_KEY", "the api_key argument"
+    secret: str | None = field(repr=False)  # only for removing it from server messages
+    timeout: float = 60.0
+
+    def redact(self, text: str) -> str:
+        if self.secret and len(self.secret) >= 6:
+            text = text.replace(self.secret, "***")
+        return text
+
+
+@dataclass
+class Tally:
+    """What one logical call consumed so far (the retry loop fills in requests and retries)."""
+
+    requests: int = 0
+    retries: int = 0
+    reasks: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class _Transient:
+    reason: str
+    retry_after: float | None
+    connection: bool  # the endpoint could not be reached at all
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lower = {k.lower(): v for k, v in headers.items()}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = lower.get(name)
+        if raw is None:
+            continue
+        try:
+            seconds = float(raw) * scale
+        except ValueError:
+            continue
+        if math.isfinite(seconds):
+            return max(0.0, seconds)
+    raw = lower.get("retry-after")
+    if raw:
+        parsed = email.utils.parsedate_tz(raw)
+        if parsed is not None:
+            when = email.utils.mktime_tz(parsed)
+            return max(0.0, when - (time.time() if now is None else now))
+    return None
+
+
+def backoff_delay(retry: int) -> float:
+    """Full-jitter exponential backoff for the ``retry``-th retry (0-based)."""
+    ceiling = min(BACKOFF_CAP, BACKOFF_BASE * 2.0**retry)
+    return random.uniform(ceiling / 2, ceiling)
+
+
+async def call_with_retries(
+    send: Callable[[], Awaitable[R]],
+    *,
+    target: Target,
+    limiter: EndpointLimiter,
+    estimated_tokens: int,
+    max_retries: int,
+    tally: Tally,
+    check_fatal: Callable[[], None],
+    reached: Callable[[], bool],
+) -> R:
+    """Send through ``limiter`` until success, a fatal error, or ``max_retries`` retries.
+
+    ``check_fatal`` raises if the endpoint already failed fatally (then nothing is sent);
+    ``reached`` tells whether the endpoint ever answered, so that an endpoint that could never
+    be reached at all fails fatally instead of one call at a time.
+    """
+    while True:
+        check_fatal()
+        async with limiter.request(estimated_tokens):
+            check_fatal()
+            tally.requests += 1
+            try:
+                return await send()
+            except Exception as exc:  # classified below; cancellation is not an Exception
+                outcome = classify(exc, target)
+        if isinstance(outcome, (FatalJudgeError, JudgeCallFailed)):
+            raise outcome
+        if tally.retries >= max_retries:
+            if outcome.connection and not reached():
+                raise FatalJudgeError(
+                    f"could not reach the {target.kind} at {target.base_url}: "
+                    f"{outcome.reason} (after {tally.retries + 1} attempts)"
+                )
+            raise JudgeCallFailed(
+                f"{target.kind} at {target.base_url} failed {tally.retries + 1} times; "
+                f"last error: {outcome.reason}"
+            )
+        if outcome.retry_after is not None:
+            if outcome.retry_after > MAX_RETRY_AFTER:
+                raise JudgeCallFailed(
+                    f"rate limited by {target.base_url}: the server asked to wait "
+                    f"{outcome.retry_after:.0f} s"
+                )
+            delay = outcome.retry_after
+            limiter.pause(delay)
+        else:
+            delay = backoff_delay(tally.retries)
+        tally.retries += 1
+        log.info(
+            "%s %s: %s; retry %d/%d in %.2f s",
+            target.kind,
+            target.model,
+            outcome.reason,
+            tally.retries,
+            max_retries,
+            delay,
+        )
+        await asyncio.sleep(delay)
+
+
+def classify(exc: Exception, target: Target) -> _Transient | FatalJudgeError | JudgeCallFailed:
+    """Sort an exception raised by the openai SDK into transient, fatal or failed-call."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        return _classify_status(exc, target)
+    if isinstance(exc, openai.APITimeoutError):
+        return _Transient(f"no reply within {target.timeout:g} s", None, connection=False)
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        reason = f"connection error ({type(cause).__name__}: {cause})" if cause else str(exc)
+        return _Transient(target.redact(reason), None, connection=True)
+    if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError)):
+        # the SDK lets a 200 whose body is not JSON through as a bare JSONDecodeError
+        return _Transient("malformed response body", None, connection=False)
+    raise exc
+
+
+def _classify_status(exc: Any, target: Target) -> _Transient | FatalJudgeError | JudgeCallFailed:
+    status: int = exc.status_code
+    detail = target.redact(_server_message(exc))
+    code = str(getattr(exc, "code", None) or "")
+    where = f"{target.kind} at {target.base_url}"
+    if status == 429 and code != "insufficient_quota":
+        retry_after = parse_retry_after(dict(exc.response.headers))
+        return _Transient(f"rate limited (429): {detail}", retry_after, connection=False)
+    if status in (408, 409) or status >= 500:
+        retry_after = parse_retry_after(dict(exc.response.headers))
+        return _Transient(f"server error ({status}): {detail}", retry_after, connection=False)
+    if status == 429:
+        message = f"{where} reports that the account has no quota left (429): {detail}"
+    elif status == 401:
+        message = f"{where} rejected the API key from {target.key_source} (401): {detail}"
+    elif status == 403:
+        message = f"{where} refused access to model {target.model!r} (403): {detail}"
+    elif status == 404:
+        message = (
+            f"model {target.model!r} not found at {target.base_url} (404): {detail}. Check the "
+            "model name, and that the base URL includes the API prefix (often /v1)."
+        )
+    elif any(marker in f"{code} {detail}".lower() for marker in _CONTEXT_TOO_LONG):
+        # One over-long sample must not stop the whole run.
+        return JudgeCallFailed(f"prompt too long for model {target.model!r} ({status}): {detail}")
+    else:
+        message = f"{where} rejected the request to model {target.model!r} ({status}): {detail}"
+    return FatalJudgeError(message, status=status, detail=detail)
+
+
+def _server_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    text: str | None = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            text = inner.get("message") or inner.get("detail")
+        elif isinstance(inner, str):
+            text = inner
+    elif isinstance(body, str):
+        text = body
+    if not text:
+        text = str(getattr(exc, "message", "") or exc)
+    text = " ".join(str(text).split())
+    return text if len(text) <= 300 else text[:297] + "..."

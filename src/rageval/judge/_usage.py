@@ -1,0 +1,150 @@
+"""Token, request and cost accounting, rolled up by whatever tags the caller attaches."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["DEFAULT_PRICES", "PriceTable", "Usage", "UsageLedger"]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one or more calls consumed.
+
+    ``requests`` counts every HTTP request sent (first tries, retries, re-asks and mode probes),
+    ``retries`` the re-sends after transient errors, ``reasks`` the re-asks after a reply that
+    failed validation, ``cache_hits`` the calls answered from the request cache (which cost
+    nothing). ``cost_usd`` is None when the price of a model that was used is unknown: an
+    unknown cost is never reported as zero.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests: int = 0
+    retries: int = 0
+    reasks: int = 0
+    cache_hits: int = 0
+    cost_usd: float | None = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        cost = (
+            None
+            if self.cost_usd is None or other.cost_usd is None
+            else self.cost_usd + other.cost_usd
+        )
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            requests=self.requests + other.requests,
+            retries=self.retries + other.retries,
+            reasks=self.reasks + other.reasks,
+            cache_hits=self.cache_hits + other.cache_hits,
+            cost_usd=cost,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "total_tokens": self.total_tokens}
+
+
+# USD per million (input, output) tokens: OpenAI list prices at the time of writing. They go
+# stale; pass your own PriceTable for anything that matters.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4-turbo": (10.00, 30.00),
+    "gpt-3.5-turbo": (0.50, 1.50),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+    "text-embedding-3-small": (0.02, 0.0),
+    "text-embedding-3-large": (0.13, 0.0),
+    "text-embedding-ada-002": (0.10, 0.0),
+}
+
+# A dated snapshot ("gpt-4o-mini-2024-07-18") is priced like its family name.
+_SNAPSHOT_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+class PriceTable:
+    """Model name -> (USD per million input tokens, USD per million output tokens).
+
+    Entries given here override the defaults; ``include_defaults=False`` starts empty. A model
+    that is not in the table has an unknown (None) cost.
+    """
+
+    def __init__(
+        self,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+        *,
+        include_defaults: bool = True,
+    ) -> None:
+        self._prices: dict[str, tuple[float, float]] = (
+            dict(DEFAULT_PRICES) if include_defaults else {}
+        )
+        for model, (inp, out) in (prices or {}).items():
+            if inp < 0 or out < 0:
+                raise ValueError(f"price for {model!r} must not be negative")
+            self._prices[model] = (float(inp), float(out))
+
+    def price(self, model: str) -> tuple[float, float] | None:
+        found = self._prices.get(model)
+        if found is None:
+            found = self._prices.get(_SNAPSHOT_SUFFIX.sub("", model))
+        return found
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        price = self.price(model)
+        if price is None:
+            return None
+        return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
+
+    def to_dict(self) -> dict[str, tuple[float, float]]:
+        return dict(self._prices)
+
+    def __repr__(self) -> str:
+        return f"PriceTable({len(self._prices)} models)"
+
+
+class UsageLedger:
+    """Thread-safe running totals, overall and per value of every tag name seen."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._total = Usage()
+        self._by: dict[str, dict[str, Usage]] = {}
+
+    def record(self, usage: Usage, tags: Mapping[str, str] | None = None) -> None:
+        with self._lock:
+            self._total = self._total + usage
+            for name, value in (tags or {}).items():
+                bucket = self._by.setdefault(name, {})
+                bucket[value] = bucket.get(value, Usage()) + usage
+
+    @property
+    def total(self) -> Usage:
+        with self._lock:
+            return self._total
+
+    def by_tag(self, name: str) -> dict[str, Usage]:
+        """Usage per value of tag ``name``, e.g. ``by_tag("metric")["faithfulness"]``."""
+        with self._lock:
+            return dict(self._by.get(name, {}))
+
+    def tag_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._by)
+
+    def __repr__(self) -> str:
+        return f"UsageLedger(total={self.total})"

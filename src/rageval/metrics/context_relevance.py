@@ -1,0 +1,60 @@
+"""context_relevance: do the retrieved contexts bear on the question? Two templates rate 0/1/2.
+
+Template 1 asks, question first, how relevant the passages are; template 2 shows the passages
+first and asks whether a reader holding only them could answer. Each rating is divided by 2 and
+the valid ones averaged (one valid → that one; none → not measured). A rating off the scale is
+re-asked up to `max_retries` times per template. A blank question, or no non-blank context,
+scores 0 without a request.
+Judge requests: 2 (more only for re-asks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rageval.metrics._prompting import messages, numbered, tagged
+from rageval.metrics._ratings import RatingMetric
+from rageval.metrics.base import MetricResult, ScoringContext, register
+from rageval.samples import Sample
+
+SCALE = (0, 1, 2)
+
+
+def prompts(question: str, contexts: Sequence[str]) -> list[list[dict[str, str]]]:
+    passages = tagged("passages", numbered(contexts))
+    first = messages(
+        "How relevant are the retrieved passages to the question?\n\n"
+        f"{tagged('question', question)}\n{passages}\n\n"
+        "Rate 2 if together they contain what is needed to answer it, 1 if they are on topic "
+        "or cover only part of it, 0 if they do not help answer it. "
+        'Reply as {"rating": 0|1|2}.'
+    )
+    second = messages(
+        "A search system returned these passages for the query below. Suppose a reader sees "
+        "only the passages: could they answer the query?\n\n"
+        f"{passages}\n{tagged('query', question)}\n\n"
+        "Rate 2 for fully, 1 for partly or with related background only, 0 for not at all. "
+        'Reply as {"rating": 0|1|2}.'
+    )
+    return [first, second]
+
+
+@register
+class ContextRelevance(RatingMetric):
+    name = "context_relevance"
+    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
+    needs_llm = True
+    scale = SCALE
+    summary = (
+        "relevance of the retrieved contexts to the question, two judge templates rating 0/1/2"
+    )
+
+    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        question = sample.text("user_input")
+        contexts = sample.retrieved_contexts or []
+        if not question.strip():
+            return MetricResult.ok(0.0, reason="the question is empty")
+        if not any(c.strip() for c in contexts):
+            return MetricResult.ok(0.0, reason="no context was retrieved")
+        return await self.rate(ctx, prompts(question, contexts))

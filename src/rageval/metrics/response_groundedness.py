@@ -1,0 +1,58 @@
+"""response_groundedness: is the response backed by the retrieved contexts? Two templates rate
+0/1/2 (0 not grounded, 1 partly, 2 fully).
+
+Template 1 shows the response and asks whether each of its claims is found in the contexts;
+template 2 shows the sources first and casts the judge as a fact-checker tracing a text back to
+them. Each rating is divided by 2 and the valid ones averaged (one valid → that one; none → not
+measured). A rating off the scale is re-asked up to `max_retries` times per template. A blank
+response, or no non-blank context, scores 0 without a request.
+Judge requests: 2 (more only for re-asks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rageval.metrics._prompting import messages, numbered, tagged
+from rageval.metrics._ratings import RatingMetric
+from rageval.metrics.base import MetricResult, ScoringContext, register
+from rageval.samples import Sample
+
+SCALE = (0, 1, 2)
+
+
+def prompts(response: str, contexts: Sequence[str]) -> list[list[dict[str, str]]]:
+    sources = numbered(contexts)
+    first = messages(
+        "Is every claim in the response stated in, or directly inferable from, the contexts?\n\n"
+        f"{tagged('contexts', sources)}\n{tagged('response', response)}\n\n"
+        "Rate 2 if all of its claims are, 1 if only some are, 0 if none are or it "
+        'contradicts the contexts. Reply as {"rating": 0|1|2}.'
+    )
+    second = messages(
+        "You are fact-checking a text against its sources. Trace each piece of information in "
+        "the text back to the sources; outside knowledge does not count.\n\n"
+        f"{tagged('sources', sources)}\n{tagged('text', response)}\n\n"
+        "Rate 2 if everything can be traced, 1 if part can, 0 if nothing can. "
+        'Reply as {"rating": 0|1|2}.'
+    )
+    return [first, second]
+
+
+@register
+class ResponseGroundedness(RatingMetric):
+    name = "response_groundedness"
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
+    needs_llm = True
+    scale = SCALE
+    summary = "how far the response is backed by the retrieved contexts, two templates rating 0/1/2"
+
+    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        response = sample.text("response")
+        contexts = sample.retrieved_contexts or []
+        if not response.strip():
+            return MetricResult.ok(0.0, reason="the response is empty")
+        if not any(c.strip() for c in contexts):
+            return MetricResult.ok(0.0, reason="no context was retrieved")
+        return await self.rate(ctx, prompts(response, contexts))

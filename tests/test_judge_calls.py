@@ -1,0 +1,285 @@
+"""Judge: structured calls, re-asks, truncation, modes, fatal errors — all through the real
+openai SDK against FakeOpenAI on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import openai
+import pytest
+from pydantic import BaseModel
+
+from rageval.judge import FatalJudgeError, Judge, JudgeCallFailed, llm_factory
+from rageval.testing import FakeOpenAI, Fault, Reply
+
+KEY = "sk-test-SECRET-1234567890"
+
+
+class Verdict(BaseModel):
+    verdict: int
+    reason: str
+
+
+class Nested(BaseModel):
+    label: str
+    verdicts: list[Verdict]
+    note: str | None = None
+
+
+def ask_text(text: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": "Judge it."}, {"role": "user", "content": text}]
+
+
+def make_judge(server: FakeOpenAI, **kw: object) -> Judge:
+    kw.setdefault("api_key", KEY)
+    return Judge(kw.pop("model", "m"), base_url=server.base_url, **kw)  # type: ignore[arg-type]
+
+
+async def test_structured_call_returns_validated_instance_and_usage(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.script(
+        Reply.json({"verdict": 1, "reason": "ok"}, prompt_tokens=40, completion_tokens=9)
+    )
+    judge = make_judge(fake_openai, seed=7, temperature=0.3, max_tokens=300)
+    reply = await judge.ask(ask_text("q"), Verdict)
+    assert reply.value == Verdict(verdict=1, reason="ok")
+    assert not reply.cached
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.requests) == (
+        40,
+        9,
+        1,
+    )
+    [req] = fake_openai.chat_requests
+    assert req.mode == "json_schema"
+    body = req.body
+    assert (body["seed"], body["temperature"], body["max_tokens"]) == (7, 0.3, 300)
+    fmt = body["response_format"]["json_schema"]
+    assert fmt["strict"] is True
+    assert fmt["schema"]["additionalProperties"] is False
+    assert fmt["schema"]["required"] == ["verdict", "reason"]
+
+
+async def test_nested_optional_schema_is_sent_strict(fake_openai: FakeOpenAI) -> None:
+    judge = make_judge(fake_openai)
+    reply = await judge.ask(ask_text("q"), Nested)
+    assert isinstance(reply.value, Nested)
+    schema = fake_openai.chat_requests[0].schema
+    assert schema is not None
+    assert schema["required"] == ["label", "verdicts", "note"]
+    assert "default" not in schema["properties"]["note"]
+    assert schema["$defs"]["Verdict"]["additionalProperties"] is False
+
+
+async def test_schema_invalid_reply_is_reasked_with_the_error(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(
+        Reply.json({"verdict": "lots", "reason": "x"}), Reply.json({"verdict": 2, "reason": "y"})
+    )
+    judge = make_judge(fake_openai)
+    reply = await judge.ask(ask_text("q"), Verdict)
+    assert reply.value.verdict == 2
+    assert (reply.usage.requests, reply.usage.reasks) == (2, 1)
+    first, second = fake_openai.chat_requests
+    assert len(second.messages) == len(first.messages) + 2
+    bad, complaint = second.messages[-2:]
+    assert bad["role"] == "assistant" and '"lots"' in bad["content"]
+    assert complaint["role"] == "user"
+    assert "verdict" in complaint["content"] and "integer" in complaint["content"]
+
+
+async def test_check_failure_is_reasked(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(
+        Reply.json({"verdict": 5, "reason": "x"}), Reply.json({"verdict": 1, "reason": "y"})
+    )
+
+    def on_scale(v: Verdict) -> None:
+        if v.verdict not in (0, 1):
+            raise ValueError(f"verdict must be 0 or 1, got {v.verdict}")
+
+    reply = await make_judge(fake_openai).ask(ask_text("q"), Verdict, check=on_scale)
+    assert reply.value.verdict == 1
+    assert "verdict must be 0 or 1, got 5" in fake_openai.chat_requests[1].messages[-1]["content"]
+
+
+async def test_reasks_are_bounded(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(*[Reply.text("no json here")] * 3)
+    judge = make_judge(fake_openai, max_reasks=1)
+    with pytest.raises(JudgeCallFailed) as info:
+        await judge.ask(ask_text("q"), Verdict)
+    assert "1 re-ask" in info.value.cause and "no valid JSON object" in info.value.cause
+    assert len(fake_openai.chat_requests) == 2
+    assert judge.usage.total.reasks == 1
+    fake_openai.script(*[Reply.text("still no json")] * 4)
+    with pytest.raises(JudgeCallFailed, match="3 re-ask"):
+        await judge.ask(ask_text("per call"), Verdict, max_reasks=3)
+    assert len(fake_openai.chat_requests) == 6
+
+
+async def test_truncated_reply_gets_a_larger_budget(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Fault.truncated(), Reply.json({"verdict": 1, "reason": "full"}))
+    reply = await make_judge(fake_openai, max_tokens=100).ask(ask_text("q"), Verdict)
+    assert reply.value.reason == "full"
+    assert [r.body["max_tokens"] for r in fake_openai.chat_requests] == [100, 200]
+
+
+async def test_still_truncated_fails_with_the_token_limit_as_cause(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.script(Fault.truncated(), Fault.truncated())
+    with pytest.raises(JudgeCallFailed) as info:
+        await make_judge(fake_openai, max_tokens=100).ask(ask_text("q"), Verdict)
+    assert "token limit" in info.value.cause and "max_tokens=200" in info.value.cause
+    assert len(fake_openai.chat_requests) == 2
+
+
+async def test_mode_probe_falls_back_to_tools_and_remembers() -> None:
+    with FakeOpenAI(supports=("tools",)) as server:
+        judge = make_judge(server, cache=False)
+        first = await judge.ask(ask_text("one"), Verdict)
+        assert [r.mode for r in server.chat_requests] == ["json_schema", "tools"]
+        assert isinstance(first.value, Verdict)
+        assert first.usage.requests == 2
+        second = await make_judge(server, cache=False).ask(ask_text("two"), Verdict)
+        assert [r.mode for r in server.chat_requests] == ["json_schema", "tools", "tools"]
+        assert second.usage.requests == 1
+        forced = server.chat_requests[-1].body["tool_choice"]
+        assert forced == {"type": "function", "function": {"name": "Verdict"}}
+        assert judge.describe()["structured_output"] == "tools"
+
+
+async def test_mode_probe_ends_with_json_in_the_prompt() -> None:
+    with FakeOpenAI(supports=()) as server:
+        server.script(Reply.text('Here you go:\n```json\n{"verdict": 1, "reason": "r"}\n```'))
+        reply = await make_judge(server).ask(ask_text("q"), Verdict)
+        assert reply.value == Verdict(verdict=1, reason="r")
+        last = server.chat_requests[-1]
+        assert [r.mode for r in server.chat_requests] == ["json_schema", "tools", "text"]
+        assert '"verdict"' in last.messages[0]["content"]  # the schema, in the system message
+        assert last.messages[0]["content"].startswith("Judge it.")
+
+
+async def test_json_mode_parses_fenced_and_prefixed_replies(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(
+        Reply.text('<think>{"scratch": true}</think>\n```json\n{"verdict": 0, "reason": "a"}\n```'),
+        Reply.text('Verdict follows. {"verdict": 1, "reason": "b"} Hope that helps.'),
+    )
+    judge = make_judge(fake_openai, mode="json", cache=False)
+    assert (await judge.ask(ask_text("1"), Verdict)).value.reason == "a"
+    assert (await judge.ask(ask_text("2"), Verdict)).value.reason == "b"
+    assert all(r.mode == "text" for r in fake_openai.chat_requests)
+
+
+async def test_tools_mode_reads_tool_arguments(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.tool_arguments('{"verdict": 3, "reason": "t"}'))
+    reply = await make_judge(fake_openai, mode="tools").ask(ask_text("q"), Verdict)
+    assert reply.value.verdict == 3
+    assert fake_openai.chat_requests[0].mode == "tools"
+
+
+async def test_wrong_api_key_is_fatal_and_remembered() -> None:
+    with FakeOpenAI(api_key="sk-the-right-one") as server:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("MY_JUDGE_KEY", KEY)
+            judge = make_judge(server, api_key=None, api_key_env="MY_JUDGE_KEY", max_concurrency=1)
+        calls = [judge.ask(ask_text(str(i)), Verdict) for i in range(10)]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        assert all(isinstance(r, FatalJudgeError) for r in results)
+        message = str(results[0])
+        assert f"judge at {server.base_url} rejected the API key from MY_JUDGE_KEY (401)" in message
+        assert len(server.chat_requests) == 1
+        with pytest.raises(FatalJudgeError, match="401"):
+            await judge.ask(ask_text("later"), Verdict)
+        assert len(server.chat_requests) == 1
+
+
+async def test_missing_api_key_is_named_in_the_error() -> None:
+    with FakeOpenAI(api_key="sk-the-right-one") as server:
+        judge = Judge("m", base_url=server.base_url)
+        with pytest.raises(FatalJudgeError, match=r"OPENAI_API_KEY \(which is not set\)"):
+            await judge.ask(ask_text("q"), Verdict)
+
+
+async def test_unknown_model_is_fatal_with_a_clear_message() -> None:
+    with FakeOpenAI(models={"real-model"}) as server:
+        judge = make_judge(server, model="no-such-model")
+        with pytest.raises(FatalJudgeError) as info:
+            await judge.ask(ask_text("q"), Verdict)
+        assert f"model 'no-such-model' not found at {server.base_url} (404)" in str(info.value)
+        assert info.value.status == 404
+        with pytest.raises(FatalJudgeError):
+            await judge.ask(ask_text("other"), Verdict)
+        assert len(server.chat_requests) == 1
+
+
+async def test_bad_request_is_fatal_when_not_probing(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Fault.status(400, "temperature out of range"))
+    judge = make_judge(fake_openai, mode="json_schema")
+    with pytest.raises(FatalJudgeError, match="temperature out of range"):
+        await judge.ask(ask_text("q"), Verdict)
+    assert len(fake_openai.chat_requests) == 1
+
+
+async def test_over_long_prompt_fails_the_call_not_the_run(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Fault.status(400, "This model's maximum context length is 8192 tokens."))
+    judge = make_judge(fake_openai, mode="json_schema")
+    with pytest.raises(JudgeCallFailed, match="prompt too long"):
+        await judge.ask(ask_text("huge"), Verdict)
+    assert (await judge.ask(ask_text("small"), Verdict)).value is not None
+
+
+async def test_server_messages_never_carry_the_key(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Fault.status(403, f"key {KEY} may not use this model"))
+    with pytest.raises(FatalJudgeError) as info:
+        await make_judge(fake_openai).ask(ask_text("q"), Verdict)
+    assert KEY not in str(info.value) and "key *** may not" in str(info.value)
+
+
+async def test_given_async_client_has_sdk_retries_off(fake_openai: FakeOpenAI) -> None:
+    client = openai.AsyncOpenAI(base_url=fake_openai.base_url, api_key=KEY)  # SDK default: 2
+    fake_openai.script(Fault.status(503))
+    judge = llm_factory("m", client=client, max_retries=0)
+    with pytest.raises(JudgeCallFailed, match="503"):
+        await judge.ask(ask_text("q"), Verdict)
+    assert len(fake_openai.chat_requests) == 1
+    assert judge.base_url == fake_openai.base_url
+
+
+async def test_given_sync_client_is_used_asynchronously(fake_openai: FakeOpenAI) -> None:
+    client = openai.OpenAI(base_url=fake_openai.base_url + "/", api_key=KEY)
+    judge = llm_factory("m", client=client)
+    assert judge.base_url == fake_openai.base_url
+    assert isinstance((await judge.ask(ask_text("q"), Verdict)).value, Verdict)
+    assert fake_openai.chat_requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_client_excludes_base_url_and_key(fake_openai: FakeOpenAI) -> None:
+    client = openai.AsyncOpenAI(base_url=fake_openai.base_url, api_key=KEY)
+    with pytest.raises(ValueError, match="either client"):
+        Judge("m", client=client, api_key="other")
+    with pytest.raises(TypeError, match="AsyncOpenAI"):
+        Judge("m", client=object())
+
+
+def test_judge_works_across_event_loops(fake_openai: FakeOpenAI) -> None:
+    # evaluate() runs each call on a private loop; one judge must survive many loops.
+    judge = make_judge(fake_openai, cache=False, max_concurrency=2)
+    for i in range(3):
+        assert asyncio.run(judge.ask(ask_text(str(i)), Verdict)).value is not None
+    assert len(fake_openai.chat_requests) == 3
+
+
+def test_repr_and_describe_never_show_the_key(fake_openai: FakeOpenAI) -> None:
+    judge = make_judge(fake_openai)
+    text = repr(judge) + json.dumps(judge.describe()) + repr(vars(judge))
+    text += repr(vars(judge._endpoint))
+    assert KEY not in text
+    assert judge.describe()["api_key_from"] == "the api_key argument"
+    assert judge.describe()["base_url"] == fake_openai.base_url
+
+
+def test_base_url_is_normalised(fake_openai: FakeOpenAI) -> None:
+    judge = Judge("m", base_url="HTTP://LocalHost:8000/v1/", api_key="x")
+    assert judge.base_url == "http://localhost:8000/v1"
+    with pytest.raises(ValueError, match="http"):
+        Judge("m", base_url="localhost:8000/v1", api_key="x")

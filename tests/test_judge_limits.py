@@ -1,0 +1,164 @@
+"""Judge: per-endpoint limiter, rate limits, retries and backoff, measured at the FakeOpenAI
+server (real openai SDK, 127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import itertools
+import socket
+import time
+
+import pytest
+from pydantic import BaseModel
+
+from rageval.judge import FatalJudgeError, Judge, JudgeCallFailed
+from rageval.judge._retry import parse_retry_after
+from rageval.testing import FakeOpenAI, Fault, Reply
+
+OK = Reply.json({"verdict": 1})
+
+
+class Verdict(BaseModel):
+    verdict: int
+
+
+def question(i: object) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"question {i}"}]
+
+
+def make_judge(server: FakeOpenAI, **kw: object) -> Judge:
+    kw.setdefault("cache", False)
+    return Judge("m", base_url=server.base_url, api_key="sk-test", **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("header", ["retry-after", "retry-after-ms"])
+async def test_retry_honours_retry_after(fake_openai: FakeOpenAI, header: str) -> None:
+    fake_openai.script(Fault.rate_limit(0.8, header=header), OK)
+    reply = await make_judge(fake_openai).ask(question(1), Verdict)
+    first, second = fake_openai.chat_requests
+    assert second.started - first.finished >= 0.8
+    assert (reply.usage.requests, reply.usage.retries) == (2, 1)
+
+
+async def test_retry_after_as_http_date(fake_openai: FakeOpenAI) -> None:
+    when = email.utils.formatdate(time.time() + 2, usegmt=True)  # whole seconds: waits 1-2 s
+    fake_openai.script(Fault("status", 429, "slow down", (("retry-after", when),)), OK)
+    await make_judge(fake_openai).ask(question(1), Verdict)
+    first, second = fake_openai.chat_requests
+    assert second.started - first.finished >= 0.9
+
+
+def test_parse_retry_after_forms() -> None:
+    assert parse_retry_after({"Retry-After": "3"}) == 3.0
+    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    date = email.utils.formatdate(1_000_010, usegmt=True)
+    assert parse_retry_after({"retry-after": date}, now=1_000_000) == pytest.approx(10)
+    assert parse_retry_after({"retry-after": "soon"}) is None
+    assert parse_retry_after({}) is None
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [Fault.status(500), Fault.status(503), Fault.drop(), Fault.malformed_http(), Fault.timeout(2)],
+    ids=["500", "503", "drop", "malformed", "timeout"],
+)
+async def test_transient_failures_are_retried(fake_openai: FakeOpenAI, fault: Fault) -> None:
+    fake_openai.script(fault, OK)
+    reply = await make_judge(fake_openai, timeout=0.5).ask(question(1), Verdict)
+    assert reply.value.verdict == 1
+    assert (reply.usage.requests, reply.usage.retries) == (2, 1)
+
+
+async def test_retries_are_bounded(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(*[Fault.status(503)] * 3)
+    judge = make_judge(fake_openai, max_retries=2)
+    with pytest.raises(JudgeCallFailed) as info:
+        await judge.ask(question(1), Verdict)
+    assert "failed 3 times" in info.value.cause and "503" in info.value.cause
+    assert len(fake_openai.chat_requests) == 3
+    assert judge.usage.total.retries == 2
+    # not fatal: the next call goes out
+    assert (await judge.ask(question(2), Verdict)).usage.requests == 1
+
+
+async def test_concurrency_limit_holds_at_the_server() -> None:
+    with FakeOpenAI(latency=0.05) as server:
+        judge = make_judge(server, max_concurrency=4)
+        replies = await asyncio.gather(*(judge.ask(question(i), Verdict) for i in range(50)))
+        assert len(replies) == 50
+        assert server.max_in_flight == 4
+        assert len(server.chat_requests) == 50
+
+
+async def test_one_limiter_per_endpoint_tightest_wins() -> None:
+    with FakeOpenAI(latency=0.05) as server:
+        a = Judge("m1", base_url=server.base_url, api_key="k", max_concurrency=3, cache=False)
+        b = Judge("m2", base_url=server.base_url + "/", api_key="k", max_concurrency=2, cache=False)
+        asks = [j.ask(question(i), Verdict) for i in range(12) for j in (a, b)]
+        await asyncio.gather(*asks)
+        assert server.max_in_flight == 2
+        assert a._endpoint.limiter is b._endpoint.limiter
+
+
+async def test_slot_is_released_while_sleeping_before_a_retry() -> None:
+    with FakeOpenAI(latency=0.05) as server:
+        server.script(Fault.rate_limit(None))  # no Retry-After: plain backoff, no global pause
+        # a fixed mode: no first-call probe, which the other calls would wait for
+        judge = make_judge(server, max_concurrency=1, mode="json_schema")
+        started = time.monotonic()
+        await asyncio.gather(*(judge.ask(question(i), Verdict) for i in range(4)))
+        # the three others went through while the first one slept
+        retried = [r for r in server.chat_requests if r.messages[0]["content"] == "question 0"]
+        assert len(retried) == 2
+        others = [r for r in server.chat_requests if r.messages[0]["content"] != "question 0"]
+        assert max(r.started for r in others) < retried[1].started
+        assert time.monotonic() - started < 3
+
+
+async def test_requests_per_minute_are_paced() -> None:
+    with FakeOpenAI() as server:
+        judge = make_judge(server, requests_per_minute=120)
+        started = time.monotonic()
+        await asyncio.gather(*(judge.ask(question(i), Verdict) for i in range(6)))
+        elapsed = time.monotonic() - started
+        starts = sorted(r.started for r in server.chat_requests)
+        assert elapsed >= 2.4
+        assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.45
+
+
+async def test_tokens_per_minute_are_paced_on_the_estimate() -> None:
+    with FakeOpenAI() as server:
+        # each request is estimated at ~1000 tokens (max_tokens dominates): 0.5 s of budget;
+        # a fixed mode so that all five book their budget before any reply credits it back
+        judge = make_judge(server, tokens_per_minute=120_000, max_tokens=1000, mode="json_schema")
+        started = time.monotonic()
+        await asyncio.gather(*(judge.ask(question(i), Verdict) for i in range(5)))
+        assert time.monotonic() - started >= 2.0
+        # the real usage (a few tokens) is credited back, so a later request is not held up
+        t0 = time.monotonic()
+        await judge.ask(question("late"), Verdict)
+        assert time.monotonic() - t0 < 1.0
+
+
+async def test_cancelled_waiters_do_not_leak_slots() -> None:
+    with FakeOpenAI(latency=0.3) as server:
+        judge = make_judge(server, max_concurrency=2)
+        tasks = [asyncio.create_task(judge.ask(question(i), Verdict)) for i in range(8)]
+        await asyncio.sleep(0.1)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert judge._endpoint.limiter.in_flight == 0
+        server.latency = 0.05
+        await asyncio.gather(*(judge.ask(question(f"after {i}"), Verdict) for i in range(6)))
+        assert judge._endpoint.limiter.in_flight == 0
+
+
+async def test_unreachable_endpoint_is_fatal() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, not listening: connections are refused
+        judge = Judge("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=1)
+        with pytest.raises(FatalJudgeError, match="could not reach the judge"):
+            await judge.ask(question(1), Verdict)

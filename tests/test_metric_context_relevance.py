@@ -1,0 +1,99 @@
+"""context_relevance: two templates rate the contexts 0/1/2 against the question."""
+
+from __future__ import annotations
+
+import pytest
+
+from metric_helpers import chat_count, judge_for, prompts_with, route
+from rageval.metrics import ContextRelevance
+from rageval.metrics.context_relevance import prompts
+from rageval.samples import SingleTurnSample
+from rageval.testing import FakeOpenAI, Reply
+
+SAMPLE = SingleTurnSample(
+    user_input="When and Where Albert Einstein was born?",
+    retrieved_contexts=[
+        "Albert Einstein was born March 14, 1879.",
+        "Albert Einstein was born at Ulm, in Württemberg, Germany.",
+    ],
+)
+T1 = ("question", "passages")
+T2 = ("query", "passages")
+
+
+def rating(value: int) -> Reply:
+    return Reply.json({"rating": value})
+
+
+async def test_seed_example_prints_one(fake_openai: FakeOpenAI) -> None:
+    fake_openai.handler = route((T1, rating(2)), (T2, rating(2)))
+    scorer = ContextRelevance(llm=judge_for(fake_openai))
+    score = await scorer.single_turn_ascore(SAMPLE)
+    assert str(score) == "1.0"  # (2/2 + 2/2) / 2
+    assert chat_count(fake_openai) == 2
+
+
+async def test_ratings_are_halved_and_averaged(fake_openai: FakeOpenAI) -> None:
+    fake_openai.handler = route((T1, rating(2)), (T2, rating(1)))
+    result = await ContextRelevance(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
+    # (2/2 + 1/2) / 2 = 0.75
+    assert result.value == pytest.approx(0.75)
+    assert result.evidence["ratings"] == {"template_1": 2, "template_2": 1}
+    (first,) = prompts_with(fake_openai, *T1)
+    (second,) = prompts_with(fake_openai, *T2)
+    assert "[2] Albert Einstein was born at Ulm, in Württemberg, Germany." in first
+    assert "[1] Albert Einstein was born March 14, 1879." in second
+
+
+async def test_one_template_never_valid_uses_the_other(fake_openai: FakeOpenAI) -> None:
+    fake_openai.handler = route((T1, rating(0)), (T2, rating(4)))
+    result = await ContextRelevance(llm=judge_for(fake_openai), max_retries=1).single_turn_ascore(
+        SAMPLE
+    )
+    # template 2 answers 4 (off the 0/1/2 scale) twice and is dropped: 0/2 = 0 from template 1
+    assert result.status == "ok"
+    assert result.value == 0.0
+    assert result.evidence["ratings"] == {"template_1": 0, "template_2": None}
+    assert len(prompts_with(fake_openai, *T2)) == 2
+
+
+async def test_both_templates_invalid_is_not_measured(fake_openai: FakeOpenAI) -> None:
+    fake_openai.handler = route((T1, rating(3)), (T2, rating(-1)))
+    result = await ContextRelevance(llm=judge_for(fake_openai), max_retries=0).single_turn_ascore(
+        SAMPLE
+    )
+    assert result.status == "not_measured"
+    assert chat_count(fake_openai) == 2
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        {"user_input": "  "},
+        {"retrieved_contexts": []},
+        {"retrieved_contexts": ["", " \t"]},
+    ],
+)
+async def test_empty_question_or_contexts_score_zero_without_a_call(
+    fake_openai: FakeOpenAI, update: dict[str, object]
+) -> None:
+    result = await ContextRelevance(llm=judge_for(fake_openai)).single_turn_ascore(
+        SAMPLE.model_copy(update=update)
+    )
+    assert result.status == "ok"
+    assert result.value == 0.0
+    assert chat_count(fake_openai) == 0
+
+
+def test_templates_differ_in_wording_and_order() -> None:
+    first, second = prompts("Q?", ["C1"])
+    a, b = first[-1]["content"], second[-1]["content"]
+    assert a != b
+    assert a.index("<question>") < a.index("<passages>")
+    assert b.index("<passages>") < b.index("<query>")
+
+
+def test_max_retries_default_and_validation() -> None:
+    assert ContextRelevance().params() == {"max_retries": 5}
+    with pytest.raises(ValueError, match="max_retries"):
+        ContextRelevance(max_retries=-1)
