@@ -1,0 +1,281 @@
+"""answer_relevance: how well the response addresses the question, on three judged dimensions.
+
+One judge call rates, each from 0 to 1 and regardless of factual accuracy:
+topical_match (the answer's subject is what was asked), completeness (every part of the
+question is covered) and conciseness (no irrelevant material), and explains them in
+`reasoning`. We compute overall_score = (topical_match + completeness + conciseness) / 3;
+the judge is never asked for it. A rating outside [0, 1] is re-asked.
+Empty response: it addresses nothing and scores 0 without a request. Empty user_input: not
+measured. The retrieved contexts are not shown to the default prompt (relevance is judged
+on question and answer alone).
+Judge requests: 1 (more only for re-asks).
+
+Customising (the seed's "an evaluator is a prompt plus a pydantic response model")::
+
+    CustomRelevance = ContextEvaluation(prompt="...", response_model=RelevanceScore)
+    result = CustomRelevance.grade(question=q, answer=a, context=c, client=openai.OpenAI())
+
+The custom prompt replaces our instructions; the question, the answer and the context (when
+given: `context=` in grade, retrieved_contexts in an evaluation) are appended in tags. The
+judge fills every field of the response model except `overall_score`; the *score fields* are
+the model's fields annotated `float` other than `overall_score`, each must lie in [0, 1] (else
+re-asked), and their mean is the metric's value and, if the model has the field, its
+`overall_score`. A response model needs at least one score field.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, Generic, ParamSpec, TypeVar
+
+from pydantic import BaseModel, Field, create_model
+
+from rageval._sync import run_sync
+from rageval.metrics._prompting import messages, numbered, tagged
+from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext, register
+from rageval.samples import Sample
+
+if TYPE_CHECKING:
+    import openai
+
+    from rageval.judge import Judge
+
+OVERALL = "overall_score"
+#: judge model used by grade() when it is given a raw openai client and no `model=`
+DEFAULT_MODEL_ENV = "RAGEVAL_LLM"
+FALLBACK_MODEL = "gpt-4o-mini"
+
+
+class RelevanceScore(BaseModel):
+    """The seed's result: three dimensions in [0, 1], their mean and the judge's reasoning."""
+
+    overall_score: float = Field(description="mean of the three dimensions (computed, not judged)")
+    topical_match: float = Field(description="0-1: the answer's subject matches what was asked")
+    completeness: float = Field(description="0-1: the answer covers every part of the question")
+    conciseness: float = Field(description="0-1: the answer is focused, with nothing irrelevant")
+    reasoning: str = Field(description="a short explanation of the three ratings")
+
+
+DEFAULT_PROMPT = (
+    "Rate how well the answer addresses the question, whether or not it is factually correct, "
+    "on three scales from 0 to 1: topical_match (its subject is what was asked), completeness "
+    "(it covers every part of the question), conciseness (it is focused, with nothing "
+    "irrelevant). Explain the ratings briefly in reasoning."
+)
+
+
+def overall_score(scores: Sequence[float]) -> float:
+    """The mean of the score fields."""
+    if not scores:
+        raise ValueError("overall_score needs at least one score")
+    return sum(scores) / len(scores)
+
+
+def score_fields(model: type[BaseModel]) -> list[str]:
+    """Fields of `model` annotated `float`, other than overall_score, in declaration order."""
+    return [n for n, f in model.model_fields.items() if n != OVERALL and f.annotation is float]
+
+
+@functools.cache
+def judged_model(model: type[BaseModel]) -> type[BaseModel]:
+    """What the judge fills: `model` itself, or a copy without overall_score (we compute it)."""
+    if OVERALL not in model.model_fields:
+        return model
+    fields: dict[str, Any] = {
+        n: (f.annotation, f) for n, f in model.model_fields.items() if n != OVERALL
+    }
+    return create_model(f"{model.__name__}Judgement", **fields)
+
+
+def _in_unit_range(names: Sequence[str]) -> Callable[[BaseModel], None]:
+    def check(reply: BaseModel) -> None:
+        bad = [
+            f"{n}={getattr(reply, n)!r}"
+            for n in names
+            if not (math.isfinite(getattr(reply, n)) and 0.0 <= getattr(reply, n) <= 1.0)
+        ]
+        if bad:
+            raise ValueError(f"every rating must be a number from 0 to 1; got {', '.join(bad)}")
+
+    return check
+
+
+def _resolve_model(spec: type[BaseModel] | str) -> type[BaseModel]:
+    """A response model, or its "module:QualName" path (how params() records it)."""
+    if isinstance(spec, str):
+        module, _, qualname = spec.partition(":")
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+        spec = found
+    if not (isinstance(spec, type) and issubclass(spec, BaseModel)):
+        raise TypeError(f"response_model must be a pydantic BaseModel subclass, got {spec!r}")
+    return spec
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+E = TypeVar("E", bound="AnswerRelevance")
+
+
+class _OnInstanceOrClass(Generic[E, P, R]):
+    """A method that also works when called on the class, then on a default instance: the seed
+    calls `AnswerRelevance.grade(...)` on the evaluator itself."""
+
+    def __init__(self, method: Callable[Concatenate[E, P], R]) -> None:
+        self._method = method
+        self.__doc__ = method.__doc__
+
+    def __get__(self, obj: E | None, owner: type[E]) -> Callable[P, R]:
+        return functools.partial(self._method, obj if obj is not None else owner())
+
+
+@register
+class AnswerRelevance(Metric):
+    name = "answer_relevance"
+    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response")
+    needs_llm = True
+    summary = "judge rates topical match, completeness, conciseness (0-1); their mean"
+
+    def __init__(
+        self,
+        *,
+        prompt: str | None = None,
+        response_model: type[BaseModel] | str = RelevanceScore,
+        **kw: Any,
+    ) -> None:
+        super().__init__(**kw)
+        if prompt is not None and not prompt.strip():
+            raise ValueError("prompt must be a non-empty instruction (or None for the default)")
+        self.prompt = prompt
+        self.response_model = _resolve_model(response_model)
+        self._scores = score_fields(self.response_model)
+        if not self._scores:
+            raise ValueError(
+                f"response_model {self.response_model.__name__} has no float score field "
+                "(fields annotated float other than overall_score) to average"
+            )
+
+    def params(self) -> dict[str, Any]:
+        model = self.response_model
+        return {"prompt": self.prompt, "response_model": f"{model.__module__}:{model.__qualname__}"}
+
+    # ---- judging -------------------------------------------------------------------
+
+    def build_messages(
+        self, question: str, answer: str, context: str | Sequence[str] | None
+    ) -> list[dict[str, str]]:
+        blocks = [tagged("question", question), tagged("answer", answer)]
+        # the default judges relevance to the question alone; a custom prompt may want context
+        if self.prompt is not None and context:
+            text = context if isinstance(context, str) else numbered(context)
+            blocks.append(tagged("context", text))
+        wanted = judged_model(self.response_model).model_fields
+        fields = ", ".join(f"{n} (0 to 1)" if n in self._scores else n for n in wanted)
+        return messages(
+            f"{self.prompt or DEFAULT_PROMPT}\n\n" + "\n".join(blocks) + "\n\n"
+            f"Reply as a JSON object with the fields: {fields}."
+        )
+
+    async def _evaluate(
+        self,
+        ctx: ScoringContext,
+        question: str,
+        answer: str,
+        context: str | Sequence[str] | None,
+    ) -> tuple[BaseModel, float]:
+        judged = await ctx.ask(
+            self.build_messages(question, answer, context),
+            judged_model(self.response_model),
+            check=_in_unit_range(self._scores),
+        )
+        value = overall_score([getattr(judged, n) for n in self._scores])
+        if judged_model(self.response_model) is self.response_model:
+            return judged, value
+        return self.response_model.model_validate({**judged.model_dump(), OVERALL: value}), value
+
+    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        question, answer = sample.text("user_input"), sample.text("response")
+        if not question.strip():
+            return MetricResult.not_measured("the user input is empty: no question to address")
+        if not answer.strip():
+            return MetricResult.ok(0.0, reason="the response is empty: it addresses nothing")
+        result, value = await self._evaluate(ctx, question, answer, sample.retrieved_contexts)
+        evidence = result.model_dump(mode="json", exclude={OVERALL})
+        parts = ", ".join(f"{n} {getattr(result, n):g}" for n in self._scores)
+        # not ok(**evidence): a user's model may have fields named like ok()'s own parameters
+        return MetricResult(value=value, reason=f"mean of {parts}", evidence=evidence)
+
+    # ---- the seed's evaluator API ----------------------------------------------------
+
+    def _judge_for(
+        self, client: Judge | openai.OpenAI | openai.AsyncOpenAI | None, model: str | None
+    ) -> Judge:
+        from rageval.judge import Judge, llm_factory
+
+        if isinstance(client, Judge):
+            if model is not None:
+                raise ValueError("model= applies to a raw openai client, not to a Judge")
+            return client
+        if client is not None:
+            return llm_factory(
+                model or os.environ.get(DEFAULT_MODEL_ENV) or FALLBACK_MODEL, client=client
+            )
+        if self.llm is None:
+            raise NoJudgeError(
+                "grade() needs a judge: pass client= (a rageval Judge, openai.OpenAI or "
+                "openai.AsyncOpenAI) or build the evaluator with llm="
+            )
+        return self.llm
+
+    @_OnInstanceOrClass
+    async def agrade(
+        self,
+        *,
+        question: str,
+        answer: str,
+        context: str | Sequence[str] | None = None,
+        client: Judge | openai.OpenAI | openai.AsyncOpenAI | None = None,
+        model: str | None = None,
+    ) -> BaseModel:
+        """Grade one answer; returns an instance of the response model (RelevanceScore by
+        default). `model` names the judge model when `client` is a raw openai client
+        (default: $RAGEVAL_LLM, else gpt-4o-mini). Judge failures raise JudgeError."""
+        from rageval.metrics._statements import SharedStatements
+
+        if not answer.strip():
+            raise ValueError("the answer is empty: there is nothing to grade")
+        judge = self._judge_for(client, model)
+        ctx = ScoringContext(
+            judge=judge,
+            embeddings=None,
+            statements=SharedStatements(Sample(), judge, ()),
+            tags={"metric": self.name, "sample": "-"},
+        )
+        result, _ = await self._evaluate(ctx, question, answer, context)
+        return result
+
+    @_OnInstanceOrClass
+    def grade(
+        self,
+        *,
+        question: str,
+        answer: str,
+        context: str | Sequence[str] | None = None,
+        client: Judge | openai.OpenAI | openai.AsyncOpenAI | None = None,
+        model: str | None = None,
+    ) -> BaseModel:
+        """Synchronous `agrade` (also inside a running event loop, e.g. Jupyter)."""
+        return run_sync(
+            self.agrade(
+                question=question, answer=answer, context=context, client=client, model=model
+            )
+        )
+
+
+#: the seed's name for building a customised evaluator: ContextEvaluation(prompt=..., response_model=...)
+ContextEvaluation = AnswerRelevance

@@ -1,0 +1,125 @@
+"""rubric_score ("Rubric Score"): the judge grades the sample 1..5 against a five-level rubric.
+
+The user's rubric describes each level (`score1_description` … `score5_description`, or `score1`
+… `score5`); without one a general answer-quality rubric is used. The judge sees the response
+and whichever of user_input, reference, retrieved_contexts and reference_contexts the sample
+has (blank ones are left out), and returns an integer `score` in 1..5 and `feedback`; a score
+off the scale is re-asked. value = (score − 1) / 4, so 1 → 0.0, 3 → 0.5, 5 → 1.0; the raw
+score and the feedback are kept in the evidence. An empty response is still judged: the rubric,
+not this module, decides what it deserves.
+Judge requests: 1 (more only for re-asks).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field
+
+from rageval.metrics._prompting import messages, numbered, tagged
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.samples import Sample
+
+LEVELS = range(1, 6)
+
+DEFAULT_RUBRIC: dict[str, str] = {
+    "score1_description": "Empty, off-topic, or wrong on the main point of the question.",
+    "score2_description": "Touches the question but is mostly wrong, unsupported or unusable.",
+    "score3_description": "Partly right: the main point is there but with errors or large gaps.",
+    "score4_description": "Right and useful, with only minor omissions or imprecision.",
+    "score5_description": "Fully right, complete and to the point; agrees with the reference "
+    "and the contexts when they are given.",
+}
+
+_KEY = re.compile(r"score([1-5])(?:_description)?")
+#: sample fields shown to the judge when present, in this order, with their tag names
+_SHOWN = (
+    ("user_input", "question"),
+    ("retrieved_contexts", "contexts"),
+    ("reference_contexts", "reference_contexts"),
+    ("reference", "reference"),
+    ("response", "response"),
+)
+
+
+def parse_rubric(rubrics: Mapping[str, str]) -> dict[int, str]:
+    """Level → description, from keys `scoreN_description` or `scoreN` (N = 1..5, each once)."""
+    levels: dict[int, str] = {}
+    for key, text in rubrics.items():
+        match = _KEY.fullmatch(str(key).strip().lower())
+        if match is None:
+            raise ValueError(
+                f"unknown rubric key {key!r}: use score1_description … score5_description "
+                "(or score1 … score5)"
+            )
+        level = int(match.group(1))
+        if level in levels:
+            raise ValueError(f"rubric level {level} is given twice")
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"rubric level {level} needs a non-empty description")
+        levels[level] = text.strip()
+    missing = [n for n in LEVELS if n not in levels]
+    if missing:
+        raise ValueError(f"the rubric must describe all five levels; missing {missing}")
+    return dict(sorted(levels.items()))
+
+
+class RubricGrade(BaseModel):
+    feedback: str = Field(description="why this level fits, in one to three sentences")
+    score: int = Field(description="the rubric level, an integer from 1 to 5")
+
+
+def _on_scale(reply: RubricGrade) -> None:
+    if reply.score not in LEVELS:
+        raise ValueError(f"score must be an integer from 1 to 5; got {reply.score}")
+
+
+def prompt(sample: Sample, rubric: Mapping[int, str]) -> list[dict[str, str]]:
+    blocks = []
+    for field, tag in _SHOWN:
+        value = getattr(sample, field)
+        if isinstance(value, list) and any(c.strip() for c in value):
+            blocks.append(tagged(tag, numbered(value)))
+        elif isinstance(value, str) and (value.strip() or field == "response"):
+            blocks.append(tagged(tag, value))
+    # the rubric is the user's own instruction, so it is not tagged as material
+    levels = "\n".join(f"{n}: {' '.join(text.split())}" for n, text in rubric.items())
+    return messages(
+        "Grade the response with this rubric: choose the level whose description fits best.\n"
+        f"{levels}\n\n" + "\n".join(blocks) + "\n\n"
+        'Reply as {"feedback": "...", "score": 1|2|3|4|5}.'
+    )
+
+
+def rubric_value(score: int) -> float:
+    """A rubric level 1..5 mapped linearly onto 0..1: (score − 1) / 4."""
+    if score not in LEVELS:
+        raise ValueError(f"rubric score must be 1..5, got {score}")
+    return (score - 1) / 4
+
+
+@register
+class RubricScore(Metric):
+    name = "rubric_score"
+    required_fields: ClassVar[tuple[str, ...]] = ("response",)
+    needs_llm = True
+    summary = "judge grades the sample 1..5 against a rubric; (score-1)/4"
+
+    def __init__(self, *, rubrics: Mapping[str, str] | None = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.rubric = parse_rubric(DEFAULT_RUBRIC if rubrics is None else rubrics)
+
+    def params(self) -> dict[str, Any]:
+        return {"rubrics": {f"score{n}_description": text for n, text in self.rubric.items()}}
+
+    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        reply = await ctx.ask(prompt(sample, self.rubric), RubricGrade, check=_on_scale)
+        return MetricResult.ok(
+            rubric_value(reply.score),
+            reason=reply.feedback,
+            score=reply.score,
+            feedback=reply.feedback,
+            level_description=self.rubric[reply.score],
+        )

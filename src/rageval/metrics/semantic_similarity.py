@@ -1,0 +1,72 @@
+"""semantic_similarity: cosine similarity of the response's and the reference's embeddings.
+
+score = cos(E_response, E_reference) = E_r·E_g / (‖E_r‖‖E_g‖), not clipped (range −1..1; with
+sentence embeddings it is almost always 0..1). With `threshold` set the score is binary:
+1.0 if cos ≥ threshold, else 0.0. Both texts are embedded in one call. No judge requests.
+
+Empty input (blank after stripping whitespace): an empty reference leaves nothing to compare
+with, so the sample is not measured; an empty response carries none of the reference's meaning
+and scores 0.0 without embedding anything (OpenAI-compatible endpoints reject empty input, and
+an embedding of "" would give an arbitrary, usually non-zero, cosine).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.samples import Sample
+
+
+def semantic_similarity_score(cosine: float, threshold: float | None = None) -> float:
+    """The cosine itself, or 1.0/0.0 for cosine ≥ / < `threshold` when a threshold is set."""
+    if threshold is None:
+        return cosine
+    return 1.0 if cosine >= threshold else 0.0
+
+
+async def semantic_similarity_value(ctx: ScoringContext, a: str, b: str) -> float:
+    """Cosine of the embeddings of `a` and `b` (one embedding call, not clipped).
+
+    A blank text has no meaning to share: the result is 0.0 and nothing is embedded."""
+    if not a.strip() or not b.strip():
+        return 0.0
+    from rageval.embeddings import cosine
+
+    vectors = await ctx.embed([a, b])
+    return cosine(vectors[0], vectors[1])
+
+
+@register
+class SemanticSimilarity(Metric):
+    name = "semantic_similarity"
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
+    needs_llm = False
+    needs_embeddings = True
+    summary = "cosine similarity of response and reference embeddings (no LLM)"
+
+    def __init__(self, *, threshold: float | None = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        if threshold is not None and not -1.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must be a cosine in [-1, 1] or None, got {threshold!r}")
+        self.threshold = threshold
+
+    def params(self) -> dict[str, Any]:
+        return {"threshold": self.threshold}
+
+    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        response, reference = sample.text("response"), sample.text("reference")
+        if not reference.strip():
+            return MetricResult.not_measured("the reference is empty: nothing to compare with")
+        if not response.strip():
+            return MetricResult.ok(
+                0.0, reason="the response is empty: it shares no meaning with the reference"
+            )
+        cos = await semantic_similarity_value(ctx, response, reference)
+        value = semantic_similarity_score(cos, self.threshold)
+        if self.threshold is None:
+            reason = f"cosine similarity {cos:.4f}"
+        else:
+            relation = "≥" if value == 1.0 else "<"
+            reason = f"cosine similarity {cos:.4f} {relation} threshold {self.threshold}"
+        return MetricResult.ok(value, reason=reason, cosine=cos, threshold=self.threshold)
