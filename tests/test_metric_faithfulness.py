@@ -110,3 +110,16 @@ async def test_ids_never_fixed_is_not_measured(fake_openai: FakeOpenAI) -> None:
     assert result.status == "not_measured"
     assert result.cause and "judge call failed" in result.cause
     assert len(prompts_with(fake_openai, "contexts", "statements")) == 2  # ask + 1 re-ask
+
+
+async def test_no_context_scores_zero_without_a_verdict_request(fake_openai: FakeOpenAI) -> None:
+    # statements are extracted (1 request), but with no context nothing can be supported:
+    # 0 supported / 2 statements = 0.0, and no verdict request is sent
+    fake_openai.script(Reply.json({"statements": ["A is B.", "C is D."]}))
+    metric = Faithfulness(llm=judge_for(fake_openai))
+    result = await metric.single_turn_ascore(
+        Sample(user_input="q", response="A is B and C is D.", retrieved_contexts=["  "])
+    )
+    assert result.value == 0.0
+    assert [s["verdict"] for s in result.evidence["statements"]] == [False, False]
+    assert len(fake_openai.chat_requests) == 1

@@ -69,36 +69,49 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from rageval.embeddings import Embeddings, embedding_factory
+    from rageval.embeddings import (
+        Embeddings as Embeddings,
+        embedding_factory as embedding_factory,
+    )
     from rageval.judge import (
-        FatalJudgeError,
-        Judge,
-        JudgeCallFailed,
-        JudgeError,
-        PriceTable,
-        RequestCache,
-        llm_factory,
+        FatalJudgeError as FatalJudgeError,
+        Judge as Judge,
+        JudgeCallFailed as JudgeCallFailed,
+        JudgeError as JudgeError,
+        PriceTable as PriceTable,
+        RequestCache as RequestCache,
+        llm_factory as llm_factory,
     )
     from rageval.metrics import (
-        AnswerAccuracy,
-        AnswerCorrectness,
-        AnswerRelevance,
-        AnswerRelevancy,
-        ContextEvaluation,
-        ContextPrecision,
-        ContextRecall,
-        ContextRelevance,
-        Faithfulness,
-        Metric,
-        MetricResult,
-        RelevanceScore,
-        ResponseGroundedness,
-        ResponseRelevancy,
-        RougeL,
-        RubricScore,
-        SemanticSimilarity,
-        TokenF1,
+        AnswerAccuracy as AnswerAccuracy,
+        AnswerCorrectness as AnswerCorrectness,
+        AnswerRelevance as AnswerRelevance,
+        AnswerRelevancy as AnswerRelevancy,
+        ContextEvaluation as ContextEvaluation,
+        ContextPrecision as ContextPrecision,
+        ContextRecall as ContextRecall,
+        ContextRelevance as ContextRelevance,
+        Faithfulness as Faithfulness,
+        Metric as Metric,
+        MetricResult as MetricResult,
+        RelevanceScore as RelevanceScore,
+        ResponseGroundedness as ResponseGroundedness,
+        ResponseRelevancy as ResponseRelevancy,
+        RougeL as RougeL,
+        RubricScore as RubricScore,
+        SemanticSimilarity as SemanticSimilarity,
+        TokenF1 as TokenF1,
     )
-    from rageval.results import EvaluationResult
-    from rageval.runner import aevaluate, evaluate
-    from rageval.samples import InvalidDataError, Sample, SingleTurnSample, load_samples
+    from rageval.results import (
+        EvaluationResult as EvaluationResult,
+    )
+    from rageval.runner import (
+        aevaluate as aevaluate,
+        evaluate as evaluate,
+    )
+    from rageval.samples import (
+        InvalidDataError as InvalidDataError,
+        Sample as Sample,
+        SingleTurnSample as SingleTurnSample,
+        load_samples as load_samples,
+    )

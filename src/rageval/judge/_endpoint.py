@@ -83,7 +83,8 @@ class Endpoint:
         self.max_retries = max_retries
         self.api_key_env = api_key_env
         self._lock = threading.Lock()
-        self._shared_client: Any = None
+        self._given_client: Any = None
+        self._given_client_used = False
         self._client_kwargs: dict[str, Any] = {}
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary()
@@ -122,7 +123,7 @@ class Endpoint:
         import openai  # already imported by whoever built the client
 
         if isinstance(client, openai.AsyncOpenAI):
-            self._shared_client = client.with_options(max_retries=0)
+            self._given_client = client.with_options(max_retries=0)
         elif type(client) is openai.OpenAI:
             # A sync client cannot serve async calls: rebuild its settings as async clients.
             self._client_kwargs = {
@@ -141,9 +142,12 @@ class Endpoint:
     # ---------------------------------------------------------------- client
 
     async def aclient(self) -> Any:
-        """The AsyncOpenAI client for the running loop (an httpx pool belongs to one loop)."""
-        if self._shared_client is not None:
-            return self._shared_client
+        """The AsyncOpenAI client for the running loop (an httpx pool belongs to one loop).
+
+        A client the user gave is used as is on the first loop that needs it (keeping any
+        custom http_client); other loops, e.g. each sync `score()` call, get copies of it with
+        a pool of their own.
+        """
         if "openai" not in sys.modules:
             # the first import takes seconds on a slow machine: keep the event loop responsive
             await asyncio.to_thread(importlib.import_module, "openai")
@@ -152,7 +156,16 @@ class Endpoint:
         loop = asyncio.get_running_loop()
         with self._lock:
             found = self._clients.get(loop)
-            if found is None:
+            if found is None and self._given_client is not None:
+                if not self._given_client_used:
+                    self._given_client_used = True
+                    found = self._given_client
+                else:
+                    found = self._given_client.copy(
+                        http_client=openai.DefaultAsyncHttpxClient(timeout=self.timeout)
+                    )
+                self._clients[loop] = found
+            elif found is None:
                 found = openai.AsyncOpenAI(
                     api_key=self._key.value or _NO_KEY,
                     base_url=self.base_url,
@@ -167,7 +180,7 @@ class Endpoint:
         """Close the HTTP pool this endpoint opened on the running loop (not a given client)."""
         with self._lock:
             found = self._clients.pop(asyncio.get_running_loop(), None)
-        if found is not None:
+        if found is not None and found is not self._given_client:
             await found.close()
 
     # ------------------------------------------------------------------ send

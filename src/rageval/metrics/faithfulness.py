@@ -1,7 +1,8 @@
 """faithfulness: the share of the response's claims that the retrieved contexts support.
 
 score = supported / total over the response's atomic statements (extracted once per sample and
-shared with answer_correctness). A response with no statements is not measured.
+shared with answer_correctness). A response with no statements is not measured; with no
+non-blank context nothing can be supported, so the score is 0 without a verdict request.
 Judge requests: 1 for the verdicts (+ the shared statement extraction).
 """
 
@@ -54,8 +55,17 @@ class Faithfulness(Metric):
         statements = await ctx.statements.get("response")
         if not statements:
             return MetricResult.not_measured("the response makes no factual statement to check")
+        contexts = [c for c in sample.retrieved_contexts or [] if c.strip()]
+        if not contexts:
+            return MetricResult.ok(
+                0.0,
+                reason="no context was retrieved, so none of the statements is supported",
+                statements=[
+                    {"id": i, "text": t, "verdict": False} for i, t in enumerate(statements, 1)
+                ],
+            )
         reply = await ctx.ask(
-            prompt(sample.retrieved_contexts or [], statements),
+            prompt(contexts, statements),
             FaithfulnessVerdicts,
             check=check_ids(len(statements), lambda r: r.verdicts, "statement"),
         )
