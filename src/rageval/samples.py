@@ -184,6 +184,17 @@ def _rows_from_object(data: Any) -> Iterator[Mapping[str, Any]]:
     if hasattr(data, "column_names") and hasattr(data, "to_list"):  # datasets.Dataset
         yield from data.to_list()
         return
+    if not isinstance(data, Iterable) or isinstance(data, (str, bytes)):
+        raise InvalidDataError(
+            [
+                RowProblem(
+                    None,
+                    None,
+                    f"cannot read data of type {type(data).__name__}: pass a file path, a list "
+                    "of dicts, a dict of lists, a pandas DataFrame or a datasets.Dataset",
+                )
+            ]
+        )
     yield from data
 
 
@@ -195,7 +206,8 @@ def _read_file_rows(path: Path) -> tuple[list[Mapping[str, Any] | None], list[Ro
         with path.open("rb") as fh:
             for i, raw in enumerate(line for line in fh if line.strip()):
                 try:
-                    obj = json.loads(raw.decode("utf-8"))
+                    # utf-8-sig: exports from Windows tools start with a byte-order mark
+                    obj = json.loads(raw.decode("utf-8-sig" if i == 0 else "utf-8"))
                 except UnicodeDecodeError as e:
                     problems.append(
                         RowProblem(
@@ -222,7 +234,7 @@ def _read_file_rows(path: Path) -> tuple[list[Mapping[str, Any] | None], list[Ro
         return rows, problems
     if suffix == ".json":
         try:
-            obj = json.loads(path.read_bytes().decode("utf-8"))
+            obj = json.loads(path.read_bytes().decode("utf-8-sig"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise InvalidDataError(
                 [RowProblem(None, None, f"not valid UTF-8 JSON: {e}")], source=str(path)
@@ -323,18 +335,23 @@ def load_samples(
     columns to rageval's (`{"query": "user_input"}`).
     """
     problems: list[RowProblem] = []
+    unreadable: set[int] = set()  # file rows already reported by the file reader
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)
         if not path.exists():
             raise FileNotFoundError(f"data file not found: {path}")
-        raw_rows, problems = _read_file_rows(path)
+        file_rows, problems = _read_file_rows(path)
+        unreadable = {i for i, r in enumerate(file_rows) if r is None}
+        raw_rows: list[Any] = file_rows
         source = str(path)
     else:
         raw_rows = list(_rows_from_object(data))
         source = type(data).__name__
+    if not raw_rows:
+        raise InvalidDataError([RowProblem(None, None, "the input has no rows")], source=source)
     samples: list[Sample | None] = []
     for i, raw in enumerate(raw_rows):
-        if raw is None:
+        if i in unreadable:
             samples.append(None)
             continue
         if not isinstance(raw, Mapping):

@@ -185,7 +185,30 @@ def classify(exc: Exception, target: Target) -> _Transient | FatalJudgeError | J
     if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError)):
         # the SDK lets a 200 whose body is not JSON through as a bare JSONDecodeError
         return _Transient("malformed response body", None, connection=False)
+    inner = _unwrap_group(exc)
+    if inner is not None:
+        # The SDK's async transport can raise a bare exception group (anyio task group) instead
+        # of APIConnectionError. A socket error inside is a connection problem like any other;
+        # anything else stopped the request from leaving at all (e.g. a network policy), which
+        # no retry can fix.
+        if isinstance(inner, OSError):
+            reason = f"connection error ({type(inner).__name__}: {inner})"
+            return _Transient(target.redact(reason), None, connection=True)
+        return FatalJudgeError(
+            f"could not send a request to the {target.kind} at {target.base_url}: "
+            f"{type(inner).__name__}: {target.redact(str(inner))}"
+        )
     raise exc
+
+
+def _unwrap_group(exc: BaseException) -> BaseException | None:
+    """The first leaf exception of an exception group, or None if `exc` is not a group."""
+    if not isinstance(getattr(exc, "exceptions", None), (list, tuple)):
+        return None
+    leaf = exc
+    while isinstance(getattr(leaf, "exceptions", None), (list, tuple)) and leaf.exceptions:  # type: ignore[attr-defined]
+        leaf = leaf.exceptions[0]  # type: ignore[attr-defined]
+    return leaf
 
 
 def _classify_status(exc: Any, target: Target) -> _Transient | FatalJudgeError | JudgeCallFailed:
