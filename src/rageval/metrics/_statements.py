@@ -59,6 +59,11 @@ def _clean(items: list[str]) -> list[str]:
     return [s.strip() for s in items if s.strip()]
 
 
+def _retrieve_exception(task: asyncio.Task[dict[str, list[str]]]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 class SharedStatements:
     """Per-sample memo of statement lists; concurrent metrics wait on the same request."""
 
@@ -76,6 +81,10 @@ class SharedStatements:
         task = self._task.get(key)
         if task is None:
             task = asyncio.ensure_future(self._extract(pair, which))
+            # Metrics waiting on the task may be cancelled (e.g. a fatal judge error stops the
+            # run) while it still fails later: mark its exception as seen so asyncio does not
+            # log it as never retrieved. Waiting metrics still receive it through `await`.
+            task.add_done_callback(_retrieve_exception)
             self._task[key] = task
         return (await asyncio.shield(task))[which]
 

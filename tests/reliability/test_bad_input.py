@@ -1,0 +1,442 @@
+"""A corpus of bad inputs: each gets a clear error naming row and field before any judge
+request (or is accepted with documented behaviour), through the Python API and the CLI, and
+never costs a finished run its results.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reliability_helpers import rows, run_cli, tags_of, write_jsonl
+
+from rageval.cli import main
+from rageval.embeddings.openai import OpenAIEmbeddings
+from rageval.judge import Judge
+from rageval.results import load_run
+from rageval.runner import RunConfigError, RunDirError, aevaluate, evaluate
+from rageval.samples import InvalidDataError
+from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, RecordedRequest, Reply
+from rageval.testing.synthetic_judge import handle as synthetic_answer
+
+METRICS = ["faithfulness", "context_precision"]  # user_input, response, contexts, reference
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    with FakeOpenAI(synthetic_answer) as srv:
+        yield srv
+
+
+def judge(server: FakeOpenAI) -> Judge:
+    return Judge("judge-model", base_url=server.base_url, api_key=FAKE_API_KEY, cache=False)
+
+
+# ---------------------------------------------------------------------- building the corpus
+def _jsonl(*objs: Any) -> bytes:
+    return b"".join(
+        (o if isinstance(o, bytes) else json.dumps(o).encode("utf-8")) + b"\n" for o in objs
+    )
+
+
+def _with(i: int, **changes: Any) -> dict[str, Any]:
+    row = rows(1, start=i)[0]
+    for key, value in changes.items():
+        if value is _DROP:
+            row.pop(key)
+        else:
+            row[key] = value
+    return row
+
+
+_DROP = object()
+GOOD = rows(3)
+
+
+def _csv(records: list[dict[str, Any]]) -> bytes:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["id", "user_input", "response", "retrieved_contexts", "reference"])
+    for r in records:
+        writer.writerow(
+            [r["id"], r["user_input"], r["response"], r["retrieved_contexts"], r["reference"]]
+        )
+    return out.getvalue().encode("utf-8")
+
+
+def _csv_row(r: dict[str, Any], contexts: str) -> dict[str, Any]:
+    return {**r, "retrieved_contexts": contexts}
+
+
+@dataclass(frozen=True)
+class Bad:
+    """One bad input file and what its error must say."""
+
+    suffix: str
+    content: bytes
+    row: int | None  # None: a problem with the whole input
+    field: str | None
+    words: str = ""  # the message must also contain this
+
+    def write(self, folder: Path, name: str) -> Path:
+        path = folder / f"{name}{self.suffix}"
+        path.write_bytes(self.content)
+        return path
+
+
+def _good_csv_rows() -> list[dict[str, Any]]:
+    return [_csv_row(r, json.dumps(r["retrieved_contexts"])) for r in GOOD]
+
+
+CORPUS: dict[str, Bad] = {
+    "missing_question": Bad(".jsonl", _jsonl(GOOD[0], _with(1, user_input=_DROP)), 1, "user_input", "missing"),
+    "missing_response": Bad(".jsonl", _jsonl(_with(0, response=_DROP)), 0, "response", "missing"),
+    "missing_contexts": Bad(".jsonl", _jsonl(*GOOD[:2], _with(2, retrieved_contexts=_DROP)), 2, "retrieved_contexts", "missing"),
+    "missing_reference": Bad(".jsonl", _jsonl(_with(0, reference=_DROP), GOOD[1]), 0, "reference", "missing"),
+    "null_response": Bad(".jsonl", _jsonl(GOOD[0], _with(1, response=None)), 1, "response", "missing"),
+    "legacy_names_with_a_gap": Bad(".jsonl", _jsonl({"question": "q?", "answer": "a.", "contexts": ["c"]}), 0, "reference", "missing"),
+    "response_is_a_number": Bad(".jsonl", _jsonl(_with(0, response=42)), 0, "response", "string"),
+    "question_is_a_list": Bad(".jsonl", _jsonl(GOOD[0], _with(1, user_input=["a", "b"])), 1, "user_input", "string"),
+    "response_is_an_object": Bad(".jsonl", _jsonl(_with(0, response={"text": "nested"})), 0, "response", "string"),
+    "contexts_as_a_string": Bad(".jsonl", _jsonl(GOOD[0], _with(1, retrieved_contexts="one context")), 1, "retrieved_contexts", "list of strings"),
+    "contexts_hold_numbers": Bad(".jsonl", _jsonl(_with(0, retrieved_contexts=["ok", 7])), 0, "retrieved_contexts.1", "string"),
+    "contexts_hold_null": Bad(".jsonl", _jsonl(_with(0, retrieved_contexts=[None])), 0, "retrieved_contexts.0", "string"),
+    "contexts_as_an_object": Bad(".jsonl", _jsonl(_with(0, retrieved_contexts={"a": "b"})), 0, "retrieved_contexts", "list"),
+    "nested_contexts": Bad(".jsonl", _jsonl(_with(0, retrieved_contexts=[["deep"]])), 0, "retrieved_contexts.0", "string"),
+    "id_is_a_boolean": Bad(".jsonl", _jsonl(_with(0, id=True)), 0, "id", "string"),
+    "duplicate_ids": Bad(".jsonl", _jsonl(GOOD[0], GOOD[1], _with(2, id=GOOD[0]["id"])), 2, "id", "duplicate id"),
+    "metadata_not_an_object": Bad(".jsonl", _jsonl(_with(0, metadata="x")), 0, "metadata", "dictionary"),
+    "nan_literal": Bad(".jsonl", b'{"user_input": NaN, "response": "r", "retrieved_contexts": ["c"], "reference": "x"}\n', 0, "user_input", "missing"),
+    "infinity_literal": Bad(".jsonl", _jsonl(GOOD[0]) + b'{"user_input": "q", "response": Infinity, "retrieved_contexts": ["c"], "reference": "x"}\n', 1, "response", "string"),
+    "non_utf8_line": Bad(".jsonl", _jsonl(GOOD[0], b'{"user_input": "caf\xe9", "response": "r"}'), 1, None, "UTF-8"),
+    "invalid_json_line": Bad(".jsonl", _jsonl(GOOD[0], b'{"user_input": "q", "response": '), 1, None, "not valid JSON"),
+    "array_line": Bad(".jsonl", _jsonl(["q", "a"]), 0, None, "expected an object"),
+    "scalar_line": Bad(".jsonl", _jsonl(GOOD[0], GOOD[1], "just text"), 2, None, "expected an object"),
+    "json_not_a_list": Bad(".json", b"42", None, None, "expected a list of objects"),
+    "json_a_string": Bad(".json", b'"samples"', None, None, "expected a list of objects"),
+    "json_item_not_an_object": Bad(".json", json.dumps([GOOD[0], [1, 2]]).encode(), 1, None, "expected an object"),
+    "json_ragged_columns": Bad(".json", json.dumps({"user_input": ["a", "b"], "response": ["x"]}).encode(), None, None, "different lengths"),
+    "json_empty_file": Bad(".json", b"", None, None, "not valid"),
+    "json_non_utf8": Bad(".json", b'[{"user_input": "\xff"}]', None, None, "UTF-8"),
+    "json_truncated": Bad(".json", json.dumps(GOOD).encode()[:-40], None, None, "not valid"),
+    "csv_broken_context_cell": Bad(".csv", _csv([_good_csv_rows()[0], _csv_row(GOOD[1], '["first", "second"')]), 1, "retrieved_contexts", "JSON list"),
+    "csv_context_not_json": Bad(".csv", _csv([_csv_row(GOOD[0], "first; second")]), 0, "retrieved_contexts", "JSON list"),
+    "csv_context_is_an_object": Bad(".csv", _csv([_csv_row(GOOD[0], '{"a": 1}')]), 0, "retrieved_contexts", "list"),
+    "csv_extra_cells": Bad(".csv", _csv(_good_csv_rows()[:1]) + b"s-X,q,r,\"[]\",ref,surplus\n", 1, None, "more cells than the header"),
+    "csv_non_utf8": Bad(".csv", b"user_input,response\ncaf\xe9,r\n", None, None, "UTF-8"),
+    "unsupported_suffix": Bad(".txt", b"question: what?\n", None, None, "unsupported file type"),
+}  # fmt: skip
+
+
+def assert_names_the_problem(message: str, case: Bad) -> None:
+    if case.row is not None:
+        assert f"row {case.row}" in message, message
+    if case.field is not None:
+        assert f"field '{case.field}'" in message, message
+    assert case.words in message, message
+
+
+def test_the_corpus_is_large_enough() -> None:
+    assert len(CORPUS) >= 30
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_python_api_names_row_and_field_before_any_request(
+    name: str, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    case = CORPUS[name]
+    path = case.write(tmp_path, name)
+    with pytest.raises(InvalidDataError) as info:
+        evaluate(path, METRICS, llm=judge(server), run_dir=tmp_path / "run", progress=False)
+    assert_names_the_problem(str(info.value), case)
+    if case.row is not None:
+        assert any(p.row == case.row for p in info.value.problems)
+    assert server.requests == []
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_cli_exits_2_naming_row_and_field_without_a_traceback(
+    name: str, server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = CORPUS[name]
+    path = case.write(tmp_path, name)
+    run = tmp_path / "run"
+    args = ["evaluate", str(path), "-m", ",".join(METRICS), "--llm", "judge-model"]
+    code = main([*args, "--base-url", server.base_url, "-o", str(run), "-q"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert_names_the_problem(err, case)
+    assert "Traceback" not in err and out == ""
+    assert server.requests == []
+    assert not run.exists()
+
+
+def test_cli_in_a_real_process(server: FakeOpenAI, tmp_path: Path) -> None:
+    """The same through `python -m rageval`-like child processes: exit code, stderr, no stack."""
+    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": FAKE_API_KEY}
+    for name in ("non_utf8_line", "contexts_as_a_string"):
+        case = CORPUS[name]
+        path = case.write(tmp_path, name)
+        done = run_cli(
+            "evaluate", path, "-m", ",".join(METRICS), "--llm", "judge-model",
+            "--base-url", server.base_url, "-o", tmp_path / name, "-q", env=env,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert_names_the_problem(done.stderr, case)
+        assert "Traceback" not in done.stderr
+    assert server.requests == []
+
+
+# ---------------------------------------------------------------------- other entry points
+def test_unknown_metric_names_fail_before_any_request(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(RunConfigError, match=r"unknown metric 'faithfullness' \(did you mean"):
+        evaluate(GOOD, ["faithfullness"], llm=judge(server), progress=False)
+    path = tmp_path / "data.jsonl"
+    write_jsonl(path, GOOD)
+    code = main(["evaluate", str(path), "-m", "context_precison", "-o", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown metric 'context_precison'" in err and "Traceback" not in err
+    assert server.requests == [] and not (tmp_path / "r").exists()
+
+
+def test_a_missing_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(FileNotFoundError):
+        evaluate(tmp_path / "nope.jsonl", METRICS, progress=False)
+    assert main(["evaluate", str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "r")]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_objects_through_the_python_api(server: FakeOpenAI) -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(GOOD)
+    frame.loc[1, "user_input"] = math.nan  # an empty cell of a required column
+    cases: list[tuple[Any, int | None, str | None, str]] = [
+        (frame, 1, "user_input", "missing"),
+        ([GOOD[0], "a bare string"], 1, None, "expected a mapping"),
+        ({"user_input": ["a", "b"], "response": ["x"]}, None, None, "different lengths"),
+        (
+            [GOOD[0], {**GOOD[1], "retrieved_contexts": ("a", 3)}],
+            1,
+            "retrieved_contexts.1",
+            "string",
+        ),
+    ]
+    for data, row, field, words in cases:
+        with pytest.raises(InvalidDataError) as info:
+            evaluate(data, METRICS, llm=judge(server), progress=False)
+        assert_names_the_problem(str(info.value), Bad("", b"", row, field, words))
+    assert server.requests == []
+
+
+def test_nan_in_a_column_no_metric_needs_is_accepted(server: FakeOpenAI) -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(GOOD)
+    frame.loc[0, "reference"] = math.nan
+    result = evaluate(frame, ["faithfulness"], llm=judge(server), progress=False)
+    assert result.statuses("faithfulness") == ["ok"] * 3
+    assert result.samples[0] is not None and result.samples[0].reference is None
+
+
+# ---------------------------------------------------------------------- documented acceptance
+async def test_empty_strings_and_lists_are_valid_input_with_defined_scores(
+    server: FakeOpenAI,
+) -> None:
+    data = [
+        {
+            "id": "blank",
+            "user_input": "",
+            "response": "",
+            "retrieved_contexts": [],
+            "reference": "",
+        },
+        {**GOOD[0], "retrieved_contexts": []},
+        {**GOOD[1], "retrieved_contexts": ["", "  "]},
+    ]
+    metrics = ["faithfulness", "context_precision", "context_relevance", "answer_correctness"]
+    embed = OpenAIEmbeddings("e", base_url=server.base_url, api_key=FAKE_API_KEY, cache=False)
+    llm = judge(server)
+    try:
+        result = await aevaluate(data, metrics, llm=llm, embeddings=embed, progress=False)
+    finally:  # their connections belong to this test's loop
+        await llm.aclose()
+        await embed.aclose()
+    blank = result.sample("blank").cells
+    assert blank["faithfulness"].status == "not_measured"
+    assert "no factual statement" in (blank["faithfulness"].cause or "")
+    assert blank["context_precision"].status == "not_measured"
+    assert "reference is empty" in (blank["context_precision"].cause or "")
+    assert (blank["context_relevance"].status, blank["context_relevance"].value) == ("ok", 0.0)
+    assert blank["answer_correctness"].status == "not_measured"
+    for row in (1, 2):  # no usable context: both context metrics are 0 without asking
+        cells = result.sample(row).cells
+        assert (cells["context_precision"].value, cells["context_relevance"].value) == (0.0, 0.0)
+        assert cells["answer_correctness"].status == "ok"
+        assert cells["faithfulness"].status == "ok" and cells["faithfulness"].value == 0.0
+    asked = [r for r in server.chat_requests if "<contexts>" in r.messages[-1]["content"]
+             or "<passages>" in r.messages[-1]["content"]]  # fmt: skip
+    assert all(tags_of(r) <= {"T000", "T001"} for r in asked)
+    assert not any("blank" in json.dumps(r.body) for r in server.chat_requests)
+    for m in metrics:
+        assert all(v is None or math.isfinite(v) for v in result[m])
+
+
+def test_unknown_columns_are_kept_as_metadata(server: FakeOpenAI, tmp_path: Path) -> None:
+    path = tmp_path / "data.jsonl"
+    write_jsonl(
+        path, [{**r, "trace_id": f"tr-{i}", "latency_ms": 120 + i} for i, r in enumerate(GOOD)]
+    )
+    result = evaluate(
+        path, ["faithfulness"], llm=judge(server), run_dir=tmp_path / "run", progress=False
+    )
+    assert result.statuses("faithfulness") == ["ok"] * 3
+    assert [s.metadata for s in result.samples if s] == [
+        {"trace_id": f"tr-{i}", "latency_ms": 120 + i} for i in range(3)
+    ]
+    stored = load_run(tmp_path / "run")
+    assert stored.samples[2] is not None and stored.samples[2].metadata["trace_id"] == "tr-2"
+    # metadata is the user's, not material for the judge
+    assert not any("tr-1" in json.dumps(r.body) for r in server.chat_requests)
+
+
+def _refuse_long_prompts(req: RecordedRequest) -> Reply | Fault:
+    if req.prompt_chars > 1_000_000:
+        return Fault.status(400, "This model's maximum context length is 128000 tokens.")
+    return synthetic_answer(req)
+
+
+def test_a_10mb_answer_is_not_measured_by_a_model_that_refuses_it_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    huge = "The harbour is large. " * 480_000  # ~10 MB
+    data = [GOOD[0], {**GOOD[1], "response": huge}, GOOD[2]]
+    path = tmp_path / "data.jsonl"
+    write_jsonl(path, data)
+    assert path.stat().st_size > 10_000_000
+    with FakeOpenAI(_refuse_long_prompts) as srv:
+        result = evaluate(path, METRICS, llm=judge(srv), progress=False)
+        assert srv.handler_errors == []
+    assert result.statuses("faithfulness") == ["ok", "not_measured", "ok"]
+    cause = result.cells("faithfulness")[1].cause  # type: ignore[union-attr]
+    assert cause is not None and "prompt too long" in cause and "128000" in cause
+    assert result.statuses("context_precision") == ["ok"] * 3  # the response is not in its prompt
+
+
+def test_thousands_of_contexts_are_judged_in_one_request(server: FakeOpenAI) -> None:
+    contexts = [f"Passage {k} of T000 about the harbour." for k in range(3000)]
+    data = [{**GOOD[0], "retrieved_contexts": contexts}]
+    result = evaluate(data, ["context_precision"], llm=judge(server), progress=False)
+    cell = result.cells("context_precision")[0]
+    assert cell is not None and cell.status == "ok" and cell.value is not None
+    assert len(cell.evidence["contexts"]) == 3000
+    assert len(server.chat_requests) == 1
+
+
+def test_skip_invalid_scores_the_good_rows_and_never_asks_about_the_bad_ones(
+    server: FakeOpenAI,
+) -> None:
+    data = [GOOD[0], {**GOOD[1], "retrieved_contexts": "flat"}, GOOD[2], _with(3, reference=None)]
+    result = evaluate(data, METRICS, llm=judge(server), on_invalid="skip", progress=False)
+    assert result.statuses("faithfulness") == ["ok", "skipped", "ok", "ok"]
+    assert result.statuses("context_precision") == ["ok", "skipped", "ok", "skipped"]
+    assert "retrieved_contexts" in (result.cells("faithfulness")[1].cause or "")  # type: ignore[union-attr]
+    assert "'reference'" in (result.cells("context_precision")[3].cause or "")  # type: ignore[union-attr]
+    asked = {t for r in server.chat_requests for t in tags_of(r)}
+    assert "T001" not in asked and {"T000", "T002", "T003"} <= asked
+
+
+# ---------------------------------------------------------------------- nothing finished is lost
+def _snapshot(run: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(run.iterdir()) if p.is_file()}
+
+
+@pytest.fixture
+def interrupted_run(server: FakeOpenAI, tmp_path: Path) -> tuple[Path, Path]:
+    """A run directory of 4 rows of which 2 are finished, as a killed run leaves it."""
+    data = tmp_path / "data.jsonl"
+    write_jsonl(data, rows(4))
+    run = tmp_path / "run"
+    evaluate(data, METRICS, llm=judge(server), run_dir=run, progress=False)
+    log = run / "results.jsonl"
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:2]))
+    (run / "summary.json").unlink()
+    (run / "report.html").unlink(missing_ok=True)
+    server.reset()
+    return data, run
+
+
+def test_resuming_with_bad_input_keeps_every_finished_row(
+    server: FakeOpenAI, interrupted_run: tuple[Path, Path], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    data, run = interrupted_run
+    before = _snapshot(run)
+    bad = tmp_path / "bad.jsonl"
+    write_jsonl(bad, [*rows(3), {**rows(1, start=3)[0], "retrieved_contexts": "flat"}])
+    different = tmp_path / "different.jsonl"
+    write_jsonl(different, [*rows(3), rows(1, start=7)[0]])
+
+    with pytest.raises(InvalidDataError, match=r"row 3, .*field 'retrieved_contexts'"):
+        evaluate(bad, METRICS, llm=judge(server), run_dir=run, resume=True, progress=False)
+    with pytest.raises(RunDirError, match="data is not the same"):
+        evaluate(different, METRICS, llm=judge(server), run_dir=run, resume=True, progress=False)
+    for source, flag in ((bad, "--resume"), (bad, "-o"), (different, "--resume")):
+        args = ["evaluate", str(source), "-m", ",".join(METRICS), "--llm", "judge-model"]
+        code = main([*args, "--base-url", server.base_url, flag, str(run), "-q"])
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err, err
+    assert server.requests == []
+    assert _snapshot(run) == before
+
+    # the good data still resumes the run, asking only about the rows not yet finished
+    result = evaluate(data, METRICS, llm=judge(server), run_dir=run, resume=True, progress=False)
+    assert result.complete
+    kept = {
+        json.loads(line)["id"].removeprefix("s-") for line in before["results.jsonl"].splitlines()
+    }
+    asked = {t for r in server.chat_requests for t in tags_of(r)}
+    assert len(kept) == 2 and asked == {"T000", "T001", "T002", "T003"} - kept
+    assert run.joinpath("results.jsonl").read_bytes().startswith(before["results.jsonl"])
+
+
+# ---------------------------------------------------------------------- fixed findings
+def test_a_none_row_in_a_list_is_an_error(server: FakeOpenAI) -> None:
+    with pytest.raises(InvalidDataError, match="row 1"):
+        evaluate([GOOD[0], None], METRICS, llm=judge(server), progress=False)
+    assert server.requests == []
+
+
+def test_a_byte_order_mark_is_accepted_as_in_csv(server: FakeOpenAI, tmp_path: Path) -> None:
+    for suffix, body in ((".jsonl", _jsonl(*GOOD)), (".json", json.dumps(GOOD).encode())):
+        path = tmp_path / f"bom{suffix}"
+        path.write_bytes(b"\xef\xbb\xbf" + body)
+        result = evaluate(path, ["faithfulness"], llm=judge(server), progress=False)
+        assert result.statuses("faithfulness") == ["ok"] * 3
+
+
+def test_an_empty_file_is_an_error(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    code = main(["evaluate", str(path), "-m", "faithfulness", "-o", str(tmp_path / "r"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no rows" in err and "Traceback" not in err
+
+
+def test_data_of_an_unsupported_type_gets_a_clear_message(server: FakeOpenAI) -> None:
+    for data in (42, None):
+        with pytest.raises(InvalidDataError, match=type(data).__name__):
+            evaluate(data, METRICS, llm=judge(server), progress=False)
