@@ -1,0 +1,408 @@
+"""The `rageval` command line.
+
+Only the standard library is imported at module level so that `rageval --help` and
+`rageval --version` answer at once; each command imports what it needs when it runs.
+
+Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage or input error, 3 fatal judge error
+(bad key, unknown model...), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from rageval._version import __version__
+
+if TYPE_CHECKING:
+    from rageval.results import EvaluationResult
+
+EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class _UsageError(Exception):
+    """A problem with the command line or its input: printed without a traceback, exit 2."""
+
+
+def _err(message: str) -> None:
+    print(f"rageval: {message}", file=sys.stderr)
+
+
+def _pairs(values: Sequence[str], what: str) -> list[tuple[str, str]]:
+    out = []
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise _UsageError(f"{what} must look like NAME=VALUE, got {item!r}")
+        out.append((key.strip(), value.strip()))
+    return out
+
+
+def _gates(values: Sequence[str]) -> list[tuple[str, float]]:
+    gates = []
+    for metric, threshold in _pairs(values, "--fail-under"):
+        try:
+            gates.append((metric, float(threshold)))
+        except ValueError:
+            raise _UsageError(
+                f"--fail-under {metric}={threshold}: the threshold must be a number"
+            ) from None
+    return gates
+
+
+def _metric_names(values: Sequence[str]) -> list[str]:
+    return [name.strip() for v in values for name in v.split(",") if name.strip()]
+
+
+# ---------------------------------------------------------------------- evaluate
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from rageval.judge import FatalJudgeError
+    from rageval.metrics.base import registered_metrics
+    from rageval.runner import (
+        RunConfigError,
+        RunDirError,
+        embeddings_from_spec,
+        evaluate,
+        judge_from_env,
+    )
+    from rageval.samples import InvalidDataError
+
+    column_map = dict(_pairs(args.column_map, "--column-map"))
+    gates = _gates(args.fail_under)
+    metrics = _metric_names(args.metric) or None
+    known = set(metrics or registered_metrics())
+    for metric, _ in gates:
+        if metric not in known:
+            raise _UsageError(f"--fail-under names {metric!r}, which is not a metric of this run")
+    if args.resume and args.output and Path(args.resume) != Path(args.output):
+        raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
+    run_dir = Path(args.resume or args.output or _fresh_run_dir())
+    try:
+        judge = judge_from_env(
+            args.llm,
+            base_url=args.base_url,
+            max_concurrency=args.concurrency,
+            cache=not args.no_cache,
+        )
+        embeddings = (
+            embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
+            if args.embeddings
+            else None
+        )
+    except ValueError as e:  # a malformed base URL, model name or embeddings spec
+        raise _UsageError(str(e)) from None
+    try:
+        result = evaluate(
+            args.data,
+            metrics=metrics,
+            llm=judge,
+            embeddings=embeddings,
+            column_map=column_map or None,
+            on_invalid="skip" if args.skip_invalid else "raise",
+            run_dir=run_dir,
+            resume=bool(args.resume),
+            progress=False if args.quiet else None,
+        )
+    except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
+        raise _UsageError(str(e)) from None
+    except FatalJudgeError as e:
+        _err(f"the judge endpoint refused: {e}")
+        if (run_dir / "manifest.json").exists():
+            _err(f"finished rows are kept in {run_dir}; continue with --resume {run_dir}")
+        return EXIT_FATAL
+    except KeyboardInterrupt:
+        _err(f"interrupted; finished rows are kept in {run_dir}; continue with --resume {run_dir}")
+        return EXIT_INTERRUPTED
+    print(result.summary_table())
+    _print_causes(result)
+    report = run_dir / "report.html"
+    print(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
+    return _check_gates(result, gates)
+
+
+def _fresh_run_dir() -> Path:
+    """rageval-runs/<timestamp>, with a suffix if a run of the same second exists."""
+    base = Path("rageval-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+def _print_causes(result: EvaluationResult, limit: int = 10) -> None:
+    """Why cells were not measured or skipped: each cause once, with the metrics it hit."""
+    hits: dict[str, list[tuple[str, int]]] = {}
+    for name, s in result.summary().items():
+        for cause, count in s.causes.items():
+            hits.setdefault(cause, []).append((name, count))
+    if not hits:
+        return
+    ranked = sorted(hits.items(), key=lambda item: -sum(n for _, n in item[1]))
+    print("\nnot measured / skipped:")
+    for cause, metrics in ranked[:limit]:
+        print(f"  {cause}")
+        print("    " + ", ".join(f"{m} ({n} {'row' if n == 1 else 'rows'})" for m, n in metrics))
+    if len(ranked) > limit:
+        print(f"  ... and {len(ranked) - limit} other causes (see the report)")
+
+
+def _check_gates(result: EvaluationResult, gates: Sequence[tuple[str, float]]) -> int:
+    summary = result.summary()
+    failed = []
+    for metric, threshold in gates:
+        s = summary.get(metric)
+        if s is None or s.mean is None:
+            failed.append(f"{metric}: no measured value (gate {threshold})")
+        elif s.mean < threshold:
+            failed.append(f"{metric}: mean {s.mean:.4f} < {threshold}")
+    for line in failed:
+        _err(f"gate failed: {line}")
+    if gates and not failed:
+        print(f"all {len(gates)} gate(s) passed")
+    return EXIT_GATE if failed else EXIT_OK
+
+
+# ---------------------------------------------------------------------- other commands
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from rageval.report import write_report
+
+    if not (Path(args.run_dir) / "manifest.json").exists():
+        raise _UsageError(f"{args.run_dir} is not a rageval run directory (no manifest.json)")
+    print(write_report(Path(args.run_dir)))
+    return EXIT_OK
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from rageval.results import compare, load_run
+
+    try:
+        a, b = load_run(args.run_a), load_run(args.run_b)
+    except (FileNotFoundError, ValueError) as e:
+        raise _UsageError(str(e)) from None
+    comparisons = compare(a, b, top=args.top)
+    if not comparisons:
+        raise _UsageError("the two runs have no metric in common")
+    shared = len(set(a.ids) & set(b.ids))
+    print(f"A = {args.run_a} ({len(a)} samples)\nB = {args.run_b} ({len(b)} samples)")
+    print(f"{shared} samples matched by id\n")
+    header = ("metric", "n pairs", "mean A", "mean B", "B - A", "95% CI", "p-value")
+    rows = []
+    for c in comparisons:
+        d = c.diff
+        rows.append(
+            (
+                c.metric,
+                str(d.n_pairs),
+                _fmt(c.mean_a),
+                _fmt(c.mean_b),
+                _fmt(d.mean_diff, signed=True),
+                "-" if d.low is None or d.high is None else f"[{d.low:+.4f}, {d.high:+.4f}]",
+                "-" if d.p_value is None else f"{d.p_value:.4f}",
+            )
+        )
+    print(_table(header, rows))
+    print(
+        "\npaired over samples (matched by id) measured in both runs; CI: paired percentile "
+        "bootstrap; p-value: sign-flip permutation test of no difference"
+    )
+    for c in comparisons:
+        if c.movers:
+            print(f"\n{c.metric}: samples that moved most")
+            for sid, x, y in c.movers:
+                print(f"  {sid}: {x:.4f} -> {y:.4f} ({y - x:+.4f})")
+    return EXIT_OK
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    import json
+
+    from rageval.metrics.base import registered_metrics
+
+    rows = []
+    for name, cls in registered_metrics().items():
+        rows.append(
+            (
+                name,
+                ", ".join(cls.required_fields),
+                "yes" if cls.needs_llm else "no",
+                "yes" if cls.needs_embeddings else "no",
+                json.dumps(cls().params(), ensure_ascii=False, default=str),
+            )
+        )
+    print(_table(("metric", "required fields", "judge", "embeddings", "defaults"), rows))
+    return EXIT_OK
+
+
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from rageval.judge import RequestCache
+
+    cache = RequestCache(args.cache_dir)
+    if args.action == "clear":
+        removed = cache.clear()
+        print(f"cleared {cache.path}: " + ", ".join(f"{n} {k}" for k, n in removed.items()))
+        return EXIT_OK
+    stats = cache.stats()
+    print(f"path: {stats['path']}")
+    print(f"size: {stats['size_bytes']:,} bytes")
+    for table, n in stats["entries"].items():
+        print(f"{table}: {n:,} entries")
+    return EXIT_OK
+
+
+def _fmt(value: float | None, *, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in [header, *rows]
+    ]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- parser
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        _err(message)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="rageval",
+        description="Score RAG outputs with LLM judges and embeddings.",
+        epilog="Judge configuration from the environment: RAGEVAL_LLM (model), OPENAI_BASE_URL "
+        "or RAGEVAL_BASE_URL (endpoint: OpenAI, Ollama, vLLM...), OPENAI_API_KEY.",
+    )
+    parser.add_argument("--version", action="version", version=f"rageval {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    ev = sub.add_parser("evaluate", help="score a dataset and write a run directory")
+    ev.add_argument("data", metavar="DATA", help="JSONL, JSON, CSV, TSV or Parquet file")
+    ev.add_argument(
+        "-m",
+        "--metric",
+        action="append",
+        default=[],
+        metavar="METRIC",
+        help="metric to run (repeat, or comma-separate); default: every metric "
+        "whose fields the data has",
+    )
+    ev.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
+    ev.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI)",
+    )
+    ev.add_argument(
+        "--embeddings",
+        metavar="local|openai:MODEL",
+        default=None,
+        help="embedding model (default: the local all-MiniLM-L6-v2)",
+    )
+    ev.add_argument(
+        "-o", "--output", metavar="DIR", help="run directory (default: rageval-runs/<timestamp>)"
+    )
+    ev.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
+    ev.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="judge requests in flight at most (default 16)",
+    )
+    ev.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the request cache"
+    )
+    ev.add_argument(
+        "--column-map",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="THEIRS=OURS",
+        help="rename columns, e.g. query=user_input",
+    )
+    ev.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip cells of rows that lack a required field instead of stopping",
+    )
+    ev.add_argument(
+        "--fail-under",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="exit 1 if the metric's mean is below VALUE (or not measured)",
+    )
+    ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    ev.set_defaults(func=_cmd_evaluate)
+
+    rep = sub.add_parser("report", help="(re)build report.html of a run directory")
+    rep.add_argument("run_dir", metavar="DIR")
+    rep.set_defaults(func=_cmd_report)
+
+    cmp_ = sub.add_parser("compare", help="paired comparison of two runs on the same samples")
+    cmp_.add_argument("run_a", metavar="DIR_A")
+    cmp_.add_argument("run_b", metavar="DIR_B")
+    cmp_.add_argument(
+        "--top", type=_positive_int, default=5, help="samples that moved most to list"
+    )
+    cmp_.set_defaults(func=_cmd_compare)
+
+    met = sub.add_parser("metrics", help="list the metrics, their fields and defaults")
+    met.set_defaults(func=_cmd_metrics)
+
+    cache = sub.add_parser("cache", help="inspect or clear the request cache")
+    cache.add_argument("action", choices=("stats", "clear"))
+    cache.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        default=None,
+        help="cache directory (default: $RAGEVAL_CACHE_DIR or ~/.cache/rageval)",
+    )
+    cache.set_defaults(func=_cmd_cache)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        code: int = args.func(args)
+    except _UsageError as e:
+        _err(str(e))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+    return code

@@ -1,0 +1,23 @@
+"""Running an evaluation: scheduling every (sample x metric) cell, the run directory, resume."""
+
+from rageval.runner._evaluate import (
+    RunConfigError,
+    aevaluate,
+    embeddings_from_spec,
+    evaluate,
+    judge_from_env,
+    resolve_metrics,
+)
+from rageval.runner._rundir import RunDirError
+from rageval.runner._schedule import NO_JUDGE_CAUSE
+
+__all__ = [
+    "NO_JUDGE_CAUSE",
+    "RunConfigError",
+    "RunDirError",
+    "aevaluate",
+    "embeddings_from_spec",
+    "evaluate",
+    "judge_from_env",
+    "resolve_metrics",
+]

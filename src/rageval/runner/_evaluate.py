@@ -1,0 +1,431 @@
+"""evaluate() / aevaluate(): load, validate, plan, score, record, summarise.
+
+Order of work: the data is loaded and every (row, metric) is validated before the first judge
+request, so a bad row costs nothing. Then the run directory is created (or an interrupted run
+is resumed), and the samples not yet finished are scored by the scheduler, each finished
+sample being appended to the run log at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import os
+import time
+from collections.abc import Coroutine, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from rageval import _progress
+from rageval._sync import run_sync
+from rageval._version import __version__
+from rageval.judge import Usage, UsageLedger, endpoint_limiter
+from rageval.metrics.base import Metric, create_metric, registered_metrics
+from rageval.results import EvaluationResult, SampleRecord
+from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
+from rageval.runner._schedule import MIN_WINDOW, Plan, Scheduler, meter_judge
+from rageval.samples import (
+    SAMPLE_FIELDS,
+    InvalidDataError,
+    LoadedData,
+    RowProblem,
+    load_samples,
+    sample_ids,
+)
+
+if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
+
+OnInvalid = Literal["raise", "skip"]
+
+
+class RunConfigError(ValueError):
+    """An evaluation asked for something that cannot run (unknown metric, bad option...)."""
+
+
+def _base_url(base_url: str | None) -> str | None:
+    return base_url or os.environ.get("RAGEVAL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+
+
+def judge_from_env(
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    max_concurrency: int | None = None,
+    cache: bool = True,
+) -> Judge | None:
+    """The judge configured by arguments or the environment: the model from `model` or
+    RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or OPENAI_BASE_URL (default
+    OpenAI), the key from OPENAI_API_KEY. None when no model is named."""
+    model = model or os.environ.get("RAGEVAL_LLM") or None
+    if model is None:
+        return None
+    from rageval.judge import Judge
+
+    kw: dict[str, Any] = {"base_url": _base_url(base_url), "cache": cache}
+    if max_concurrency is not None:
+        kw["max_concurrency"] = max_concurrency
+    return Judge(model, **kw)
+
+
+def embeddings_from_spec(
+    spec: str, *, base_url: str | None = None, cache: bool = True
+) -> Embeddings:
+    """`local` or `openai:MODEL` (the CLI's --embeddings); an OpenAI-compatible model is
+    reached like the judge: `base_url`, else RAGEVAL_BASE_URL or OPENAI_BASE_URL."""
+    from rageval.embeddings import embedding_factory
+
+    provider, _, model = spec.partition(":")
+    if provider == "local" and not model:
+        return embedding_factory("local")
+    if provider == "openai":
+        return embedding_factory(
+            "openai", model=model or None, base_url=_base_url(base_url), cache=cache
+        )
+    raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
+
+
+def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) -> list[Metric]:
+    """Metric objects for `metrics` (instances or registry names); by default every registered
+    metric whose required fields appear in the data."""
+    if metrics is None:
+        present = {
+            f
+            for s in loaded.samples
+            if s is not None
+            for f in SAMPLE_FIELDS
+            if getattr(s, f) is not None
+        }
+        chosen: list[Metric] = [
+            cls() for cls in registered_metrics().values() if set(cls.required_fields) <= present
+        ]
+    else:
+        if isinstance(metrics, (str, Metric)):
+            metrics = [metrics]
+        chosen = []
+        for m in metrics:
+            if isinstance(m, Metric):
+                chosen.append(m)
+            elif isinstance(m, str):
+                try:
+                    chosen.append(create_metric(m))
+                except KeyError as e:
+                    raise RunConfigError(str(e.args[0])) from None
+            else:
+                raise RunConfigError(
+                    f"metrics must be Metric instances or registry names, got {type(m).__name__}"
+                )
+    if not chosen:
+        raise RunConfigError("no metric to run: name some, or give data with the fields they need")
+    names = [m.name for m in chosen]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise RunConfigError(f"metric(s) given more than once: {', '.join(dupes)}")
+    return chosen
+
+
+def _validate(
+    loaded: LoadedData, ids: Sequence[str], metrics: Sequence[Metric]
+) -> tuple[list[RowProblem], dict[int, str]]:
+    """Every problem that stops a (row, metric) cell, and the reason per unusable row."""
+    problems = list(loaded.problems)
+    bad_rows: dict[int, list[str]] = {}
+    for p in loaded.problems:
+        if p.row is not None:
+            bad_rows.setdefault(p.row, []).append(_describe(p))
+    for row, sample in enumerate(loaded.samples):
+        if sample is None or row in bad_rows:
+            continue
+        for m in metrics:
+            for field, message in m.input_problems(sample):
+                problems.append(RowProblem(row, field, message, ids[row], m.name))
+    return problems, {row: "; ".join(msgs) for row, msgs in bad_rows.items()}
+
+
+def _describe(p: RowProblem) -> str:
+    return f"field {p.field!r}: {p.message}" if p.field else p.message
+
+
+def _manifest(
+    loaded: LoadedData,
+    metrics: Sequence[Metric],
+    judge: Judge | None,
+    judge_of: Mapping[str, Judge | None],
+    embeddings: Embeddings | None,
+    on_invalid: str,
+) -> dict[str, Any]:
+    specs = []
+    for m in metrics:
+        spec: dict[str, Any] = {"name": m.name, "params": json_normal(m.params())}
+        own = judge_of.get(m.name)
+        if own is not None and own is not judge:
+            spec["judge"] = own.describe()
+        specs.append(spec)
+    return {
+        "rageval_version": __version__,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "metrics": specs,
+        "judge": json_normal(judge.describe()) if judge is not None else None,
+        "embeddings": {"name": embeddings.name} if embeddings is not None else None,
+        "data": {
+            "source": loaded.source,
+            "fingerprint": data_fingerprint(loaded),
+            "n_rows": len(loaded.samples),
+        },
+        "on_invalid": on_invalid,
+    }
+
+
+def _window(judges: Sequence[Judge]) -> int:
+    """Samples in flight: enough to keep twice the endpoints' concurrency busy."""
+    endpoints = {j.base_url for j in judges}
+    concurrency = sum(endpoint_limiter(url).max_concurrency for url in endpoints)
+    return max(MIN_WINDOW, 2 * concurrency)
+
+
+class _Progress:
+    """The progress line fed from the judges' ledgers and the finished samples."""
+
+    def __init__(self, line: _progress.ProgressLine | None, judges: Sequence[Judge]) -> None:
+        self.line = line
+        self.judges = list({id(j): j for j in judges}.values())
+        self._base = self._usage()
+
+    def _usage(self) -> Usage:
+        return sum((j.usage.total for j in self.judges), Usage())
+
+    def row_done(self, record: SampleRecord) -> None:
+        if self.line is None:
+            return
+        self.line.done += 1
+        self.line.counters.not_measured += sum(
+            c.status == "not_measured" for c in record.cells.values()
+        )
+        self.refresh()
+
+    def refresh(self, *, force: bool = False) -> None:
+        if self.line is None:
+            return
+        u = _since(self._usage(), self._base)
+        c = self.line.counters
+        c.requests, c.tokens, c.cache_hits, c.cost_usd = (
+            u.requests,
+            u.total_tokens,
+            u.cache_hits,
+            u.cost_usd,
+        )
+        self.line.update(force=force)
+
+    async def tick(self) -> None:
+        """Redraw twice a second while requests are in flight and no sample finishes."""
+        while True:
+            await asyncio.sleep(0.5)
+            self.refresh(force=True)
+
+
+async def aevaluate(
+    data: Any,
+    metrics: Sequence[Metric | str] | None = None,
+    llm: Judge | str | None = None,
+    embeddings: Embeddings | str | None = None,
+    *,
+    column_map: Mapping[str, str] | None = None,
+    on_invalid: OnInvalid = "raise",
+    run_dir: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    progress: bool | None = None,
+    show_progress: bool | None = None,
+) -> EvaluationResult:
+    """Score every sample of `data` with every metric; see the module docstring.
+
+    `data`: anything :func:`rageval.load_samples` reads. `metrics`: Metric instances or registry
+    names (default: every metric whose required fields the data has). `llm`: a Judge or a
+    model name (default: RAGEVAL_LLM from the environment, else no judge: metrics that need
+    one are skipped with a hint). `embeddings`: an Embeddings, `"local"` or `"openai:MODEL"`
+    (default: the local model, if a metric needs one). `on_invalid="skip"` turns rows a metric
+    cannot score into skipped cells instead of an :class:`InvalidDataError`. `run_dir` writes
+    the run log there; `resume=True` continues the run in `run_dir`. `progress` (alias
+    `show_progress`): None shows a progress line only when stderr is a terminal.
+    """
+    if on_invalid not in ("raise", "skip"):
+        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
+    if resume and run_dir is None:
+        raise RunConfigError("resume=True needs the run_dir of the run to continue")
+    started = time.monotonic()
+    loaded = load_samples(data, column_map=column_map)
+    whole_input = [p for p in loaded.problems if p.row is None]
+    if whole_input:
+        raise InvalidDataError(whole_input, source=loaded.source)
+    ids = sample_ids(loaded.samples)
+    metric_objs = resolve_metrics(metrics, loaded)
+
+    problems, invalid_rows = _validate(loaded, ids, metric_objs)
+    if problems and on_invalid == "raise":
+        raise InvalidDataError(problems, source=loaded.source)
+
+    own_judge = isinstance(llm, str) or llm is None
+    judge: Judge | None = judge_from_env(llm) if isinstance(llm, str) or llm is None else llm
+    judge_of = {m.name: (m.llm or judge) if m.needs_llm else m.llm for m in metric_objs}
+    shared_judge = judge or next((m.llm for m in metric_objs if m.statement_needs and m.llm), None)
+    needs_embeddings = any(
+        m.needs_embeddings and m.embeddings is None and (judge_of[m.name] or not m.needs_llm)
+        for m in metric_objs
+    )
+    embedder: Embeddings | None
+    if isinstance(embeddings, str):
+        embedder = embeddings_from_spec(embeddings)
+    elif embeddings is None and needs_embeddings:
+        embedder = embeddings_from_spec("local")
+    else:
+        embedder = embeddings
+    judges = [j for j in (*judge_of.values(), shared_judge) if j is not None]
+    for j in judges:
+        meter_judge(j)
+    # Remote embeddings book their calls in their own ledger; batches mix samples and metrics,
+    # so this usage is reported for the run as a whole.
+    embedding_ledger = getattr(embedder, "usage", None)
+    embedding_base = embedding_ledger.total if isinstance(embedding_ledger, UsageLedger) else None
+
+    manifest = _manifest(loaded, metric_objs, judge, judge_of, embedder, on_invalid)
+    result = EvaluationResult(
+        [m.name for m in metric_objs],
+        ids,
+        loaded.samples,
+        run_dir=Path(run_dir) if run_dir is not None else None,
+        metric_params={m["name"]: m["params"] for m in manifest["metrics"]},
+        judge=manifest["judge"],
+        embeddings=embedder.name if embedder is not None else None,
+    )
+    rundir = RunDir(run_dir) if run_dir is not None else None
+    if rundir is not None:
+        if resume:
+            for offset, record in rundir.resume(manifest, ids):
+                result.add(record, offset=offset)
+        else:
+            rundir.create(manifest)
+    todo = [row for row in range(len(ids)) if not result.is_finished(row)]
+
+    show = _progress.wanted(progress if progress is not None else show_progress)
+    line = _progress.ProgressLine(len(ids), done=len(ids) - len(todo)) if show else None
+    meter = _Progress(line, judges)
+
+    def on_record(record: SampleRecord) -> None:
+        offset = rundir.append(record) if rundir is not None else None
+        result.add(record, offset=offset)
+        meter.row_done(record)
+
+    plan = Plan(metric_objs, judge_of, shared_judge, embedder, invalid_rows)
+    scheduler = Scheduler(plan, loaded.samples, ids, window=_window(judges), on_record=on_record)
+    ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
+    try:
+        await scheduler.run(todo)
+    finally:
+        if ticker is not None:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+        if line is not None:
+            meter.refresh(force=True)
+            line.close()
+        if rundir is not None:
+            rundir.close()
+        # HTTP pools belong to the loop they were opened on: close them if the loop is ours
+        closing = judges if _PRIVATE_LOOP.get() else [judge] if own_judge and judge else []
+        for j in {id(j): j for j in closing}.values():
+            await j.aclose()
+    result.duration_s = time.monotonic() - started
+    if isinstance(embedding_ledger, UsageLedger) and embedding_base is not None:
+        result.embeddings_usage = _since(embedding_ledger.total, embedding_base)
+    if rundir is not None:
+        rundir.write_summary(result)
+        _write_report(rundir)
+    return result
+
+
+def _since(now: Usage, base: Usage) -> Usage:
+    cost = None if now.cost_usd is None or base.cost_usd is None else now.cost_usd - base.cost_usd
+    return Usage(
+        prompt_tokens=now.prompt_tokens - base.prompt_tokens,
+        completion_tokens=now.completion_tokens - base.completion_tokens,
+        requests=now.requests - base.requests,
+        retries=now.retries - base.retries,
+        reasks=now.reasks - base.reasks,
+        cache_hits=now.cache_hits - base.cache_hits,
+        cost_usd=cost,
+    )
+
+
+def _write_report(rundir: RunDir) -> None:
+    import logging
+
+    try:
+        rundir.write_report()
+    except ImportError:
+        return
+    except Exception as e:  # the run's data is safe on disk; the report can be rebuilt later
+        logging.getLogger("rageval").warning(
+            "could not write report.html (%s: %s); rebuild it with: rageval report %s",
+            type(e).__name__,
+            e,
+            rundir.path,
+        )
+
+
+def evaluate(
+    data: Any,
+    metrics: Sequence[Metric | str] | None = None,
+    llm: Judge | str | None = None,
+    embeddings: Embeddings | str | None = None,
+    *,
+    column_map: Mapping[str, str] | None = None,
+    on_invalid: OnInvalid = "raise",
+    run_dir: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    progress: bool | None = None,
+    show_progress: bool | None = None,
+) -> EvaluationResult:
+    """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
+    pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
+    return run_sync(
+        _on_private_loop(
+            aevaluate(
+                data,
+                metrics,
+                llm,
+                embeddings,
+                column_map=column_map,
+                on_invalid=on_invalid,
+                run_dir=run_dir,
+                resume=resume,
+                progress=progress,
+                show_progress=show_progress,
+            )
+        )
+    )
+
+
+_PRIVATE_LOOP: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "rageval_private_loop", default=False
+)
+T = TypeVar("T")
+
+
+async def _on_private_loop(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` knowing that its loop ends with it (evaluate() made it)."""
+    _PRIVATE_LOOP.set(True)
+    return await coro
+
+
+__all__ = [
+    "OnInvalid",
+    "RunConfigError",
+    "RunDirError",
+    "aevaluate",
+    "embeddings_from_spec",
+    "evaluate",
+    "judge_from_env",
+    "resolve_metrics",
+]

@@ -1,0 +1,224 @@
+"""Scoring every (sample x metric) cell with a bounded window of samples in flight.
+
+All cells of the samples in the window run at once, so the judge's per-endpoint limiter, not
+this module, decides how many requests are in flight; the window only bounds memory. It holds
+enough samples to keep at least twice the endpoint's concurrency busy, so the limiter always
+has work queued while samples finish and new ones start.
+
+Per-cell usage: judges book every call (retries, re-asks and failures included) in their
+ledger under the tags {"metric", "sample"}. The ledger of each judge used by a run is wrapped
+once so that it also books each call to the sample being scored, found through a context
+variable set by that sample's task (and inherited by every task it starts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from rageval.judge import FatalJudgeError, JudgeError, Usage, UsageLedger
+from rageval.metrics._statements import SHARED_TAG, SharedStatements
+from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext
+from rageval.results import Cell, SampleRecord
+from rageval.samples import Sample
+
+if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
+
+#: the cause of a skipped cell whose metric needs a judge when none is configured
+NO_JUDGE_CAUSE = (
+    "needs an LLM judge and none is configured: set RAGEVAL_LLM=<model> with OPENAI_API_KEY "
+    "(OpenAI), or also OPENAI_BASE_URL=http://localhost:11434/v1 (Ollama) or "
+    "http://<host>:8000/v1 (vLLM); or pass llm= / --llm"
+)
+MIN_WINDOW = 32
+
+
+class _SampleMeter:
+    """Usage of one sample's calls, by metric tag."""
+
+    __slots__ = ("by_metric",)
+
+    def __init__(self) -> None:
+        self.by_metric: dict[str, Usage] = {}
+
+    def add(self, usage: Usage, tags: Mapping[str, str] | None) -> None:
+        key = (tags or {}).get("metric", "")
+        self.by_metric[key] = self.by_metric.get(key, Usage()) + usage
+
+    def take(self, key: str) -> Usage:
+        return self.by_metric.get(key, Usage())
+
+
+_CURRENT: contextvars.ContextVar[_SampleMeter | None] = contextvars.ContextVar(
+    "rageval_sample_meter", default=None
+)
+
+
+class MeteredLedger(UsageLedger):
+    """A judge's ledger, unchanged, that also books each call to the sample being scored."""
+
+    def __init__(self, inner: UsageLedger) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def record(self, usage: Usage, tags: Mapping[str, str] | None = None) -> None:
+        self.inner.record(usage, tags)
+        meter = _CURRENT.get()
+        if meter is not None:
+            meter.add(usage, tags)
+
+    @property
+    def total(self) -> Usage:
+        return self.inner.total
+
+    def by_tag(self, name: str) -> dict[str, Usage]:
+        return self.inner.by_tag(name)
+
+    def tag_names(self) -> list[str]:
+        return self.inner.tag_names()
+
+
+def meter_judge(judge: Judge) -> None:
+    if not isinstance(judge.usage, MeteredLedger):
+        judge.usage = MeteredLedger(judge.usage)
+
+
+@dataclasses.dataclass
+class Plan:
+    """What to run: metrics, the judge of each, the shared statement judge, embeddings, and
+    the reason each invalid row is skipped."""
+
+    metrics: Sequence[Metric]
+    judge_of: Mapping[str, Judge | None]
+    shared_judge: Judge | None
+    embeddings: Embeddings | None
+    invalid_rows: Mapping[int, str]
+
+
+class Scheduler:
+    def __init__(
+        self,
+        plan: Plan,
+        samples: Sequence[Sample | None],
+        ids: Sequence[str],
+        *,
+        window: int,
+        on_record: Callable[[SampleRecord], None],
+    ) -> None:
+        self.plan = plan
+        self.samples = samples
+        self.ids = ids
+        self.window = max(1, window)
+        self.on_record = on_record
+
+    async def run(self, rows: Iterable[int]) -> None:
+        """Score `rows`, handing each finished sample to `on_record` as soon as it is done.
+        An exception in a sample (a fatal judge error) cancels every sample in flight."""
+        pending: set[asyncio.Task[SampleRecord]] = set()
+        try:
+            for row in rows:
+                if len(pending) >= self.window:
+                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    self._deliver(done)
+                pending.add(asyncio.ensure_future(self.score_row(row)))
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                self._deliver(done)
+        finally:
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+    def _deliver(self, done: Iterable[asyncio.Task[SampleRecord]]) -> None:
+        """Hand over the finished samples, then raise the first failure among `done`."""
+        failures = [t.exception() for t in done if t.exception() is not None]
+        for task in done:
+            if task.exception() is None:
+                self.on_record(task.result())
+        if failures:
+            raise failures[0]  # type: ignore[misc]
+
+    async def score_row(self, row: int) -> SampleRecord:
+        sample, sid = self.samples[row], self.ids[row]
+        metrics = self.plan.metrics
+        invalid = self.plan.invalid_rows.get(row)
+        if sample is None or invalid is not None:
+            cause = f"invalid row: {invalid or 'could not be read'}"
+            return SampleRecord(
+                row, sid, sample, {m.name: Cell("skipped", cause=cause) for m in metrics}
+            )
+        if sample.id is None:  # usage tags and evidence name the sample by its run id
+            sample = sample.model_copy(update={"id": sid})
+        results: dict[str, MetricResult] = {}
+        to_run: list[Metric] = []
+        for m in metrics:
+            problems = m.input_problems(sample)
+            if problems:
+                results[m.name] = MetricResult.skipped(
+                    "; ".join(f"field {f!r}: {msg}" for f, msg in problems)
+                )
+            elif m.needs_llm and self.plan.judge_of[m.name] is None:
+                results[m.name] = MetricResult.skipped(NO_JUDGE_CAUSE)
+            else:
+                to_run.append(m)
+        meter = _SampleMeter()
+        _CURRENT.set(meter)  # this task's own context: seen by every task started below
+        needs = frozenset().union(*(m.statement_needs for m in to_run))
+        ctx = ScoringContext(
+            judge=self.plan.shared_judge,
+            embeddings=self.plan.embeddings,
+            statements=SharedStatements(sample, self.plan.shared_judge, needs),
+            tags={"sample": sid},
+        )
+        cells = [asyncio.ensure_future(self._cell(m, sample, ctx)) for m in to_run]
+        try:
+            outcomes = await asyncio.gather(*cells)
+        except BaseException:
+            # gather leaves the other cells running when one raises (a fatal judge error)
+            for task in cells:
+                task.cancel()
+            await asyncio.gather(*cells, return_exceptions=True)
+            raise
+        results.update(zip((m.name for m in to_run), outcomes, strict=True))
+        return SampleRecord(
+            row,
+            sid,
+            sample,
+            {m.name: _cell(results[m.name], meter.take(m.name)) for m in metrics},
+            meter.take(SHARED_TAG),
+        )
+
+    async def _cell(self, metric: Metric, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        mctx = dataclasses.replace(
+            ctx,
+            judge=self.plan.judge_of[metric.name],
+            embeddings=metric.embeddings or ctx.embeddings,
+        ).for_metric(metric.name)
+        try:
+            return await metric.score_sample(sample, mctx)
+        except NoJudgeError:
+            return MetricResult.skipped(NO_JUDGE_CAUSE)
+        except FatalJudgeError:
+            raise
+        except JudgeError as e:
+            return MetricResult.not_measured(f"judge error: {e}")
+        except Exception as e:
+            # A metric that breaks on one sample must not lose the whole run; the cell says so.
+            return MetricResult.not_measured(f"{metric.name} raised {type(e).__name__}: {e}")
+
+
+def _cell(result: MetricResult, usage: Usage) -> Cell:
+    return Cell(
+        status=result.status,
+        value=result.value,
+        cause=result.cause,
+        reason=result.reason,
+        evidence=result.evidence,
+        usage=usage,
+    )

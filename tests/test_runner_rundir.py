@@ -1,0 +1,159 @@
+"""The run directory: files, resume after an interruption, refusing a different run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rageval.report._model import RunData
+from rageval.results import load_run
+from rageval.runner import RunDirError, evaluate
+from rageval.testing import FAKE_API_KEY, FakeOpenAI
+from runner_helpers import handle, rows, sample_id_of
+from test_runner import make_judge
+
+METRICS = ["faithfulness", "context_recall", "token_f1"]
+
+
+@pytest.fixture
+def server() -> Any:
+    with FakeOpenAI(handle) as s:
+        yield s
+
+
+def _values(result: Any) -> dict[tuple[str, str], Any]:
+    return {
+        (sid, m): (result[m][i], result.statuses(m)[i])
+        for m in result.metrics
+        for i, sid in enumerate(result.ids)
+    }
+
+
+def test_run_directory_files_follow_the_report_models(server: FakeOpenAI, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    result = evaluate(rows(4), METRICS, llm=make_judge(server), run_dir=run, progress=False)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert [m["name"] for m in manifest["metrics"]] == METRICS
+    assert manifest["judge"]["model"] == "test-model"
+    assert manifest["judge"]["base_url"] == server.base_url
+    assert FAKE_API_KEY not in (run / "manifest.json").read_text()
+    assert manifest["data"]["fingerprint"].startswith("sha256:")
+    assert manifest["data"]["n_rows"] == 4
+    lines = (run / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    record = json.loads(lines[0])
+    assert set(record) >= {"row", "id", "inputs", "metrics"}
+    assert set(record["metrics"]["faithfulness"]) >= {
+        "status",
+        "value",
+        "cause",
+        "reason",
+        "evidence",
+        "usage",
+    }
+    loaded = RunData.load(run)  # the report's own models accept every file
+    assert loaded.summary is not None
+    assert loaded.summary.metrics["faithfulness"].n_measured == 4
+    assert loaded.summary.usage.requests == result.usage.requests
+    assert (run / "report.html").exists()
+
+
+def test_a_result_read_back_from_disk_matches_the_one_returned(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    result = evaluate(
+        rows(4), METRICS, llm=make_judge(server), run_dir=tmp_path / "r", progress=False
+    )
+    again = load_run(tmp_path / "r")
+    assert _values(again) == _values(result)
+    assert (
+        again.sample("s001").cells["faithfulness"].evidence
+        == result.sample("s001").cells["faithfulness"].evidence
+    )
+    assert again.usage == result.usage
+
+
+def test_resume_recomputes_only_the_missing_rows_and_tolerates_a_torn_line(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    data = rows(8)
+    full = evaluate(
+        data, METRICS, llm=make_judge(server), run_dir=tmp_path / "full", progress=False
+    )
+
+    run = tmp_path / "cut"
+    evaluate(data, METRICS, llm=make_judge(server), run_dir=run, progress=False)
+    (run / "summary.json").unlink()
+    lines = (run / "results.jsonl").read_bytes().splitlines(keepends=True)
+    kept = lines[:5]
+    finished = {json.loads(line)["id"] for line in kept}
+    # the process "died" while writing the sixth line
+    (run / "results.jsonl").write_bytes(b"".join(kept) + lines[5][: len(lines[5]) // 2])
+
+    server.reset()
+    resumed = evaluate(
+        data, METRICS, llm=make_judge(server), run_dir=run, resume=True, progress=False
+    )
+    asked_for = {sample_id_of(r) for r in server.chat_requests}
+    assert asked_for == {r["id"] for r in data} - finished
+    assert _values(resumed) == _values(full)
+    assert resumed.complete
+    # the log is whole again: every line parses, one per row
+    ids = [json.loads(line)["id"] for line in (run / "results.jsonl").read_text().splitlines()]
+    assert sorted(ids) == sorted(r["id"] for r in data)
+    assert json.loads((run / "manifest.json").read_text())["resumed_at"]
+
+
+def test_resuming_a_finished_run_sends_nothing(server: FakeOpenAI, tmp_path: Path) -> None:
+    first = evaluate(
+        rows(3), METRICS, llm=make_judge(server), run_dir=tmp_path / "r", progress=False
+    )
+    server.reset()
+    again = evaluate(
+        rows(3),
+        METRICS,
+        llm=make_judge(server),
+        run_dir=tmp_path / "r",
+        resume=True,
+        progress=False,
+    )
+    assert server.requests == []
+    assert _values(again) == _values(first)
+    assert again.usage == first.usage  # usage of the rows done before comes from the log
+
+
+def test_resume_refuses_a_different_run(server: FakeOpenAI, tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    evaluate(rows(3), METRICS, llm=make_judge(server), run_dir=run, progress=False)
+    other = rows(3)
+    other[1]["response"] = "changed"
+    with pytest.raises(RunDirError, match="data is not the same"):
+        evaluate(other, METRICS, llm=make_judge(server), run_dir=run, resume=True, progress=False)
+    with pytest.raises(RunDirError, match="metrics differ"):
+        evaluate(
+            rows(3),
+            ["faithfulness"],
+            llm=make_judge(server),
+            run_dir=run,
+            resume=True,
+            progress=False,
+        )
+    with pytest.raises(RunDirError, match="already holds a run"):
+        evaluate(rows(3), METRICS, llm=make_judge(server), run_dir=run, progress=False)
+    with pytest.raises(RunDirError, match="holds no run"):
+        evaluate(rows(3), METRICS, run_dir=tmp_path / "empty", resume=True, progress=False)
+
+
+def test_a_damaged_log_is_an_error_not_silently_dropped_rows(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    run = tmp_path / "r"
+    evaluate(rows(3), ["token_f1"], run_dir=run, progress=False)
+    lines = (run / "results.jsonl").read_text().splitlines()
+    lines[0] = lines[0][:20]
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(RunDirError, match="damaged"):
+        evaluate(rows(3), ["token_f1"], run_dir=run, resume=True, progress=False)
