@@ -347,3 +347,13 @@ def test_assets_cannot_end_their_own_elements() -> None:
     assets = files("rageval.report")
     assert "</script" not in assets.joinpath("report.js").read_text().lower()
     assert "</style" not in assets.joinpath("report.css").read_text().lower()
+
+
+def test_a_large_run_embeds_the_first_rows_and_counts_the_rest(tmp_path: Path) -> None:
+    manifest, results, summary = synthetic_run(12)
+    run_dir = write_run(tmp_path / "run", manifest, results[::-1], summary)  # order on disk varies
+    data = embedded_payload(write_report(run_dir, max_samples=5).read_text(encoding="utf-8"))
+    assert [s["row"] for s in data["samples"]] == [0, 1, 2, 3, 4]
+    assert data["samples_left_out"] == 7
+    full = embedded_payload(write_report(run_dir).read_text(encoding="utf-8"))
+    assert len(full["samples"]) == 12 and full["samples_left_out"] == 0

@@ -135,6 +135,8 @@ class Metric(abc.ABC):
     #: statement lists this metric reads ("response", "reference"); extracted once per sample
     statement_needs: ClassVar[frozenset[str]] = frozenset()
     summary: ClassVar[str] = ""
+    #: part of the default selection when the user names no metrics
+    in_default_run: ClassVar[bool] = True
 
     def __init__(self, *, llm: Judge | None = None, embeddings: Embeddings | None = None) -> None:
         self.llm = llm

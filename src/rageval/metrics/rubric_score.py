@@ -106,6 +106,7 @@ class RubricScore(Metric):
     required_fields: ClassVar[tuple[str, ...]] = ("response",)
     needs_llm = True
     summary = "judge grades the sample 1..5 against a rubric; (score-1)/4"
+    in_default_run = False  # opt-in: a rubric is the user's own criteria
 
     def __init__(self, *, rubrics: Mapping[str, str] | None = None, **kw: Any) -> None:
         super().__init__(**kw)

@@ -26,6 +26,9 @@ from rageval.report._model import MetricSummary, RunData, SampleResult, Usage
 __all__ = ["REPORT_FILE", "RunData", "render_report", "write_report"]
 
 REPORT_FILE = "report.html"
+#: samples embedded in the page: enough for any table a person pages through, while the
+#: browser (and this process) stay within memory on a 100k-row run; the summary covers all rows
+MAX_REPORT_SAMPLES = 20_000
 
 # Inside a JSON string these escapes mean the same characters, but the HTML parser no longer
 # sees "</script>" or "<!--", and U+2028/2029 cannot break older JS parsers.
@@ -56,10 +59,11 @@ def render_report(run: RunData) -> str:
     return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], template)
 
 
-def write_report(run_dir: Path) -> Path:
-    """Render the run in `run_dir` to `run_dir/report.html` (replaced atomically); its path."""
+def write_report(run_dir: Path, *, max_samples: int = MAX_REPORT_SAMPLES) -> Path:
+    """Render the run in `run_dir` to `run_dir/report.html` (replaced atomically); its path.
+    The sample table holds the first `max_samples` rows; the summary covers every row."""
     run_dir = Path(run_dir)
-    html = render_report(RunData.load(run_dir))
+    html = render_report(RunData.load(run_dir, max_samples=max_samples))
     target = run_dir / REPORT_FILE
     partial = target.with_name(f".{REPORT_FILE}.{os.getpid()}.tmp")
     partial.write_text(html, encoding="utf-8")
@@ -109,6 +113,7 @@ def _payload(run: RunData) -> dict[str, Any]:
         "duration_s": run.summary.duration_s if run.summary is not None else None,
         "has_summary": run.summary is not None,
         "samples": [r.model_dump() for r in run.results],
+        "samples_left_out": run.samples_left_out,
     }
 
 

@@ -134,20 +134,28 @@ class RunData(BaseModel):
     manifest: Manifest
     results: list[SampleResult]
     summary: Summary | None = None
+    #: finished samples past `max_samples` that were read but not kept
+    samples_left_out: int = 0
 
     @classmethod
-    def load(cls, run_dir: str | Path) -> RunData:
+    def load(cls, run_dir: str | Path, *, max_samples: int | None = None) -> RunData:
+        """Load a run directory; with `max_samples`, keep only the samples of the first rows
+        (the others are counted) so that a huge run's report stays within memory."""
         run_dir = Path(run_dir)
         manifest = Manifest.model_validate_json((run_dir / MANIFEST).read_bytes())
         results_path = run_dir / RESULTS
-        results = _read_results(results_path) if results_path.exists() else []
+        results, left_out = (
+            _read_results(results_path, max_samples) if results_path.exists() else ([], 0)
+        )
         summary_path = run_dir / SUMMARY
         summary = (
             Summary.model_validate_json(summary_path.read_bytes())
             if summary_path.exists()
             else None
         )
-        return cls(manifest=manifest, results=results, summary=summary)
+        return cls(
+            manifest=manifest, results=results, summary=summary, samples_left_out=left_out
+        )
 
     def metric_names(self) -> list[str]:
         """Metrics in manifest order, then any that only the results or summary mention."""
@@ -158,25 +166,35 @@ class RunData(BaseModel):
         return list(dict.fromkeys(names + extra))
 
 
-def _read_results(path: Path) -> list[SampleResult]:
-    """Finished samples sorted by row; a row written twice (a resumed run) keeps its last record.
+def _read_results(path: Path, max_rows: int | None = None) -> tuple[list[SampleResult], int]:
+    """Finished samples sorted by row (a row written twice, by a resumed run, keeps its last
+    record), and how many finished rows at or past `max_rows` were left out.
 
     Only the final line may be cut short (the process died while appending); a broken line
     anywhere else means the log is damaged, and that is an error.
     """
-    lines = path.read_text(encoding="utf-8").splitlines()
     by_row: dict[int, SampleResult] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = SampleResult.model_validate_json(line)
-        except ValidationError as e:
-            if number == len(lines) and _is_cut_short(e):
-                break
-            raise ValueError(f"{path}:{number}: {e}") from e
-        by_row[record.row] = record
-    return [by_row[row] for row in sorted(by_row)]
+    left_out: set[int] = set()
+    with path.open(encoding="utf-8") as fh:
+        lines = iter(fh)
+        line = next(lines, None)
+        number = 0
+        while line is not None:
+            number += 1
+            following = next(lines, None)
+            if line.strip():
+                try:
+                    record = SampleResult.model_validate_json(line)
+                except ValidationError as e:
+                    if following is None and _is_cut_short(e):
+                        break
+                    raise ValueError(f"{path}:{number}: {e}") from e
+                if max_rows is not None and record.row >= max_rows:
+                    left_out.add(record.row)
+                else:
+                    by_row[record.row] = record
+            line = following
+    return [by_row[row] for row in sorted(by_row)], len(left_out)
 
 
 def _is_cut_short(error: ValidationError) -> bool:

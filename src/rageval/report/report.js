@@ -240,7 +240,7 @@
     const m = DATA.manifest;
     const data = m.data || {};
     const judge = m.judge;
-    const finished = SAMPLES.length;
+    const finished = SAMPLES.length + (DATA.samples_left_out || 0);
     const rows =
       data.n_rows === null || data.n_rows === undefined
         ? fmtInt(finished)
@@ -286,6 +286,13 @@
         "warn",
         `Incomplete run: ${fmtInt(finished)} of ${fmtInt(data.n_rows)} rows have finished. ` +
           "Resume it to finish the rest.",
+      ]);
+    if (DATA.samples_left_out)
+      notices.push([
+        "info",
+        `The sample table shows the first ${fmtInt(SAMPLES.length)} rows; ` +
+          `${fmtInt(DATA.samples_left_out)} more finished rows are in results.jsonl. ` +
+          "The summary covers every row.",
       ]);
     if (!DATA.has_summary)
       notices.push([

@@ -90,7 +90,8 @@ def embeddings_from_spec(
 
 def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) -> list[Metric]:
     """Metric objects for `metrics` (instances or registry names); by default every registered
-    metric whose required fields appear in the data."""
+    metric whose required fields appear in the data (except opt-in ones such as rubric_score,
+    whose built-in rubric is only a placeholder for the user's own)."""
     if metrics is None:
         present = {
             f
@@ -100,7 +101,9 @@ def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) 
             if getattr(s, f) is not None
         }
         chosen: list[Metric] = [
-            cls() for cls in registered_metrics().values() if set(cls.required_fields) <= present
+            cls()
+            for cls in registered_metrics().values()
+            if cls.in_default_run and set(cls.required_fields) <= present
         ]
     else:
         if isinstance(metrics, (str, Metric)):
