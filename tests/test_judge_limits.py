@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import itertools
 import socket
 import time
 
@@ -124,7 +123,10 @@ async def test_requests_per_minute_are_paced() -> None:
         elapsed = time.monotonic() - started
         starts = sorted(r.started for r in server.chat_requests)
         assert elapsed >= 2.4
-        assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.45
+        # one request per 0.5 s. Arrival times at the server carry scheduling jitter on a busy
+        # machine, so check spans of two intervals (1.0 s) with 0.25 s of slack rather than
+        # single gaps; without pacing all six would arrive within milliseconds
+        assert all(c - a >= 0.75 for a, c in zip(starts, starts[2:], strict=False)), starts
 
 
 async def test_tokens_per_minute_are_paced_on_the_estimate() -> None:
