@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from rageval._sync import close_with_loop
 from rageval.judge._limiter import endpoint_limiter
 from rageval.judge._retry import Tally, Target, call_with_retries
 from rageval.judge.errors import FatalJudgeError
@@ -156,16 +157,9 @@ class Endpoint:
         loop = asyncio.get_running_loop()
         with self._lock:
             found = self._clients.get(loop)
-            if found is None and self._given_client is not None:
-                if not self._given_client_used:
-                    self._given_client_used = True
-                    found = self._given_client
-                else:
-                    found = self._given_client.copy(
-                        http_client=openai.DefaultAsyncHttpxClient(timeout=self.timeout)
-                    )
-                self._clients[loop] = found
-            elif found is None:
+            if found is not None:
+                return found
+            if self._given_client is None:
                 found = openai.AsyncOpenAI(
                     api_key=self._key.value or _NO_KEY,
                     base_url=self.base_url,
@@ -173,8 +167,17 @@ class Endpoint:
                     max_retries=0,
                     **self._client_kwargs,
                 )
-                self._clients[loop] = found
-            return found
+            elif not self._given_client_used:
+                self._given_client_used = True
+                found = self._given_client
+            else:
+                found = self._given_client.copy(
+                    http_client=openai.DefaultAsyncHttpxClient(timeout=self.timeout)
+                )
+            self._clients[loop] = found
+        if found is not self._given_client:
+            close_with_loop(self.aclose)  # a pool of ours on a loop run_sync made: close it there
+        return found
 
     async def aclose(self) -> None:
         """Close the HTTP pool this endpoint opened on the running loop (not a given client)."""

@@ -153,9 +153,7 @@ class RunData(BaseModel):
             if summary_path.exists()
             else None
         )
-        return cls(
-            manifest=manifest, results=results, summary=summary, samples_left_out=left_out
-        )
+        return cls(manifest=manifest, results=results, summary=summary, samples_left_out=left_out)
 
     def metric_names(self) -> list[str]:
         """Metrics in manifest order, then any that only the results or summary mention."""

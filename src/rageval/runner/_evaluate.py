@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import os
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _progress
 from rageval._sync import run_sync
@@ -335,10 +334,10 @@ async def aevaluate(
             line.close()
         if rundir is not None:
             rundir.close()
-        # HTTP pools belong to the loop they were opened on: close them if the loop is ours
-        closing = judges if _PRIVATE_LOOP.get() else [judge] if own_judge and judge else []
-        for j in {id(j): j for j in closing}.values():
-            await j.aclose()
+        # a judge made here from the environment is ours to close; pools opened on a loop that
+        # evaluate() made are closed with that loop (rageval._sync.close_with_loop)
+        if own_judge and judge is not None:
+            await judge.aclose()
     result.duration_s = time.monotonic() - started
     if isinstance(embedding_ledger, UsageLedger) and embedding_base is not None:
         result.embeddings_usage = _since(embedding_ledger.total, embedding_base)
@@ -393,33 +392,19 @@ def evaluate(
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
     pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
     return run_sync(
-        _on_private_loop(
-            aevaluate(
-                data,
-                metrics,
-                llm,
-                embeddings,
-                column_map=column_map,
-                on_invalid=on_invalid,
-                run_dir=run_dir,
-                resume=resume,
-                progress=progress,
-                show_progress=show_progress,
-            )
+        aevaluate(
+            data,
+            metrics,
+            llm,
+            embeddings,
+            column_map=column_map,
+            on_invalid=on_invalid,
+            run_dir=run_dir,
+            resume=resume,
+            progress=progress,
+            show_progress=show_progress,
         )
     )
-
-
-_PRIVATE_LOOP: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "rageval_private_loop", default=False
-)
-T = TypeVar("T")
-
-
-async def _on_private_loop(coro: Coroutine[Any, Any, T]) -> T:
-    """Run `coro` knowing that its loop ends with it (evaluate() made it)."""
-    _PRIVATE_LOOP.set(True)
-    return await coro
 
 
 __all__ = [
