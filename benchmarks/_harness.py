@@ -1,0 +1,257 @@
+"""Shared plumbing of the benchmark scripts: the judge server process, the driver processes,
+the per-run row and the markdown tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+WORK = HERE / ".work"
+RAGAS_PYTHON = WORK / "ragas-venv" / "bin" / "python"
+EIGHT = (
+    "answer_relevancy",
+    "answer_correctness",
+    "faithfulness",
+    "context_precision",
+    "context_recall",
+    "answer_accuracy",
+    "context_relevance",
+    "response_groundedness",
+)
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "RAGAS_DO_NOT_TRACK": "true",
+            "DO_NOT_TRACK": "1",
+            "HF_HUB_OFFLINE": "1",
+            "LANGCHAIN_TRACING_V2": "false",
+            "PYTHONPATH": str(ROOT / "src"),
+        }
+    )
+    for key in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGEVAL_LLM", "RAGEVAL_BASE_URL"):
+        env.pop(key, None)
+    return env
+
+
+class JudgeServer:
+    """``judge_server.py`` in its own process; ``stats()``/``reset()`` talk to it over stdin."""
+
+    def __init__(self, latency_ms: float, *, forget_every: float = 0.0) -> None:
+        cmd = [sys.executable, str(HERE / "judge_server.py"), "--latency-ms", str(latency_ms)]
+        if forget_every:
+            cmd += ["--forget-every", str(forget_every)]
+        self.latency_ms = latency_ms
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env()
+        )
+        assert self.proc.stdout is not None
+        self.base_url = self.proc.stdout.readline().strip()
+        if not self.base_url.startswith("http://127.0.0.1:"):
+            self.close()
+            raise RuntimeError(f"judge server did not start (got {self.base_url!r})")
+
+    def _command(self, command: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        answer: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        return answer
+
+    def stats(self) -> dict[str, Any]:
+        return self._command("stats")
+
+    def timeline(self) -> list[list[Any]]:
+        """[start, end, path] per request since the last reset."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("timeline\n")
+        self.proc.stdin.flush()
+        spans: list[list[Any]] = json.loads(self.proc.stdout.readline())
+        return spans
+
+    def reset(self) -> dict[str, Any]:
+        return self._command("reset")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+    def __enter__(self) -> JudgeServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def run_driver(cmd: Sequence[str], timeout: float = 7200) -> dict[str, Any]:
+    """Run a driver process; its last stdout line is its JSON result."""
+    proc = subprocess.run(
+        list(cmd), capture_output=True, text=True, env=child_env(), timeout=timeout, cwd=ROOT
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(
+            f"driver failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-4000:]}"
+        )
+    result: dict[str, Any] = json.loads(lines[-1])
+    # warnings worth reporting (e.g. ragas' "LLM returned 1 generations instead of 3")
+    result["stderr_lines"] = len([ln for ln in proc.stderr.splitlines() if ln.strip()])
+    result["stderr_tail"] = proc.stderr[-600:]
+    return result
+
+
+def rageval_cmd(
+    base_url: str | None,
+    data: str,
+    metrics: Sequence[str],
+    cache_dir: Path,
+    *,
+    run_dir: Path | None = None,
+    resume: bool = False,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    cmd = [
+        sys.executable,
+        str(HERE / "rageval_driver.py"),
+        "--data",
+        data,
+        "--cache-dir",
+        str(cache_dir),
+        "--metrics",
+        *metrics,
+    ]
+    if base_url:
+        cmd += ["--base-url", base_url]
+    if run_dir is not None:
+        cmd += ["--run-dir", str(run_dir)]
+    if resume:
+        cmd.append("--resume")
+    return [*cmd, *extra]
+
+
+def ragas_cmd(base_url: str, data: str, metrics: Sequence[str]) -> list[str]:
+    return [
+        str(RAGAS_PYTHON),
+        str(HERE / "ragas_driver.py"),
+        "--base-url",
+        base_url,
+        "--data",
+        data,
+        "--metrics",
+        *metrics,
+    ]
+
+
+class Scratch:
+    """A fresh temporary directory per run (request cache, run dir), removed afterwards."""
+
+    def __init__(self) -> None:
+        WORK.mkdir(parents=True, exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(prefix="run-", dir=WORK))
+
+    def __enter__(self) -> Path:
+        return self.path
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+@dataclass
+class Row:
+    """One measured run, normalised per sample / per request."""
+
+    tool: str
+    metrics: str
+    samples: int
+    latency_ms: float
+    wall_s: float
+    cpu_s: float
+    maxrss_mb: float
+    server: dict[str, Any]
+    scores: dict[str, Any]
+    load: float
+
+    @property
+    def requests(self) -> int:
+        return int(self.server["chat_requests"])
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.samples / self.wall_s
+
+    @property
+    def http_requests(self) -> int:
+        return self.requests + int(self.server.get("embedding_requests", 0))
+
+    @property
+    def cpu_ms_per_request(self) -> float | None:
+        """Client CPU per judge (chat) request, embedding calls included in the CPU."""
+        return 1000 * self.cpu_s / self.requests if self.requests else None
+
+    @property
+    def cpu_ms_per_http_request(self) -> float | None:
+        """Client CPU per HTTP request of either kind (chat or embeddings)."""
+        return 1000 * self.cpu_s / self.http_requests if self.http_requests else None
+
+    def per_sample(self, key: str) -> float:
+        return float(self.server[key]) / self.samples
+
+    @property
+    def latency_limit_s(self) -> float:
+        """requests × latency / 16: the wall time 16 always-busy request slots would need
+        (embedding requests carry the latency too, so they count)."""
+        return self.http_requests * self.latency_ms / 1000 / 16
+
+    @property
+    def unmeasured(self) -> int:
+        """Cells without a value: NaN (ragas) or not measured / skipped (rageval)."""
+        out = 0
+        for s in self.scores.values():
+            out += int(s.get("nan", 0)) + int(s.get("not_measured", 0)) + int(s.get("skipped", 0))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "metrics": self.metrics,
+            "samples": self.samples,
+            "latency_ms": self.latency_ms,
+            "wall_s": self.wall_s,
+            "cpu_s": self.cpu_s,
+            "maxrss_mb": self.maxrss_mb,
+            "server": self.server,
+            "scores": self.scores,
+            "load": self.load,
+        }
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:,.{digits}f}"
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
