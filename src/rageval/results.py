@@ -83,6 +83,20 @@ def usage_from_json(obj: Mapping[str, Any] | None) -> Usage:
     return Usage(**known, cost_usd=None if cost is None else float(cost))
 
 
+#: columns of the summary table, in the terminal and in notebooks
+SUMMARY_COLUMNS = (
+    "metric",
+    "mean",
+    "95% CI",
+    "n",
+    "not measured",
+    "skipped",
+    "requests",
+    "tokens",
+    "cost",
+)
+
+
 @dataclass(frozen=True)
 class Cell:
     """One metric on one sample."""
@@ -505,17 +519,7 @@ class EvaluationResult:
 
     def summary_table(self) -> str:
         """Plain-text table: metric, mean, 95% CI, counts, requests, tokens, cost."""
-        header = (
-            "metric",
-            "mean",
-            "95% CI",
-            "n",
-            "not measured",
-            "skipped",
-            "requests",
-            "tokens",
-            "cost",
-        )
+        header = SUMMARY_COLUMNS
         rows: list[tuple[str, ...]] = []
         for name, s in self.summary().items():
             rows.append(
@@ -557,20 +561,7 @@ class EvaluationResult:
 
     def _repr_html_(self) -> str:
         esc = html.escape
-        head = "".join(
-            f"<th>{esc(h)}</th>"
-            for h in (
-                "metric",
-                "mean",
-                "95% CI",
-                "n",
-                "not measured",
-                "skipped",
-                "requests",
-                "tokens",
-                "cost",
-            )
-        )
+        head = "".join(f"<th>{esc(h)}</th>" for h in SUMMARY_COLUMNS)
         body = []
         for name, s in self.summary().items():
             ci = (
