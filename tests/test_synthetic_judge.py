@@ -227,7 +227,9 @@ def test_ragas_recall_prompt_classifies_each_reference_sentence() -> None:
 
 def test_ragas_plain_rating_templates_get_a_bare_rating() -> None:
     text = "Rate it.\n### Question: q\n### Context: c\nAnalyzing Context and Question, the Relevance score is "
-    req = RecordedRequest(CHAT_PATH, {}, {"model": "m", "messages": [{"role": "user", "content": text}]}, 0.0)
+    req = RecordedRequest(
+        CHAT_PATH, {}, {"model": "m", "messages": [{"role": "user", "content": text}]}, 0.0
+    )
     assert classify(req) == "ragas:nv_context_relevance"
     assert handle(req).value in {"0", "1", "2"}
 

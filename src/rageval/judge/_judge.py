@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ __all__ = ["Judge", "JudgeReply", "llm_factory"]
 log = logging.getLogger("rageval.judge")
 
 T = TypeVar("T", bound="BaseModel")
+R = TypeVar("R")
 
 # A reply cut off at max_tokens is asked again once with twice the budget, up to this many.
 MAX_GROWN_BUDGET = 16_384
@@ -57,6 +59,9 @@ class _Raw:
     text: str
     finish_reason: str | None
     refusal: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    counted: bool = False  # the reply reported its token usage
 
 
 class Judge:
@@ -168,7 +173,7 @@ class Judge:
         convo = _clean_messages(messages)
         shape = shape_of(response_model)
         cache = self.cache
-        key = self._cache_key(convo, shape)
+        key = self._cache_key(convo, shape) if cache is not None else ""
         if cache is not None:
             hit = await asyncio.to_thread(cache.get, key)
             value = _revalidate(hit, response_model, check) if hit is not None else None
@@ -304,27 +309,24 @@ class Judge:
         }
         if self.seed is not None:
             params["seed"] = self.seed
-        estimate = _estimate_tokens(messages, extra, budget)
-        completion = await self._endpoint.send(
-            lambda client: client.chat.completions.create(**params, timeout=self._endpoint.timeout),
+        # json mode carries the schema in the messages, the other modes in `extra`
+        estimate = _estimate_tokens(messages, len(shape.schema_json) if extra else 0, budget)
+        raw = await self._endpoint.send(
+            lambda client: post_json(
+                client,
+                "/chat/completions",
+                params,
+                timeout=self._endpoint.timeout,
+                read=functools.partial(_read_completion, mode=mode),
+            ),
             estimated_tokens=estimate,
             tally=tally,
         )
-        usage = getattr(completion, "usage", None)
-        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        tally.prompt_tokens += prompt
-        tally.completion_tokens += completion_tokens
-        self._endpoint.limiter.settle(estimate, prompt + completion_tokens if usage else estimate)
-        choices = getattr(completion, "choices", None) or []
-        if not choices:
-            return _Raw("", None, None)
-        message = choices[0].message
-        return _Raw(
-            reply_text(message, mode),
-            choices[0].finish_reason,
-            getattr(message, "refusal", None),
-        )
+        tally.prompt_tokens += raw.prompt_tokens
+        tally.completion_tokens += raw.completion_tokens
+        used = raw.prompt_tokens + raw.completion_tokens
+        self._endpoint.limiter.settle(estimate, used if raw.counted else estimate)
+        return raw
 
     # -------------------------------------------------------------- helpers
 
@@ -360,6 +362,82 @@ def llm_factory(model: str, client: Any = None, **kw: Any) -> Judge:
     return Judge(model, client=client, **kw)
 
 
+class BadBody(ValueError):
+    """A 200 reply whose JSON is not what the endpoint's API promises."""
+
+
+@functools.cache
+def _response_type() -> type[Any]:
+    """The ``cast_to`` that makes the SDK hand back its HTTP response untouched: ``httpx2``'s
+    Response from openai 3 on, ``httpx``'s before."""
+    from openai import _base_client
+
+    names = vars(_base_client)
+    module = names.get("httpx2") or names["httpx"]
+    response_type: type[Any] = module.Response
+    return response_type
+
+
+async def post_json(
+    client: Any,
+    path: str,
+    body: Mapping[str, Any],
+    *,
+    timeout: float,
+    read: Callable[[dict[str, Any]], R],
+) -> R:
+    """POST ``body`` through the SDK ``client`` and ``read`` the decoded JSON object.
+
+    The SDK still provides the base URL, auth headers and the error classes the retry loop
+    classifies (``APIStatusError`` with status and headers, timeouts, connection errors); what
+    is skipped is its per-call typed-dict transform of the parameters and the pydantic model of
+    the reply, most of its CPU per request. A body that is not JSON, or that ``read`` rejects
+    with a ValueError, raises ``APIResponseValidationError``: a malformed response, retried.
+    """
+    import openai
+
+    response = await client.post(
+        path,
+        body=body,
+        cast_to=_response_type(),
+        options={"timeout": timeout, "security": {"bearer_auth": True}},
+    )
+    try:
+        data = json.loads(response.content)
+        if not isinstance(data, dict):
+            raise BadBody(f"expected a JSON object, got a JSON {type(data).__name__}")
+        return read(data)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError (not text) and BadBody
+        raise openai.APIResponseValidationError(
+            response, body=None, message=f"malformed response body: {exc}"
+        ) from exc
+
+
+def _read_completion(data: dict[str, Any], mode: Mode) -> _Raw:
+    choices = data.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        raise BadBody("no choices[0].message in a chat completion")
+    message = choice["message"]
+    finish_reason = choice.get("finish_reason")
+    refusal = message.get("refusal")
+    usage = data.get("usage")
+    counted = isinstance(usage, dict)
+    return _Raw(
+        reply_text(message, mode),
+        finish_reason if isinstance(finish_reason, str) else None,
+        refusal if isinstance(refusal, str) else None,
+        prompt_tokens=_count(usage, "prompt_tokens"),
+        completion_tokens=_count(usage, "completion_tokens"),
+        counted=counted,
+    )
+
+
+def _count(usage: Any, field: str) -> int:
+    value = usage.get(field) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def _clean_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
     if isinstance(messages, (str, bytes)) or not messages:
         raise ValueError("messages must be a non-empty list of {'role': ..., 'content': ...}")
@@ -387,9 +465,8 @@ def _revalidate(
     return value
 
 
-def _estimate_tokens(messages: list[dict[str, Any]], extra: Mapping[str, Any], budget: int) -> int:
-    chars = sum(len(str(m.get("content") or "")) for m in messages)
-    chars += len(json.dumps(extra)) if extra else 0
+def _estimate_tokens(messages: list[dict[str, Any]], schema_chars: int, budget: int) -> int:
+    chars = sum(len(str(m.get("content") or "")) for m in messages) + schema_chars
     return chars // 4 + 4 * len(messages) + budget
 
 

@@ -29,8 +29,9 @@ import copy
 import json
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from rageval.judge._limiter import Slots
@@ -89,7 +90,7 @@ class Shape:
     schema: dict[str, Any]
     strict: dict[str, Any] | None  # the strict-mode form, or None if there is none
 
-    @property
+    @cached_property  # once per response model (shapes are cached), not once per request
     def schema_json(self) -> str:
         return json.dumps(self.schema, sort_keys=True, separators=(",", ":"))
 
@@ -194,14 +195,24 @@ def build_request(
     return out, {}
 
 
-def reply_text(message: Any, mode: Mode) -> str:
-    """The text that should hold the JSON object: the forced tool call's arguments, or content."""
+def reply_text(message: Mapping[str, Any], mode: Mode) -> str:
+    """The text that should hold the JSON object: the forced tool call's arguments, or content.
+
+    ``message`` is ``choices[0].message`` of the decoded reply. A value that is not a string
+    (some servers send the arguments as an object) is passed on as its JSON text, so whatever
+    the server sent is what gets validated and, if need be, quoted back in a re-ask.
+    """
     if mode == "tools":
-        for call in getattr(message, "tool_calls", None) or []:
-            arguments = getattr(getattr(call, "function", None), "arguments", None)
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            function = call.get("function") if isinstance(call, dict) else None
+            arguments = function.get("arguments") if isinstance(function, dict) else None
             if arguments:
-                return str(arguments)
-    return str(getattr(message, "content", None) or "")
+                return arguments if isinstance(arguments, str) else json.dumps(arguments)
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return json.dumps(content) if content else ""
 
 
 def parse_json_object(text: str) -> dict[str, Any]:
