@@ -110,8 +110,9 @@ def test_random_kills_then_resume_give_the_uninterrupted_results(
                 _, err = proc.communicate(timeout=120)
                 assert proc.returncode == 0, err.decode()
                 break
-            kills += 1
-            assert not (run / "summary.json").exists()
+            # a kill that lands after the summary was written (the run was only exiting)
+            # interrupted nothing: the resume below must then send nothing, but it is no kill
+            kills += not (run / "summary.json").exists()
             time.sleep(0.05)  # let the server record whatever the dead process had sent
             asked = {t for r in srv.chat_requests[seen_before:] for t in tags_of(r)}
             assert asked.isdisjoint(done_before), (
