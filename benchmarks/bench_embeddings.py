@@ -217,7 +217,7 @@ def quality() -> list[str]:
         rho = spearman(cos, gold)
         ok = abs(rho - PUBLISHED[name]) <= TOLERANCE[name]
         lines.append(
-            f"| {name} | {len(pairs)} | {rho:.4f} | {PUBLISHED[name]:.4f} "
+            f"| {name} | {len(pairs)} | {rho:.5f} | {PUBLISHED[name]:.4f} "
             f"± {TOLERANCE[name]} | {'yes' if ok else 'NO'} |"
         )
     lines.append(
@@ -417,8 +417,8 @@ def main() -> None:
 
     st_python = args.st_python if args.st_python and Path(args.st_python).exists() else None
     out = [
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-        f"load average at start {os.getloadavg()[0]:.1f}",
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}; load average at start {os.getloadavg()[0]:.1f}",
         "",
     ]
     if not args.skip_quality:

@@ -350,6 +350,8 @@ def test_hash_check_is_remembered_until_the_file_changes(
         fh.write(b"\x01\x02\x03\x04")
     with pytest.raises(ModelFilesError, match="sha256"):
         verify_model_files(find_model_dir())
+    with pytest.raises(ModelFilesError, match="sha256"):  # the model refuses to load, too
+        LocalEmbeddings(model_dir=copy).load()
 
 
 @needs_model

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.resources
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,12 +98,19 @@ def _runtime(model_dir: str | os.PathLike[str] | None, threads: int | None) -> _
     with _RUNTIMES_LOCK:
         runtime = _RUNTIMES.get(key)
         if runtime is None:
-            verify_model_files(resolved)
+            # the hash check (slow only on the first start, before its result is remembered)
+            # runs while onnxruntime builds the session; both release the GIL
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                check = pool.submit(verify_model_files, resolved)
+                try:
+                    session = _create_session(resolved, key[1])
+                finally:
+                    check.result()  # a failed check wins over what the session made of the file
             runtime = _Runtime(
                 tokenizer=WordPieceTokenizer.from_vocab_file(
                     resolved / "vocab.txt", max_length=MAX_TOKENS
                 ),
-                session=_create_session(resolved, key[1]),
+                session=session,
                 lock=threading.Lock(),
             )
             _RUNTIMES[key] = runtime
