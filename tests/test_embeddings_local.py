@@ -385,6 +385,7 @@ def test_tokenizer_matches_the_reference_token_ids() -> None:
 @needs_model
 def test_tokenizer_matches_hugging_face_on_random_text() -> None:
     import tokenizers  # dev extra: the reference implementation
+
     assert MODEL_DIR is not None
     hf = tokenizers.Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))
     hf.no_padding()
