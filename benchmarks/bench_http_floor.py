@@ -132,6 +132,26 @@ async def _run(base_url: str, n: int) -> list[list[str]]:
             json.loads(payload["choices"][0]["message"]["content"])
 
         senders.append(("aiohttp", bare_aiohttp))
+        # the SDK's own aiohttp transport (the `openai[aiohttp]` extra), same post() as above
+        aio_client = openai.AsyncOpenAI(
+            base_url=base_url, api_key="sk-bench", http_client=openai.DefaultAioHttpClient()
+        )
+
+        async def sdk_post_aiohttp() -> None:
+            reply = await aio_client.post("/chat/completions", body=body, cast_to=httpx.Response)
+            json.loads(json.loads(reply.content)["choices"][0]["message"]["content"])
+
+        senders.append(("sdk post, raw, aiohttp transport", sdk_post_aiohttp))
+        # the same httpx client the SDK uses, without the SDK's request building
+        aio_httpx = openai.DefaultAioHttpClient(
+            base_url=base_url, headers={"authorization": "Bearer sk-bench"}
+        )
+
+        async def httpx_aiohttp() -> None:
+            reply = await aio_httpx.post("chat/completions", content=json.dumps(body))
+            json.loads(json.loads(reply.content)["choices"][0]["message"]["content"])
+
+        senders.append(("httpx client, aiohttp transport", httpx_aiohttp))
 
     rows = []
     for name, send in senders:
@@ -142,6 +162,8 @@ async def _run(base_url: str, n: int) -> list[list[str]]:
     await raw.aclose()
     if session is not None:
         await session.close()
+        await aio_client.close()
+        await aio_httpx.aclose()
     return rows
 
 

@@ -10,7 +10,6 @@ crash or a silent empty answer.
 from __future__ import annotations
 
 import base64
-import importlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -22,12 +21,12 @@ from pydantic import BaseModel
 
 from rageval.embeddings.openai import OpenAIEmbeddings
 from rageval.judge import Judge, JudgeCallFailed
-from rageval.judge._judge import _response_type
 from rageval.judge._modes import Mode
+from rageval.judge._transport import _httpx
 from rageval.testing import FakeOpenAI, hash_embedding
 
 # the HTTP library the installed SDK is built on: httpx2 from openai 3 on, httpx before
-httpx = importlib.import_module(_response_type().__module__.partition(".")[0])
+httpx = _httpx()
 
 KEY = "sk-test-SECRET-1234567890"
 BASE_URL = "http://127.0.0.1:9/v1"  # never connected to: a mock transport answers
@@ -114,6 +113,39 @@ async def test_request_matches_the_sdks_own_create(mode: Mode) -> None:
     assert ours.headers["authorization"] == f"Bearer {KEY}"
     assert ours.extensions["timeout"] == theirs.extensions["timeout"]
     assert ours.extensions["timeout"]["read"] == 12.5
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "tools"])
+async def test_our_own_clients_request_matches_the_sdks_create_on_the_wire(mode: Mode) -> None:
+    """A judge built from a base URL and key sends through its SDK client's HTTP client
+    directly (rageval.judge._transport.DirectSender): same path, body and headers as the SDK's
+    own ``create`` with the same settings, over real HTTP."""
+    with FakeOpenAI(supports=("json_schema", "tools")) as server:
+        judge = Judge(
+            "m",
+            base_url=server.base_url,
+            api_key=KEY,
+            mode=mode,
+            seed=3,
+            timeout=12.5,
+            cache=False,
+        )
+        await judge.ask(ask_text("q"), Verdict)
+        ours = server.chat_requests[0]
+        sdk = openai.AsyncOpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+        await sdk.chat.completions.create(**ours.body)
+        await sdk.close()
+        theirs = server.chat_requests[1]
+    assert (ours.path, ours.body) == (theirs.path, theirs.body)
+    # headers that belong to the SDK client, not to one HTTP library or one request
+    same = {"authorization", "user-agent", "content-type", "accept"}
+    same |= {k for k in theirs.headers if k.lower().startswith("x-stainless-")} - VOLATILE
+    picked = [
+        {k.lower(): v for k, v in r.headers.items() if k.lower() in same} for r in (ours, theirs)
+    ]
+    assert picked[0] == picked[1]
+    assert picked[0]["authorization"] == f"Bearer {KEY}"
+    assert len(picked[0]) >= 6
 
 
 @pytest.mark.parametrize(

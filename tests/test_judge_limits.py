@@ -41,7 +41,9 @@ async def test_retry_honours_retry_after(fake_openai: FakeOpenAI, header: str) -
 
 
 async def test_retry_after_as_http_date(fake_openai: FakeOpenAI) -> None:
-    when = email.utils.formatdate(time.time() + 2, usegmt=True)  # whole seconds: waits 1-2 s
+    # whole seconds, counted from before the client exists (its first request also starts the
+    # HTTP stack): the wait is 2-3 s minus that start-up
+    when = email.utils.formatdate(time.time() + 3, usegmt=True)
     fake_openai.script(Fault("status", 429, "slow down", (("retry-after", when),)), OK)
     await make_judge(fake_openai).ask(question(1), Verdict)
     first, second = fake_openai.chat_requests

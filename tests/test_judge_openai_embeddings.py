@@ -13,7 +13,8 @@ import pytest
 from pydantic import BaseModel
 
 from rageval.embeddings.openai import OpenAIEmbeddings
-from rageval.judge import FatalJudgeError, Judge, RequestCache
+from rageval.judge import FatalJudgeError, Judge
+from rageval.judge._cache import shared_cache
 from rageval.testing import FakeOpenAI, Fault, FaultPlan, hash_embedding
 
 KEY = "sk-test-SECRET-1234567890"
@@ -47,8 +48,8 @@ async def test_persistent_cache_survives_a_new_client(fake_openai: FakeOpenAI) -
     [_, late] = fake_openai.embedding_requests
     assert late.body["input"] == ["c"]
     assert again.usage.total.cache_hits == 2
-    stats = RequestCache().stats()
-    assert stats["entries"]["embeddings"] == 3
+    # writes are queued; the process's own cache object commits them before counting
+    assert shared_cache().stats()["entries"]["embeddings"] == 3
 
 
 async def test_models_and_dimensions_do_not_share_vectors(fake_openai: FakeOpenAI) -> None:

@@ -5,8 +5,9 @@ Jupyter, FastAPI handlers and pytest-asyncio already run a loop on the calling t
 on a fresh loop in a private worker thread while the caller blocks.
 
 Resources bound to a loop (HTTP connection pools) register a closer with `close_with_loop`;
-when the loop is one that `run_sync` made, they are closed before that loop ends, so nothing is
-left to be garbage-collected against a closed loop.
+it runs when that loop shuts down through `asyncio.run` or `asyncio.Runner` (so also in
+`run_sync`, Jupyter's own loop excepted until it stops), so no pool is left to be
+garbage-collected against a closed loop.
 """
 
 from __future__ import annotations
@@ -15,45 +16,52 @@ import asyncio
 import contextlib
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_closers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Callable[[], Awaitable[Any]]]]
-_closers = weakref.WeakKeyDictionary()
-_closers_lock = threading.Lock()
+# the watchers of each loop; the loop itself only holds its async generators weakly
+_watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[AsyncGenerator[None, None]]]
+_watchers = weakref.WeakKeyDictionary()
+_watchers_lock = threading.Lock()
 
 
 def close_with_loop(closer: Callable[[], Awaitable[Any]]) -> None:
-    """Call `closer` when the running loop's `run_sync` work ends (if `run_sync` made it)."""
-    loop = asyncio.get_running_loop()
-    with _closers_lock:
-        _closers.setdefault(loop, []).append(closer)
+    """Await `closer()` when the running loop shuts down.
 
+    `asyncio.run` and `asyncio.Runner` end with `loop.shutdown_asyncgens()`, which closes every
+    async generator started on the loop: a suspended watcher generator is started here, and its
+    `finally` awaits the closer on the still-running loop.
+    """
 
-async def _then_close(coro: Coroutine[Any, Any, T]) -> T:
-    try:
-        return await coro
-    finally:
-        with _closers_lock:
-            closers = _closers.pop(asyncio.get_running_loop(), [])
-        for closer in closers:
-            # a pool that fails to close must not mask the result
+    async def watcher() -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            # a pool that fails to close must not mask anything else at shutdown
             with contextlib.suppress(Exception):
                 await closer()
+
+    loop = asyncio.get_running_loop()
+    agen = watcher()
+    # one synchronous step up to the `yield` registers the generator with the running loop
+    with contextlib.suppress(StopIteration):
+        agen.__anext__().send(None)
+    with _watchers_lock:
+        _watchers.setdefault(loop, []).append(agen)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_then_close(coro))
+        return asyncio.run(coro)
     box: dict[str, Any] = {}
 
     def worker() -> None:
         try:
-            box["value"] = asyncio.run(_then_close(coro))
+            box["value"] = asyncio.run(coro)
         except BaseException as e:  # re-raised in the caller's thread
             box["error"] = e
 

@@ -9,7 +9,6 @@ keyed by endpoint + model + dimensions + text). The in-memory cache and batching
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
 from typing import Any
@@ -19,8 +18,8 @@ import numpy as np
 from rageval.embeddings.base import Embeddings, FloatArray
 from rageval.judge._cache import RequestCache, cache_key, resolve_cache
 from rageval.judge._endpoint import Endpoint
-from rageval.judge._judge import BadBody, post_json
 from rageval.judge._retry import Tally
+from rageval.judge._transport import BadBody
 from rageval.judge._usage import PriceTable, Usage, UsageLedger
 from rageval.judge.errors import FatalJudgeError
 
@@ -106,7 +105,7 @@ class OpenAIEmbeddings(Embeddings):
         keys = {text: self._key(text) for text in texts} if self.cache is not None else {}
         found: dict[str, FloatArray] = {}
         if self.cache is not None:
-            blobs = await asyncio.to_thread(self.cache.get_vectors, list(keys.values()))
+            blobs = self.cache.get_vectors(list(keys.values()))
             for text, key in keys.items():
                 if key in blobs:
                     found[text] = np.frombuffer(blobs[key], dtype=np.float32)
@@ -118,7 +117,7 @@ class OpenAIEmbeddings(Embeddings):
             found.update(fresh)
             if self.cache is not None:
                 blobs = {keys[t]: v.astype(np.float32).tobytes() for t, v in fresh.items()}
-                await asyncio.to_thread(self.cache.put_vectors, self.model, blobs)
+                self.cache.put_vectors(self.model, blobs)
         return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
 
     async def _request(self, texts: list[str]) -> dict[str, FloatArray]:
@@ -134,14 +133,10 @@ class OpenAIEmbeddings(Embeddings):
         estimate = sum(len(t) for t in texts) // 4 + len(texts)
         tally = Tally()
         try:
-            vectors, prompt_tokens = await self._endpoint.send(
-                lambda client: post_json(
-                    client,
-                    "/embeddings",
-                    params,
-                    timeout=self._endpoint.timeout,
-                    read=_read_embeddings,
-                ),
+            vectors, prompt_tokens = await self._endpoint.post_json(
+                "/embeddings",
+                params,
+                read=_read_embeddings,
                 estimated_tokens=estimate,
                 tally=tally,
             )

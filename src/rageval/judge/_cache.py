@@ -10,12 +10,21 @@ for embeddings, the float32 vector under ``sha256(endpoint, model, dimensions, t
 structured-output mode found to work for each (endpoint, model). Failed calls are never stored,
 and neither are API keys or the prompts themselves (only their hash).
 
+Lookups run inline on the caller's thread (a primary-key read in WAL mode takes microseconds and
+never waits for a writer), so a request costs no thread hop. Writes are queued and committed by
+one background writer thread, many rows per transaction; lookups see queued rows at once.
+Queued rows are committed by :meth:`RequestCache.flush` (called by ``evaluate()`` at the end of
+a run, by :meth:`~RequestCache.stats`/:meth:`~RequestCache.clear`/:meth:`~RequestCache.close`,
+and at interpreter exit). A process killed outright loses at most the rows of the last moments:
+the cache only saves requests, the results of a run live in its run directory.
+
 A cache that cannot be opened or written (read-only disk, locked for too long) is reported once
 as a warning and otherwise behaves as a miss: it never fails an evaluation.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -23,7 +32,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +60,16 @@ _SCHEMA = (
     " PRIMARY KEY (endpoint, model))",
 )
 _TABLES = ("completions", "embeddings", "modes")
+_GET_COMPLETION = "SELECT value, usage FROM completions WHERE key = ?"
+_PUT_COMPLETION = (
+    "INSERT OR REPLACE INTO completions (key, model, value, usage, created) VALUES (?, ?, ?, ?, ?)"
+)
+_DELETE_COMPLETION = "DELETE FROM completions WHERE key = ?"
+_PUT_VECTOR = "INSERT OR REPLACE INTO embeddings (key, model, vector, created) VALUES (?, ?, ?, ?)"
+_PUT_MODE = "INSERT OR REPLACE INTO modes (endpoint, model, mode, created) VALUES (?, ?, ?, ?)"
+#: how often the writer thread commits what was queued, and how long it stays without work
+_WRITE_INTERVAL_S = 0.1
+_WRITER_IDLE_S = 2.0
 
 
 def default_cache_dir() -> Path:
@@ -71,16 +90,28 @@ def cache_key(payload: Mapping[str, Any]) -> str:
 class RequestCache:
     """The sqlite request cache in ``directory`` (default: :func:`default_cache_dir`).
 
-    Nothing touches the disk until the first lookup or store. Methods are synchronous and
-    thread-safe; async callers run them in a worker thread.
+    Nothing touches the disk until the first lookup or store. Methods are synchronous,
+    thread-safe and quick (no method waits for a write, except :meth:`flush` and the
+    maintenance methods), so async callers call them directly.
     """
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = Path(directory).expanduser() if directory else default_cache_dir()
         self.path = self.directory / CACHE_FILE_NAME
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()  # the reading connection and the counters
+        self._reader: sqlite3.Connection | None = None
+        self._writer: sqlite3.Connection | None = None
         self._broken = False
+        # queued writes, in order: (statement, row); and the queued rows lookups must see
+        self._queue: list[tuple[str, tuple[Any, ...]]] = []
+        self._queued_completions: dict[str, tuple[str, str]] = {}
+        self._queued_vectors: dict[str, bytes] = {}
+        self._queued_modes: dict[tuple[str, str], str] = {}
+        self._writing = threading.Condition()
+        self._writer_busy = False
+        self._flush_wanted = False
+        self._writer_thread: threading.Thread | None = None
+        self._exit_hook_set = False
         self.hits = 0
         self.misses = 0
         self.embedding_hits = 0
@@ -88,73 +119,145 @@ class RequestCache:
 
     # ------------------------------------------------------------ connection
 
-    def _connect(self) -> sqlite3.Connection | None:
-        if self._conn is None and not self._broken:
-            try:
-                self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-                conn = sqlite3.connect(
-                    self.path,
-                    timeout=_BUSY_TIMEOUT_MS / 1000,
-                    check_same_thread=False,
-                    isolation_level=None,
-                )
-                conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-                self._conn = conn
-            except (OSError, sqlite3.Error) as exc:
-                self._give_up(exc)
-        return self._conn
+    def _open(self) -> sqlite3.Connection | None:
+        if self._broken:
+            return None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=_BUSY_TIMEOUT_MS / 1000,
+                check_same_thread=False,
+                isolation_level=None,
+            )
+            conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            return conn
+        except (OSError, sqlite3.Error) as exc:
+            self._give_up(exc)
+            return None
 
     def _give_up(self, exc: BaseException) -> None:
         if not self._broken:
             log.warning("request cache at %s disabled: %s", self.path, exc)
         self._broken = True
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
 
-    def _run(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
-            conn = self._connect()
-            if conn is None:
+            if self._reader is None:
+                self._reader = self._open()
+            if self._reader is None:
                 return []
             try:
-                return conn.execute(sql, params).fetchall()
+                return self._reader.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
                 self._give_up(exc)
                 return []
 
-    def _run_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        with self._lock:
-            conn = self._connect()
-            if conn is None:
-                return
+    def _enqueue(self, rows: Sequence[tuple[str, tuple[Any, ...]]]) -> None:
+        """Queue writes for the writer thread (started on demand; it stops when idle)."""
+        if self._broken or not rows:
+            return
+        with self._writing:
+            self._queue.extend(rows)
+            if not self._exit_hook_set:
+                self._exit_hook_set = True
+                atexit.register(self.flush)
+            if self._writer_thread is None:
+                self._writer_thread = threading.Thread(
+                    target=self._write_loop, name="rageval-cache-writer", daemon=True
+                )
+                self._writer_thread.start()
+
+    def _write_loop(self) -> None:
+        idle = 0.0
+        while True:
+            with self._writing:
+                # Wake on a timer, not per queued row: one commit per interval holds many rows,
+                # and the thread takes the GIL from the event loop a few times a second rather
+                # than once per request. flush() wakes it at once.
+                if not self._flush_wanted:
+                    self._writing.wait(timeout=_WRITE_INTERVAL_S)
+                if not self._queue:
+                    idle += _WRITE_INTERVAL_S
+                    if idle >= _WRITER_IDLE_S or self._flush_wanted:
+                        self._writer_thread = None
+                        self._flush_wanted = False
+                        self._writing.notify_all()
+                        return
+                    continue
+                idle = 0.0
+                batch, self._queue = self._queue, []
+                self._writer_busy = True
             try:
-                # one transaction per batch: a single fsync instead of one per row
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.executemany(sql, rows)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                self._give_up(exc)
+                self._commit(batch)
+            finally:
+                with self._writing:
+                    self._writer_busy = False
+                    self._forget_queued(batch)
+                    self._writing.notify_all()
+
+    def _commit(self, batch: list[tuple[str, tuple[Any, ...]]]) -> None:
+        if self._writer is None:
+            self._writer = self._open()
+        conn = self._writer
+        if conn is None:
+            return
+        try:
+            # one transaction for the whole batch, not one per row
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, row in batch:
+                    conn.execute(sql, row)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            self._give_up(exc)
+
+    def _forget_queued(self, batch: list[tuple[str, tuple[Any, ...]]]) -> None:
+        # a row queued again meanwhile (same key, new value) stays visible until its own write
+        queued: dict[Any, Any]
+        for sql, row in batch:
+            if sql is _PUT_COMPLETION:
+                queued, key, value = self._queued_completions, row[0], (row[2], row[3])
+            elif sql is _PUT_VECTOR:
+                queued, key, value = self._queued_vectors, row[0], row[2]
+            elif sql is _PUT_MODE:
+                queued, key, value = self._queued_modes, (row[0], row[1]), row[2]
+            else:
+                continue
+            if queued.get(key) == value:
+                del queued[key]
+
+    def flush(self) -> None:
+        """Wait until every queued write is committed."""
+        with self._writing:
+            while self._writer_thread is not None and (self._queue or self._writer_busy):
+                self._flush_wanted = True
+                self._writing.notify_all()
+                self._writing.wait()
+            self._flush_wanted = False
 
     def close(self) -> None:
+        self.flush()
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            for conn in (self._reader, self._writer):
+                if conn is not None:
+                    conn.close()
+            self._reader = self._writer = None
 
     # ------------------------------------------------------------ completions
 
     def get(self, key: str) -> tuple[str, dict[str, Any]] | None:
         """The cached (value JSON, usage dict) for ``key``, or None. Counts a hit or miss."""
-        rows = self._run("SELECT value, usage FROM completions WHERE key = ?", (key,))
+        with self._writing:
+            queued = self._queued_completions.get(key)
+        rows = [queued] if queued is not None else self._read(_GET_COMPLETION, (key,))
         with self._lock:
             if rows:
                 self.hits += 1
@@ -166,24 +269,31 @@ class RequestCache:
         return str(value), dict(json.loads(usage))
 
     def put(self, key: str, model: str, value: str, usage: Mapping[str, Any]) -> None:
-        self._run_many(
-            "INSERT OR REPLACE INTO completions (key, model, value, usage, created)"
-            " VALUES (?, ?, ?, ?, ?)",
-            [(key, model, value, json.dumps(dict(usage)), time.time())],
-        )
+        usage_json = json.dumps(dict(usage))
+        with self._writing:
+            self._queued_completions[key] = (value, usage_json)
+        self._enqueue([(_PUT_COMPLETION, (key, model, value, usage_json, time.time()))])
 
     def discard(self, key: str) -> None:
-        self._run_many("DELETE FROM completions WHERE key = ?", [(key,)])
+        with self._writing:
+            self._queued_completions.pop(key, None)
+        self._enqueue([(_DELETE_COMPLETION, (key,))])
 
     # ------------------------------------------------------------- embeddings
 
     def get_vectors(self, keys: Sequence[str]) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
+        with self._writing:
+            for key in keys:
+                blob = self._queued_vectors.get(key)
+                if blob is not None:
+                    found[key] = blob
+        rest = [key for key in keys if key not in found]
         # sqlite caps the number of bound parameters; stay well below it
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
+        for start in range(0, len(rest), 500):
+            chunk = rest[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self._run(f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", chunk)
+            rows = self._read(f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", chunk)
             found.update((str(k), bytes(v)) for k, v in rows)
         with self._lock:
             self.embedding_hits += len(found)
@@ -192,33 +302,36 @@ class RequestCache:
 
     def put_vectors(self, model: str, vectors: Mapping[str, bytes]) -> None:
         now = time.time()
-        self._run_many(
-            "INSERT OR REPLACE INTO embeddings (key, model, vector, created) VALUES (?, ?, ?, ?)",
-            [(key, model, blob, now) for key, blob in vectors.items()],
-        )
+        with self._writing:
+            self._queued_vectors.update(vectors)
+        self._enqueue([(_PUT_VECTOR, (key, model, blob, now)) for key, blob in vectors.items()])
 
     # ------------------------------------------------------------------ modes
 
     def get_mode(self, endpoint: str, model: str) -> str | None:
-        rows = self._run(
+        with self._writing:
+            queued = self._queued_modes.get((endpoint, model))
+        if queued is not None:
+            return queued
+        rows = self._read(
             "SELECT mode FROM modes WHERE endpoint = ? AND model = ?", (endpoint, model)
         )
         return str(rows[0][0]) if rows else None
 
     def set_mode(self, endpoint: str, model: str, mode: str) -> None:
-        self._run_many(
-            "INSERT OR REPLACE INTO modes (endpoint, model, mode, created) VALUES (?, ?, ?, ?)",
-            [(endpoint, model, mode, time.time())],
-        )
+        with self._writing:
+            self._queued_modes[(endpoint, model)] = mode
+        self._enqueue([(_PUT_MODE, (endpoint, model, mode, time.time()))])
 
     # ------------------------------------------------------------ maintenance
 
     def stats(self) -> dict[str, Any]:
         """Entry counts, size on disk and this process's hit/miss counts (creates nothing)."""
+        self.flush()
         counts = dict.fromkeys(_TABLES, 0)
         if self.path.exists():
             for table in _TABLES:
-                rows = self._run(f"SELECT COUNT(*) FROM {table}")
+                rows = self._read(f"SELECT COUNT(*) FROM {table}")
                 counts[table] = int(rows[0][0]) if rows else 0
         size = sum(
             p.stat().st_size
@@ -237,14 +350,15 @@ class RequestCache:
 
     def clear(self) -> dict[str, int]:
         """Delete every entry; returns how many rows each table had."""
+        self.flush()
         if not self.path.exists():
             return dict.fromkeys(_TABLES, 0)
         removed: dict[str, int] = {}
         for table in _TABLES:
-            rows = self._run(f"SELECT COUNT(*) FROM {table}")
+            rows = self._read(f"SELECT COUNT(*) FROM {table}")
             removed[table] = int(rows[0][0]) if rows else 0
-            self._run(f"DELETE FROM {table}")
-        self._run("VACUUM")
+            self._read(f"DELETE FROM {table}")
+        self._read("VACUUM")
         return removed
 
     def __repr__(self) -> str:

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import importlib.util
 import os
 import sys
 import threading
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from rageval._sync import close_with_loop
 from rageval.judge._limiter import endpoint_limiter
 from rageval.judge._retry import Tally, Target, call_with_retries
+from rageval.judge._transport import DirectSender, SdkSender, Sender, post_json
 from rageval.judge.errors import FatalJudgeError
 
 __all__ = ["DEFAULT_BASE_URL", "Endpoint", "normalize_base_url"]
@@ -87,7 +89,8 @@ class Endpoint:
         self._given_client: Any = None
         self._given_client_used = False
         self._client_kwargs: dict[str, Any] = {}
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+        # per event loop: the SDK client and the sender that uses it
+        self._senders: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Sender]] = (
             weakref.WeakKeyDictionary()
         )
         if client is not None:
@@ -142,12 +145,13 @@ class Endpoint:
 
     # ---------------------------------------------------------------- client
 
-    async def aclient(self) -> Any:
-        """The AsyncOpenAI client for the running loop (an httpx pool belongs to one loop).
+    async def sender(self) -> Sender:
+        """How requests go out on the running loop (an HTTP pool belongs to one loop).
 
-        A client the user gave is used as is on the first loop that needs it (keeping any
-        custom http_client); other loops, e.g. each sync `score()` call, get copies of it with
-        a pool of their own.
+        rageval's own client sends directly through its HTTP client (see
+        :mod:`rageval.judge._transport`). A client the user gave is used as is, through the
+        SDK's ``post()``, on the first loop that needs it (keeping any custom http_client);
+        other loops, e.g. each sync `score()` call, get copies of it with a pool of their own.
         """
         if "openai" not in sys.modules:
             # the first import takes seconds on a slow machine: keep the event loop responsive
@@ -156,53 +160,59 @@ class Endpoint:
 
         loop = asyncio.get_running_loop()
         with self._lock:
-            found = self._clients.get(loop)
+            found = self._senders.get(loop)
             if found is not None:
-                return found
+                return found[1]
             if self._given_client is None:
-                found = openai.AsyncOpenAI(
+                http_client = _http_client(openai, self.timeout)
+                client = openai.AsyncOpenAI(
                     api_key=self._key.value or _NO_KEY,
                     base_url=self.base_url,
                     timeout=self.timeout,
                     max_retries=0,
+                    http_client=http_client,
                     **self._client_kwargs,
                 )
-            elif not self._given_client_used:
-                self._given_client_used = True
-                found = self._given_client
+                sender: Sender = DirectSender(client, http_client)
             else:
-                found = self._given_client.copy(
-                    http_client=openai.DefaultAsyncHttpxClient(timeout=self.timeout)
-                )
-            self._clients[loop] = found
-        if found is not self._given_client:
-            close_with_loop(self.aclose)  # a pool of ours on a loop run_sync made: close it there
-        return found
+                if not self._given_client_used:
+                    self._given_client_used = True
+                    client = self._given_client
+                else:
+                    client = self._given_client.copy(http_client=_http_client(openai, self.timeout))
+                sender = SdkSender(client)
+            self._senders[loop] = (client, sender)
+        if client is not self._given_client:
+            close_with_loop(self.aclose)  # a pool of ours: closed when its loop shuts down
+        return sender
 
     async def aclose(self) -> None:
         """Close the HTTP pool this endpoint opened on the running loop (not a given client)."""
         with self._lock:
-            found = self._clients.pop(asyncio.get_running_loop(), None)
-        if found is not None and found is not self._given_client:
-            await found.close()
+            found = self._senders.pop(asyncio.get_running_loop(), None)
+        if found is not None and found[0] is not self._given_client:
+            await found[0].close()
 
     # ------------------------------------------------------------------ send
 
-    async def send(
+    async def post_json(
         self,
-        call: Callable[[Any], Awaitable[R]],
+        path: str,
+        body: Mapping[str, Any],
         *,
+        read: Callable[[dict[str, Any]], R],
         estimated_tokens: int,
         tally: Tally,
     ) -> R:
-        """``call(client)`` under the limiter, with retries; see :mod:`rageval.judge._retry`."""
+        """POST ``body`` under the limiter, with retries (see :mod:`rageval.judge._retry`), and
+        ``read`` the JSON object of the reply."""
 
         # Before the limiter: a rate-paced slot must not be spent on importing the SDK.
-        client = await self.aclient()
+        sender = await self.sender()
 
         async def attempt() -> R:
             try:
-                result = await call(client)
+                result = await post_json(sender, path, body, timeout=self.timeout, read=read)
             except Exception as exc:
                 if getattr(exc, "status_code", None) is not None:  # an HTTP answer, even an error
                     self._reached = True
@@ -246,3 +256,15 @@ class Endpoint:
             "tokens_per_minute": self.limiter.tokens_per_minute,
             "api_key_from": self.key_source,
         }
+
+
+def _http_client(openai: Any, timeout: float) -> Any:
+    """The SDK's aiohttp transport when aiohttp is installed, else its default httpx one.
+
+    Both are the openai SDK's own clients; aiohttp's C-accelerated HTTP parsing costs about half
+    the client CPU per request of the pure-Python httpx stack (benchmarks/RESULTS.md), which is
+    what bounds a run's speed against a fast endpoint.
+    """
+    if hasattr(openai, "DefaultAioHttpClient") and importlib.util.find_spec("aiohttp"):
+        return openai.DefaultAioHttpClient(timeout=timeout)
+    return openai.DefaultAsyncHttpxClient(timeout=timeout)

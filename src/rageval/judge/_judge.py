@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import logging
@@ -28,6 +27,7 @@ from rageval.judge._modes import (
     shape_of,
 )
 from rageval.judge._retry import Tally
+from rageval.judge._transport import BadBody
 from rageval.judge._usage import PriceTable, Usage, UsageLedger
 from rageval.judge.errors import FatalJudgeError, JudgeCallFailed
 
@@ -175,7 +175,7 @@ class Judge:
         cache = self.cache
         key = self._cache_key(convo, shape) if cache is not None else ""
         if cache is not None:
-            hit = await asyncio.to_thread(cache.get, key)
+            hit = cache.get(key)
             value = _revalidate(hit, response_model, check) if hit is not None else None
             if value is not None:
                 usage = Usage(cache_hits=1)
@@ -192,7 +192,7 @@ class Judge:
             if tally.requests:
                 self.usage.record(usage, tags)
         if cache is not None:
-            await asyncio.to_thread(cache.put, key, self.model, raw, usage.to_dict())
+            cache.put(key, self.model, raw, usage.to_dict())
         return JudgeReply(value, usage)
 
     async def _solve(
@@ -282,14 +282,14 @@ class Judge:
             if known_mode(self.base_url, self.model) != mode:
                 remember_mode(self.base_url, self.model, mode)
                 if self.cache is not None:
-                    await asyncio.to_thread(self.cache.set_mode, self.base_url, self.model, mode)
+                    self.cache.set_mode(self.base_url, self.model, mode)
             return raw
         raise AssertionError("unreachable: the last candidate mode returns or raises")
 
     async def _stored_mode(self) -> Mode | None:
         if self.cache is None:
             return None
-        stored = await asyncio.to_thread(self.cache.get_mode, self.base_url, self.model)
+        stored = self.cache.get_mode(self.base_url, self.model)
         for mode in MODES:
             if stored == mode:
                 remember_mode(self.base_url, self.model, mode)
@@ -311,14 +311,10 @@ class Judge:
             params["seed"] = self.seed
         # json mode carries the schema in the messages, the other modes in `extra`
         estimate = _estimate_tokens(messages, len(shape.schema_json) if extra else 0, budget)
-        raw = await self._endpoint.send(
-            lambda client: post_json(
-                client,
-                "/chat/completions",
-                params,
-                timeout=self._endpoint.timeout,
-                read=functools.partial(_read_completion, mode=mode),
-            ),
+        raw = await self._endpoint.post_json(
+            "/chat/completions",
+            params,
+            read=functools.partial(_read_completion, mode=mode),
             estimated_tokens=estimate,
             tally=tally,
         )
@@ -360,57 +356,6 @@ class Judge:
 def llm_factory(model: str, client: Any = None, **kw: Any) -> Judge:
     """Build a :class:`Judge` (the name the seeds use): ``llm_factory("gpt-4o-mini", client=...)``."""
     return Judge(model, client=client, **kw)
-
-
-class BadBody(ValueError):
-    """A 200 reply whose JSON is not what the endpoint's API promises."""
-
-
-@functools.cache
-def _response_type() -> type[Any]:
-    """The ``cast_to`` that makes the SDK hand back its HTTP response untouched: ``httpx2``'s
-    Response from openai 3 on, ``httpx``'s before."""
-    from openai import _base_client
-
-    names = vars(_base_client)
-    module = names.get("httpx2") or names["httpx"]
-    response_type: type[Any] = module.Response
-    return response_type
-
-
-async def post_json(
-    client: Any,
-    path: str,
-    body: Mapping[str, Any],
-    *,
-    timeout: float,
-    read: Callable[[dict[str, Any]], R],
-) -> R:
-    """POST ``body`` through the SDK ``client`` and ``read`` the decoded JSON object.
-
-    The SDK still provides the base URL, auth headers and the error classes the retry loop
-    classifies (``APIStatusError`` with status and headers, timeouts, connection errors); what
-    is skipped is its per-call typed-dict transform of the parameters and the pydantic model of
-    the reply, most of its CPU per request. A body that is not JSON, or that ``read`` rejects
-    with a ValueError, raises ``APIResponseValidationError``: a malformed response, retried.
-    """
-    import openai
-
-    response = await client.post(
-        path,
-        body=body,
-        cast_to=_response_type(),
-        options={"timeout": timeout, "security": {"bearer_auth": True}},
-    )
-    try:
-        data = json.loads(response.content)
-        if not isinstance(data, dict):
-            raise BadBody(f"expected a JSON object, got a JSON {type(data).__name__}")
-        return read(data)
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError (not text) and BadBody
-        raise openai.APIResponseValidationError(
-            response, body=None, message=f"malformed response body: {exc}"
-        ) from exc
 
 
 def _read_completion(data: dict[str, Any], mode: Mode) -> _Raw:

@@ -86,12 +86,19 @@ class Slots:
             self._wake_locked()
 
     def _wake_locked(self) -> None:
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
         while self._waiters and self._in_use < self._limit:
             loop, fut = self._waiters.popleft()
             if loop.is_closed():
                 continue
             self._in_use += 1
-            loop.call_soon_threadsafe(self._grant, fut)
+            if loop is here:
+                loop.call_soon(self._grant, fut)  # no wake-up write needed on our own loop
+            else:
+                loop.call_soon_threadsafe(self._grant, fut)
 
     def _grant(self, fut: asyncio.Future[None]) -> None:
         if fut.cancelled():

@@ -17,6 +17,7 @@ import json
 import logging
 import math
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -170,6 +171,12 @@ async def call_with_retries(
         await asyncio.sleep(delay)
 
 
+class RequestNotSent(Exception):
+    """Raised from the exception (its ``__cause__``) that came out of the openai SDK's send
+    without being one of the SDK's own errors: it was raised below the SDK (transport, socket,
+    network policy), and :func:`classify` decides whether a retry can help."""
+
+
 def classify(exc: Exception, target: Target) -> _Transient | FatalJudgeError | JudgeCallFailed:
     """Sort an exception raised by the openai SDK into transient, fatal or failed-call."""
     import openai
@@ -177,7 +184,12 @@ def classify(exc: Exception, target: Target) -> _Transient | FatalJudgeError | J
     if isinstance(exc, openai.APIStatusError):
         return _classify_status(exc, target)
     if isinstance(exc, openai.APITimeoutError):
-        return _Transient(f"no reply within {target.timeout:g} s", None, connection=False)
+        failure = _connection_failure_behind(exc)
+        if failure is None:
+            return _Transient(f"no reply within {target.timeout:g} s", None, connection=False)
+        # the SDK's aiohttp transport reports a refused or dropped connection as a timeout
+        reason = f"connection error ({type(failure).__name__}: {failure})"
+        return _Transient(target.redact(reason), None, connection=True)
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         reason = f"connection error ({type(cause).__name__}: {cause})" if cause else str(exc)
@@ -185,20 +197,45 @@ def classify(exc: Exception, target: Target) -> _Transient | FatalJudgeError | J
     if isinstance(exc, (openai.APIResponseValidationError, json.JSONDecodeError)):
         # the SDK lets a 200 whose body is not JSON through as a bare JSONDecodeError
         return _Transient("malformed response body", None, connection=False)
-    inner = _unwrap_group(exc)
-    if inner is not None:
-        # The SDK's async transport can raise a bare exception group (anyio task group) instead
-        # of APIConnectionError. A socket error inside is a connection problem like any other;
-        # anything else stopped the request from leaving at all (e.g. a network policy), which
-        # no retry can fix.
-        if isinstance(inner, OSError):
-            reason = f"connection error ({type(inner).__name__}: {inner})"
+    if isinstance(exc, RequestNotSent):
+        # Nothing the SDK knows: a failure below it. A connection failure is transient like
+        # any other; anything else stopped the request from leaving at all (e.g. a network
+        # policy), which no retry can fix.
+        inner = exc.__cause__
+        leaf = _unwrap_group(inner) if inner is not None else None
+        leaf = leaf if leaf is not None else inner
+        if leaf is not None and _is_connection_failure(leaf):
+            reason = f"connection error ({type(leaf).__name__}: {leaf})"
             return _Transient(target.redact(reason), None, connection=True)
         return FatalJudgeError(
             f"could not send a request to the {target.kind} at {target.base_url}: "
-            f"{type(inner).__name__}: {target.redact(str(inner))}"
+            f"{type(leaf).__name__}: {target.redact(str(leaf))}"
         )
     raise exc
+
+
+def _connection_failure_behind(exc: BaseException) -> BaseException | None:
+    """The connection failure (refused, reset, closed by the server) that caused `exc`, if any."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc.__cause__
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, (TimeoutError, asyncio.TimeoutError)):
+            return None
+        if _is_connection_failure(cause):
+            return cause
+        cause = cause.__cause__
+    return None
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    """A socket error or an aiohttp connection error, but not a timeout."""
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return False
+    aiohttp = sys.modules.get("aiohttp")
+    return isinstance(exc, OSError) or (
+        aiohttp is not None and isinstance(exc, aiohttp.ClientConnectionError)
+    )
 
 
 def _unwrap_group(exc: BaseException) -> BaseException | None:

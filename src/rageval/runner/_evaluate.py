@@ -21,6 +21,7 @@ from rageval import _progress
 from rageval._sync import run_sync
 from rageval._version import __version__
 from rageval.judge import Usage, UsageLedger, endpoint_limiter
+from rageval.judge._cache import RequestCache
 from rageval.metrics.base import Metric, create_metric, registered_metrics
 from rageval.results import EvaluationResult, SampleRecord
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
@@ -335,9 +336,15 @@ async def aevaluate(
         if rundir is not None:
             rundir.close()
         # a judge made here from the environment is ours to close; pools opened on a loop that
-        # evaluate() made are closed with that loop (rageval._sync.close_with_loop)
+        # evaluate() made are closed when that loop shuts down (rageval._sync.close_with_loop)
         if own_judge and judge is not None:
             await judge.aclose()
+        # the request caches write behind: what this run learned is on disk when it returns
+        caches = {
+            id(c): c for c in _caches(judges, [embedder, *(m.embeddings for m in metric_objs)])
+        }
+        if caches:
+            await asyncio.to_thread(_flush, list(caches.values()))
     result.duration_s = time.monotonic() - started
     if isinstance(embedding_ledger, UsageLedger) and embedding_base is not None:
         result.embeddings_usage = _since(embedding_ledger.total, embedding_base)
@@ -345,6 +352,16 @@ async def aevaluate(
         rundir.write_summary(result)
         _write_report(rundir)
     return result
+
+
+def _flush(caches: Sequence[RequestCache]) -> None:
+    for cache in caches:
+        cache.flush()
+
+
+def _caches(judges: Sequence[Judge], embedders: Sequence[Embeddings | None]) -> list[RequestCache]:
+    found = [j.cache for j in judges] + [getattr(e, "cache", None) for e in embedders]
+    return [c for c in found if isinstance(c, RequestCache)]
 
 
 def _since(now: Usage, base: Usage) -> Usage:
