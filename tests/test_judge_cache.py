@@ -120,10 +120,10 @@ async def test_stats_and_clear(fake_openai: FakeOpenAI, rageval_cache_dir: Path)
     await judge.ask(question(0), Verdict)
     stats = cache.stats()
     assert stats["path"] == str(rageval_cache_dir / "requests.sqlite3")
-    assert stats["entries"] == {"completions": 5, "embeddings": 0, "modes": 1}
+    assert stats["entries"] == {"completions": 5, "embeddings": 0, "cells": 0, "modes": 1}
     assert (stats["hits"], stats["misses"]) == (1, 5)
     assert stats["size_bytes"] > 0
-    assert cache.clear() == {"completions": 5, "embeddings": 0, "modes": 1}
+    assert cache.clear() == {"completions": 5, "embeddings": 0, "cells": 0, "modes": 1}
     assert RequestCache().stats()["entries"]["completions"] == 0
     assert not (await judge.ask(question(0), Verdict)).cached
 

@@ -6,9 +6,10 @@ timeout, so many tasks (through worker threads) and several processes can use it
 
 What is stored: for chat calls, the validated JSON value of a successful reply and its usage,
 under ``sha256(canonical JSON of endpoint, model, messages, parameters, response schema)``;
-for embeddings, the float32 vector under ``sha256(endpoint, model, dimensions, text)``; and the
-structured-output mode found to work for each (endpoint, model). Failed calls are never stored,
-and neither are API keys or the prompts themselves (only their hash).
+for embeddings, the float32 vector under ``sha256(endpoint, model, dimensions, text)``; the
+structured-output mode found to work for each (endpoint, model); and the runner's finished
+``ok`` cells (see :mod:`rageval.runner._cells`). Failed calls are never stored, and neither are
+API keys or the prompts themselves (only their hash).
 
 Lookups run inline on the caller's thread (a primary-key read in WAL mode takes microseconds and
 never waits for a writer), so a request costs no thread hop. Writes are queued and committed by
@@ -55,17 +56,21 @@ _SCHEMA = (
     " usage TEXT NOT NULL, created REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS embeddings ("
     " key TEXT PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL, created REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS cells ("
+    " key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS modes ("
     " endpoint TEXT NOT NULL, model TEXT NOT NULL, mode TEXT NOT NULL, created REAL NOT NULL,"
     " PRIMARY KEY (endpoint, model))",
 )
-_TABLES = ("completions", "embeddings", "modes")
+_TABLES = ("completions", "embeddings", "cells", "modes")
 _GET_COMPLETION = "SELECT value, usage FROM completions WHERE key = ?"
 _PUT_COMPLETION = (
     "INSERT OR REPLACE INTO completions (key, model, value, usage, created) VALUES (?, ?, ?, ?, ?)"
 )
 _DELETE_COMPLETION = "DELETE FROM completions WHERE key = ?"
 _PUT_VECTOR = "INSERT OR REPLACE INTO embeddings (key, model, vector, created) VALUES (?, ?, ?, ?)"
+_GET_CELL = "SELECT value FROM cells WHERE key = ?"
+_PUT_CELL = "INSERT OR REPLACE INTO cells (key, value, created) VALUES (?, ?, ?)"
 _PUT_MODE = "INSERT OR REPLACE INTO modes (endpoint, model, mode, created) VALUES (?, ?, ?, ?)"
 #: how often the writer thread commits what was queued, and how long it stays without work
 _WRITE_INTERVAL_S = 0.1
@@ -107,6 +112,7 @@ class RequestCache:
         self._queued_completions: dict[str, tuple[str, str]] = {}
         self._queued_vectors: dict[str, bytes] = {}
         self._queued_modes: dict[tuple[str, str], str] = {}
+        self._queued_cells: dict[str, str] = {}
         self._writing = threading.Condition()
         self._writer_busy = False
         self._flush_wanted = False
@@ -227,6 +233,8 @@ class RequestCache:
                 queued, key, value = self._queued_completions, row[0], (row[2], row[3])
             elif sql is _PUT_VECTOR:
                 queued, key, value = self._queued_vectors, row[0], row[2]
+            elif sql is _PUT_CELL:
+                queued, key, value = self._queued_cells, row[0], row[1]
             elif sql is _PUT_MODE:
                 queued, key, value = self._queued_modes, (row[0], row[1]), row[2]
             else:
@@ -305,6 +313,22 @@ class RequestCache:
         with self._writing:
             self._queued_vectors.update(vectors)
         self._enqueue([(_PUT_VECTOR, (key, model, blob, now)) for key, blob in vectors.items()])
+
+    # ------------------------------------------------------------------ cells
+
+    def get_cell(self, key: str) -> str | None:
+        """A finished cell kept by the runner (rageval.runner._cells): its result's JSON."""
+        with self._writing:
+            queued = self._queued_cells.get(key)
+        if queued is not None:
+            return queued
+        rows = self._read(_GET_CELL, (key,))
+        return str(rows[0][0]) if rows else None
+
+    def put_cell(self, key: str, value: str) -> None:
+        with self._writing:
+            self._queued_cells[key] = value
+        self._enqueue([(_PUT_CELL, (key, value, time.time()))])
 
     # ------------------------------------------------------------------ modes
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -43,7 +44,8 @@ R = TypeVar("R")
 
 # A reply cut off at max_tokens is asked again once with twice the budget, up to this many.
 MAX_GROWN_BUDGET = 16_384
-_CACHE_FORMAT = 1
+# 2: the schema enters the key as its canonical JSON text, the messages as length-prefixed text
+_CACHE_FORMAT = 2
 _ROLES = frozenset({"system", "user", "assistant"})
 
 
@@ -124,6 +126,7 @@ class Judge:
         self.prices = prices if prices is not None else PriceTable()
         self.usage = UsageLedger()
         self.cache: RequestCache | None = resolve_cache(cache)
+        self._settings_keys: dict[tuple[Any, ...], str] = {}
 
     def describe(self) -> dict[str, Any]:
         """Settings for run manifests (never the API key)."""
@@ -328,19 +331,31 @@ class Judge:
 
     def _cache_key(self, convo: list[dict[str, str]], shape: Shape) -> str:
         # The configured mode, not the probed one: a lookup must not need a probe first.
-        return cache_key(
-            {
-                "format": _CACHE_FORMAT,
-                "endpoint": self.base_url,
-                "model": self.model,
-                "messages": convo,
-                "temperature": self.temperature,
-                "max_tokens": self.max_tokens,
-                "seed": self.seed,
-                "mode": self.mode,
-                "schema": shape.schema,
-            }
-        )
+        # (memoised per settings: they are public attributes a caller may change)
+        memo = (shape.schema_json, self.base_url, self.model, self.temperature, self.max_tokens,
+                self.seed, self.mode)  # fmt: skip
+        settings = self._settings_keys.get(memo)
+        if settings is None:
+            settings = self._settings_keys[memo] = cache_key(
+                {
+                    "format": _CACHE_FORMAT,
+                    "endpoint": self.base_url,
+                    "model": self.model,
+                    "temperature": self.temperature,
+                    "max_tokens": self.max_tokens,
+                    "seed": self.seed,
+                    "mode": self.mode,
+                    "schema": shape.schema_json,
+                }
+            )
+        # The messages are hashed as length-prefixed text rather than as JSON: the prompts are
+        # most of a request, and escaping them to JSON cost more than the rest of a cache hit.
+        digest = hashlib.sha256(settings.encode())
+        for message in convo:
+            content = message["content"].encode("utf-8", "surrogatepass")
+            digest.update(f"\0{message['role']}\0{len(content)}\0".encode())
+            digest.update(content)
+        return digest.hexdigest()
 
     def _usage_of(self, tally: Tally) -> Usage:
         return Usage(

@@ -117,30 +117,58 @@ class PriceTable:
         return f"PriceTable({len(self._prices)} models)"
 
 
+class _Tally:
+    """A mutable running sum of Usage: recording is in place, a Usage is made only on reading
+    (a ledger records every call, several times over for its tags)."""
+
+    __slots__ = ("cost", "counts")
+
+    def __init__(self) -> None:
+        self.counts = [0, 0, 0, 0, 0, 0]
+        self.cost: float | None = 0.0
+
+    def add(self, u: Usage) -> None:
+        c = self.counts
+        c[0] += u.prompt_tokens
+        c[1] += u.completion_tokens
+        c[2] += u.requests
+        c[3] += u.retries
+        c[4] += u.reasks
+        c[5] += u.cache_hits
+        self.cost = None if self.cost is None or u.cost_usd is None else self.cost + u.cost_usd
+
+    def usage(self) -> Usage:
+        p, c, r, t, a, h = self.counts
+        return Usage(p, c, r, t, a, h, self.cost)
+
+
 class UsageLedger:
     """Thread-safe running totals, overall and per value of every tag name seen."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._total = Usage()
-        self._by: dict[str, dict[str, Usage]] = {}
+        self._total = _Tally()
+        self._by: dict[str, dict[str, _Tally]] = {}
 
     def record(self, usage: Usage, tags: Mapping[str, str] | None = None) -> None:
         with self._lock:
-            self._total = self._total + usage
+            self._total.add(usage)
             for name, value in (tags or {}).items():
                 bucket = self._by.setdefault(name, {})
-                bucket[value] = bucket.get(value, Usage()) + usage
+                tally = bucket.get(value)
+                if tally is None:
+                    tally = bucket[value] = _Tally()
+                tally.add(usage)
 
     @property
     def total(self) -> Usage:
         with self._lock:
-            return self._total
+            return self._total.usage()
 
     def by_tag(self, name: str) -> dict[str, Usage]:
         """Usage per value of tag ``name``, e.g. ``by_tag("metric")["faithfulness"]``."""
         with self._lock:
-            return dict(self._by.get(name, {}))
+            return {value: tally.usage() for value, tally in self._by.get(name, {}).items()}
 
     def tag_names(self) -> list[str]:
         with self._lock:

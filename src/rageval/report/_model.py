@@ -18,7 +18,9 @@ SUMMARY = "summary.json"
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # the page shows NaN/Infinity in free-form evidence as the words they are (JSON.parse
+    # rejects the bare tokens), see report._json_safe
+    model_config = ConfigDict(extra="allow", ser_json_inf_nan="strings")
 
 
 class Usage(_Record):

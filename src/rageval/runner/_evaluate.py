@@ -24,6 +24,7 @@ from rageval.judge import Usage, UsageLedger, endpoint_limiter
 from rageval.judge._cache import RequestCache
 from rageval.metrics.base import Metric, create_metric, registered_metrics
 from rageval.results import EvaluationResult, SampleRecord
+from rageval.runner._cells import CellStore
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
 from rageval.runner._schedule import MIN_WINDOW, Plan, Scheduler, meter_judge
 from rageval.samples import (
@@ -320,7 +321,14 @@ async def aevaluate(
         result.add(record, offset=offset)
         meter.row_done(record)
 
-    plan = Plan(metric_objs, judge_of, shared_judge, embedder, invalid_rows)
+    plan = Plan(
+        metric_objs,
+        judge_of,
+        shared_judge,
+        embedder,
+        invalid_rows,
+        cells=CellStore(judge_of, shared_judge, embedder),
+    )
     scheduler = Scheduler(plan, loaded.samples, ids, window=_window(judges), on_record=on_record)
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
     try:

@@ -28,6 +28,7 @@ from rageval.samples import Sample
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
+    from rageval.runner._cells import CellStore
 
 #: the cause of a skipped cell whose metric needs a judge when none is configured
 NO_JUDGE_CAUSE = (
@@ -98,6 +99,8 @@ class Plan:
     shared_judge: Judge | None
     embeddings: Embeddings | None
     invalid_rows: Mapping[int, str]
+    #: finished cells kept across runs (None: recompute every cell)
+    cells: CellStore | None = None
 
 
 class Scheduler:
@@ -169,6 +172,11 @@ class Scheduler:
                 to_run.append(m)
         meter = _SampleMeter()
         _CURRENT.set(meter)  # this task's own context: seen by every task started below
+        cells = self.plan.cells
+        if cells is not None and to_run:
+            kept = cells.lookup(sample, to_run)
+            results.update(kept)
+            to_run = [m for m in to_run if m.name not in kept]
         needs = frozenset().union(*(m.statement_needs for m in to_run))
         ctx = ScoringContext(
             judge=self.plan.shared_judge,
@@ -176,16 +184,19 @@ class Scheduler:
             statements=SharedStatements(sample, self.plan.shared_judge, needs),
             tags={"sample": sid},
         )
-        cells = [asyncio.ensure_future(self._cell(m, sample, ctx)) for m in to_run]
+        tasks = [asyncio.ensure_future(self._cell(m, sample, ctx)) for m in to_run]
         try:
-            outcomes = await asyncio.gather(*cells)
+            outcomes = await asyncio.gather(*tasks)
         except BaseException:
             # gather leaves the other cells running when one raises (a fatal judge error)
-            for task in cells:
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(*cells, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             raise
-        results.update(zip((m.name for m in to_run), outcomes, strict=True))
+        fresh = dict(zip((m.name for m in to_run), outcomes, strict=True))
+        results.update(fresh)
+        if cells is not None and fresh:
+            cells.keep(sample, to_run, fresh)
         return SampleRecord(
             row,
             sid,

@@ -1,0 +1,146 @@
+"""Finished cells remembered across runs, so re-running an evaluation costs no judge work.
+
+A cell (one metric on one sample) that ended ``ok`` is kept in its judge's request cache file
+(table ``cells``) under the sha256 of everything its value depends on: the sample, the metric
+and its parameters, the judges it asks (endpoint, model, sampling settings, structured-output
+mode) and the embeddings it uses, and rageval's own code (its version and a digest of its
+source files), so a changed prompt or metric never reuses an old value. Failed and skipped
+cells are never kept. A judge with ``cache=False`` keeps and reuses nothing.
+
+Without this, a re-run still sends no request (every judge call is answered by the request
+cache) but re-does all the per-call work: a cached cell is one lookup instead of a few.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rageval._version import __version__
+from rageval.judge import Usage
+from rageval.metrics.base import Metric, MetricResult
+from rageval.samples import Sample
+
+if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
+
+_FORMAT = 1
+
+
+class CellStore:
+    """Looks up and keeps the ``ok`` cells of the metrics that have a caching judge."""
+
+    def __init__(
+        self,
+        judge_of: Mapping[str, Judge | None],
+        shared_judge: Judge | None,
+        embeddings: Embeddings | None,
+    ) -> None:
+        self._judge_of = judge_of
+        self._shared = _judge_identity(shared_judge) if shared_judge is not None else None
+        self._embeddings = embeddings
+
+    def lookup(self, sample: Sample, metrics: Sequence[Metric]) -> dict[str, MetricResult]:
+        """The kept results of `metrics` on `sample`, by metric name; each hit is booked as a
+        cache hit in the usage of that metric's judge."""
+        keys = self._keys(sample, metrics)
+        found: dict[str, MetricResult] = {}
+        for metric in metrics:
+            key = keys.get(metric.name)
+            judge = self._judge_of.get(metric.name)
+            if key is None or judge is None or judge.cache is None:
+                continue
+            stored = judge.cache.get_cell(key)
+            if stored is None:
+                continue
+            try:
+                result = MetricResult.model_validate_json(stored)
+            except ValueError:  # written by another version of the result model: compute again
+                continue
+            found[metric.name] = result
+            judge.usage.record(Usage(cache_hits=1), {"metric": metric.name, "sample": _id(sample)})
+        return found
+
+    def keep(
+        self, sample: Sample, metrics: Sequence[Metric], results: Mapping[str, MetricResult]
+    ) -> None:
+        """Keep the ``ok`` results among `results` (of `metrics` on `sample`)."""
+        done = [m for m in metrics if results.get(m.name) is not None and results[m.name].measured]
+        keys = self._keys(sample, done)
+        for metric in done:
+            key = keys.get(metric.name)
+            judge = self._judge_of.get(metric.name)
+            if key is not None and judge is not None and judge.cache is not None:
+                judge.cache.put_cell(key, results[metric.name].model_dump_json())
+
+    def _keys(self, sample: Sample, metrics: Sequence[Metric]) -> dict[str, str]:
+        """The cell key of each metric that has a caching judge."""
+        cached = [m for m in metrics if _has_cache(self._judge_of.get(m.name))]
+        if not cached:
+            return {}
+        sample_json = sample.model_dump_json()
+        keys = {}
+        for metric in cached:
+            judge = self._judge_of[metric.name]
+            assert judge is not None
+            needs_embeddings = metric.needs_embeddings
+            embeddings = (metric.embeddings or self._embeddings) if needs_embeddings else None
+            identity = json.dumps(
+                {
+                    "format": _FORMAT,
+                    "code": _code_digest(),
+                    "metric": [type(metric).__module__, type(metric).__qualname__, metric.name],
+                    "params": metric.params(),
+                    "judge": _judge_identity(judge),
+                    "statements": self._shared if metric.statement_needs else None,
+                    "embeddings": _embeddings_identity(embeddings),
+                },
+                sort_keys=True,
+                default=repr,
+            )
+            digest = hashlib.sha256(identity.encode())
+            digest.update(b"\0")
+            digest.update(sample_json.encode())
+            keys[metric.name] = digest.hexdigest()
+        return keys
+
+
+def _has_cache(judge: Judge | None) -> bool:
+    return judge is not None and judge.cache is not None
+
+
+def _id(sample: Sample) -> str:
+    return sample.id or "-"
+
+
+def _judge_identity(judge: Judge) -> list[Any]:
+    return [judge.base_url, judge.model, judge.temperature, judge.max_tokens, judge.seed,
+            judge.mode]  # fmt: skip
+
+
+def _embeddings_identity(embeddings: Embeddings | None) -> list[Any] | None:
+    if embeddings is None:
+        return None
+    return [type(embeddings).__qualname__, embeddings.name, embeddings.dim,
+            getattr(embeddings, "base_url", None)]  # fmt: skip
+
+
+@functools.cache
+def _code_digest() -> str:
+    """rageval's version and source: any change to a prompt or a metric's math, even in an
+    editable install that keeps its version number, makes every kept cell a miss."""
+    return f"{__version__}:{_source_digest(Path(__file__).resolve().parent.parent)}"
+
+
+def _source_digest(root: Path) -> str:
+    """sha256 over the names and contents of the Python files under `root`."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()

@@ -1,0 +1,124 @@
+"""Finished cells kept across runs (rageval.runner._cells): a re-run costs no judge work, and
+anything a cell's value depends on makes it a miss."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rageval.judge import Judge
+from rageval.judge._cache import shared_cache
+from rageval.runner import evaluate
+from rageval.runner._cells import _source_digest
+from rageval.testing import FAKE_API_KEY, FakeOpenAI, Reply
+from runner_helpers import handle, rows, sample_id_of
+
+METRICS = ["faithfulness", "context_recall", "answer_accuracy"]
+
+
+def judge(server: FakeOpenAI, **kw: Any) -> Judge:
+    return Judge("test-model", base_url=server.base_url, api_key=FAKE_API_KEY, **kw)
+
+
+@pytest.fixture
+def server() -> Any:
+    with FakeOpenAI(handle) as s:
+        yield s
+
+
+def values(result: Any) -> dict[str, list[float | None]]:
+    return {m: result[m] for m in METRICS}
+
+
+def test_a_rerun_sends_nothing_and_gives_the_same_results(server: FakeOpenAI) -> None:
+    first = evaluate(rows(4), METRICS, llm=judge(server), progress=False)
+    sent = len(server.chat_requests)
+    assert sent > 0 and first.usage.cache_hits == 0
+    again = evaluate(rows(4), METRICS, llm=judge(server), progress=False)
+    assert len(server.chat_requests) == sent
+    assert values(again) == values(first)
+    for sid in ("s000", "s003"):
+        assert again.sample(sid).cells["faithfulness"].evidence == (
+            first.sample(sid).cells["faithfulness"].evidence
+        )
+        # one kept cell per metric, booked as a cache hit of that cell
+        assert all(again.sample(sid).cells[m].usage.cache_hits == 1 for m in METRICS)
+    assert again.usage.cache_hits == 4 * len(METRICS)
+    assert shared_cache().stats()["entries"]["cells"] == 4 * len(METRICS)
+
+
+def test_a_new_row_a_changed_sample_or_other_settings_are_computed(server: FakeOpenAI) -> None:
+    evaluate(rows(3), ["faithfulness"], llm=judge(server), progress=False)
+    asked = {sample_id_of(r) for r in server.chat_requests}
+    assert asked == {"s000", "s001", "s002"}
+
+    def asked_after(run: Any) -> set[str | None]:
+        before = len(server.chat_requests)
+        run()
+        return {sample_id_of(r) for r in server.chat_requests[before:]}
+
+    changed = rows(4)
+    changed[1]["response"] += " Clouds are white."
+    assert asked_after(
+        lambda: evaluate(changed, ["faithfulness"], llm=judge(server), progress=False)
+    ) == {"s001", "s003"}
+    # another temperature is another judge: nothing kept applies
+    assert asked_after(
+        lambda: evaluate(
+            rows(3), ["faithfulness"], llm=judge(server, temperature=0.5), progress=False
+        )
+    ) == {"s000", "s001", "s002"}
+
+
+def test_metric_parameters_are_part_of_the_key(server: FakeOpenAI) -> None:
+    from rageval.metrics.base import create_metric
+
+    plain = create_metric("answer_correctness")
+    weighted = create_metric("answer_correctness", {"weights": [1.0, 0.0]})
+    assert plain.params() != weighted.params()
+    first = evaluate(rows(2), [plain], llm=judge(server), progress=False)
+    second = evaluate(rows(2), [weighted], llm=judge(server), progress=False)
+    # computed again (its judge calls come from the request cache) and kept on its own
+    assert second["answer_correctness"] != first["answer_correctness"]
+    assert shared_cache().stats()["entries"]["cells"] == 4
+
+
+def test_cells_that_failed_are_not_kept() -> None:
+    broken = {"s001"}
+
+    def flaky(req: Any) -> Any:
+        if sample_id_of(req) in broken:
+            return Reply.text("not json at all")
+        return handle(req)
+
+    with FakeOpenAI(flaky) as srv:
+        first = evaluate(rows(3), ["answer_accuracy"], llm=judge(srv, max_reasks=0), progress=False)
+        assert first.statuses("answer_accuracy") == ["ok", "not_measured", "ok"]
+        assert shared_cache().stats()["entries"]["cells"] == 2
+        broken.clear()
+        before = len(srv.chat_requests)
+        again = evaluate(rows(3), ["answer_accuracy"], llm=judge(srv, max_reasks=0), progress=False)
+        assert {sample_id_of(r) for r in srv.chat_requests[before:]} == {"s001"}
+    assert again.statuses("answer_accuracy") == ["ok", "ok", "ok"]
+
+
+def test_a_judge_without_cache_keeps_nothing(server: FakeOpenAI, rageval_cache_dir: Path) -> None:
+    evaluate(rows(2), METRICS, llm=judge(server, cache=False), progress=False)
+    sent = len(server.chat_requests)
+    evaluate(rows(2), METRICS, llm=judge(server, cache=False), progress=False)
+    assert len(server.chat_requests) == 2 * sent
+    assert not rageval_cache_dir.exists()
+
+
+def test_the_code_digest_changes_with_any_source_file(tmp_path: Path) -> None:
+    (tmp_path / "metrics").mkdir()
+    prompt = tmp_path / "metrics" / "some_metric.py"
+    prompt.write_text('PROMPT = "Judge the answer."\n')
+    (tmp_path / "notes.txt").write_text("not code")
+    before = _source_digest(tmp_path)
+    (tmp_path / "notes.txt").write_text("still not code")
+    assert _source_digest(tmp_path) == before
+    prompt.write_text('PROMPT = "Judge the answer strictly."\n')
+    assert _source_digest(tmp_path) != before
