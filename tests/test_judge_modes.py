@@ -49,7 +49,7 @@ def test_schemas_strict_mode_cannot_express_are_sent_loose() -> None:
     assert strict_schema(Loose.model_json_schema()) is None
     shape = shape_of(Loose)
     _, extra = build_request("json_schema", [{"role": "user", "content": "x"}], shape)
-    fmt = extra["response_format"]["json_schema"]
+    fmt = extra["response_format"].value["json_schema"]
     assert fmt["strict"] is False and fmt["schema"] == Loose.model_json_schema()
 
 

@@ -12,6 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from rageval.judge._modes import Mode, build_request, shape_of
+from rageval.judge._transport import encode_body
 from rageval.metrics._prompting import check_ids
 from rageval.testing import RecordedRequest, Reply
 from rageval.testing.server import CHAT_PATH
@@ -56,7 +57,8 @@ def verdicts_of(reply: Any) -> Any:
 def ask(messages: list[dict[str, str]], model: type[BaseModel], mode: Mode) -> tuple[Any, str]:
     """The parsed reply of the synthetic judge to a rageval prompt sent in `mode`, and its kind."""
     sent, extra = build_request(mode, messages, shape_of(model))
-    req = RecordedRequest(CHAT_PATH, {}, {"model": "m", "messages": sent, **extra}, 0.0)
+    body = json.loads(encode_body({"model": "m", "messages": sent, **extra}))  # as sent on the wire
+    req = RecordedRequest(CHAT_PATH, {}, body, 0.0)
     reply = handle(req)
     assert isinstance(reply, Reply)
     raw = reply.value if reply.kind == "json" else json.loads(reply.value)

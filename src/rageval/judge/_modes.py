@@ -94,6 +94,11 @@ class Shape:
     def schema_json(self) -> str:
         return json.dumps(self.schema, sort_keys=True, separators=(",", ":"))
 
+    @cached_property
+    def encoded_extras(self) -> dict[str, dict[str, Any]]:
+        """build_request's extra arguments by mode, made on first use."""
+        return {}
+
 
 @lru_cache(maxsize=512)
 def shape_of(response_model: type[Any]) -> Shape:
@@ -164,23 +169,51 @@ def _resolve(ref: str, root: dict[str, Any]) -> dict[str, Any]:
 def build_request(
     mode: Mode, messages: list[dict[str, Any]], shape: Shape
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The messages and the extra ``chat.completions.create`` arguments for ``mode``."""
+    """The messages and the extra ``chat.completions.create`` arguments for ``mode``.
+
+    The extra arguments (the schema, the same in every request for a response model) come as
+    :class:`PreEncoded` values, so their JSON is made once, not once per request."""
+    if mode == "json" or mode not in MODES:
+        return _schema_in_messages(messages, shape), {}
+    return messages, _encoded_extra(mode, shape)
+
+
+class PreEncoded:
+    """A request argument and its JSON text, made once (see _transport.encode_body)."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _encoded_extra(mode: Mode, shape: Shape) -> dict[str, Any]:
+    extra = shape.encoded_extras.get(mode)
+    if extra is None:
+        extra = shape.encoded_extras[mode] = _extra(mode, shape)
+    return extra
+
+
+def _extra(mode: Mode, shape: Shape) -> dict[str, Any]:
     schema = shape.strict if shape.strict is not None else shape.schema
     strict = shape.strict is not None
     if mode == "json_schema":
         fmt = {"name": shape.name, "schema": schema, "strict": strict}
-        return messages, {"response_format": {"type": "json_schema", "json_schema": fmt}}
-    if mode == "tools":
-        function = {
-            "name": shape.name,
-            "description": "Record your answer.",
-            "parameters": schema,
-            "strict": strict,
-        }
-        return messages, {
-            "tools": [{"type": "function", "function": function}],
-            "tool_choice": {"type": "function", "function": {"name": shape.name}},
-        }
+        return {"response_format": PreEncoded({"type": "json_schema", "json_schema": fmt})}
+    function = {
+        "name": shape.name,
+        "description": "Record your answer.",
+        "parameters": schema,
+        "strict": strict,
+    }
+    return {
+        "tools": PreEncoded([{"type": "function", "function": function}]),
+        "tool_choice": PreEncoded({"type": "function", "function": {"name": shape.name}}),
+    }
+
+
+def _schema_in_messages(messages: list[dict[str, Any]], shape: Shape) -> list[dict[str, Any]]:
     instruction = (
         "Answer with a single JSON object and nothing else. It must validate against this "
         f"JSON Schema:\n{shape.schema_json}"
@@ -192,7 +225,7 @@ def build_request(
             break
     else:
         out.insert(0, {"role": "system", "content": instruction})
-    return out, {}
+    return out
 
 
 def reply_text(message: Mapping[str, Any], mode: Mode) -> str:

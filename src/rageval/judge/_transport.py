@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
+from rageval.judge._modes import PreEncoded
 from rageval.judge._retry import RequestNotSent
 
 __all__ = ["BadBody", "DirectSender", "SdkSender", "Sender", "post_json"]
@@ -63,6 +64,24 @@ async def post_json(
         ) from exc
 
 
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """The JSON of a request body whose top-level values may be :class:`PreEncoded`."""
+    parts = []
+    for key, value in body.items():
+        text = value.text if isinstance(value, PreEncoded) else _dumps(value)
+        parts.append(f"{_dumps(key)}:{text}")
+    return ("{" + ",".join(parts) + "}").encode()
+
+
+def plain_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """`body` with :class:`PreEncoded` values replaced by the values themselves."""
+    return {k: v.value if isinstance(v, PreEncoded) else v for k, v in body.items()}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 class SdkSender:
     """Every request through the SDK client's ``post()``, handing back the raw response."""
 
@@ -75,7 +94,7 @@ class SdkSender:
         try:
             return await self._client.post(
                 path,
-                body=body,
+                body=plain_body(body),
                 cast_to=_httpx().Response,
                 options={"timeout": timeout, "security": {"bearer_auth": True}},
             )
@@ -108,7 +127,7 @@ class DirectSender:
         request = self._http.build_request(
             "POST",
             self._base_url + path,
-            content=json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(),
+            content=encode_body(body),
             headers=self._headers,
             params=self._query,
             timeout=timeout,
