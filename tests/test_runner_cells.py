@@ -3,6 +3,7 @@ anything a cell's value depends on makes it a miss."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,63 @@ def test_the_code_digest_changes_with_any_source_file(tmp_path: Path) -> None:
     assert _source_digest(tmp_path) == before
     prompt.write_text('PROMPT = "Judge the answer strictly."\n')
     assert _source_digest(tmp_path) != before
+
+
+_CUSTOM = """
+from typing import ClassVar
+from pydantic import BaseModel
+from rageval.metrics.base import Metric, MetricResult
+
+class Verdict(BaseModel):
+    verdict: int
+
+class Custom(Metric):
+    name = "custom"
+    needs_llm = True
+    required_fields: ClassVar[tuple[str, ...]] = ("response",)
+
+    async def _score(self, sample, ctx):
+        reply = await ctx.ask([{"role": "user", "content": "PROMPT " + sample.response}], Verdict)
+        return MetricResult.ok(SCALE * reply.verdict)
+"""
+
+
+def _load_custom(path: Path, scale: str) -> Any:
+    import importlib.util
+
+    path.write_text(_CUSTOM.replace("SCALE", scale))
+    spec = importlib.util.spec_from_file_location(f"custom_{scale}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import would
+    spec.loader.exec_module(module)
+    return module.Custom
+
+
+@pytest.fixture
+def verdict_server() -> Any:
+    with FakeOpenAI(lambda req: Reply.json({"verdict": 1})) as s:
+        yield s
+
+
+def test_a_metric_defined_outside_rageval_is_keyed_by_its_source_file(
+    verdict_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    data = [{"response": f"answer {i}"} for i in range(3)]
+    llm = judge(verdict_server)
+    first = evaluate(data, [_load_custom(tmp_path / "m.py", "1")()], llm=llm, progress=False)
+    assert first["custom"] == [1.0, 1.0, 1.0]
+    assert shared_cache().stats()["entries"]["cells"] == 3
+    # same prompts (answered by the request cache), new code: computed again, not reused
+    again = evaluate(data, [_load_custom(tmp_path / "m.py", "2")()], llm=llm, progress=False)
+    assert again["custom"] == [2.0, 2.0, 2.0]
+    assert shared_cache().stats()["entries"]["cells"] == 6
+
+
+def test_a_metric_without_a_source_file_is_never_kept(verdict_server: FakeOpenAI) -> None:
+    namespace: dict[str, Any] = {}
+    exec(_CUSTOM.replace("SCALE", "1"), namespace)  # like a class typed into a REPL
+    custom = namespace["Custom"]()
+    result = evaluate([{"response": "a"}], [custom], llm=judge(verdict_server), progress=False)
+    assert result["custom"] == [1.0]
+    assert shared_cache().stats()["entries"]["cells"] == 0

@@ -3,8 +3,9 @@
 A cell (one metric on one sample) that ended ``ok`` is kept in its judge's request cache file
 (table ``cells``) under the sha256 of everything its value depends on: the sample, the metric
 and its parameters, the judges it asks (endpoint, model, sampling settings, structured-output
-mode) and the embeddings it uses, and rageval's own code (its version and a digest of its
-source files), so a changed prompt or metric never reuses an old value. Failed and skipped
+mode) and the embeddings it uses, and the code (rageval's version and a digest of its source
+files; for a metric defined outside rageval, a digest of its source file, and nothing is kept
+when that file cannot be read), so a changed prompt or metric never reuses an old value. Failed and skipped
 cells are never kept. A judge with ``cache=False`` keeps and reuses nothing.
 
 Without this, a re-run still sends no request (every judge call is answered by the request
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -80,7 +82,11 @@ class CellStore:
 
     def _keys(self, sample: Sample, metrics: Sequence[Metric]) -> dict[str, str]:
         """The cell key of each metric that has a caching judge."""
-        cached = [m for m in metrics if _has_cache(self._judge_of.get(m.name))]
+        cached = [
+            m
+            for m in metrics
+            if _has_cache(self._judge_of.get(m.name)) and _metric_source(type(m)) is not None
+        ]
         if not cached:
             return {}
         sample_json = sample.model_dump_json()
@@ -95,6 +101,7 @@ class CellStore:
                     "format": _FORMAT,
                     "code": _code_digest(),
                     "metric": [type(metric).__module__, type(metric).__qualname__, metric.name],
+                    "metric_source": _metric_source(type(metric)),
                     "params": metric.params(),
                     "judge": _judge_identity(judge),
                     "statements": self._shared if metric.statement_needs else None,
@@ -128,6 +135,20 @@ def _embeddings_identity(embeddings: Embeddings | None) -> list[Any] | None:
         return None
     return [type(embeddings).__qualname__, embeddings.name, embeddings.dim,
             getattr(embeddings, "base_url", None)]  # fmt: skip
+
+
+@functools.cache
+def _metric_source(cls: type[Metric]) -> str | None:
+    """What stands for a metric class's code: "" for rageval's own (in the code digest), the
+    sha256 of its source file for one defined elsewhere, None (never kept) when that file
+    cannot be read, e.g. a class typed into a notebook or REPL."""
+    if cls.__module__.split(".")[0] == "rageval":
+        return ""
+    try:
+        path = inspect.getsourcefile(cls)
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
+    except (OSError, TypeError):
+        return None
 
 
 @functools.cache
