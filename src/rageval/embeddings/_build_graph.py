@@ -6,7 +6,14 @@
 The graph computes what sentence-transformers computes for this model: BERT encoder (6 layers,
 hidden 384, 12 heads, exact-erf GELU, LayerNorm eps 1e-12, token type 0), then mean pooling
 over the attention mask, then L2 normalisation. Inputs ``input_ids`` and ``attention_mask``
-(int64, batch x sequence); output ``sentence_embedding`` (float32, batch x 384).
+(int64, batch x sequence, right-padded: each row's real tokens come first, as the tokenizer
+writes them); output ``sentence_embedding`` (float32, batch x 384).
+
+The padding is not computed: the encoder's matrix products run on the real tokens only, and
+attention, which needs the (batch, sequence) grid, fills padded slots with copies of the row's
+last token (see ``build``). Texts sorted by characters, as rageval and sentence-transformers
+batch them, still leave 17-27% of the slots of a batch padded on the benchmark texts; skipping
+them is most of the lead over sentence-transformers + torch (benchmarks/RESULTS.md).
 
 Every weight is declared as an external-data initializer named as in ``model.safetensors``
 (with that file's offsets), and holds no data: at load time ``local.py`` maps the safetensors
@@ -34,7 +41,6 @@ HEAD_DIM = HIDDEN // HEADS
 LN_EPS = 1e-12
 POOL_EPS = 1e-9  # sentence-transformers clamps the token count at 1e-9
 NORM_EPS = 1e-12  # torch.nn.functional.normalize's default eps
-MASK_FILL = -3.4028234663852886e38  # float32 min, what transformers adds at padded keys
 
 
 def build(index: SafetensorsIndex) -> Any:
@@ -60,10 +66,10 @@ def build(index: SafetensorsIndex) -> Any:
     def i64(values: list[int]) -> str:
         return const(values, TensorProto.INT64, [len(values)])
 
-    def linear(x: str, prefix: str) -> str:
+    def linear(x: str, weight: str, bias: str) -> str:
         # torch Linear stores weight as (out, in): Gemm with transB uses it as stored, so no
         # transposed copy is made at session creation
-        return node("Gemm", [x, f"{prefix}.weight", f"{prefix}.bias"], transB=1)
+        return node("Gemm", [x, weight, bias], transB=1)
 
     def layer_norm(x: str, prefix: str) -> str:
         return node(
@@ -73,10 +79,7 @@ def build(index: SafetensorsIndex) -> Any:
             epsilon=LN_EPS,
         )
 
-    def heads(x: str, perm: list[int]) -> str:
-        return node("Transpose", [node("Reshape", [x, split_shape])], perm=perm)
-
-    # embeddings: word + position + token type 0
+    # embeddings: word + position + token type 0, on the padded (batch, seq) grid
     batch_seq = node("Shape", ["input_ids"])
     seq_len = node("Shape", ["input_ids"], start=1, end=2)
     positions = node(
@@ -90,37 +93,74 @@ def build(index: SafetensorsIndex) -> Any:
     x = layer_norm(
         node("Add", [node("Add", [words, positions]), token_type]), "embeddings.LayerNorm"
     )
-    # the encoder works on (batch * seq, hidden) rows, the shape Gemm takes
-    rows_shape = i64([-1, HIDDEN])
-    x = node("Reshape", [x, rows_shape])
 
-    # additive attention mask, (batch, 1, 1, seq): 0 for tokens, float32 min for padding
-    mask = node("Cast", ["attention_mask"], to=TensorProto.FLOAT)
-    mask_bias = node(
-        "Unsqueeze",
-        [node("Mul", [node("Sub", [f32(1.0), mask]), f32(MASK_FILL)]), i64([1, 2])],
+    # The encoder works on the real tokens only, as (tokens, hidden) rows: batches of texts
+    # sorted by characters are still 17-27% padding, and every Gemm, LayerNorm and GELU
+    # would pay for it. `tokens` lists the grid slots holding a real token; `slots` maps every
+    # grid slot to a row of the token matrix -- its own for a real token, the row's last real
+    # token ([SEP]) for padding (the tokenizer pads on the right).
+    flat_mask = node("Reshape", ["attention_mask", i64([-1])])
+    tokens = node("Reshape", [node("NonZero", [flat_mask]), i64([-1])])
+    cumsum = node("CumSum", [flat_mask, const([0], TensorProto.INT64, [])])
+    slots = node(
+        "Max",
+        [
+            node("Sub", [cumsum, const([1], TensorProto.INT64, [])]),
+            const([0], TensorProto.INT64, []),
+        ],
     )
-    split_shape = node("Concat", [batch_seq, i64([HEADS, HEAD_DIM])], axis=0)
+    x = node("Gather", [node("Reshape", [x, i64([-1, HIDDEN])]), tokens])
+
+    # Attention runs on the padded grid, where a padded key is a copy of its row's [SEP] key
+    # (and its value a copy of [SEP]'s value). Instead of masking padded keys (adding float32
+    # min makes onnxruntime's softmax emit denormals, which slow it and the next MatMul
+    # several-fold), each of the k = 1 + padding copies of [SEP] gets the score bias -log(k):
+    # together they carry exactly [SEP]'s weight, so the softmax-weighted sum is unchanged.
+    mask = node("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+    padding = node("ReduceSum", [node("Sub", [f32(1.0), mask]), i64([1])], keepdims=1)
+    next_mask = node("Slice", [mask, i64([1]), i64([2**62]), i64([1])])
+    next_mask = node("Pad", [next_mask, i64([0, 0, 0, 1])])
+    is_copy = node("Sub", [f32(1.0), node("Mul", [mask, next_mask])])
+    copy_bias = node("Neg", [node("Log", [node("Add", [padding, f32(1.0)])])])
+    score_bias = node("Unsqueeze", [node("Mul", [is_copy, copy_bias]), i64([1, 2])])
+    qkv_shape = node("Concat", [batch_seq, i64([3, HEADS, HEAD_DIM])], axis=0)
     scale = f32(1.0 / math.sqrt(HEAD_DIM))
 
     for i in range(LAYERS):
         p = f"encoder.layer.{i}"
-        q = heads(linear(x, f"{p}.attention.self.query"), [0, 2, 1, 3])
-        k = heads(linear(x, f"{p}.attention.self.key"), [0, 2, 3, 1])
-        v = heads(linear(x, f"{p}.attention.self.value"), [0, 2, 1, 3])
-        scores = node("Add", [node("Mul", [node("MatMul", [q, k]), scale]), mask_bias])
+        # one Gemm for query, key and value: onnxruntime folds the Concat of the three
+        # weights into one packed weight at session creation
+        qkv_weight, qkv_bias = (
+            node(
+                "Concat",
+                [f"{p}.attention.self.{n}.{kind}" for n in ("query", "key", "value")],
+                axis=0,
+            )
+            for kind in ("weight", "bias")
+        )
+        qkv = node("Gather", [linear(x, qkv_weight, qkv_bias), slots])
+        heads = node("Transpose", [node("Reshape", [qkv, qkv_shape])], perm=[2, 0, 3, 1, 4])
+        # (batch, heads, seq, head_dim) each: 4-D, for which onnxruntime's Transpose is fast
+        q, k, v = (node("Gather", [heads, const([j], TensorProto.INT64, [])]) for j in range(3))
+        scores = node("MatMul", [q, node("Transpose", [k], perm=[0, 1, 3, 2])])
+        scores = node("Add", [node("Mul", [scores, scale]), score_bias])
         context = node("MatMul", [node("Softmax", [scores], axis=-1), v])
-        context = node("Reshape", [node("Transpose", [context], perm=[0, 2, 1, 3]), rows_shape])
-        attn = linear(context, f"{p}.attention.output.dense")
+        context = node("Transpose", [context], perm=[0, 2, 1, 3])
+        context = node("Gather", [node("Reshape", [context, i64([-1, HIDDEN])]), tokens])
+        d = f"{p}.attention.output.dense"
+        attn = linear(context, f"{d}.weight", f"{d}.bias")
         x = layer_norm(node("Add", [attn, x]), f"{p}.attention.output.LayerNorm")
 
-        hidden = linear(x, f"{p}.intermediate.dense")
+        d = f"{p}.intermediate.dense"
+        hidden = linear(x, f"{d}.weight", f"{d}.bias")
         erf = node("Erf", [node("Div", [hidden, f32(math.sqrt(2.0))])])
         gelu = node("Mul", [node("Mul", [hidden, node("Add", [erf, f32(1.0)])]), f32(0.5)])
-        out = linear(gelu, f"{p}.output.dense")
+        d = f"{p}.output.dense"
+        out = linear(gelu, f"{d}.weight", f"{d}.bias")
         x = layer_norm(node("Add", [out, x]), f"{p}.output.LayerNorm")
 
-    # mean pooling over real tokens, then L2 normalisation
+    # back to the grid; mean pooling over real tokens, then L2 normalisation
+    x = node("Gather", [x, slots])
     x = node("Reshape", [x, node("Concat", [batch_seq, i64([HIDDEN])], axis=0)])
     mask3 = node("Unsqueeze", [mask, i64([2])])
     summed = node("ReduceSum", [node("Mul", [x, mask3]), i64([1])], keepdims=0)
