@@ -9,6 +9,7 @@ good, every later request raises at once without sending.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import importlib.util
 import os
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 from rageval._sync import close_with_loop
 from rageval.judge._limiter import endpoint_limiter
 from rageval.judge._retry import Tally, Target, call_with_retries
-from rageval.judge._transport import DirectSender, SdkSender, Sender, post_json
+from rageval.judge._transport import DirectSender, SdkSender, Sender, _httpx, post_json
 from rageval.judge.errors import FatalJudgeError
 
 __all__ = ["DEFAULT_BASE_URL", "Endpoint", "normalize_base_url"]
@@ -263,8 +264,15 @@ def _http_client(openai: Any, timeout: float) -> Any:
 
     Both are the openai SDK's own clients; aiohttp's C-accelerated HTTP parsing costs about half
     the client CPU per request of the pure-Python httpx stack (benchmarks/RESULTS.md), which is
-    what bounds a run's speed against a fast endpoint.
+    what bounds a run's speed against a fast endpoint. Every client gets the same TLS context
+    (what the client would make itself), made once: loading the CA bundle takes ~50 ms.
     """
     if hasattr(openai, "DefaultAioHttpClient") and importlib.util.find_spec("aiohttp"):
-        return openai.DefaultAioHttpClient(timeout=timeout)
-    return openai.DefaultAsyncHttpxClient(timeout=timeout)
+        return openai.DefaultAioHttpClient(timeout=timeout, verify=_tls_context())
+    return openai.DefaultAsyncHttpxClient(timeout=timeout, verify=_tls_context())
+
+
+@functools.cache
+def _tls_context() -> Any:
+    # the defaults of the HTTP library under the SDK: its CA bundle, SSL_CERT_FILE/DIR honoured
+    return _httpx().create_ssl_context()
