@@ -69,7 +69,6 @@ _PUT_COMPLETION = (
 )
 _DELETE_COMPLETION = "DELETE FROM completions WHERE key = ?"
 _PUT_VECTOR = "INSERT OR REPLACE INTO embeddings (key, model, vector, created) VALUES (?, ?, ?, ?)"
-_GET_CELL = "SELECT value FROM cells WHERE key = ?"
 _PUT_CELL = "INSERT OR REPLACE INTO cells (key, value, created) VALUES (?, ?, ?)"
 _PUT_MODE = "INSERT OR REPLACE INTO modes (endpoint, model, mode, created) VALUES (?, ?, ?, ?)"
 #: how often the writer thread commits what was queued, and how long it stays without work
@@ -316,14 +315,21 @@ class RequestCache:
 
     # ------------------------------------------------------------------ cells
 
-    def get_cell(self, key: str) -> str | None:
-        """A finished cell kept by the runner (rageval.runner._cells): its result's JSON."""
+    def get_cells(self, keys: Sequence[str]) -> dict[str, str]:
+        """Finished cells kept by the runner (rageval.runner._cells): key -> result JSON."""
+        found: dict[str, str] = {}
         with self._writing:
-            queued = self._queued_cells.get(key)
-        if queued is not None:
-            return queued
-        rows = self._read(_GET_CELL, (key,))
-        return str(rows[0][0]) if rows else None
+            for key in keys:
+                queued = self._queued_cells.get(key)
+                if queued is not None:
+                    found[key] = queued
+        rest = [key for key in keys if key not in found]
+        for start in range(0, len(rest), 500):  # sqlite caps the bound parameters
+            chunk = rest[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._read(f"SELECT key, value FROM cells WHERE key IN ({marks})", chunk)
+            found.update((str(k), str(v)) for k, v in rows)
+        return found
 
     def put_cell(self, key: str, value: str) -> None:
         with self._writing:

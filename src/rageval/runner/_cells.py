@@ -29,7 +29,7 @@ from rageval.samples import Sample
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
-    from rageval.judge import Judge
+    from rageval.judge import Judge, RequestCache
 
 _FORMAT = 1
 
@@ -46,26 +46,31 @@ class CellStore:
         self._judge_of = judge_of
         self._shared = _judge_identity(shared_judge) if shared_judge is not None else None
         self._embeddings = embeddings
+        self._identities: dict[str, bytes | None] = {}
 
     def lookup(self, sample: Sample, metrics: Sequence[Metric]) -> dict[str, MetricResult]:
         """The kept results of `metrics` on `sample`, by metric name; each hit is booked as a
         cache hit in the usage of that metric's judge."""
         keys = self._keys(sample, metrics)
+        by_cache: dict[int, tuple[RequestCache, list[str]]] = {}
+        for name, key in keys.items():
+            cache = self._cache_of(name)
+            by_cache.setdefault(id(cache), (cache, []))[1].append(key)
+        stored: dict[str, str] = {}
+        for cache, wanted in by_cache.values():
+            stored.update(cache.get_cells(wanted))
         found: dict[str, MetricResult] = {}
-        for metric in metrics:
-            key = keys.get(metric.name)
-            judge = self._judge_of.get(metric.name)
-            if key is None or judge is None or judge.cache is None:
-                continue
-            stored = judge.cache.get_cell(key)
-            if stored is None:
+        for name, key in keys.items():
+            if key not in stored:
                 continue
             try:
-                result = MetricResult.model_validate_json(stored)
+                result = MetricResult.model_validate_json(stored[key])
             except ValueError:  # written by another version of the result model: compute again
                 continue
-            found[metric.name] = result
-            judge.usage.record(Usage(cache_hits=1), {"metric": metric.name, "sample": _id(sample)})
+            found[name] = result
+            judge = self._judge_of[name]
+            assert judge is not None
+            judge.usage.record(Usage(cache_hits=1), {"metric": name, "sample": _id(sample)})
         return found
 
     def keep(
@@ -73,35 +78,50 @@ class CellStore:
     ) -> None:
         """Keep the ``ok`` results among `results` (of `metrics` on `sample`)."""
         done = [m for m in metrics if results.get(m.name) is not None and results[m.name].measured]
-        keys = self._keys(sample, done)
-        for metric in done:
-            key = keys.get(metric.name)
-            judge = self._judge_of.get(metric.name)
-            if key is not None and judge is not None and judge.cache is not None:
-                judge.cache.put_cell(key, results[metric.name].model_dump_json())
+        for name, key in self._keys(sample, done).items():
+            self._cache_of(name).put_cell(key, results[name].model_dump_json())
+
+    def _cache_of(self, name: str) -> RequestCache:
+        judge = self._judge_of[name]
+        assert judge is not None and judge.cache is not None
+        return judge.cache
 
     def _keys(self, sample: Sample, metrics: Sequence[Metric]) -> dict[str, str]:
-        """The cell key of each metric that has a caching judge."""
-        cached = [
-            m
-            for m in metrics
-            if _has_cache(self._judge_of.get(m.name)) and _metric_source(type(m)) is not None
-        ]
-        if not cached:
+        """The cell key of each metric that has a caching judge and a known source."""
+        identities: list[tuple[str, bytes]] = []
+        for metric in metrics:
+            identity = self._identity(metric)
+            if identity is not None:
+                identities.append((metric.name, identity))
+        if not identities:
             return {}
-        sample_json = sample.model_dump_json()
+        sample_json = sample.model_dump_json().encode()
         keys = {}
-        for metric in cached:
-            judge = self._judge_of[metric.name]
-            assert judge is not None
-            needs_embeddings = metric.needs_embeddings
-            embeddings = (metric.embeddings or self._embeddings) if needs_embeddings else None
+        for name, ident in identities:
+            digest = hashlib.sha256(ident)
+            digest.update(b"\0")
+            digest.update(sample_json)
+            keys[name] = digest.hexdigest()
+        return keys
+
+    def _identity(self, metric: Metric) -> bytes | None:
+        """Everything but the sample that a cell's value depends on (made once per metric);
+        None when the metric's cells are not kept."""
+        if metric.name in self._identities:
+            return self._identities[metric.name]
+        judge = self._judge_of.get(metric.name)
+        source = _metric_source(type(metric))
+        identity = None
+        if judge is not None and judge.cache is not None and source is not None:
+            embeddings = (
+                (metric.embeddings or self._embeddings) if metric.needs_embeddings else None
+            )
             identity = json.dumps(
                 {
                     "format": _FORMAT,
                     "code": _code_digest(),
                     "metric": [type(metric).__module__, type(metric).__qualname__, metric.name],
-                    "metric_source": _metric_source(type(metric)),
+                    "metric_source": source,
                     "params": metric.params(),
                     "judge": _judge_identity(judge),
                     "statements": self._shared if metric.statement_needs else None,
@@ -109,16 +129,9 @@ class CellStore:
                 },
                 sort_keys=True,
                 default=repr,
-            )
-            digest = hashlib.sha256(identity.encode())
-            digest.update(b"\0")
-            digest.update(sample_json.encode())
-            keys[metric.name] = digest.hexdigest()
-        return keys
-
-
-def _has_cache(judge: Judge | None) -> bool:
-    return judge is not None and judge.cache is not None
+            ).encode()
+        self._identities[metric.name] = identity
+        return identity
 
 
 def _id(sample: Sample) -> str:
@@ -133,8 +146,9 @@ def _judge_identity(judge: Judge) -> list[Any]:
 def _embeddings_identity(embeddings: Embeddings | None) -> list[Any] | None:
     if embeddings is None:
         return None
-    return [type(embeddings).__qualname__, embeddings.name, embeddings.dim,
-            getattr(embeddings, "base_url", None)]  # fmt: skip
+    # not `dim`: a remote model's is only known after its first reply
+    return [type(embeddings).__qualname__, embeddings.name,
+            getattr(embeddings, "dimensions", None), getattr(embeddings, "base_url", None)]  # fmt: skip
 
 
 @functools.cache
