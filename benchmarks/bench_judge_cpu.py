@@ -173,15 +173,15 @@ async def _floor_scenario(
     except ImportError:
         import httpx  # type: ignore[no-redef]
     from rageval.judge._modes import build_request, shape_of
+    from rageval.judge._transport import plain_body
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
     bodies = []
     for i in range(n + warmup):
         messages, model, _ = _faithfulness_call(i)
         messages, extra = build_request("json_schema", messages, shape_of(model))
-        bodies.append(
-            {"model": MODEL, "messages": messages, "temperature": 0.0, "max_tokens": 1024, **extra}
-        )
+        body = {"model": MODEL, "messages": messages, "temperature": 0.0, "max_tokens": 1024}
+        bodies.append(plain_body({**body, **extra}))
 
     async def call(body: dict[str, Any]) -> None:
         reply = await client.post("/chat/completions", body=body, cast_to=httpx.Response)
