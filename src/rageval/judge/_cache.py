@@ -241,6 +241,22 @@ class RequestCache:
             if queued.get(key) == value:
                 del queued[key]
 
+    def _get_many(
+        self, table: str, column: str, keys: Sequence[str], queued: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """`column` of `keys` in `table`: rows still queued first, then the file."""
+        with self._writing:
+            found = {key: queued[key] for key in keys if key in queued}
+        rest = [key for key in keys if key not in found]
+        # sqlite caps the number of bound parameters; stay well below it
+        for start in range(0, len(rest), 500):
+            chunk = rest[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                self._read(f"SELECT key, {column} FROM {table} WHERE key IN ({marks})", chunk)
+            )
+        return found
+
     def flush(self) -> None:
         """Wait until every queued write is committed."""
         with self._writing:
@@ -289,19 +305,10 @@ class RequestCache:
     # ------------------------------------------------------------- embeddings
 
     def get_vectors(self, keys: Sequence[str]) -> dict[str, bytes]:
-        found: dict[str, bytes] = {}
-        with self._writing:
-            for key in keys:
-                blob = self._queued_vectors.get(key)
-                if blob is not None:
-                    found[key] = blob
-        rest = [key for key in keys if key not in found]
-        # sqlite caps the number of bound parameters; stay well below it
-        for start in range(0, len(rest), 500):
-            chunk = rest[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._read(f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", chunk)
-            found.update((str(k), bytes(v)) for k, v in rows)
+        found = {
+            str(k): bytes(v)
+            for k, v in self._get_many("embeddings", "vector", keys, self._queued_vectors).items()
+        }
         with self._lock:
             self.embedding_hits += len(found)
             self.embedding_misses += len(keys) - len(found)
@@ -317,19 +324,8 @@ class RequestCache:
 
     def get_cells(self, keys: Sequence[str]) -> dict[str, str]:
         """Finished cells kept by the runner (rageval.runner._cells): key -> result JSON."""
-        found: dict[str, str] = {}
-        with self._writing:
-            for key in keys:
-                queued = self._queued_cells.get(key)
-                if queued is not None:
-                    found[key] = queued
-        rest = [key for key in keys if key not in found]
-        for start in range(0, len(rest), 500):  # sqlite caps the bound parameters
-            chunk = rest[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._read(f"SELECT key, value FROM cells WHERE key IN ({marks})", chunk)
-            found.update((str(k), str(v)) for k, v in rows)
-        return found
+        found = self._get_many("cells", "value", keys, self._queued_cells)
+        return {str(k): str(v) for k, v in found.items()}
 
     def put_cell(self, key: str, value: str) -> None:
         with self._writing:
