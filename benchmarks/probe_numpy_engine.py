@@ -285,28 +285,20 @@ class NumpyMiniLM:
 
 
 def worker(kind: str, texts: list[str], threads: int, attention: str, save: Path | None) -> None:
-    import numpy as np
+    # the onnxruntime side and the timing are bench_embeddings.py's own worker code
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_embeddings import _finish, worker_rageval
 
     if kind == "numpy":
         t0 = time.perf_counter()
-        engine: Any = NumpyMiniLM(attention=attention, threads=threads)
+        engine = NumpyMiniLM(attention=attention, threads=threads)
         engine.embed_texts(["warm up"])
         load = time.perf_counter() - t0
         w0, c0 = time.perf_counter(), time.process_time()
-        vectors = engine.embed_texts(texts)
+        result = _finish(engine.embed_texts(texts), save, load, w0, c0)
     else:
-        from rageval.embeddings import LocalEmbeddings
-
-        t0 = time.perf_counter()
-        model = LocalEmbeddings(batch_size=BATCH, threads=threads).load()
-        model.embed_text("warm up")
-        load = time.perf_counter() - t0
-        w0, c0 = time.perf_counter(), time.process_time()
-        vectors = model.embed_texts(texts)
-    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-    if save is not None:
-        np.save(save, np.asarray(vectors, dtype=np.float32))
-    print(json.dumps({"load_s": load, "seconds": wall, "cpu_seconds": cpu}))
+        result = worker_rageval(texts, BATCH, threads, save)
+    print(json.dumps(result))
 
 
 def run(kind: str, texts_file: Path, threads: int, attention: str, save: Path | None) -> Any:

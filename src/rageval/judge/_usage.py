@@ -139,7 +139,10 @@ class _Tally:
 
     def usage(self) -> Usage:
         p, c, r, t, a, h = self.counts
-        return Usage(p, c, r, t, a, h, self.cost)
+        return Usage(
+            prompt_tokens=p, completion_tokens=c, requests=r, retries=t, reasks=a,
+            cache_hits=h, cost_usd=self.cost,
+        )  # fmt: skip
 
 
 class UsageLedger:
