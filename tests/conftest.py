@@ -15,7 +15,7 @@ import pytest
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, install_network_guard
 
 # Libraries read these when imported, so they are set for the whole process, not per test.
-_QUIET_ENV = {"ORT_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "1", "DO_NOT_TRACK": "1"}
+_QUIET_ENV = {"HF_HUB_OFFLINE": "1", "DO_NOT_TRACK": "1"}
 # Real credentials or endpoints in the developer's shell must never reach a test.
 _OPENAI_ENV = (
     "OPENAI_API_KEY",

@@ -1,7 +1,7 @@
 """Embeddings: the base interface, the embedded offline model and OpenAI-compatible endpoints.
 
-``embedding_factory("local")`` (the default) is all-MiniLM-L6-v2 running offline on
-onnxruntime; ``embedding_factory("openai", model=...)`` is any OpenAI-compatible endpoint.
+``embedding_factory("local")`` (the default) is all-MiniLM-L6-v2 running offline in numpy;
+``embedding_factory("openai", model=...)`` is any OpenAI-compatible endpoint.
 """
 
 from __future__ import annotations

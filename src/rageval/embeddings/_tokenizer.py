@@ -25,11 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
-import numpy.typing as npt
 
 __all__ = ["WordPieceTokenizer"]
 
@@ -94,7 +90,6 @@ class WordPieceTokenizer:
         self.cls_id = vocab["[CLS]"]
         self.sep_id = vocab["[SEP]"]
         self.unk_id = vocab["[UNK]"]
-        self.pad_id = vocab["[PAD]"]
         self._word_ids: dict[str, tuple[int, ...]] = {}
         self._char_map: dict[str, str] = {}
 
@@ -186,16 +181,3 @@ class WordPieceTokenizer:
                 break
         ids.append(self.sep_id)
         return ids
-
-    def encode_batch(
-        self, texts: Sequence[str]
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        """(input_ids, attention_mask), both int64 of shape (len(texts), longest), right-padded."""
-        encoded = [self.encode(t) for t in texts]
-        width = max((len(e) for e in encoded), default=2)
-        input_ids = np.full((len(encoded), width), self.pad_id, dtype=np.int64)
-        mask = np.zeros((len(encoded), width), dtype=np.int64)
-        for row, ids in enumerate(encoded):
-            input_ids[row, : len(ids)] = ids
-            mask[row, : len(ids)] = 1
-        return input_ids, mask

@@ -2,12 +2,13 @@
 
 A concrete model implements exactly one of two hooks:
 
-* ``_embed_batch(texts)`` -- synchronous, CPU-bound work (the local model). All such calls run
-  on one dedicated worker thread per instance. Requests from any number of tasks, event loops or
-  threads are queued; the worker drains the queue, drops texts already cached, sorts what is left
-  by length (so a batch carries little padding) and cuts it into ``batch_size`` batches. Requests
-  that arrive while a batch is computing are coalesced into the next round, and because the
-  worker is serial and consults the cache when it picks a round up, a text requested twice is
+* ``_embed_batch(texts)`` -- synchronous, CPU-bound work (the local model). Requests from any
+  number of tasks, event loops or threads are queued for one dedicated worker thread per
+  instance; it drains the queue, drops texts already cached, sorts what is left by length (so a
+  batch carries little padding), cuts it into ``batch_size`` batches and computes them (a model
+  may override ``_embed_batches`` to spread a round's batches over threads of its own).
+  Requests that arrive while a round is computing are coalesced into the next round, and
+  because rounds are serial and consult the cache when they start, a text requested twice is
   never computed twice.
 * ``async _aembed_batch(texts)`` -- I/O (a remote endpoint). It runs on the caller's event loop
   so that the endpoint's limiter and client are shared with the caller's other requests.
@@ -21,7 +22,7 @@ import abc
 import asyncio
 import threading
 from collections import OrderedDict
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -200,12 +201,16 @@ class Embeddings(abc.ABC):
         wanted = _unique(t for r in round_ for t in r.texts)
         found = self._cache.get_many(wanted)
         todo = sorted((t for t in wanted if t not in found), key=len)
-        for start in range(0, len(todo), self.batch_size):
-            batch = todo[start : start + self.batch_size]
-            fresh = self._rows(batch, self._embed_batch(batch))
+        batches = [todo[i : i + self.batch_size] for i in range(0, len(todo), self.batch_size)]
+        for batch, array in zip(batches, self._embed_batches(batches), strict=True):
+            fresh = self._rows(batch, array)
             self._cache.put_many(fresh)
             found.update(fresh)
         return found
+
+    def _embed_batches(self, batches: list[list[str]]) -> Iterator[FloatArray]:
+        """The arrays of ``batches``, in order; a model may compute several at once."""
+        return map(self._embed_batch, batches)
 
     # ----------------------------------------------------------- async model
 

@@ -1,0 +1,278 @@
+"""all-MiniLM-L6-v2's forward pass in numpy (float32), without torch or onnxruntime.
+
+It computes what ``SentenceTransformer("all-MiniLM-L6-v2").encode(..., normalize_embeddings=True)``
+computes: the BERT encoder (6 layers, hidden 384, 12 heads, exact-erf GELU, LayerNorm eps 1e-12,
+token type 0), mean pooling over the real tokens, L2 normalisation.
+
+Why numpy alone is fast enough (benchmarks/RESULTS.md compares it with sentence-transformers):
+
+* **No padding.** A batch's texts are concatenated token by token, so every matrix product runs
+  on real tokens only. Only attention needs sequences apart; it runs on groups of texts of equal
+  token count, which is exactly the masked computation of a padded batch without the padding
+  (a padded key gets weight exp(-inf) = 0 there).
+* **Products dominate.** About three quarters of the time is in each layer's four dense matrix
+  products, which numpy hands to its BLAS. The query, key and value projections are one product
+  (weights packed at load, the 1/sqrt(head_dim) score scale folded into the query weights).
+* **Cache-sized element-wise work.** GELU, about twenty element-wise passes and 15% of the time,
+  runs on blocks small enough to stay in the core's cache, in preallocated buffers.
+* **One encoder per core.** The caller (``local.py``) runs one :class:`MiniLMEncoder` per core on
+  separate batches, with BLAS single-threaded, instead of one encoder whose products are split
+  across cores but whose element-wise passes run on one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rageval.embeddings._weights import SafetensorsIndex, encoder_tensor_names
+
+__all__ = ["HIDDEN", "MiniLMEncoder", "MiniLMWeights", "gelu_"]
+
+FloatArray = npt.NDArray[np.float32]
+
+HIDDEN = 384
+HEADS = 12
+HEAD_DIM = HIDDEN // HEADS
+LAYERS = 6
+INTERMEDIATE = 4 * HIDDEN
+LN_EPS = 1e-12
+NORM_EPS = 1e-12  # torch.nn.functional.normalize's default, as sentence-transformers uses it
+
+# Element-wise work is done in blocks of this many floats (128 kB): with the GELU's scratch
+# buffers that stays within a core's L2 cache.
+_BLOCK = 32_768
+# Attention scores (texts x heads x tokens x tokens) are computed for at most this many floats
+# at a time (16 MB), so long texts in a big batch do not need one huge array.
+_SCORES_BUDGET = 4 * 1024 * 1024
+
+# erfc(z) ~= t * (a1 + t*(a2 + t*(a3 + t*(a4 + t*a5)))) * exp(-z*z) with t = 1 / (1 + p*z), z >= 0:
+# Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7 -- at float32 resolution for GELU's purposes.
+_AS_P = 0.3275911
+_AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+@dataclass(frozen=True)
+class _Dense:
+    weight: FloatArray  # (in, out), C-contiguous
+    bias: FloatArray  # (out,)
+
+
+@dataclass(frozen=True)
+class _Norm:
+    gain: FloatArray
+    bias: FloatArray
+
+
+@dataclass(frozen=True)
+class _Layer:
+    qkv: _Dense  # query (pre-scaled), key and value side by side: (384, 1152)
+    attention_out: _Dense
+    attention_norm: _Norm
+    up: _Dense
+    down: _Dense
+    output_norm: _Norm
+
+
+@dataclass(frozen=True)
+class MiniLMWeights:
+    """The model's weights in the layout the forward pass wants; read-only, shared by encoders."""
+
+    word: npt.NDArray[Any]  # (vocab, 384), a view of the memory-mapped file: rows are gathered
+    position: FloatArray  # position embeddings with token type 0's embedding added
+    embedding_norm: _Norm
+    layers: tuple[_Layer, ...]
+
+    @classmethod
+    def from_safetensors(cls, index: SafetensorsIndex) -> MiniLMWeights:
+        tensors = index.arrays(encoder_tensor_names(index))
+
+        def f32(name: str) -> FloatArray:
+            return np.ascontiguousarray(tensors[name], dtype=np.float32)
+
+        def dense(prefix: str) -> _Dense:
+            # torch stores (out, in); the product wants x @ (in, out)
+            return _Dense(np.ascontiguousarray(f32(f"{prefix}.weight").T), f32(f"{prefix}.bias"))
+
+        def norm(prefix: str) -> _Norm:
+            return _Norm(f32(f"{prefix}.weight"), f32(f"{prefix}.bias"))
+
+        scale = np.float32(1.0 / math.sqrt(HEAD_DIM))
+        layers = []
+        for i in range(LAYERS):
+            p = f"encoder.layer.{i}"
+            q, k, v = (dense(f"{p}.attention.self.{part}") for part in ("query", "key", "value"))
+            qkv = _Dense(
+                np.ascontiguousarray(
+                    np.concatenate([q.weight * scale, k.weight, v.weight], axis=1)
+                ),
+                np.concatenate([q.bias * scale, k.bias, v.bias]),
+            )
+            layers.append(
+                _Layer(
+                    qkv=qkv,
+                    attention_out=dense(f"{p}.attention.output.dense"),
+                    attention_norm=norm(f"{p}.attention.output.LayerNorm"),
+                    up=dense(f"{p}.intermediate.dense"),
+                    down=dense(f"{p}.output.dense"),
+                    output_norm=norm(f"{p}.output.LayerNorm"),
+                )
+            )
+        return cls(
+            word=np.asarray(tensors["embeddings.word_embeddings.weight"]),
+            position=f32("embeddings.position_embeddings.weight")
+            + f32("embeddings.token_type_embeddings.weight")[0],
+            embedding_norm=norm("embeddings.LayerNorm"),
+            layers=tuple(layers),
+        )
+
+
+class MiniLMEncoder:
+    """Sentence vectors for batches of token-id sequences.
+
+    Holds scratch buffers that are reused from batch to batch, so one encoder must not be used
+    by two threads at once; any number of encoders may share one :class:`MiniLMWeights`.
+    """
+
+    def __init__(self, weights: MiniLMWeights) -> None:
+        self._w = weights
+        self._buffers: dict[str, FloatArray] = {}
+        self._gelu_scratch = [np.empty(_BLOCK, dtype=np.float32) for _ in range(3)]
+
+    def __call__(self, sequences: list[list[int]]) -> FloatArray:
+        """L2-normalised mean-pooled vectors, shape ``(len(sequences), 384)``, in input order.
+
+        Every sequence is a whole tokenized text ([CLS] ... [SEP]), at most 512 tokens."""
+        if not sequences:
+            return np.zeros((0, HIDDEN), dtype=np.float32)
+        w = self._w
+        # equal lengths next to each other, for attention
+        order = sorted(range(len(sequences)), key=lambda r: len(sequences[r]))
+        lengths = [len(sequences[r]) for r in order]
+        if lengths[0] == 0:
+            raise ValueError("an empty token sequence (a text has at least [CLS] and [SEP])")
+        ids = np.fromiter((t for r in order for t in sequences[r]), dtype=np.intp)
+        positions = np.concatenate([np.arange(n, dtype=np.intp) for n in lengths])
+        tokens = ids.size
+
+        x = w.word[ids].astype(np.float32, copy=False)
+        x += w.position[positions]
+        _layer_norm_(x, w.embedding_norm)
+        h = self._buffer("h", tokens, HIDDEN)
+        qkv = self._buffer("qkv", tokens, 3 * HIDDEN)
+        context = self._buffer("context", tokens, HIDDEN)
+        for layer in w.layers:
+            np.matmul(x, layer.qkv.weight, out=qkv)
+            qkv += layer.qkv.bias
+            _attention(qkv, lengths, out=context)
+            np.matmul(context, layer.attention_out.weight, out=h)
+            h += layer.attention_out.bias
+            h += x
+            x, h = _layer_norm_(h, layer.attention_norm), x
+            self._feed_forward(x, layer, out=h)
+            h += x
+            x, h = _layer_norm_(h, layer.output_norm), x
+
+        starts = np.cumsum([0, *lengths[:-1]])
+        pooled = np.add.reduceat(x, starts, axis=0)
+        pooled /= np.asarray(lengths, dtype=np.float32)[:, None]
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(NORM_EPS))
+        vectors = np.empty_like(pooled)
+        vectors[order] = pooled
+        return vectors
+
+    def _feed_forward(self, x: FloatArray, layer: _Layer, *, out: FloatArray) -> None:
+        inner = self._buffer("inner", x.shape[0], INTERMEDIATE)
+        np.matmul(x, layer.up.weight, out=inner)
+        inner += layer.up.bias
+        gelu_(inner, self._gelu_scratch)
+        np.matmul(inner, layer.down.weight, out=out)
+        out += layer.down.bias
+
+    def _buffer(self, key: str, rows: int, cols: int) -> FloatArray:
+        """A (rows, cols) float32 scratch matrix, grown when a batch needs more."""
+        buf = self._buffers.get(key)
+        if buf is None or buf.size < rows * cols:
+            buf = np.empty(rows * cols, dtype=np.float32)
+            self._buffers[key] = buf
+        return buf[: rows * cols].reshape(rows, cols)
+
+
+def _layer_norm_(x: FloatArray, norm: _Norm) -> FloatArray:
+    """LayerNorm over the last axis, in place; returns ``x``."""
+    x -= x.mean(axis=1, keepdims=True)
+    var = np.einsum("ij,ij->i", x, x)
+    var *= np.float32(1.0 / x.shape[1])
+    var += np.float32(LN_EPS)
+    np.sqrt(var, out=var)
+    np.reciprocal(var, out=var)
+    x *= var[:, None]
+    x *= norm.gain
+    x += norm.bias
+    return x
+
+
+def _attention(qkv: FloatArray, lengths: list[int], *, out: FloatArray) -> None:
+    """Multi-head self-attention of each text over its own tokens; ``lengths`` ascending."""
+    start, i = 0, 0
+    while i < len(lengths):
+        length = lengths[i]
+        j = i
+        while j < len(lengths) and lengths[j] == length:
+            j += 1
+        per_chunk = max(1, _SCORES_BUDGET // (HEADS * length * length))
+        for first in range(i, j, per_chunk):
+            count = min(per_chunk, j - first)
+            end = start + count * length
+            heads = qkv[start:end].reshape(count, length, 3, HEADS, HEAD_DIM)
+            q = heads[:, :, 0].transpose(0, 2, 1, 3)  # (texts, heads, tokens, head_dim)
+            k = heads[:, :, 1].transpose(0, 2, 3, 1)  # (texts, heads, head_dim, tokens)
+            v = heads[:, :, 2].transpose(0, 2, 1, 3)
+            scores = np.matmul(q, k)
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores *= np.reciprocal(scores.sum(axis=-1, keepdims=True))
+            context = np.matmul(scores, v)  # (texts, heads, tokens, head_dim)
+            out[start:end].reshape(count, length, HEADS, HEAD_DIM)[...] = context.transpose(
+                0, 2, 1, 3
+            )
+            start = end
+        i = j
+
+
+def gelu_(x: FloatArray, scratch: list[FloatArray] | None = None) -> FloatArray:
+    """Exact (erf) GELU in place; returns ``x``.
+
+    x * Phi(x) = max(x, 0) - |x| * erfc(|x| / sqrt 2) / 2, with erfc from ``_AS_A`` (relative
+    error of Phi below 1.5e-7). Works through ``x`` in blocks with three scratch buffers of at
+    least ``_BLOCK`` floats, so the passes stay in cache and no temporaries are allocated."""
+    if scratch is None:
+        scratch = [np.empty(_BLOCK, dtype=np.float32) for _ in range(3)]
+    flat = x.reshape(-1)
+    block = min(_BLOCK, flat.size)
+    p = np.float32(_AS_P / math.sqrt(2.0))
+    a1, a2, a3, a4, a5 = (np.float32(0.5 * c) for c in _AS_A)  # the 1/2 folded in
+    for start in range(0, flat.size, block):
+        xb = flat[start : start + block]
+        n = xb.size
+        a, t, q = scratch[0][:n], scratch[1][:n], scratch[2][:n]
+        np.abs(xb, out=a)
+        np.multiply(a, p, out=t)
+        t += np.float32(1.0)
+        np.reciprocal(t, out=t)
+        np.multiply(t, a5, out=q)
+        for c in (a4, a3, a2, a1):
+            q += c
+            q *= t
+        np.multiply(a, a, out=t)  # t is done with: reuse it for exp(-x^2 / 2)
+        t *= np.float32(-0.5)
+        np.exp(t, out=t)
+        q *= t
+        q *= a
+        np.maximum(xb, np.float32(0.0), out=xb)
+        xb -= q
+    return x
