@@ -6,16 +6,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 import rageval
-from rageval.judge import Judge, JudgeCallFailed, RequestCache
+from rageval.judge import Judge, JudgeCallFailed, RequestCache, _cache
 from rageval.testing import FakeOpenAI, Fault, Reply
 
 KEY = "sk-test-SECRET-1234567890"
@@ -198,6 +200,42 @@ def test_two_processes_share_the_cache_file(rageval_cache_dir: Path) -> None:
         stats = RequestCache().stats()
         assert stats["entries"]["completions"] == 40
         assert run_child(server.base_url, "m", *questions)["cached"] == [True] * 40
+
+
+class _LockedAtFirst:
+    """A sqlite connection whose first attempts at some statements fail as sqlite fails when
+    two processes lock each other out: SQLITE_BUSY at once, the busy timeout not consulted."""
+
+    def __init__(self, conn: sqlite3.Connection, failures: dict[str, int]) -> None:
+        self._conn, self._failures = conn, failures
+
+    def execute(self, sql: str, *params: Any) -> sqlite3.Cursor:
+        if self._failures.get(sql, 0) > 0:
+            self._failures[sql] -= 1
+            raise sqlite3.OperationalError("database is locked")
+        return self._conn.execute(sql, *params)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def test_a_lock_met_at_once_is_waited_out_not_a_lost_write(
+    rageval_cache_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    failures = {"PRAGMA journal_mode=WAL": 2, "BEGIN IMMEDIATE": 3, _cache._GET_COMPLETION: 1}
+    connect = sqlite3.connect
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            sqlite3, "connect", lambda *a, **kw: _LockedAtFirst(connect(*a, **kw), failures)
+        )
+        cache = RequestCache()
+        assert cache.get("k0") is None  # the open is retried; the locked lookup is a miss
+        for i in range(3):
+            cache.put(f"k{i}", "m", json.dumps({"verdict": i}), {"requests": 1})
+            cache.flush()  # each commit meets a lock first
+        assert not any(failures.values())
+    assert RequestCache().stats()["entries"]["completions"] == 3
+    assert "disabled" not in caplog.text
 
 
 async def test_the_key_is_in_no_file_the_library_writes(rageval_cache_dir: Path) -> None:

@@ -20,7 +20,11 @@ and at interpreter exit). A process killed outright loses at most the rows of th
 the cache only saves requests, the results of a run live in its run directory.
 
 A cache that cannot be opened or written (read-only disk, locked for too long) is reported once
-as a warning and otherwise behaves as a miss: it never fails an evaluation.
+as a warning and otherwise behaves as a miss: it never fails an evaluation. "Locked" is not
+always waited out by sqlite's busy timeout: two processes that open a new file at once, or
+lock each other out while upgrading a lock, get SQLITE_BUSY at once. So opening and committing
+are retried with backoff for as long as the busy timeout, and a lookup that meets a lock counts
+as a miss; only other errors, or a lock that outlasts the timeout, disable the cache.
 """
 
 from __future__ import annotations
@@ -33,9 +37,9 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "CACHE_FILE_NAME",
@@ -74,6 +78,31 @@ _PUT_MODE = "INSERT OR REPLACE INTO modes (endpoint, model, mode, created) VALUE
 #: how often the writer thread commits what was queued, and how long it stays without work
 _WRITE_INTERVAL_S = 0.1
 _WRITER_IDLE_S = 2.0
+
+
+_T = TypeVar("_T")
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+
+def _is_lock_error(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python >= 3.11
+    if code is not None:
+        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
+def _retry_locked(action: Callable[[], _T]) -> _T:
+    """``action()``, repeated with backoff while it fails on a lock, up to the busy timeout."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            return action()
+        except sqlite3.Error as exc:
+            if not _is_lock_error(exc) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.25)
 
 
 def default_cache_dir() -> Path:
@@ -135,11 +164,15 @@ class RequestCache:
                 check_same_thread=False,
                 isolation_level=None,
             )
-            conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            for statement in _SCHEMA:
-                conn.execute(statement)
+
+            def set_up() -> None:
+                conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+
+            _retry_locked(set_up)
             return conn
         except (OSError, sqlite3.Error) as exc:
             self._give_up(exc)
@@ -159,7 +192,8 @@ class RequestCache:
             try:
                 return self._reader.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                self._give_up(exc)
+                if not _is_lock_error(exc):  # a lookup that meets a lock is only a miss
+                    self._give_up(exc)
                 return []
 
     def _enqueue(self, rows: Sequence[tuple[str, tuple[Any, ...]]]) -> None:
@@ -211,7 +245,8 @@ class RequestCache:
         conn = self._writer
         if conn is None:
             return
-        try:
+
+        def write() -> None:
             # one transaction for the whole batch, not one per row
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -221,6 +256,9 @@ class RequestCache:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+
+        try:
+            _retry_locked(write)
         except sqlite3.Error as exc:
             self._give_up(exc)
 
