@@ -485,6 +485,27 @@ def test_batches_of_a_round_run_side_by_side_with_single_threaded_blas(
     np.testing.assert_allclose(vectors, np.stack(alone), atol=1e-6)
 
 
+_FORKED_MODEL: LocalEmbeddings | None = None
+
+
+def _embed_in_forked_child(text: str) -> FloatArray:
+    assert _FORKED_MODEL is not None
+    return _FORKED_MODEL.embed_text(text)
+
+
+@needs_model
+def test_a_forked_child_can_embed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing
+
+    model = LocalEmbeddings(cache_size=0)
+    expected = model.embed_text("before the fork")  # worker threads and the model now exist
+    monkeypatch.setitem(globals(), "_FORKED_MODEL", model)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        # the child inherits the loaded model and the instance, but none of their threads
+        child = pool.apply_async(_embed_in_forked_child, ("before the fork",)).get(timeout=60)
+    np.testing.assert_allclose(child, expected, atol=1e-6)
+
+
 @needs_model
 async def test_local_model_concurrent_async_use() -> None:
     model = LocalEmbeddings()

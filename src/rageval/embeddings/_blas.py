@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -92,8 +93,17 @@ class _Limiter:
                 if self._users == 0 and self._blas is not None and self._saved > 1:
                     self._blas.set_threads(self._saved)
 
+    def after_fork_in_child(self) -> None:
+        # the holders are threads of the parent: in the child they never leave
+        self._lock = threading.Lock()
+        if self._users and self._blas is not None and self._saved > 1:
+            self._blas.set_threads(self._saved)
+        self._users = 0
+
 
 _LIMITER = _Limiter()
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_LIMITER.after_fork_in_child)
 
 
 def single_threaded_blas() -> AbstractContextManager[None]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Coroutine, Iterable, Iterator, Sequence
@@ -96,11 +97,7 @@ class Embeddings(abc.ABC):
                 raise ValueError(f"batch_size must be >= 1, got {batch_size}")
             self.batch_size = batch_size
         self._cache = _VectorCache(cache_size)
-        self._lock = threading.Lock()
-        self._pending: list[_Request] = []
-        self._draining = False
-        self._worker: ThreadPoolExecutor | None = None
-        self._sync_loop: asyncio.AbstractEventLoop | None = None
+        self._start_threads_afresh()
         cls = type(self)
         if (cls._embed_batch is Embeddings._embed_batch) == (
             cls._aembed_batch is Embeddings._aembed_batch
@@ -166,7 +163,22 @@ class Embeddings(abc.ABC):
 
     # ------------------------------------------------------ sync-model worker
 
+    def _start_threads_afresh(self) -> None:
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._pending: list[_Request] = []
+        self._draining = False
+        self._worker: ThreadPoolExecutor | None = None
+        self._sync_loop: asyncio.AbstractEventLoop | None = None
+
+    def _in_this_process(self) -> None:
+        # A forked child has none of its parent's threads (and maybe a lock one of them held):
+        # work handed to the inherited worker or loop would wait forever. Start over instead.
+        if self._pid != os.getpid():
+            self._start_threads_afresh()
+
     def _submit(self, texts: list[str]) -> Future[dict[str, FloatArray]]:
+        self._in_this_process()
         request = _Request(texts)
         with self._lock:
             self._pending.append(request)
@@ -227,6 +239,7 @@ class Embeddings(abc.ABC):
     def _run_on_private_loop(self, coro: Coroutine[Any, Any, _T]) -> _T:
         # One long-lived loop per instance (on its own thread): an async client keeps its
         # connection pool across sync calls, and a running loop in the caller's thread is fine.
+        self._in_this_process()
         with self._lock:
             if self._sync_loop is None:
                 loop = asyncio.new_event_loop()

@@ -68,6 +68,23 @@ _RUNTIMES: dict[tuple[Path, int], _Runtime] = {}
 _RUNTIMES_LOCK = threading.Lock()
 
 
+def _new_workers(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rageval-minilm")
+
+
+def _give_forked_child_its_own_workers() -> None:
+    # A forked child has none of its parent's threads: an inherited pool would take batches no
+    # thread ever runs. The weights (copy-on-write) stay; the child gets new workers.
+    global _RUNTIMES_LOCK
+    _RUNTIMES_LOCK = threading.Lock()
+    for (_, threads), runtime in _RUNTIMES.items():
+        runtime.workers = _new_workers(threads)
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_give_forked_child_its_own_workers)
+
+
 def _available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -96,7 +113,7 @@ def _runtime(model_dir: str | os.PathLike[str] | None, threads: int | None) -> _
                     resolved / "vocab.txt", max_length=MAX_TOKENS
                 ),
                 weights=weights,
-                workers=ThreadPoolExecutor(max_workers=key[1], thread_name_prefix="rageval-minilm"),
+                workers=_new_workers(key[1]),
             )
             _RUNTIMES[key] = runtime
     return runtime
