@@ -238,6 +238,33 @@ def test_a_lock_met_at_once_is_waited_out_not_a_lost_write(
     assert "disabled" not in caplog.text
 
 
+_FORKED_CACHE: RequestCache | None = None
+
+
+def _use_cache_in_forked_child(key: str) -> list[bool]:
+    assert _FORKED_CACHE is not None
+    _FORKED_CACHE.put(key, "m", "{}", {})
+    _FORKED_CACHE.flush()  # the parent's writer thread does not exist here
+    return [_FORKED_CACHE.get(k) is not None for k in (key, "parent")]
+
+
+def test_a_forked_child_can_use_the_cache(
+    rageval_cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import multiprocessing
+
+    cache = RequestCache()
+    cache.put("parent", "m", "{}", {})
+    cache.flush()
+    cache.put("queued at the fork", "m", "{}", {})  # the writer thread is alive when we fork
+    monkeypatch.setitem(globals(), "_FORKED_CACHE", cache)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        found = pool.apply_async(_use_cache_in_forked_child, ("child",)).get(timeout=60)
+    assert found == [True, True]
+    cache.flush()
+    assert RequestCache().stats()["entries"]["completions"] == 3
+
+
 async def test_the_key_is_in_no_file_the_library_writes(rageval_cache_dir: Path) -> None:
     with FakeOpenAI(supports=("tools",)) as server:
         server.script(Fault.status(500), Reply.text("bad"), Fault.rate_limit(0.05))

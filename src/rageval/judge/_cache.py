@@ -131,10 +131,19 @@ class RequestCache:
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = Path(directory).expanduser() if directory else default_cache_dir()
         self.path = self.directory / CACHE_FILE_NAME
+        self._broken = False
+        self._exit_hook_set = False
+        self._start_afresh()
+        self.hits = 0
+        self.misses = 0
+        self.embedding_hits = 0
+        self.embedding_misses = 0
+
+    def _start_afresh(self) -> None:
+        self._pid = os.getpid()
         self._lock = threading.Lock()  # the reading connection and the counters
         self._reader: sqlite3.Connection | None = None
         self._writer: sqlite3.Connection | None = None
-        self._broken = False
         # queued writes, in order: (statement, row); and the queued rows lookups must see
         self._queue: list[tuple[str, tuple[Any, ...]]] = []
         self._queued_completions: dict[str, tuple[str, str]] = {}
@@ -145,11 +154,17 @@ class RequestCache:
         self._writer_busy = False
         self._flush_wanted = False
         self._writer_thread: threading.Thread | None = None
-        self._exit_hook_set = False
-        self.hits = 0
-        self.misses = 0
-        self.embedding_hits = 0
-        self.embedding_misses = 0
+
+    def _in_this_process(self) -> None:
+        # A forked child has no writer thread (flush would wait for it forever) and must not use
+        # the parent's sqlite connections; what the parent queued, the parent writes.
+        if self._pid != os.getpid():
+            self._start_afresh()
+
+    def _queue_lock(self) -> threading.Condition:
+        """The write queue's lock (and condition), this process's own."""
+        self._in_this_process()
+        return self._writing
 
     # ------------------------------------------------------------ connection
 
@@ -184,6 +199,7 @@ class RequestCache:
         self._broken = True
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        self._in_this_process()
         with self._lock:
             if self._reader is None:
                 self._reader = self._open()
@@ -200,7 +216,7 @@ class RequestCache:
         """Queue writes for the writer thread (started on demand; it stops when idle)."""
         if self._broken or not rows:
             return
-        with self._writing:
+        with self._queue_lock():
             self._queue.extend(rows)
             if not self._exit_hook_set:
                 self._exit_hook_set = True
@@ -283,7 +299,7 @@ class RequestCache:
         self, table: str, column: str, keys: Sequence[str], queued: Mapping[str, Any]
     ) -> dict[str, Any]:
         """`column` of `keys` in `table`: rows still queued first, then the file."""
-        with self._writing:
+        with self._queue_lock():
             found = {key: queued[key] for key in keys if key in queued}
         rest = [key for key in keys if key not in found]
         # sqlite caps the number of bound parameters; stay well below it
@@ -297,7 +313,7 @@ class RequestCache:
 
     def flush(self) -> None:
         """Wait until every queued write is committed."""
-        with self._writing:
+        with self._queue_lock():
             while self._writer_thread is not None and (self._queue or self._writer_busy):
                 self._flush_wanted = True
                 self._writing.notify_all()
@@ -316,7 +332,7 @@ class RequestCache:
 
     def get(self, key: str) -> tuple[str, dict[str, Any]] | None:
         """The cached (value JSON, usage dict) for ``key``, or None. Counts a hit or miss."""
-        with self._writing:
+        with self._queue_lock():
             queued = self._queued_completions.get(key)
         rows = [queued] if queued is not None else self._read(_GET_COMPLETION, (key,))
         with self._lock:
@@ -331,12 +347,12 @@ class RequestCache:
 
     def put(self, key: str, model: str, value: str, usage: Mapping[str, Any]) -> None:
         usage_json = json.dumps(dict(usage))
-        with self._writing:
+        with self._queue_lock():
             self._queued_completions[key] = (value, usage_json)
         self._enqueue([(_PUT_COMPLETION, (key, model, value, usage_json, time.time()))])
 
     def discard(self, key: str) -> None:
-        with self._writing:
+        with self._queue_lock():
             self._queued_completions.pop(key, None)
         self._enqueue([(_DELETE_COMPLETION, (key,))])
 
@@ -354,7 +370,7 @@ class RequestCache:
 
     def put_vectors(self, model: str, vectors: Mapping[str, bytes]) -> None:
         now = time.time()
-        with self._writing:
+        with self._queue_lock():
             self._queued_vectors.update(vectors)
         self._enqueue([(_PUT_VECTOR, (key, model, blob, now)) for key, blob in vectors.items()])
 
@@ -366,14 +382,14 @@ class RequestCache:
         return {str(k): str(v) for k, v in found.items()}
 
     def put_cell(self, key: str, value: str) -> None:
-        with self._writing:
+        with self._queue_lock():
             self._queued_cells[key] = value
         self._enqueue([(_PUT_CELL, (key, value, time.time()))])
 
     # ------------------------------------------------------------------ modes
 
     def get_mode(self, endpoint: str, model: str) -> str | None:
-        with self._writing:
+        with self._queue_lock():
             queued = self._queued_modes.get((endpoint, model))
         if queued is not None:
             return queued
@@ -383,7 +399,7 @@ class RequestCache:
         return str(rows[0][0]) if rows else None
 
     def set_mode(self, endpoint: str, model: str, mode: str) -> None:
-        with self._writing:
+        with self._queue_lock():
             self._queued_modes[(endpoint, model)] = mode
         self._enqueue([(_PUT_MODE, (endpoint, model, mode, time.time()))])
 
