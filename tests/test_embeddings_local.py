@@ -464,13 +464,13 @@ def test_batches_of_a_round_run_side_by_side_with_single_threaded_blas(
     before = blas.get_threads()
     blas.set_threads(2)
     meeting = threading.Barrier(2, timeout=30)
-    seen: list[tuple[str, int | None]] = []
+    seen: list[tuple[str, int]] = []
     encode = _minilm.MiniLMEncoder.__call__
 
     def meet_then_encode(self: _minilm.MiniLMEncoder, sequences: list[list[int]]) -> FloatArray:
         # two batches computed one after the other would leave the first waiting here forever
         meeting.wait()
-        seen.append((threading.current_thread().name, _blas.blas_threads()))
+        seen.append((threading.current_thread().name, blas.get_threads()))
         return encode(self, sequences)
 
     monkeypatch.setattr(_minilm.MiniLMEncoder, "__call__", meet_then_encode)

@@ -13,6 +13,7 @@ ship on Linux and Windows -- is found and controlled; with another BLAS nothing 
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import os
 import threading
@@ -21,7 +22,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["blas_threads", "single_threaded_blas"]
+__all__ = ["single_threaded_blas"]
 
 # (set, get) entry points: numpy >= 2 (scipy-openblas, 64- and 32-bit integers), numpy 1.x
 # wheels (openblas64_), and a plain OpenBLAS (distribution or conda numpy)
@@ -52,6 +53,7 @@ def _loaded_openblas_paths() -> list[str]:
         return sorted(p for pattern in patterns for p in glob.glob(str(pattern)))
 
 
+@functools.cache  # the loaded library does not change within a process
 def _find_openblas() -> _OpenBLAS | None:
     for path in _loaded_openblas_paths():
         try:
@@ -71,33 +73,34 @@ class _Limiter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._users = 0
-        self._saved = 0
-        self._blas: _OpenBLAS | None = None
-        self._looked = False
+        self._saved = 0  # the thread count before the first holder came; > 1 means we changed it
 
     @contextmanager
     def one_thread(self) -> Iterator[None]:
+        blas = _find_openblas()
         with self._lock:
-            if not self._looked:
-                self._blas, self._looked = _find_openblas(), True
-            if self._users == 0 and self._blas is not None:
-                self._saved = self._blas.get_threads()
+            if self._users == 0 and blas is not None:
+                self._saved = blas.get_threads()
                 if self._saved > 1:
-                    self._blas.set_threads(1)
+                    blas.set_threads(1)
             self._users += 1
         try:
             yield
         finally:
             with self._lock:
                 self._users -= 1
-                if self._users == 0 and self._blas is not None and self._saved > 1:
-                    self._blas.set_threads(self._saved)
+                if self._users == 0:
+                    self._restore(blas)
+
+    def _restore(self, blas: _OpenBLAS | None) -> None:
+        if blas is not None and self._saved > 1:
+            blas.set_threads(self._saved)
 
     def after_fork_in_child(self) -> None:
         # the holders are threads of the parent: in the child they never leave
         self._lock = threading.Lock()
-        if self._users and self._blas is not None and self._saved > 1:
-            self._blas.set_threads(self._saved)
+        if self._users:
+            self._restore(_find_openblas())
         self._users = 0
 
 
@@ -109,9 +112,3 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
 def single_threaded_blas() -> AbstractContextManager[None]:
     """Context manager: OpenBLAS runs single-threaded until every holder has left."""
     return _LIMITER.one_thread()
-
-
-def blas_threads() -> int | None:
-    """OpenBLAS's current thread count, or None when no OpenBLAS was found (for tests)."""
-    blas = _find_openblas()
-    return None if blas is None else int(blas.get_threads())

@@ -5,8 +5,8 @@ A cell (one metric on one sample) that ended ``ok`` is kept in its judge's reque
 and its parameters, the judges it asks (endpoint, model, sampling settings, structured-output
 mode) and the embeddings it uses, and the code (rageval's version and a digest of its source
 files; for a metric defined outside rageval, a digest of its source file, and nothing is kept
-when that file cannot be read), so a changed prompt or metric never reuses an old value. Failed and skipped
-cells are never kept. A judge with ``cache=False`` keeps and reuses nothing.
+when that file cannot be read), so a changed prompt or metric never reuses an old value.
+Failed and skipped cells are never kept. A judge with ``cache=False`` keeps and reuses nothing.
 
 Without this, a re-run still sends no request (every judge call is answered by the request
 cache) but re-does all the per-call work: a cached cell is one lookup instead of a few.
