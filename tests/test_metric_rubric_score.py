@@ -37,7 +37,7 @@ async def test_score_4_gives_0_75_with_raw_score_and_feedback(fake_openai: FakeO
     )
     assert result.value == 0.75  # (4 − 1) / 4
     assert result.evidence == {
-        "score": 4,
+        "raw_score": 4,
         "feedback": "Correct, but no unit spelled out.",
         "level_description": "level 4 text",
     }
@@ -55,9 +55,11 @@ async def test_score_7_is_re_asked(fake_openai: FakeOpenAI) -> None:
     result = await RubricScore(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     assert chat_count(fake_openai) == 2
     reask = fake_openai.chat_requests[1]
-    assert "score must be an integer from 1 to 5; got 7" in str(reask.messages[-1]["content"])
+    assert "score: Input should be 1, 2, 3, 4 or 5 (got 7)" in str(reask.messages[-1]["content"])
     assert result.value == 0.25  # (2 − 1) / 4; the 7 never counts
-    assert result.evidence["score"] == 2
+    assert result.evidence["raw_score"] == 2
+    schema = fake_openai.chat_requests[0].schema
+    assert schema is not None and schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
 
 
 async def test_fractional_score_is_re_asked(fake_openai: FakeOpenAI) -> None:

@@ -83,7 +83,7 @@ async def test_shared_helper_for_answer_correctness(server: FakeOpenAI) -> None:
     ctx = ScoringContext(
         judge=None,
         embeddings=embeddings_for(server),
-        statements=SharedStatements(Sample(), None, ()),
+        statements=SharedStatements(Sample(), None),
     )
     assert await semantic_similarity_value(ctx, CLOSE, REFERENCE) == pytest.approx(0.96)
     assert await semantic_similarity_value(ctx, "", REFERENCE) == 0.0

@@ -428,9 +428,10 @@ def test_seed_003_answer_correctness(judge_env: FakeOpenAI) -> None:
         assert cells[row].evidence["factuality"] == pytest.approx(factuality)
         assert cells[row].evidence["similarity"] == pytest.approx(similarity, abs=1e-5)
         assert df["answer_correctness"][row] == pytest.approx(combined, abs=1e-5)
-    # per sample: one shared extraction of both texts, one classification request
-    assert len(prompts_with(judge_env, "answer", "reference")) == 2
-    assert len(prompts_with(judge_env, "answer_statements", "reference_statements")) == 2
+    # per sample: the response's statements, then one request that classifies them and the
+    # reference's statements
+    assert len(prompts_with(judge_env, "text")) == 2
+    assert len(prompts_with(judge_env, "reference", "answer_statements")) == 2
     assert len(judge_env.chat_requests) == 4
 
 

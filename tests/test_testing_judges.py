@@ -73,7 +73,7 @@ def test_random_instances_are_valid_and_vary() -> None:
     assert {len(v["items"]) for v in drawn} == {1, 2, 3, 4, 5}
     assert {v["count"] for v in drawn} == {3, 4}
     assert {v["note"] is None for v in drawn} == {True, False}
-    assert 0 <= min(v["free"] for v in drawn) and max(v["free"] for v in drawn) <= 10
+    assert min(v["free"] for v in drawn) >= 0 and max(v["free"] for v in drawn) <= 10
 
 
 @pytest.mark.parametrize("mode", ["json_schema", "tools", "json"])
@@ -91,7 +91,9 @@ def test_random_judge_answers_within_the_schema_in_every_mode(mode: str) -> None
         else:  # the schema in the prompt, as rageval's json mode and ragas write it
             messages = [{"role": "system", "content": f"JSON Schema:\n{json.dumps(schema)}"}, *ASK]
         completion = client.chat.completions.create(
-            model="m", messages=messages, **extra  # type: ignore[arg-type]
+            model="m",
+            messages=messages,
+            **extra,  # type: ignore[arg-type]
         )
     message = completion.choices[0].message
     text = message.tool_calls[0].function.arguments if mode == "tools" else message.content
@@ -192,7 +194,9 @@ def test_the_judges_from_the_command_line(judge: str) -> None:
         base_url = process.stdout.readline().strip()
         with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
             completion = client.chat.completions.create(
-                model="m", messages=ASK, response_format=response_format(Reply_)  # type: ignore[arg-type]
+                model="m",
+                messages=ASK,
+                response_format=response_format(Reply_),  # type: ignore[arg-type]
             )
         text = completion.choices[0].message.content or ""
         if judge == "random":

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from rageval.errors import CAUSE_KINDS, CauseKind
 from rageval.judge import Usage
 from rageval.metrics._statements import SHARED_TAG as SHARED_USAGE
 from rageval.samples import SAMPLE_FIELDS, Sample
@@ -104,6 +105,8 @@ class Cell:
     status: CellStatus
     value: float | None = None
     cause: str | None = None
+    #: the stable code of `cause` (None for ok cells, and in logs written before it existed)
+    cause_kind: CauseKind | None = None
     reason: str | None = None
     evidence: Mapping[str, Any] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
@@ -113,6 +116,7 @@ class Cell:
             "status": self.status,
             "value": self.value,
             "cause": self.cause,
+            "cause_kind": self.cause_kind,
             "reason": self.reason,
             "evidence": dict(self.evidence),
             "usage": usage_to_json(self.usage),
@@ -125,10 +129,14 @@ class Cell:
             status=_STATUSES[obj["status"]],
             value=None if value is None else float(value),
             cause=obj.get("cause"),
+            cause_kind=_KINDS.get(obj.get("cause_kind") or ""),
             reason=obj.get("reason"),
             evidence=obj.get("evidence") or {},
             usage=usage_from_json(obj.get("usage")),
         )
+
+
+_KINDS: dict[str, CauseKind] = {kind: kind for kind in CAUSE_KINDS}
 
 
 @dataclass(frozen=True)
@@ -218,6 +226,8 @@ class MetricSummary:
     usage: Usage
     #: cause -> number of cells, for cells not measured / skipped
     causes: dict[str, int] = field(default_factory=dict)
+    #: cause kind -> number of cells not measured / skipped
+    cause_kinds: dict[str, int] = field(default_factory=dict)
 
     @property
     def n_cells(self) -> int:
@@ -235,18 +245,20 @@ class MetricSummary:
             "n_cells": self.n_cells,
             "usage": usage_to_json(self.usage),
             "causes": self.causes,
+            "cause_kinds": self.cause_kinds,
         }
 
 
 class _Column:
     """One metric's cells, by row, without their evidence."""
 
-    __slots__ = ("causes", "reasons", "statuses", "usage", "values")
+    __slots__ = ("causes", "kinds", "reasons", "statuses", "usage", "values")
 
     def __init__(self, n: int) -> None:
         self.values: list[float | None] = [None] * n
         self.statuses: list[CellStatus | None] = [None] * n  # None: row not finished
         self.causes: list[str | None] = [None] * n
+        self.kinds: list[CauseKind | None] = [None] * n
         self.reasons: list[str | None] = [None] * n
         self.usage: list[Usage | None] = [None] * n
 
@@ -313,6 +325,7 @@ class EvaluationResult:
             col.values[row] = cell.value
             col.statuses[row] = cell.status
             col.causes[row] = None if cell.cause is None else self._shared_str(cell.cause)
+            col.kinds[row] = cell.cause_kind
             col.reasons[row] = cell.reason
             col.usage[row] = None if cell.usage == _EMPTY_USAGE else cell.usage
         self._shared[row] = None if record.shared_usage == _EMPTY_USAGE else record.shared_usage
@@ -387,6 +400,7 @@ class EvaluationResult:
             status=status,
             value=col.values[row],
             cause=col.causes[row],
+            cause_kind=col.kinds[row],
             reason=col.reasons[row],
             evidence=evidence,
             usage=col.usage[row] or Usage(),
@@ -447,6 +461,11 @@ class EvaluationResult:
             for s, c in zip(col.statuses, col.causes, strict=True)
             if s in ("not_measured", "skipped") and c
         )
+        kinds = Counter(
+            k or "unknown"
+            for s, k in zip(col.statuses, col.kinds, strict=True)
+            if s in ("not_measured", "skipped")
+        )
         ci = bootstrap_ci([v for v, s in zip(col.values, col.statuses, strict=True) if s == "ok"])
         return MetricSummary(
             name=metric,
@@ -459,7 +478,17 @@ class EvaluationResult:
             n_skipped=counts["skipped"],
             usage=sum((u for u in col.usage if u is not None), Usage()),
             causes=dict(causes.most_common()),
+            cause_kinds=dict(kinds.most_common()),
         )
+
+    def causes_by_kind(self, metric: str) -> dict[str, Counter[str]]:
+        """The causes of the metric's cells without a value, grouped by their kind."""
+        col = self._column(metric)
+        out: dict[str, Counter[str]] = {}
+        for status, kind, cause in zip(col.statuses, col.kinds, col.causes, strict=True):
+            if status in ("not_measured", "skipped"):
+                out.setdefault(kind or "unknown", Counter())[cause or ""] += 1
+        return out
 
     @property
     def usage_by_metric(self) -> dict[str, Usage]:
@@ -496,7 +525,8 @@ class EvaluationResult:
     # ------------------------------------------------------------------ views
     def to_pandas(self) -> pd.DataFrame:
         """One row per sample: id, inputs, and per metric `<metric>` (NaN where not measured),
-        `<metric>_status` and `<metric>_reason` (the cause when not measured or skipped)."""
+        `<metric>_status`, `<metric>_reason` (the cause when not measured or skipped) and
+        `<metric>_cause_kind` (its stable code)."""
         try:
             import pandas as pd
         except ImportError as e:
@@ -515,6 +545,7 @@ class EvaluationResult:
                 r if s == "ok" else c
                 for s, r, c in zip(col.statuses, col.reasons, col.causes, strict=True)
             ]
+            data[f"{name}_cause_kind"] = list(col.kinds)
         return pd.DataFrame(data)
 
     def summary_table(self) -> str:

@@ -51,9 +51,6 @@ class SemanticSimilarity(Metric):
             raise ValueError(f"threshold must be a cosine in [-1, 1] or None, got {threshold!r}")
         self.threshold = threshold
 
-    def params(self) -> dict[str, Any]:
-        return {"threshold": self.threshold}
-
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
         if not reference.strip():

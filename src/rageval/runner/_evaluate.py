@@ -164,6 +164,8 @@ def _manifest(
     specs = []
     for m in metrics:
         spec: dict[str, Any] = {"name": m.name, "params": json_normal(m.params())}
+        if m.uncaptured:
+            spec["uncaptured"] = m.uncaptured
         own = judge_of.get(m.name)
         if own is not None and own is not judge:
             spec["judge"] = own.describe()

@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from rageval.judge import FatalJudgeError, JudgeError, Usage, UsageLedger
+from rageval.judge import FatalJudgeError, JudgeCallFailed, JudgeError, Usage, UsageLedger
 from rageval.metrics._statements import SHARED_TAG, SharedStatements
 from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext
 from rageval.results import Cell, SampleRecord
@@ -153,9 +153,10 @@ class Scheduler:
         invalid = self.plan.invalid_rows.get(row)
         if sample is None or invalid is not None:
             cause = f"invalid row: {invalid or 'could not be read'}"
-            return SampleRecord(
-                row, sid, sample, {m.name: Cell("skipped", cause=cause) for m in metrics}
-            )
+            skipped = {
+                m.name: Cell("skipped", cause=cause, cause_kind="invalid_row") for m in metrics
+            }
+            return SampleRecord(row, sid, sample, skipped)
         if sample.id is None:  # usage tags and evidence name the sample by its run id
             sample = sample.model_copy(update={"id": sid})
         results: dict[str, MetricResult] = {}
@@ -164,10 +165,11 @@ class Scheduler:
             problems = m.input_problems(sample)
             if problems:
                 results[m.name] = MetricResult.skipped(
-                    "; ".join(f"field {f!r}: {msg}" for f, msg in problems)
+                    "; ".join(f"field {f!r}: {msg}" for f, msg in problems),
+                    cause_kind="missing_field",
                 )
             elif m.needs_llm and self.plan.judge_of[m.name] is None:
-                results[m.name] = MetricResult.skipped(NO_JUDGE_CAUSE)
+                results[m.name] = MetricResult.skipped(NO_JUDGE_CAUSE, cause_kind="no_judge")
             else:
                 to_run.append(m)
         meter = _SampleMeter()
@@ -177,11 +179,10 @@ class Scheduler:
             kept = cells.lookup(sample, to_run)
             results.update(kept)
             to_run = [m for m in to_run if m.name not in kept]
-        needs = frozenset().union(*(m.statement_needs for m in to_run))
         ctx = ScoringContext(
             judge=self.plan.shared_judge,
             embeddings=self.plan.embeddings,
-            statements=SharedStatements(sample, self.plan.shared_judge, needs),
+            statements=SharedStatements(sample, self.plan.shared_judge),
             tags={"sample": sid},
         )
         tasks = [asyncio.ensure_future(self._cell(m, sample, ctx)) for m in to_run]
@@ -214,14 +215,18 @@ class Scheduler:
         try:
             return await metric.score_sample(sample, mctx)
         except NoJudgeError:
-            return MetricResult.skipped(NO_JUDGE_CAUSE)
+            return MetricResult.skipped(NO_JUDGE_CAUSE, cause_kind="no_judge")
         except FatalJudgeError:
             raise
+        except JudgeCallFailed as e:  # e.g. from the embeddings endpoint, outside a metric
+            return MetricResult.not_measured(f"judge call failed: {e.cause}", cause_kind=e.kind)
         except JudgeError as e:
-            return MetricResult.not_measured(f"judge error: {e}")
+            return MetricResult.not_measured(f"judge error: {e}", cause_kind="transport")
         except Exception as e:
             # A metric that breaks on one sample must not lose the whole run; the cell says so.
-            return MetricResult.not_measured(f"{metric.name} raised {type(e).__name__}: {e}")
+            return MetricResult.not_measured(
+                f"{metric.name} raised {type(e).__name__}: {e}", cause_kind="metric_error"
+            )
 
 
 def _cell(result: MetricResult, usage: Usage) -> Cell:
@@ -229,6 +234,7 @@ def _cell(result: MetricResult, usage: Usage) -> Cell:
         status=result.status,
         value=result.value,
         cause=result.cause,
+        cause_kind=result.cause_kind,
         reason=result.reason,
         evidence=result.evidence,
         usage=usage,
