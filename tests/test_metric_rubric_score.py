@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -122,3 +123,20 @@ def test_params_round_trip() -> None:
     assert isinstance(metric, RubricScore)
     assert metric.rubric == parse_rubric(RUBRIC)
     assert RubricScore.required_fields == ("response",)
+
+
+def test_the_raw_level_is_a_column_of_to_pandas(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    # ragas users compare raw 1..5 (on main to_pandas() had only (s-1)/4)
+    from rageval import evaluate
+    from rageval.results import load_run
+
+    fake_openai.handler = lambda req: grade(4 if "100 °C." in user_text(req) else 2)
+    rows = [{"response": "100 °C.", "id": "a"}, {"response": "", "id": "b"}]
+    result = evaluate(
+        rows, [RubricScore()], llm=judge_for(fake_openai), run_dir=tmp_path / "r", progress=False
+    )
+    for reread in (result, load_run(tmp_path / "r")):
+        frame = reread.to_pandas()
+        assert list(frame["rubric_score"]) == [0.75, 0.25]
+        assert list(frame["rubric_score_raw"]) == [4, 2]
+    assert set(frame.columns) >= {"rubric_score_status", "rubric_score_cause_kind"}

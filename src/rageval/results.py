@@ -55,6 +55,9 @@ _STATUSES: dict[str, CellStatus] = {
     "not_measured": "not_measured",
     "skipped": "skipped",
 }
+#: the evidence key of a value on the metric's own scale (rubric_score's 1..5), shown by
+#: to_pandas() as the column <metric>_raw
+RAW_SCORE = "raw_score"
 MANIFEST_FILE = "manifest.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -252,13 +255,15 @@ class MetricSummary:
 class _Column:
     """One metric's cells, by row, without their evidence."""
 
-    __slots__ = ("causes", "kinds", "reasons", "statuses", "usage", "values")
+    __slots__ = ("causes", "kinds", "raws", "reasons", "statuses", "usage", "values")
 
     def __init__(self, n: int) -> None:
         self.values: list[float | None] = [None] * n
         self.statuses: list[CellStatus | None] = [None] * n  # None: row not finished
         self.causes: list[str | None] = [None] * n
         self.kinds: list[CauseKind | None] = [None] * n
+        #: the value on the metric's own scale, for metrics that have one (evidence raw_score)
+        self.raws: list[float | None] = [None] * n
         self.reasons: list[str | None] = [None] * n
         self.usage: list[Usage | None] = [None] * n
 
@@ -326,6 +331,10 @@ class EvaluationResult:
             col.statuses[row] = cell.status
             col.causes[row] = None if cell.cause is None else self._shared_str(cell.cause)
             col.kinds[row] = cell.cause_kind
+            raw = cell.evidence.get(RAW_SCORE)
+            col.raws[row] = (
+                raw if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+            )
             col.reasons[row] = cell.reason
             col.usage[row] = None if cell.usage == _EMPTY_USAGE else cell.usage
         self._shared[row] = None if record.shared_usage == _EMPTY_USAGE else record.shared_usage
@@ -526,7 +535,8 @@ class EvaluationResult:
     def to_pandas(self) -> pd.DataFrame:
         """One row per sample: id, inputs, and per metric `<metric>` (NaN where not measured),
         `<metric>_status`, `<metric>_reason` (the cause when not measured or skipped) and
-        `<metric>_cause_kind` (its stable code)."""
+        `<metric>_cause_kind` (its stable code); for a metric with a raw scale (rubric_score's
+        1..5) also `<metric>_raw`."""
         try:
             import pandas as pd
         except ImportError as e:
@@ -546,6 +556,8 @@ class EvaluationResult:
                 for s, r, c in zip(col.statuses, col.reasons, col.causes, strict=True)
             ]
             data[f"{name}_cause_kind"] = list(col.kinds)
+            if any(r is not None for r in col.raws):
+                data[f"{name}_raw"] = [math.nan if r is None else r for r in col.raws]
         return pd.DataFrame(data)
 
     def summary_table(self) -> str:
