@@ -36,7 +36,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rageval.metrics._statements import RULES
 from rageval.metrics.authoring import judge_items, reply_budget, split_sentences, tagged
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics.base import (
+    Metric,
+    MetricResult,
+    ScoringContext,
+    note_truncation,
+    register,
+)
 from rageval.metrics.semantic_similarity import semantic_similarity_value
 from rageval.samples import Sample
 
@@ -151,7 +157,7 @@ class AnswerCorrectness(Metric):
             self._factuality(sample, ctx) if w_fact > 0 else _skipped(),
             semantic_similarity_value(ctx, response, reference) if w_sim > 0 else _skipped(),
         )
-        return self._result(
+        result = self._result(
             answer_correctness_score(
                 None if facts is None else facts["factuality"], similarity, self.weights
             ),
@@ -159,6 +165,10 @@ class AnswerCorrectness(Metric):
             similarity,
             None,
         )
+        if similarity is None:
+            return result
+        cut = ctx.truncated({"response": response, "reference": reference})
+        return note_truncation(result, cut, ctx.embeddings.max_tokens if ctx.embeddings else None)
 
     def _result(
         self,

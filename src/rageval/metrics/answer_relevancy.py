@@ -30,7 +30,13 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rageval.metrics.authoring import messages, tagged
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics.base import (
+    Metric,
+    MetricResult,
+    ScoringContext,
+    note_truncation,
+    register,
+)
 from rageval.samples import Sample
 
 
@@ -111,7 +117,11 @@ class AnswerRelevancy(Metric):
             )
         cosines = await self._cosines(ctx, question, [r.question for r in replies])
         value = answer_relevancy_score(cosines, flags)
-        return MetricResult.ok(
+        named = {"user_input": question}
+        named.update({f"question_{i}": r.question for i, r in enumerate(replies, start=1)})
+        cut = ctx.truncated(named)
+        limit = ctx.embeddings.max_tokens if ctx.embeddings else None
+        result = MetricResult.ok(
             value,
             reason=f"mean cosine of {len(cosines)} generated questions to the user input"
             + (f" ({votes} of {len(flags)} generations found it noncommittal)" if votes else ""),
@@ -122,6 +132,7 @@ class AnswerRelevancy(Metric):
                 for r, c in zip(replies, cosines, strict=True)
             ],
         )
+        return note_truncation(result, cut, limit)
 
     @staticmethod
     async def _cosines(ctx: ScoringContext, question: str, generated: list[str]) -> list[float]:

@@ -173,12 +173,35 @@ class ScoringContext:
         )
         return replies.values
 
+    def truncated(self, named: Mapping[str, str]) -> dict[str, int]:
+        """Which of the named texts the embedding model cut (reading only its first
+        ``max_tokens`` tokens), each with its whole length in tokens: a metric puts this in
+        its evidence as ``truncated`` (see :func:`note_truncation`)."""
+        if self.embeddings is None:
+            return {}
+        cut = self.embeddings.truncated(list(named.values()))
+        return {name: cut[text] for name, text in named.items() if text in cut}
+
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self.embeddings is None:
             from rageval.embeddings import embedding_factory
 
             self.embeddings = embedding_factory("local")
         return await self.embeddings.aembed_texts(list(texts))
+
+
+def note_truncation(
+    result: MetricResult, cut: Mapping[str, int], limit: int | None
+) -> MetricResult:
+    """`result` with evidence ``truncated`` ({name: tokens}) and a note in its reason when the
+    embedding model read only the first `limit` tokens of some texts."""
+    if not cut or not result.measured:
+        return result
+    which = ", ".join(f"{name} ({n} tokens)" for name, n in cut.items())
+    note = f"embedded from its first {limit} tokens only: {which}"
+    reason = f"{result.reason}; {note}" if result.reason else note
+    evidence = {**result.evidence, "truncated": dict(cut)}
+    return result.model_copy(update={"reason": reason, "evidence": evidence})
 
 
 # ---- configuration: captured from the constructor's arguments ------------------------------
