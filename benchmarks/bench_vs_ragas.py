@@ -56,6 +56,8 @@ def run_one(tool: str, server: JudgeServer, data: Path, metrics: list[str], samp
     scores = result["scores"]
     if tool == "ragas":
         stats["ragas_stderr_lines"] = result["stderr_lines"]
+    else:  # NaN or infinity among the values, or anywhere in results.jsonl / summary.json
+        stats["non_finite"] = result["non_finite"]
     return Row(
         tool,
         "+".join(metrics) if len(metrics) < 8 else "all eight",
@@ -198,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"{name:>24} {tool:>8}: {row.samples_per_s:8.1f} samples/s, "
                         f"wall {row.wall_s:7.2f} s, {row.requests} requests, "
-                        f"cpu {fmt(row.cpu_ms_per_request, 2)} ms/req, load {row.load:.1f}",
+                        f"cpu {fmt(row.cpu_ms_per_request, 2)} ms/req, load {row.load:.1f}, "
+                        f"measured {100 * row.measured_share:.1f}%, "
+                        f"non-finite {row.server.get('non_finite', '-')}",
                         file=sys.stderr,
                         flush=True,
                     )
