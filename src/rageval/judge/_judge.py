@@ -9,7 +9,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
@@ -247,28 +247,14 @@ class Judge:
         once), :class:`JudgeCallFailed` when this call cannot produce a usable reply.
         """
         call = self._call(messages, response_model, check, max_reasks, max_tokens, temperature)
-        cache = self.cache
-        key = self._cache_key(call, "") if cache is not None else ""
-        if cache is not None:
-            hit = cache.get(key)
-            value = _revalidate(hit[0], response_model, check) if hit is not None else None
-            if value is not None:
-                usage = Usage(cache_hits=1)
-                self.usage.record(usage, tags)
-                return JudgeReply(value, usage, cached=True)
-        tally = Tally()
-        try:
-            value, raw = await self._solve(call, tally)
-        except FatalJudgeError as exc:
-            self._endpoint.remember_fatal(exc)
-            raise
-        finally:
-            usage = self._usage_of(tally)
-            if tally.requests:
-                self.usage.record(usage, tags)
-        if cache is not None:
-            cache.put(key, self.model, raw, usage.to_dict())
-        return JudgeReply(value, usage)
+
+        async def solve(tallies: list[Tally]) -> tuple[T, str]:
+            tallies.append(tally := Tally())
+            return await self._solve(call, tally)
+
+        revalidate = functools.partial(_revalidate, response_model=response_model, check=check)
+        value, usage, cached = await self._answer(call, "", tags, revalidate, solve)
+        return JudgeReply(value, usage, cached)
 
     async def ask_n(
         self,
@@ -294,29 +280,49 @@ class Judge:
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         call = self._call(messages, response_model, check, max_reasks, max_tokens, temperature)
+
+        async def solve(tallies: list[Tally]) -> tuple[list[T], str]:
+            solved = await self._solve_n(call, n, tallies)
+            return [value for value, _ in solved], "[" + ",".join(raw for _, raw in solved) + "]"
+
+        revalidate = functools.partial(
+            _revalidate_all, response_model=response_model, check=check, n=n
+        )
+        values, usage, cached = await self._answer(call, f"n={n}", tags, revalidate, solve)
+        return JudgeReplies(values, usage, cached)
+
+    async def _answer(
+        self,
+        call: _Call[Any],
+        variant: str,
+        tags: Mapping[str, str] | None,
+        revalidate: Callable[[str], R | None],
+        solve: Callable[[list[Tally]], Awaitable[tuple[R, str]]],
+    ) -> tuple[R, Usage, bool]:
+        """The cached answer to `call` if it still validates, else `solve`'s (then cached);
+        the usage of every request it took is booked under `tags` either way."""
         cache = self.cache
-        key = self._cache_key(call, f"n={n}") if cache is not None else ""
+        key = self._cache_key(call, variant) if cache is not None else ""
         if cache is not None:
             hit = cache.get(key)
-            values = _revalidate_all(hit[0], response_model, check, n) if hit is not None else None
-            if values is not None:
+            value = revalidate(hit[0]) if hit is not None else None
+            if value is not None:
                 usage = Usage(cache_hits=1)
                 self.usage.record(usage, tags)
-                return JudgeReplies(values, usage, cached=True)
+                return value, usage, True
         tallies: list[Tally] = []
         try:
-            solved = await self._solve_n(call, n, tallies)
+            value, raw = await solve(tallies)
         except FatalJudgeError as exc:
             self._endpoint.remember_fatal(exc)
             raise
         finally:
-            usage = sum((self._usage_of(t) for t in tallies), Usage())
+            usage = self._usage_of(tallies)
             if usage.requests:
                 self.usage.record(usage, tags)
         if cache is not None:
-            cache.put(key, self.model, "[" + ",".join(raw for _, raw in solved) + "]",
-                      usage.to_dict())  # fmt: skip
-        return JudgeReplies([value for value, _ in solved], usage)
+            cache.put(key, self.model, raw, usage.to_dict())
+        return value, usage, False
 
     def _call(
         self,
@@ -590,14 +596,16 @@ class Judge:
             digest.update(content)
         return digest.hexdigest()
 
-    def _usage_of(self, tally: Tally) -> Usage:
+    def _usage_of(self, tallies: Sequence[Tally]) -> Usage:
+        prompt = sum(t.prompt_tokens for t in tallies)
+        completion = sum(t.completion_tokens for t in tallies)
         return Usage(
-            prompt_tokens=tally.prompt_tokens,
-            completion_tokens=tally.completion_tokens,
-            requests=tally.requests,
-            retries=tally.retries,
-            reasks=tally.reasks,
-            cost_usd=self.prices.cost(self.model, tally.prompt_tokens, tally.completion_tokens),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            requests=sum(t.requests for t in tallies),
+            retries=sum(t.retries for t in tallies),
+            reasks=sum(t.reasks for t in tallies),
+            cost_usd=self.prices.cost(self.model, prompt, completion),
         )
 
 
@@ -664,7 +672,7 @@ def _revalidate(text: str, response_model: type[T], check: Callable[[T], None] |
 
 
 def _revalidate_all(
-    text: str, response_model: type[T], check: Callable[[T], None] | None, n: int
+    text: str, *, response_model: type[T], check: Callable[[T], None] | None, n: int
 ) -> list[T] | None:
     """The ``n`` cached values of an ``ask_n``, if every one still validates."""
     try:
@@ -675,7 +683,7 @@ def _revalidate_all(
         return None
     values = []
     for item in items:
-        value = _revalidate(json.dumps(item), response_model, check)
+        value = _revalidate(json.dumps(item), response_model=response_model, check=check)
         if value is None:
             return None
         values.append(value)

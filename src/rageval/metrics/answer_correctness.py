@@ -35,7 +35,13 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rageval.metrics._statements import RULES
-from rageval.metrics.authoring import judge_items, reply_budget, split_sentences, tagged
+from rageval.metrics.authoring import (
+    judge_items,
+    reply_budget,
+    split_sentences,
+    tagged,
+    verdict_evidence,
+)
 from rageval.metrics.base import (
     Metric,
     MetricResult,
@@ -219,10 +225,7 @@ class AnswerCorrectness(Metric):
             "tp_ids": tp_ids,
             "fp_ids": fp_ids,
             "fn_ids": fn_ids,
-            "response_statements": [
-                {"id": v.id, "text": v.text, "supported": v.verdict, "reason": v.reason or None}
-                for v in verdicts
-            ],
+            "response_statements": verdict_evidence(verdicts, "supported"),
             "reference_statements": [
                 {
                     "id": f"f{i}",

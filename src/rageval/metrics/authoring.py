@@ -69,6 +69,8 @@ __all__ = [
     "split_sentences",
     "tagged",
     "text_tokens",
+    "unjudged",
+    "verdict_evidence",
     "verdict_model",
     "verdict_request",
 ]
@@ -229,6 +231,22 @@ class Verdict:
     text: str
     verdict: bool
     reason: str
+
+
+def unjudged(items: Sequence[str], prefix: str) -> list[Verdict]:
+    """The verdicts on `items` when they are known without asking: all false, no reason (e.g.
+    statements when no context was retrieved to support them)."""
+    return [
+        Verdict(key, t, False, "")
+        for key, t in zip(item_ids(prefix, len(items)), items, strict=True)
+    ]
+
+
+def verdict_evidence(verdicts: Sequence[Verdict], field: str) -> list[dict[str, Any]]:
+    """The evidence list of a metric's verdicts: id, text, the verdict under `field`, reason."""
+    return [
+        {"id": v.id, "text": v.text, field: v.verdict, "reason": v.reason or None} for v in verdicts
+    ]
 
 
 def _reply_format(prefix: str, verdict: str, first: int, count: int) -> str:

@@ -17,7 +17,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from rageval.metrics.authoring import judge_items, nonblank, numbered, split_sentences, tagged
+from rageval.metrics.authoring import (
+    judge_items,
+    nonblank,
+    numbered,
+    split_sentences,
+    tagged,
+    unjudged,
+    verdict_evidence,
+)
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
@@ -56,34 +64,21 @@ class ContextRecall(Metric):
         if not sentences:
             return MetricResult.not_measured("the reference is empty: nothing to look for")
         contexts = nonblank(sample.retrieved_contexts)
-        if not contexts:
-            return MetricResult.ok(
-                0.0,
-                reason="no context was retrieved",
-                sentences=[
-                    {"id": f"r{i}", "text": t, "attributed": False, "reason": None}
-                    for i, t in enumerate(sentences, 1)
-                ],
+        if contexts:
+            verdicts, _ = await judge_items(
+                ctx,
+                sentences,
+                prompt(sample.text("user_input"), contexts),
+                prefix="r",
+                verdict="attributed",
+                meaning=ATTRIBUTED,
             )
-        verdicts, _ = await judge_items(
-            ctx,
-            sentences,
-            prompt(sample.text("user_input"), contexts),
-            prefix="r",
-            verdict="attributed",
-            meaning=ATTRIBUTED,
-        )
-        attributed = [v.verdict for v in verdicts]
-        value = context_recall_score(attributed)
+            found = sum(v.verdict for v in verdicts)
+            reason = f"{found} of {len(sentences)} reference sentences are found in the contexts"
+        else:
+            verdicts, reason = unjudged(sentences, "r"), "no context was retrieved"
+        value = context_recall_score([v.verdict for v in verdicts])
         assert value is not None
         return MetricResult.ok(
-            value,
-            reason=(
-                f"{sum(attributed)} of {len(sentences)} reference sentences are found in the "
-                "contexts"
-            ),
-            sentences=[
-                {"id": v.id, "text": v.text, "attributed": v.verdict, "reason": v.reason}
-                for v in verdicts
-            ],
+            value, reason=reason, sentences=verdict_evidence(verdicts, "attributed")
         )

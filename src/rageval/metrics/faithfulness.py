@@ -13,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
-from rageval.metrics.authoring import judge_items, nonblank, numbered, tagged
+from rageval.metrics.authoring import (
+    judge_items,
+    nonblank,
+    numbered,
+    tagged,
+    unjudged,
+    verdict_evidence,
+)
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
@@ -52,26 +59,22 @@ class Faithfulness(Metric):
         if not statements:
             return MetricResult.not_measured("the response makes no factual statement to check")
         contexts = nonblank(sample.retrieved_contexts)
-        if not contexts:
-            return MetricResult.ok(
-                0.0,
-                reason="no context was retrieved, so none of the statements is supported",
-                statements=[
-                    {"id": f"s{i}", "text": t, "verdict": False, "reason": None}
-                    for i, t in enumerate(statements, 1)
-                ],
+        if contexts:
+            verdicts, _ = await judge_items(
+                ctx,
+                statements,
+                prompt(contexts),
+                prefix="s",
+                verdict="supported",
+                meaning=SUPPORTED,
             )
-        verdicts, _ = await judge_items(
-            ctx, statements, prompt(contexts), prefix="s", verdict="supported", meaning=SUPPORTED
-        )
+            supported = sum(v.verdict for v in verdicts)
+            reason = f"{supported} of {len(verdicts)} statements are supported by the contexts"
+        else:
+            verdicts = unjudged(statements, "s")
+            reason = "no context was retrieved, so none of the statements is supported"
         value = faithfulness_score([v.verdict for v in verdicts])
         assert value is not None
-        supported = sum(v.verdict for v in verdicts)
         return MetricResult.ok(
-            value,
-            reason=f"{supported} of {len(verdicts)} statements are supported by the contexts",
-            statements=[
-                {"id": v.id, "text": v.text, "verdict": v.verdict, "reason": v.reason}
-                for v in verdicts
-            ],
+            value, reason=reason, statements=verdict_evidence(verdicts, "verdict")
         )
