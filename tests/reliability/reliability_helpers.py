@@ -163,6 +163,7 @@ def check_invariants(result: EvaluationResult, metrics: Sequence[str], n: int) -
                 assert status in ("not_measured", "skipped"), where
                 assert value is None, where
                 assert cell.cause, f"{where}: {status} without a cause"
+                assert cell.cause_kind, f"{where}: {status} without a cause kind"
             assert non_finite(dict(cell.evidence)) == [], where
             assert non_finite(cell.usage.to_dict()) == [], where
         s = summary[m]
