@@ -16,6 +16,7 @@ import pytest
 
 from rageval.stats import (
     AGREEMENT_STATISTICS,
+    KappaWeights,
     agreement,
     auroc,
     balanced_accuracy,
@@ -121,10 +122,9 @@ def test_statistics_match_textbook_computations_on_random_cases(seed: int) -> No
     human3 = list(rng.integers(0, 3, size=n).astype(float))
     judge3 = [float(min(2, max(0, h + rng.integers(-1, 2)))) for h in human3]
     assert cohen_kappa(human3, judge3) == pytest.approx(ref_kappa(human3, judge3))
-    for w in ("linear", "quadratic"):
-        assert cohen_kappa(human3, judge3, weights=w) == pytest.approx(  # type: ignore[arg-type]
-            ref_kappa(human3, judge3, w)
-        )
+    weightings: tuple[KappaWeights, ...] = ("linear", "quadratic")
+    for w in weightings:
+        assert cohen_kappa(human3, judge3, weights=w) == pytest.approx(ref_kappa(human3, judge3, w))
     assert balanced_accuracy(human3, judge3) == pytest.approx(ref_balanced_accuracy(human3, judge3))
     labels = list(rng.integers(0, 2, size=n).astype(float))
     scores = [float(round(y * 0.3 + rng.uniform(), 1)) for y in labels]  # many ties

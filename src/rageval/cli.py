@@ -4,7 +4,7 @@ Only the standard library is imported at module level so that `rageval --help` a
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
 Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage or input error, 3 fatal judge error
-(bad key, unknown model...), 130 interrupted.
+(bad key, unknown model...), 4 a `calibrate --min-kappa` gate failed, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -19,9 +19,13 @@ from typing import TYPE_CHECKING, NoReturn
 from rageval._version import __version__
 
 if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
     from rageval.results import EvaluationResult
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: `rageval calibrate --min-kappa`: the judge disagrees with the people more than allowed
+EXIT_CALIBRATION_GATE = 4
 
 
 class _UsageError(Exception):
@@ -64,13 +68,7 @@ def _metric_names(values: Sequence[str]) -> list[str]:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rageval.judge import FatalJudgeError
     from rageval.metrics.base import registered_metrics
-    from rageval.runner import (
-        RunConfigError,
-        RunDirError,
-        embeddings_from_spec,
-        evaluate,
-        judge_from_env,
-    )
+    from rageval.runner import RunConfigError, RunDirError, evaluate
     from rageval.samples import InvalidDataError
 
     column_map = dict(_pairs(args.column_map, "--column-map"))
@@ -83,20 +81,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.resume and args.output and Path(args.resume) != Path(args.output):
         raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
     run_dir = Path(args.resume or args.output or _fresh_run_dir())
-    try:
-        judge = judge_from_env(
-            args.llm,
-            base_url=args.base_url,
-            max_concurrency=args.concurrency,
-            cache=not args.no_cache,
-        )
-        embeddings = (
-            embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
-            if args.embeddings
-            else None
-        )
-    except ValueError as e:  # a malformed base URL, model name or embeddings spec
-        raise _UsageError(str(e)) from None
+    judge, embeddings = _judge_and_embeddings(args)
     try:
         result = evaluate(
             args.data,
@@ -124,6 +109,27 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     report = run_dir / "report.html"
     print(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
     return _check_gates(result, gates)
+
+
+def _judge_and_embeddings(args: argparse.Namespace) -> tuple[Judge | None, Embeddings | None]:
+    """The judge and embeddings of the options added by :func:`_add_judge_options`."""
+    from rageval.runner import embeddings_from_spec, judge_from_env
+
+    try:
+        judge = judge_from_env(
+            args.llm,
+            base_url=args.base_url,
+            max_concurrency=args.concurrency,
+            cache=not args.no_cache,
+        )
+        embeddings = (
+            embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
+            if args.embeddings
+            else None
+        )
+    except ValueError as e:  # a malformed base URL, model name or embeddings spec
+        raise _UsageError(str(e)) from None
+    return judge, embeddings
 
 
 def _fresh_run_dir() -> Path:
@@ -305,44 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="metric to run (repeat, or comma-separate); default: every metric "
         "whose fields the data has",
     )
-    ev.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
-    ev.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI)",
-    )
-    ev.add_argument(
-        "--embeddings",
-        metavar="local|openai:MODEL",
-        default=None,
-        help="embedding model (default: the local all-MiniLM-L6-v2)",
-    )
-    ev.add_argument(
-        "-o", "--output", metavar="DIR", help="run directory (default: rageval-runs/<timestamp>)"
-    )
+    _add_judge_options(ev)
     ev.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
-    ev.add_argument(
-        "--concurrency",
-        type=_positive_int,
-        metavar="N",
-        help="judge requests in flight at most (default 16)",
-    )
-    ev.add_argument(
-        "--no-cache", action="store_true", help="do not read or write the request cache"
-    )
-    ev.add_argument(
-        "--column-map",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="THEIRS=OURS",
-        help="rename columns, e.g. query=user_input",
-    )
-    ev.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="skip cells of rows that lack a required field instead of stopping",
-    )
     ev.add_argument(
         "--fail-under",
         nargs="+",
@@ -353,6 +323,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     ev.set_defaults(func=_cmd_evaluate)
+
+    from rageval._calibrate_cli import add_calibrate_command
+
+    add_calibrate_command(sub, _add_judge_options)
 
     rep = sub.add_parser("report", help="(re)build report.html of a run directory")
     rep.add_argument("run_dir", metavar="DIR")
@@ -379,6 +353,47 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cache.set_defaults(func=_cmd_cache)
     return parser
+
+
+def _add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that scores data: judge, embeddings, run directory, input."""
+    parser.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI)",
+    )
+    parser.add_argument(
+        "--embeddings",
+        metavar="local|openai:MODEL",
+        default=None,
+        help="embedding model (default: the local all-MiniLM-L6-v2)",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="DIR", help="run directory (default: rageval-runs/<timestamp>)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="judge requests in flight at most (default 16)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the request cache"
+    )
+    parser.add_argument(
+        "--column-map",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="THEIRS=OURS",
+        help="rename columns, e.g. query=user_input",
+    )
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip cells of rows that lack a required field instead of stopping",
+    )
 
 
 def _positive_int(text: str) -> int:

@@ -119,7 +119,21 @@ def _payload(run: RunData) -> dict[str, Any]:
         "duration_s": run.summary.duration_s if run.summary is not None else None,
         "has_summary": run.summary is not None,
         "samples_left_out": run.samples_left_out,
+        "calibration": _calibration(run),
     }
+
+
+def _calibration(run: RunData) -> dict[str, Any] | None:
+    """calibration.json as the page reads it: each statistic with its display title."""
+    if run.calibration is None:
+        return None
+    from rageval.calibration import STATISTIC_TITLES
+
+    out = run.calibration.model_dump()
+    for agreement in out["agreements"]:
+        for name, stat in agreement["statistics"].items():
+            stat["title"] = STATISTIC_TITLES.get(name, name)
+    return out
 
 
 def _summarise(name: str, results: list[SampleResult]) -> MetricSummary:

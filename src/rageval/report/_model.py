@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, model_validator
 
+from rageval.calibration._model import CALIBRATION_FILE, CalibrationReport
+
 MANIFEST = "manifest.json"
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
@@ -138,6 +140,8 @@ class RunData(BaseModel):
     summary: Summary | None = None
     #: finished samples past `max_samples` that were read but not kept
     samples_left_out: int = 0
+    #: agreement with human labels, when the run was a calibration (calibration.json)
+    calibration: CalibrationReport | None = None
 
     @classmethod
     def load(cls, run_dir: str | Path, *, max_samples: int | None = None) -> RunData:
@@ -155,7 +159,17 @@ class RunData(BaseModel):
             if summary_path.exists()
             else None
         )
-        return cls(manifest=manifest, results=results, summary=summary, samples_left_out=left_out)
+        calibration_path = run_dir / CALIBRATION_FILE
+        calibration = (
+            CalibrationReport.load(calibration_path) if calibration_path.exists() else None
+        )
+        return cls(
+            manifest=manifest,
+            results=results,
+            summary=summary,
+            samples_left_out=left_out,
+            calibration=calibration,
+        )
 
     def metric_names(self) -> list[str]:
         """Metrics in manifest order, then any that only the results or summary mention."""

@@ -461,6 +461,126 @@
     );
   }
 
+  // ---- agreement with human labels (calibration.json) ----------------------------------
+
+  const fmtStat = (v) => (v === null || v === undefined ? "—" : v.toFixed(3));
+
+  // Rows: what people said; columns: the judge's verdict. A cell's shade is its share of
+  // the row, so each row reads as "of the answers people put here, where the judge put them".
+  function confusionChart(c) {
+    const k = c.levels.length;
+    const cell = k <= 3 ? 56 : k <= 6 ? 40 : 30;
+    const left = 64;
+    const top = 40;
+    const W = left + k * cell + 4;
+    const H = top + k * cell + 4;
+    const mid = top + (k * cell) / 2;
+    const chart = svg("svg", {
+      class: "confusion",
+      viewBox: `0 0 ${W} ${H}`,
+      width: W,
+      height: H,
+      role: "img",
+      "aria-label": "Confusion matrix: rows are the human labels, columns the judge's",
+    });
+    chart.append(
+      svg("text", { x: left + (k * cell) / 2, y: 12, class: "axis-title", "text-anchor": "middle" }, "judge"),
+      svg("text", { x: 14, y: mid, class: "axis-title", "text-anchor": "middle", transform: `rotate(-90 14 ${mid})` }, "human"),
+    );
+    c.levels.forEach((level, i) => {
+      chart.append(
+        svg("text", { x: left + i * cell + cell / 2, y: top - 8, class: "tick", "text-anchor": "middle" }, fmtNum(level)),
+        svg("text", { x: left - 8, y: top + i * cell + cell / 2 + 4, class: "tick", "text-anchor": "end" }, fmtNum(level)),
+      );
+    });
+    c.matrix.forEach((row, i) => {
+      const total = row.reduce((a, b) => a + b, 0);
+      row.forEach((n, j) => {
+        const share = total ? n / total : 0;
+        const x = left + j * cell;
+        const y = top + i * cell;
+        chart.append(
+          svg(
+            "g",
+            { class: i === j ? "cm-cell agree" : "cm-cell", "data-row": i, "data-col": j },
+            svg("title", null, `human ${fmtNum(c.levels[i])}, judge ${fmtNum(c.levels[j])}: ${plural(n, "pair")} (${Math.round(share * 100)}% of the row)`),
+            svg("rect", { x, y, width: cell - 2, height: cell - 2, class: "cm-shade", "fill-opacity": (0.06 + 0.84 * share).toFixed(3) }),
+            svg("text", { x: x + (cell - 2) / 2, y: y + (cell - 2) / 2 + 4, class: share > 0.55 ? "cm-count on-dark" : "cm-count", "text-anchor": "middle" }, fmtInt(n)),
+          ),
+        );
+      });
+    });
+    return chart;
+  }
+
+  function agreementCard(a, confidence) {
+    const rows = Object.entries(a.statistics).map(([name, s]) =>
+      h(
+        "tr",
+        { "data-statistic": name, class: name === a.kappa_statistic ? "headline" : null },
+        h("th", { scope: "row" }, s.title),
+        h("td", { class: "num value" }, fmtStat(s.value)),
+        h("td", { class: "num ci" }, s.low === null || s.high === null ? "—" : `${fmtStat(s.low)} – ${fmtStat(s.high)}`),
+        h("td", { class: "note" }, s.note || ""),
+      ),
+    );
+    const counts = [
+      plural(a.n_pairs, "pair"),
+      a.n_without_judge ? `${fmtInt(a.n_without_judge)} labelled rows not scored by the judge` : null,
+      a.human_mean !== null ? `human mean ${fmtStat(a.human_mean)}` : null,
+      a.judge_mean !== null ? `judge mean ${fmtStat(a.judge_mean)}` : null,
+    ];
+    return h(
+      "figure",
+      { class: "card agreement", "data-metric": a.metric, "data-label": a.label_column },
+      h(
+        "figcaption",
+        null,
+        h("span", { class: "metric-name" }, a.metric),
+        h("span", { class: "vs" }, " vs "),
+        h("span", { class: "label-name" }, a.label_column),
+        h("span", { class: "pill kind" }, `${a.kind} labels`),
+      ),
+      h("p", { class: "muted counts" }, counts.filter(Boolean).join(" · ")),
+      h(
+        "div",
+        { class: "agreement-body" },
+        h(
+          "table",
+          { class: "stats" },
+          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Statistic"), h("th", { scope: "col", class: "num" }, "Value"), h("th", { scope: "col", class: "num" }, `${Math.round(confidence * 100)}% CI`), h("th", { scope: "col" }))),
+          h("tbody", null, rows),
+        ),
+        a.confusion ? h("div", { class: "confusion-wrap" }, confusionChart(a.confusion), h("p", { class: "muted mapping" }, a.confusion.judge_mapping)) : null,
+      ),
+      h("p", { class: "muted usage" }, `Judge calls of this metric: ${usageLine(a.usage)}`),
+    );
+  }
+
+  function drawCalibration() {
+    const cal = DATA.calibration;
+    if (!cal) return null;
+    const gate =
+      cal.min_kappa === null
+        ? null
+        : cal.gate_failures.length
+          ? h("div", { class: "notice warn gate" }, `κ gate ${cal.min_kappa} failed: `, cal.gate_failures.join("; "))
+          : h("p", { class: "notice info gate" }, `κ gate ${cal.min_kappa}: every κ reaches it.`);
+    return h(
+      "section",
+      { id: "calibration" },
+      h("h2", null, "Agreement with human labels"),
+      gate,
+      h("div", { class: "calib-grid" }, cal.agreements.map((a) => agreementCard(a, cal.confidence))),
+      h(
+        "p",
+        { class: "footnote" },
+        `Intervals: ${cal.interval_method}. The calibration run: ${usageLine(cal.usage)}. `,
+        "What each statistic means: docs/calibration.md.",
+      ),
+    );
+  }
+
   // ---- distributions -------------------------------------------------------------------
 
   function histogram(row) {
@@ -999,6 +1119,7 @@
   addKids(app, [
     drawHeader(),
     drawSummary(),
+    drawCalibration(),
     drawDistributions(),
     drawSamples(),
     h("footer", null, `Generated by rageval ${DATA.manifest.rageval_version}. This file is self-contained and works offline.`),
