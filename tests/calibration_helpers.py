@@ -139,7 +139,9 @@ def write_public_sets(root: Path, n: int = 36) -> dict[str, tuple[int, int | Non
                     {
                         "query_id": q,
                         "query": f"Where is {thing}?",
-                        "context": [{"text": f"{thing} is a landmark in {city}. {thing} stands in {city}."}],
+                        "context": [
+                            {"text": f"{thing} is a landmark in {city}. {thing} stands in {city}."}
+                        ],
                         "answer": sentences,
                     }
                 )
