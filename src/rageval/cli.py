@@ -21,7 +21,7 @@ from rageval._version import __version__
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
-    from rageval.results import EvaluationResult
+    from rageval.results import EvaluationResult, MetricComparison
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: `rageval calibrate --min-kappa`: the judge disagrees with the people more than allowed
@@ -78,6 +78,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     for metric, _ in gates:
         if metric not in known:
             raise _UsageError(f"--fail-under names {metric!r}, which is not a metric of this run")
+    human_labels = _pairs(args.human_labels, "--human-labels")
     if args.resume and args.output and Path(args.resume) != Path(args.output):
         raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
     run_dir = Path(args.resume or args.output or _fresh_run_dir())
@@ -93,6 +94,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             run_dir=run_dir,
             resume=bool(args.resume),
             progress=False if args.quiet else None,
+            human_labels=human_labels or None,
+            repeats=args.repeats,
         )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         raise _UsageError(str(e)) from None
@@ -220,12 +223,42 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         "\npaired over samples (matched by id) measured in both runs; CI: paired percentile "
         "bootstrap; p-value: sign-flip permutation test of no difference"
     )
+    _print_ppi_comparisons(comparisons)
     for c in comparisons:
         if c.movers:
             print(f"\n{c.metric}: samples that moved most")
             for sid, x, y in c.movers:
                 print(f"  {sid}: {x:.4f} -> {y:.4f} ({y - x:+.4f})")
     return EXIT_OK
+
+
+def _print_ppi_comparisons(comparisons: Sequence[MetricComparison]) -> None:
+    """The human-label (PPI++) means of both runs, and their paired difference."""
+    rows = []
+    for c in comparisons:
+        for p in c.ppi:
+            d = p.diff
+            rows.append(
+                (
+                    f"{c.metric} <- {p.column}",
+                    _fmt_interval(p.a.mean, p.a.low, p.a.high),
+                    _fmt_interval(p.b.mean, p.b.low, p.b.high),
+                    _fmt(d.mean_diff, signed=True),
+                    "-" if d.low is None or d.high is None else f"[{d.low:+.4f}, {d.high:+.4f}]",
+                    f"{d.n_labelled} + {d.n_unlabelled}",
+                )
+            )
+    if not rows:
+        return
+    print("\nhuman labels: the mean label by PPI++ (the judge rectified by the labelled rows)")
+    header = ("metric <- label", "A [95% CI]", "B [95% CI]", "B - A", "95% CI", "rows (lab. + not)")
+    print(_table(header, rows))
+
+
+def _fmt_interval(mean: float | None, low: float | None, high: float | None) -> str:
+    if mean is None:
+        return "-"
+    return f"{mean:.4f}" + ("" if low is None or high is None else f" [{low:.4f}, {high:.4f}]")
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
@@ -320,6 +353,23 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="METRIC=VALUE",
         help="exit 1 if the metric's mean is below VALUE (or not measured)",
+    )
+    ev.add_argument(
+        "--human-labels",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="COLUMN=METRIC",
+        help="a column of human scores for METRIC (empty where not labelled): the summary adds "
+        "the PPI++ mean of the label, the judge's scores rectified by the labelled rows",
+    )
+    ev.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="score every judge cell K times (the repeats bypass the cache): the value is their "
+        "mean, and the summary says how much of the CI is the judge's own noise",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     ev.set_defaults(func=_cmd_evaluate)

@@ -28,7 +28,7 @@ from rageval.samples import SAMPLE_FIELDS, Sample
 if TYPE_CHECKING:
     import pandas as pd
 
-    from rageval.stats import PairedDifference
+    from rageval.stats import JudgeNoise, PairedDifference, PPIDifference, PPIEstimate
 
 __all__ = [
     "EMBEDDINGS_USAGE",
@@ -37,6 +37,7 @@ __all__ = [
     "EvaluationResult",
     "MetricComparison",
     "MetricSummary",
+    "PPIComparison",
     "SampleRecord",
     "compare",
     "iter_records",
@@ -218,12 +219,23 @@ class MetricSummary:
     usage: Usage
     #: cause -> number of cells, for cells not measured / skipped
     causes: dict[str, int] = field(default_factory=dict)
+    #: label column -> PPI++ mean of the human label, the judge rectified (human_labels=)
+    ppi: dict[str, PPIEstimate] = field(default_factory=dict)
+    #: how much of the interval is the judge's own randomness (repeats > 1)
+    judge_noise: JudgeNoise | None = None
 
     @property
     def n_cells(self) -> int:
         return self.n_measured + self.n_not_measured + self.n_skipped
 
     def to_json(self) -> dict[str, Any]:
+        from rageval.calibration._evaluation import noise_to_json, ppi_to_json
+
+        extra: dict[str, Any] = {}
+        if self.ppi:
+            extra["ppi"] = {column: ppi_to_json(e) for column, e in self.ppi.items()}
+        if self.judge_noise is not None:
+            extra["judge_noise"] = noise_to_json(self.judge_noise)
         return {
             "mean": self.mean,
             "ci_low": self.ci_low,
@@ -235,6 +247,7 @@ class MetricSummary:
             "n_cells": self.n_cells,
             "usage": usage_to_json(self.usage),
             "causes": self.causes,
+            **extra,
         }
 
 
@@ -272,6 +285,8 @@ class EvaluationResult:
         metric_params: Mapping[str, Mapping[str, Any]] | None = None,
         judge: Mapping[str, Any] | None = None,
         embeddings: str | None = None,
+        human_labels: Sequence[tuple[str, str]] = (),
+        repeats: int = 1,
     ) -> None:
         if len(ids) != len(samples):
             raise ValueError("ids and samples must have the same length")
@@ -282,6 +297,10 @@ class EvaluationResult:
         self.metric_params = {k: dict(v) for k, v in (metric_params or {}).items()}
         self.judge = dict(judge) if judge is not None else None
         self.embeddings = embeddings
+        #: (label column, metric) pairs whose labels rectify the judge (PPI++ in the summary)
+        self.human_labels = [(column, metric) for column, metric in human_labels]
+        #: scorings per judge cell (evaluate(repeats=K))
+        self.repeats = repeats
         self.duration_s: float | None = None
         #: calls to a remote embeddings endpoint in this session (not split by metric)
         self.embeddings_usage: Usage | None = None
@@ -294,6 +313,8 @@ class EvaluationResult:
         self._offsets: dict[int, int] = {}
         self._summary: dict[str, MetricSummary] | None = None
         self._row_of = {sid: i for i, sid in enumerate(self.ids)}
+        # metric -> row -> the repeated scores of the cell (repeats > 1)
+        self._repeats: dict[str, dict[int, list[float]]] = {}
         # causes repeat across thousands of cells: keep one copy of each text
         self._strings: dict[str, str] = {}
 
@@ -315,6 +336,8 @@ class EvaluationResult:
             col.causes[row] = None if cell.cause is None else self._shared_str(cell.cause)
             col.reasons[row] = cell.reason
             col.usage[row] = None if cell.usage == _EMPTY_USAGE else cell.usage
+            if self.repeats > 1:
+                self._keep_repeats(name, row, cell.evidence)
         self._shared[row] = None if record.shared_usage == _EMPTY_USAGE else record.shared_usage
         self._done[row] = True
         if offset is None:
@@ -324,6 +347,16 @@ class EvaluationResult:
             self._offsets[row] = offset
             self._evidence.pop(row, None)
         self._summary = None
+
+    def _keep_repeats(self, metric: str, row: int, evidence: Mapping[str, Any]) -> None:
+        from rageval.calibration._evaluation import repeat_values
+
+        scores = repeat_values(evidence)
+        by_row = self._repeats.setdefault(metric, {})
+        if scores is None:
+            by_row.pop(row, None)
+        else:
+            by_row[row] = scores
 
     # ------------------------------------------------------------------ access
     def __len__(self) -> int:
@@ -448,6 +481,7 @@ class EvaluationResult:
             if s in ("not_measured", "skipped") and c
         )
         ci = bootstrap_ci([v for v, s in zip(col.values, col.statuses, strict=True) if s == "ok"])
+        ppi, noise = self._human_and_noise(metric, col)
         return MetricSummary(
             name=metric,
             mean=ci.mean,
@@ -459,7 +493,30 @@ class EvaluationResult:
             n_skipped=counts["skipped"],
             usage=sum((u for u in col.usage if u is not None), Usage()),
             causes=dict(causes.most_common()),
+            ppi=ppi,
+            judge_noise=noise,
         )
+
+    def _human_and_noise(
+        self, metric: str, col: _Column
+    ) -> tuple[dict[str, PPIEstimate], JudgeNoise | None]:
+        """The PPI++ mean of each label column paired with `metric`, and the judge-noise
+        decomposition of its repeated cells."""
+        if not self.human_labels and self.repeats == 1:
+            return {}, None
+        from rageval.calibration._evaluation import ppi_of
+        from rageval.stats import judge_noise
+
+        values = [v if s == "ok" else None for v, s in zip(col.values, col.statuses, strict=True)]
+        finished = [s if done else None for s, done in zip(self.samples, self._done, strict=True)]
+        ppi = {
+            column: ppi_of(finished, values, column)
+            for column, m in self.human_labels
+            if m == metric
+        }
+        repeated = self._repeats.get(metric)
+        noise = judge_noise(list(repeated.values())) if repeated else None
+        return ppi, noise
 
     @property
     def usage_by_metric(self) -> dict[str, Usage]:
@@ -551,7 +608,23 @@ class EvaluationResult:
         cache_hits = self.usage.cache_hits
         if cache_hits:
             lines.append(f"({cache_hits} requests answered from the cache)")
+        lines += self._human_and_noise_lines()
         return "\n".join(lines)
+
+    def _human_and_noise_lines(self) -> list[str]:
+        from rageval.calibration._evaluation import describe_noise, describe_ppi
+
+        summary = self.summary()
+        ppi = [describe_ppi(m, c, e) for m, s in summary.items() for c, e in s.ppi.items()]
+        noise = [describe_noise(m, s.judge_noise) for m, s in summary.items() if s.judge_noise]
+        lines = []
+        if ppi:
+            lines += ["", "human labels: the mean label, PPI++ (judge rectified by the labels):"]
+            lines += [f"  {line}" for line in ppi]
+        if noise:
+            lines += ["", "judge noise (each cell scored several times, its value their mean):"]
+            lines += [f"  {line}" for line in noise]
+        return lines
 
     def __repr__(self) -> str:
         done = self.n_finished
@@ -635,6 +708,8 @@ def load_run(run_dir: str | Path) -> EvaluationResult:
         metric_params={m["name"]: m.get("params") or {} for m in specs},
         judge=manifest.get("judge"),
         embeddings=(manifest.get("embeddings") or {}).get("name"),
+        human_labels=[(str(c), str(m)) for c, m in manifest.get("human_labels") or []],
+        repeats=int(manifest.get("repeats") or 1),
     )
     for offset, rec in records.values():
         result.add(rec, offset=offset)
@@ -652,6 +727,16 @@ def load_run(run_dir: str | Path) -> EvaluationResult:
 
 
 @dataclass(frozen=True)
+class PPIComparison:
+    """The PPI++ means of one label column in both runs and their paired difference."""
+
+    column: str
+    a: PPIEstimate
+    b: PPIEstimate
+    diff: PPIDifference
+
+
+@dataclass(frozen=True)
 class MetricComparison:
     """Run B minus run A on one metric, over the samples (matched by id) measured in both."""
 
@@ -661,6 +746,8 @@ class MetricComparison:
     mean_b: float | None
     #: (id, value in A, value in B) of the samples that moved most, largest change first
     movers: list[tuple[str, float, float]]
+    #: the human-label means both runs report for this metric (human_labels=)
+    ppi: list[PPIComparison] = field(default_factory=list)
 
 
 def compare(a: EvaluationResult, b: EvaluationResult, *, top: int = 5) -> list[MetricComparison]:
@@ -688,8 +775,45 @@ def compare(a: EvaluationResult, b: EvaluationResult, *, top: int = 5) -> list[M
                 mean_a=_mean([x for _, x, _ in pairs]),
                 mean_b=_mean([y for _, _, y in pairs]),
                 movers=[m for m in movers[:top] if m[2] != m[1]],
+                ppi=_compare_ppi(a, b, metric, matched, xs, ys),
             )
         )
+    return out
+
+
+def _compare_ppi(
+    a: EvaluationResult,
+    b: EvaluationResult,
+    metric: str,
+    matched: Sequence[tuple[int, int]],
+    xs: Sequence[float | None],
+    ys: Sequence[float | None],
+) -> list[PPIComparison]:
+    """Each label column both runs pair with `metric`: both PPI++ means, and their difference
+    over the matched samples (each run's own λ)."""
+    from rageval.labels import parse_label
+    from rageval.stats import ppi_difference
+
+    columns = [c for c, m in a.human_labels if m == metric and (c, m) in b.human_labels]
+    if not columns:
+        return []
+
+    def labels(run: EvaluationResult, rows: Sequence[int], column: str) -> list[float | None]:
+        samples = [run.samples[r] for r in rows]
+        return [None if s is None else parse_label(s.metadata.get(column)) for s in samples]
+
+    out = []
+    for column in columns:
+        pa, pb = a.summary()[metric].ppi[column], b.summary()[metric].ppi[column]
+        diff = ppi_difference(
+            labels(a, [i for i, _ in matched], column),
+            xs,
+            labels(b, [j for _, j in matched], column),
+            ys,
+            lam_a=pa.lam or 0.0,
+            lam_b=pb.lam or 0.0,
+        )
+        out.append(PPIComparison(column, pa, pb, diff))
     return out
 
 

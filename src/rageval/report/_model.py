@@ -110,6 +110,30 @@ class SampleResult(_Record):
     shared_usage: Usage = Field(default_factory=Usage)
 
 
+class PPISummary(_Record):
+    """The PPI++ mean of a human label column (summary.json, evaluate(human_labels=...))."""
+
+    mean: FiniteFloat | None = None
+    ci_low: FiniteFloat | None = None
+    ci_high: FiniteFloat | None = None
+    labelled_mean: FiniteFloat | None = None
+    labelled_ci_low: FiniteFloat | None = None
+    labelled_ci_high: FiniteFloat | None = None
+    n_labelled: int = 0
+    n_unlabelled: int = 0
+    n_labelled_without_judge: int = 0
+
+
+class NoiseSummary(_Record):
+    """The judge-noise decomposition of a metric scored several times per cell."""
+
+    repeats: int
+    n_cells: int
+    mean_cell_sd: FiniteFloat
+    noise_variance_share: FiniteFloat
+    ci_width_share: FiniteFloat
+
+
 class MetricSummary(_Record):
     mean: FiniteFloat | None = None
     ci_low: FiniteFloat | None = None
@@ -122,6 +146,9 @@ class MetricSummary(_Record):
     usage: Usage = Field(default_factory=Usage)
     #: "not measured: <cause>" / "skipped: <cause>" -> number of cells
     causes: dict[str, int] = Field(default_factory=dict)
+    #: label column -> its PPI++ mean (only with human labels)
+    ppi: dict[str, PPISummary] = Field(default_factory=dict)
+    judge_noise: NoiseSummary | None = None
 
 
 class Summary(_Record):

@@ -319,7 +319,10 @@
   }
 
   function drawSummary() {
-    const bounds = METRICS.flatMap((r) => [r.mean, r.ci_low, r.ci_high]).filter((v) => v !== null);
+    const bounds = METRICS.flatMap((r) => [
+      r.mean, r.ci_low, r.ci_high,
+      ...Object.values(r.ppi || {}).flatMap((p) => [p.mean, p.ci_low, p.ci_high]),
+    ]).filter((v) => v !== null && v !== undefined);
     const [lo, hi] = domainOf(bounds);
     const numeric = (text, title) => h("td", { class: "num", title }, text);
     const usageCells = (x) => [
@@ -328,7 +331,26 @@
       numeric(fmtInt(x.cache_hits)),
       numeric(fmtCost(x.cost_usd)),
     ];
-    const body = METRICS.map((r) =>
+    // A human label's PPI++ mean sits under its metric: same columns, labelled rows counted.
+    const ppiRows = (r) =>
+      Object.entries(r.ppi || {}).map(([column, p]) =>
+        h(
+          "tr",
+          { class: "ppi", "data-metric": r.name, "data-label": column },
+          h(
+            "th",
+            { scope: "row", title: "The mean human label, PPI++: the judge's scores on every row rectified by the labelled rows" },
+            h("div", { class: "ppi-name" }, "↳ human label ", h("span", { class: "label-name" }, column)),
+            h("div", { class: "params" }, p.labelled_mean === null ? "PPI++" : `PPI++ · labelled rows alone ${fmtValue(p.labelled_mean)} [${fmtValue(p.labelled_ci_low)}, ${fmtValue(p.labelled_ci_high)}]`),
+          ),
+          numeric(p.mean === null ? "—" : fmtValue(p.mean)),
+          numeric(p.ci_low === null || p.ci_high === null ? "—" : `${fmtValue(p.ci_low)} – ${fmtValue(p.ci_high)}`),
+          h("td", { class: "plot" }, ciPlot(p, lo, hi)),
+          numeric(`${fmtInt(p.n_labelled)} labelled`, `${fmtInt(p.n_unlabelled)} rows with a judge value only`),
+          h("td", { colspan: 6 }),
+        ),
+      );
+    const body = METRICS.flatMap((r) => [
       h(
         "tr",
         null,
@@ -362,7 +384,8 @@
         numeric(fmtInt(r.n_skipped)),
         usageCells(r.usage),
       ),
-    );
+      ppiRows(r),
+    ]);
     const sum = (key) => METRICS.reduce((acc, r) => acc + (r[key] || 0), 0);
     const u = DATA.usage;
     const shared = Object.entries(DATA.shared_usage || {}).map(([label, x]) =>
@@ -388,8 +411,18 @@
     );
     const heads = ["Metric", "Mean", "95% CI", "", "Measured", "Not measured", "Skipped", "Requests", "Tokens", "Cache hits", "Cost"];
     const method = (METRICS.find((r) => r.ci_method) || {}).ci_method;
+    const noise = METRICS.filter((r) => r.judge_noise).map(
+      (r) =>
+        `${r.name}: ${r.judge_noise.repeats} scores per cell (the value is their mean), spread ` +
+        `${fmtValue(r.judge_noise.mean_cell_sd)}; judge noise is ${Math.round(r.judge_noise.noise_variance_share * 100)}% ` +
+        `of the variance of the mean, ${Math.round(r.judge_noise.ci_width_share * 100)}% of its CI width.`,
+    );
     const notes = [
       "Not-measured and skipped cells are left out of the mean and counted on their own, never as 0.",
+      METRICS.some((r) => Object.keys(r.ppi || {}).length)
+        ? "↳ rows: the mean human label by PPI++ (normal-approximation 95% CI), the judge rectified by the labelled rows."
+        : null,
+      noise.length ? `Judge noise — ${noise.join(" ")}` : null,
       method ? `CI: ${method}.` : null,
       u.retries ? `${fmtInt(u.retries)} ${u.retries === 1 ? "retry" : "retries"} in total.` : null,
       shared.length ? "Work shared between metrics (done once per sample) is listed on its own and included in the totals." : null,

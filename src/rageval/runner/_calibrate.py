@@ -20,7 +20,14 @@ from rageval.calibration._model import CALIBRATION_FILE, CalibrationReport, Usag
 from rageval.labels import LabelColumn, LabelKind, read_label_column
 from rageval.metrics.base import Metric
 from rageval.results import usage_to_json
-from rageval.runner._evaluate import OnInvalid, RunConfigError, _write_report, aevaluate
+from rageval.runner._evaluate import (
+    LabelsArg,
+    OnInvalid,
+    RunConfigError,
+    _write_report,
+    aevaluate,
+    label_pairs,
+)
 from rageval.runner._rundir import RunDir
 from rageval.samples import InvalidDataError, RowProblem, load_samples, sample_ids
 from rageval.stats import KappaWeights
@@ -28,31 +35,6 @@ from rageval.stats import KappaWeights
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge, Usage
-
-#: `labels=`: {column: metric}, {column: [metrics]} or [(column, metric), ...]
-LabelsArg = Mapping[str, str | Metric | Sequence[str | Metric]] | Sequence[tuple[str, str | Metric]]
-
-
-def label_pairs(labels: LabelsArg) -> list[tuple[str, str | Metric]]:
-    """The (label column, metric) pairs of a `labels=` argument, in order, each once."""
-    pairs: list[tuple[str, str | Metric]] = []
-    if isinstance(labels, Mapping):
-        for column, target in labels.items():
-            if isinstance(target, (str, Metric)):
-                pairs.append((column, target))
-            else:
-                pairs.extend((column, m) for m in target)
-    else:
-        pairs = [(column, metric) for column, metric in labels]
-    if not pairs:
-        raise RunConfigError("labels= names no (label column, metric) pair")
-    seen: set[tuple[str, str]] = set()
-    for column, metric in pairs:
-        key = (column, metric if isinstance(metric, str) else metric.name)
-        if key in seen:
-            raise RunConfigError(f"label column {column!r} is paired with {key[1]!r} twice")
-        seen.add(key)
-    return pairs
 
 
 def _metrics_of(pairs: Sequence[tuple[str, str | Metric]]) -> list[str | Metric]:
@@ -253,4 +235,4 @@ def calibrate(
     )
 
 
-__all__ = ["acalibrate", "calibrate", "label_pairs"]
+__all__ = ["acalibrate", "calibrate"]

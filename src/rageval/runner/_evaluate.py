@@ -131,6 +131,62 @@ def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) 
     return chosen
 
 
+#: (label column, metric) pairs: {column: metric}, {column: [metrics]} or [(column, metric)]
+LabelsArg = Mapping[str, str | Metric | Sequence[str | Metric]] | Sequence[tuple[str, str | Metric]]
+
+
+def label_pairs(labels: LabelsArg) -> list[tuple[str, str | Metric]]:
+    """The (label column, metric) pairs of a labels argument, in order, each once."""
+    pairs: list[tuple[str, str | Metric]] = []
+    if isinstance(labels, Mapping):
+        for column, target in labels.items():
+            if isinstance(target, (str, Metric)):
+                pairs.append((column, target))
+            else:
+                pairs.extend((column, m) for m in target)
+    else:
+        pairs = [(column, metric) for column, metric in labels]
+    if not pairs:
+        raise RunConfigError("the labels name no (label column, metric) pair")
+    seen: set[tuple[str, str]] = set()
+    for column, metric in pairs:
+        key = (column, metric if isinstance(metric, str) else metric.name)
+        if key in seen:
+            raise RunConfigError(f"label column {column!r} is paired with {key[1]!r} twice")
+        seen.add(key)
+    return pairs
+
+
+def _human_labels(
+    human_labels: LabelsArg | None,
+    loaded: LoadedData,
+    ids: Sequence[str],
+    metrics: Sequence[Metric],
+) -> list[tuple[str, str]]:
+    """The (column, metric name) pairs of `human_labels=`, every label checked before spend."""
+    if human_labels is None:
+        return []
+    from rageval.labels import read_label_column
+
+    names = [m.name for m in metrics]
+    pairs = [(c, m if isinstance(m, str) else m.name) for c, m in label_pairs(human_labels)]
+    for _, metric in pairs:
+        if metric not in names:
+            raise RunConfigError(
+                f"human_labels names {metric!r}, which is not a metric of this run "
+                f"({', '.join(names)})"
+            )
+    problems: list[RowProblem] = []
+    for column in dict.fromkeys(c for c, _ in pairs):
+        try:
+            read_label_column(loaded.samples, ids, column, source=loaded.source)
+        except InvalidDataError as e:
+            problems.extend(e.problems)
+    if problems:
+        raise InvalidDataError(problems, source=loaded.source)
+    return pairs
+
+
 def _validate(
     loaded: LoadedData, ids: Sequence[str], metrics: Sequence[Metric]
 ) -> tuple[list[RowProblem], dict[int, str]]:
@@ -160,6 +216,8 @@ def _manifest(
     judge_of: Mapping[str, Judge | None],
     embeddings: Embeddings | None,
     on_invalid: str,
+    human_labels: Sequence[tuple[str, str]] = (),
+    repeats: int = 1,
 ) -> dict[str, Any]:
     specs = []
     for m in metrics:
@@ -180,6 +238,9 @@ def _manifest(
             "n_rows": len(loaded.samples),
         },
         "on_invalid": on_invalid,
+        # written only when used, so that a plain run's manifest is what it always was
+        **({"human_labels": [list(pair) for pair in human_labels]} if human_labels else {}),
+        **({"repeats": repeats} if repeats > 1 else {}),
     }
 
 
@@ -242,6 +303,8 @@ async def aevaluate(
     resume: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    human_labels: LabelsArg | None = None,
+    repeats: int = 1,
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
@@ -253,6 +316,13 @@ async def aevaluate(
     cannot score into skipped cells instead of an :class:`InvalidDataError`. `run_dir` writes
     the run log there; `resume=True` continues the run in `run_dir`. `progress` (alias
     `show_progress`): None shows a progress line only when stderr is a terminal.
+
+    `human_labels` pairs label columns of the data (people's scores, on the metric's scale;
+    empty where a row is not labelled) with metrics: ``{"human_faithful": "faithfulness"}``;
+    the summary then gives each label's PPI++ mean, the judge's scores on every row rectified
+    by the labelled rows (docs/calibration.md). `repeats=K` scores every judge cell K times,
+    bypassing the request cache for the repeats; a cell's value is the mean of its scores and
+    the summary reports how much of the interval the judge's own noise makes.
     """
     if on_invalid not in ("raise", "skip"):
         raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
@@ -269,6 +339,9 @@ async def aevaluate(
     problems, invalid_rows = _validate(loaded, ids, metric_objs)
     if problems and on_invalid == "raise":
         raise InvalidDataError(problems, source=loaded.source)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    label_pairs_ = _human_labels(human_labels, loaded, ids, metric_objs)
 
     own_judge = isinstance(llm, str) or llm is None
     judge: Judge | None = judge_from_env(llm) if isinstance(llm, str) or llm is None else llm
@@ -293,7 +366,9 @@ async def aevaluate(
     embedding_ledger = getattr(embedder, "usage", None)
     embedding_base = embedding_ledger.total if isinstance(embedding_ledger, UsageLedger) else None
 
-    manifest = _manifest(loaded, metric_objs, judge, judge_of, embedder, on_invalid)
+    manifest = _manifest(
+        loaded, metric_objs, judge, judge_of, embedder, on_invalid, label_pairs_, repeats
+    )
     result = EvaluationResult(
         [m.name for m in metric_objs],
         ids,
@@ -302,6 +377,8 @@ async def aevaluate(
         metric_params={m["name"]: m["params"] for m in manifest["metrics"]},
         judge=manifest["judge"],
         embeddings=embedder.name if embedder is not None else None,
+        human_labels=label_pairs_,
+        repeats=repeats,
     )
     rundir = RunDir(run_dir) if run_dir is not None else None
     if rundir is not None:
@@ -328,6 +405,7 @@ async def aevaluate(
         embedder,
         invalid_rows,
         cells=CellStore(judge_of, shared_judge, embedder),
+        repeats=repeats,
     )
     scheduler = Scheduler(plan, loaded.samples, ids, window=_window(judges), on_record=on_record)
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
@@ -413,6 +491,8 @@ def evaluate(
     resume: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    human_labels: LabelsArg | None = None,
+    repeats: int = 1,
 ) -> EvaluationResult:
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
     pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
@@ -428,11 +508,14 @@ def evaluate(
             resume=resume,
             progress=progress,
             show_progress=show_progress,
+            human_labels=human_labels,
+            repeats=repeats,
         )
     )
 
 
 __all__ = [
+    "LabelsArg",
     "OnInvalid",
     "RunConfigError",
     "RunDirError",
@@ -440,5 +523,6 @@ __all__ = [
     "embeddings_from_spec",
     "evaluate",
     "judge_from_env",
+    "label_pairs",
     "resolve_metrics",
 ]

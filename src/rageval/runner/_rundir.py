@@ -191,6 +191,11 @@ def _check_same_run(path: Path, stored: Mapping[str, Any], now: Mapping[str, Any
         raise RunDirError(
             f"{head} the metrics differ: the run has [{show(stored)}], now [{show(now)}]"
         )
+    if stored.get("repeats", 1) != now.get("repeats", 1):
+        raise RunDirError(
+            f"{head} the run scored each cell {stored.get('repeats', 1)} time(s), now "
+            f"{now.get('repeats', 1)}"
+        )
     for key, what in (("judge", "judge model"), ("embeddings", "embeddings")):
         field = "model" if key == "judge" else "name"
         old = (stored.get(key) or {}).get(field)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -101,6 +102,8 @@ class Plan:
     invalid_rows: Mapping[int, str]
     #: finished cells kept across runs (None: recompute every cell)
     cells: CellStore | None = None
+    #: scorings of each judge cell; the repeats after the first bypass every cache
+    repeats: int = 1
 
 
 class Scheduler:
@@ -118,6 +121,8 @@ class Scheduler:
         self.ids = ids
         self.window = max(1, window)
         self.on_record = on_record
+        # the judges of the repeats: the run's, with their request cache switched off
+        self._uncached: dict[int, Judge] = {}
 
     async def run(self, rows: Iterable[int]) -> None:
         """Score `rows`, handing each finished sample to `on_record` as soon as it is done.
@@ -172,6 +177,7 @@ class Scheduler:
                 to_run.append(m)
         meter = _SampleMeter()
         _CURRENT.set(meter)  # this task's own context: seen by every task started below
+        scored = [m for m in to_run if m.needs_llm]  # a judge's cells, before any was kept
         cells = self.plan.cells
         if cells is not None and to_run:
             kept = cells.lookup(sample, to_run)
@@ -197,6 +203,8 @@ class Scheduler:
         results.update(fresh)
         if cells is not None and fresh:
             cells.keep(sample, to_run, fresh)
+        if self.plan.repeats > 1:
+            results.update(await self._repeat(scored, sample, sid, results))
         return SampleRecord(
             row,
             sid,
@@ -205,10 +213,59 @@ class Scheduler:
             meter.take(SHARED_TAG),
         )
 
-    async def _cell(self, metric: Metric, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    def _without_cache(self, judge: Judge | None) -> Judge | None:
+        """`judge` with its request cache off (same endpoint, limiter and usage ledger)."""
+        if judge is None or judge.cache is None:
+            return judge
+        found = self._uncached.get(id(judge))
+        if found is None:
+            found = copy.copy(judge)
+            found.cache = None
+            self._uncached[id(judge)] = found
+        return found
+
+    async def _repeat(
+        self,
+        metrics: Sequence[Metric],
+        sample: Sample,
+        sid: str,
+        first: Mapping[str, MetricResult],
+    ) -> dict[str, MetricResult]:
+        """Score `metrics` repeats − 1 more times on `sample`, every request sent again (the
+        shared statements too); each cell becomes the combination of its scorings."""
+        from rageval.calibration._evaluation import combine_repeats
+
+        if not metrics:
+            return {}
+        judge_of = {m.name: self._without_cache(self.plan.judge_of[m.name]) for m in metrics}
+        shared = self._without_cache(self.plan.shared_judge)
+        needs = frozenset().union(*(m.statement_needs for m in metrics))
+        scorings: dict[str, list[MetricResult]] = {m.name: [first[m.name]] for m in metrics}
+        for _ in range(self.plan.repeats - 1):
+            ctx = ScoringContext(
+                judge=shared,
+                embeddings=self.plan.embeddings,
+                statements=SharedStatements(sample, shared, needs),
+                tags={"sample": sid},
+            )
+            outcomes = await asyncio.gather(
+                *(self._cell(m, sample, ctx, judge_of) for m in metrics)
+            )
+            for m, outcome in zip(metrics, outcomes, strict=True):
+                scorings[m.name].append(outcome)
+        return {name: combine_repeats(results) for name, results in scorings.items()}
+
+    async def _cell(
+        self,
+        metric: Metric,
+        sample: Sample,
+        ctx: ScoringContext,
+        judge_of: Mapping[str, Judge | None] | None = None,
+    ) -> MetricResult:
+        judges = self.plan.judge_of if judge_of is None else judge_of
         mctx = dataclasses.replace(
             ctx,
-            judge=self.plan.judge_of[metric.name],
+            judge=judges[metric.name],
             embeddings=metric.embeddings or ctx.embeddings,
         ).for_metric(metric.name)
         try:
