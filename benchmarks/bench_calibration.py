@@ -100,7 +100,7 @@ def main() -> None:
         print(f"{args.limit} rows per dataset (seeded sample), bootstrap 95% CIs\n")
         header = (
             "| dataset | metric | labels | n | Cohen's κ | balanced acc. | AUROC | Spearman | "
-            "requests | tokens | cost | wall |"
+            "run requests | run tokens | run cost | wall |"
         )
         print(header)
         print("|" + "---|" * (header.count("|") - 1))
