@@ -28,17 +28,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-FOLDERS = {
-    "nq301": "nq301-openqa-eval",
-    "evouna-nq": "evouna",
-    "evouna-tq": "evouna",
-    "memerag": "memerag",
-    "memerag-ext": "memerag",
-    "begin": "begin",
-    "stsb": "stsbenchmark",
-    "sick": "sick",
-}
-
 #: what others measured on the same data, for context (from each dataset's SOURCE.md)
 PUBLISHED = {
     "nq301": "GPT-4-eval acc 0.847, κ 0.693; BEM acc 0.806, κ 0.615 (n = 1,489)",
@@ -105,7 +94,7 @@ def main() -> None:
         print(header)
         print("|" + "---|" * (header.count("|") - 1))
         for name in args.datasets:
-            dataset = load_dataset(name, args.data_root / FOLDERS[name]).sample(args.limit)
+            dataset = load_dataset(name, args.data_root).sample(args.limit)
             metrics = list(dataset.metrics) if args.all_metrics else list(dataset.metrics[:1])
             run_dir = args.out / name
             if run_dir.exists():

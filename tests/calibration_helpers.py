@@ -12,19 +12,12 @@ import json
 import os
 from pathlib import Path
 
+from rageval.calibration.datasets import DATA_FOLDERS
+
 PUBLIC_DATA = Path(os.environ.get("RAGEVAL_PUBLIC_DATA", "/work/shared/data"))
 
 #: folder of each dataset under a data root, as in PUBLIC_DATA
-FOLDERS = {
-    "nq301": "nq301-openqa-eval",
-    "evouna-nq": "evouna",
-    "evouna-tq": "evouna",
-    "memerag": "memerag",
-    "memerag-ext": "memerag",
-    "begin": "begin",
-    "stsb": "stsbenchmark",
-    "sick": "sick",
-}
+FOLDERS = DATA_FOLDERS
 
 #: (rows, rows labelled 1) of the real files, as their SOURCE.md counts them (None: continuous)
 REAL_COUNTS: dict[str, tuple[int, int | None]] = {

@@ -75,6 +75,8 @@ def test_every_reader_on_synthetic_and_on_real_files(
             assert sum(r[ds.label_column] for r in ds.rows) == positives, (root, name)
         _check_rows(ds)
         assert ds.labels() == [(ds.label_column, ds.metrics[0])]
+        # the directory holding every dataset works too
+        assert [r["id"] for r in load_dataset(name, root).rows] == [r["id"] for r in ds.rows]
 
 
 def test_nq301_reads_quotes_inside_fields_and_joins_the_gold_answers(

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATASETS",
+    "DATA_FOLDERS",
     "DatasetError",
     "LabelledSet",
     "begin",
@@ -434,9 +435,27 @@ DATASETS: dict[str, Callable[[str | Path], LabelledSet]] = {
 }
 
 
+#: the folder of each dataset in a directory that holds them all, one folder per origin
+DATA_FOLDERS: dict[str, str] = {
+    "nq301": "nq301-openqa-eval",
+    "evouna-nq": "evouna",
+    "evouna-tq": "evouna",
+    "memerag": "memerag",
+    "memerag-ext": "memerag",
+    "begin": "begin",
+    "stsb": "stsbenchmark",
+    "sick": "sick",
+}
+
+
 def load_dataset(name: str, path: str | Path) -> LabelledSet:
-    """The reader called `name` in :data:`DATASETS`, on `path`."""
+    """The reader called `name` in :data:`DATASETS`, on `path`: the dataset's folder or file,
+    or a directory holding every dataset in its :data:`DATA_FOLDERS` folder."""
     reader = DATASETS.get(name)
     if reader is None:
         raise DatasetError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
-    return reader(path)
+    folder = DATA_FOLDERS[name]
+    inside = Path(path) / folder
+    # a directory of all the datasets; not the dataset's own folder (MEMERAG's holds a
+    # memerag/ folder of its own)
+    return reader(inside if Path(path).name != folder and inside.is_dir() else path)
