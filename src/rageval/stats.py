@@ -559,8 +559,12 @@ def agreement(
         note = f"undefined on {n_undefined} of {n_resamples} resamples: no interval"
         return Estimate(value, None, None, n, confidence, method, n_undefined, note)
     low, high = _percentiles(defined, confidence)
-    # the percentiles of resampled values may sit a rounding error off a value at the bound
-    low, high = min(low, value), max(high, value)
+    # when every resample gives the value (a perfect judge), the resamples' arithmetic may put
+    # the bounds a rounding error off it
+    if 0 < low - value < _TIE_TOLERANCE:
+        low = value
+    if 0 < value - high < _TIE_TOLERANCE:
+        high = value
     return Estimate(value, low, high, n, confidence, method, n_undefined)
 
 
