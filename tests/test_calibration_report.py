@@ -87,3 +87,34 @@ def test_a_calibration_file_of_another_version_is_refused_by_name(
     (copy / CALIBRATION_FILE).write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ValueError, match="calibration format version 99"):
         write_report(copy)
+
+
+def test_the_summary_shows_the_ppi_mean_under_its_metric_and_the_judge_noise(
+    browser: Browser,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from rageval import evaluate
+    from test_ppi_and_repeats import PPI_GRADES, PPI_LABELS, graded_rows
+
+    with FakeOpenAI(grader) as server:
+        result = evaluate(
+            graded_rows(PPI_GRADES, PPI_LABELS),
+            ["answer_accuracy"],
+            judge_for(server),
+            human_labels={"human": "answer_accuracy"},
+            repeats=2,
+            run_dir=tmp_path / "run",
+            progress=False,
+        )
+    ppi = result.summary()["answer_accuracy"].ppi["human"]
+    assert ppi.mean is not None
+    view = Opened(browser, tmp_path / "run" / "report.html")
+    try:
+        row = view.page.locator('table.summary tr.ppi[data-metric="answer_accuracy"]')
+        assert row.count() == 1
+        assert row.locator(".label-name").inner_text() == "human"
+        assert f"{ppi.mean:.3f}" in row.inner_text() and "4 labelled" in row.inner_text()
+        footnote = view.page.locator("#summary .footnote").inner_text()
+        assert "answer_accuracy: 2 scores per cell" in footnote
+    finally:
+        view.close()

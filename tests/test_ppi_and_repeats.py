@@ -311,3 +311,37 @@ def test_command_line_repeats_and_human_labels(
         main(["evaluate", str(data), "--repeats", "0"])
     assert stop.value.code == 2
     assert "--repeats: must be at least 1" in capsys.readouterr().err
+
+
+def test_the_spread_of_each_cell_is_a_pandas_column(tmp_path: Path) -> None:
+    with FakeOpenAI(Sequenced()) as server:
+        result = evaluate(
+            level_rows(["HIGH", "LOW"]),
+            ["answer_accuracy"],
+            judge_for(server),
+            repeats=3,
+            progress=False,
+        )
+    df = result.to_pandas()
+    assert list(df["answer_accuracy_sd"]) == pytest.approx([math.sqrt(1 / 12)] * 2)
+
+
+def test_resume_takes_the_human_labels_it_is_given(tmp_path: Path) -> None:
+    rows = graded_rows(PPI_GRADES, PPI_LABELS)
+    run = tmp_path / "run"
+    with FakeOpenAI(grader) as server:
+        evaluate(rows, ["answer_accuracy"], judge_for(server), run_dir=run, progress=False)
+        sent = len(server.chat_requests)
+        resumed = evaluate(
+            rows,
+            ["answer_accuracy"],
+            judge_for(server),
+            run_dir=run,
+            resume=True,
+            human_labels={"human": "answer_accuracy"},
+            progress=False,
+        )
+        assert len(server.chat_requests) == sent  # nothing scored again
+    _, mean = _expected_ppi()
+    assert resumed.summary()["answer_accuracy"].ppi["human"].mean == pytest.approx(mean)
+    assert load_run(run).summary()["answer_accuracy"].ppi["human"].mean == pytest.approx(mean)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import statistics
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -553,7 +554,8 @@ class EvaluationResult:
     # ------------------------------------------------------------------ views
     def to_pandas(self) -> pd.DataFrame:
         """One row per sample: id, inputs, and per metric `<metric>` (NaN where not measured),
-        `<metric>_status` and `<metric>_reason` (the cause when not measured or skipped)."""
+        `<metric>_status` and `<metric>_reason` (the cause when not measured or skipped); with
+        repeats, `<metric>_sd`: the spread of the cell's repeated scores."""
         try:
             import pandas as pd
         except ImportError as e:
@@ -572,6 +574,9 @@ class EvaluationResult:
                 r if s == "ok" else c
                 for s, r, c in zip(col.statuses, col.reasons, col.causes, strict=True)
             ]
+            repeated = self._repeats.get(name)
+            if repeated:
+                data[f"{name}_sd"] = [_sd(repeated.get(row)) for row in range(len(self.ids))]
         return pd.DataFrame(data)
 
     def summary_table(self) -> str:
@@ -661,6 +666,11 @@ class EvaluationResult:
             f"<div><p>rageval: {len(self.ids)} samples, {self.n_finished} finished</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
         )
+
+
+def _sd(values: Sequence[float] | None) -> float:
+    """Sample standard deviation; NaN (pandas' empty) for fewer than two values."""
+    return statistics.stdev(values) if values and len(values) >= 2 else math.nan
 
 
 def _num(value: float | None) -> str:

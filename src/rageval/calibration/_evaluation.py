@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-import math
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -146,10 +146,7 @@ def combine_repeats(scorings: Sequence[MetricResult]) -> MetricResult:
 
 
 def _sd(values: Sequence[float]) -> float | None:
-    if len(values) < 2:
-        return None
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return statistics.stdev(values) if len(values) >= 2 else None
 
 
 def repeat_values(evidence: Any) -> list[float] | None:

@@ -134,7 +134,12 @@ class RunDir:
                 with self.results_path.open("r+b") as fh:
                     fh.truncate(good_end)
         resumed = [*stored.get("resumed_at", []), manifest["created_at"]]
-        _write_atomic(self.manifest_path, _dumps({**stored, "resumed_at": resumed}) + "\n")
+        updated = {**stored, "resumed_at": resumed}
+        # human labels change no cell, only the summary: the resumed run's pairs stand
+        updated.pop("human_labels", None)
+        if manifest.get("human_labels"):
+            updated["human_labels"] = manifest["human_labels"]
+        _write_atomic(self.manifest_path, _dumps(updated) + "\n")
         return sorted(records.values(), key=lambda item: item[1].row)
 
     # ------------------------------------------------------------------ results log
