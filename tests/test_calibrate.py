@@ -290,3 +290,25 @@ def test_command_line_mistakes_exit_2_before_any_request(
         assert _calibrate_cli(server, data, tmp_path / "run", *args) == 2
         assert server.chat_requests == []
     assert message in capsys.readouterr().err
+
+
+def test_a_metric_object_with_its_own_settings_is_used_and_two_are_refused(tmp_path: Path) -> None:
+    from rageval.metrics import AnswerAccuracy
+
+    rows = labelled_rows(BINARY_GRADES, BINARY_LABELS)
+    for row in rows:
+        row["other"] = row["human"]
+    mine = AnswerAccuracy(max_retries=1)
+    with FakeOpenAI(grader) as server:
+        report = calibrate(
+            rows,
+            [("human", "answer_accuracy"), ("other", mine)],
+            judge_for(server),
+            run_dir=tmp_path / "run",
+            progress=False,
+        )
+        with pytest.raises(RunConfigError, match="two different 'answer_accuracy' metric objects"):
+            calibrate(rows, [("human", AnswerAccuracy()), ("other", mine)], judge_for(server))
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["metrics"] == [{"name": "answer_accuracy", "params": {"max_retries": 1}}]
+    assert [a.label_column for a in report.agreements] == ["human", "other"]

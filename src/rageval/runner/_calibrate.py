@@ -43,10 +43,10 @@ def _metrics_of(pairs: Sequence[tuple[str, str | Metric]]) -> list[str | Metric]
     for _, metric in pairs:
         name = metric if isinstance(metric, str) else metric.name
         known = chosen.get(name)
-        if known is None or isinstance(known, str):
-            chosen[name] = metric if known is None or isinstance(metric, Metric) else known
-        elif isinstance(metric, Metric) and metric is not known:
+        if isinstance(known, Metric) and isinstance(metric, Metric) and metric is not known:
             raise RunConfigError(f"two different {name!r} metric objects in labels=")
+        if known is None or isinstance(metric, Metric):  # an object wins over its name
+            chosen[name] = metric
     return list(chosen.values())
 
 
