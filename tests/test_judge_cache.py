@@ -17,7 +17,8 @@ import pytest
 from pydantic import BaseModel
 
 import rageval
-from rageval.judge import Judge, JudgeCallFailed, RequestCache, _cache
+from rageval._client import _cache
+from rageval.judge import Judge, JudgeCallFailed, RequestCache
 from rageval.testing import FakeOpenAI, Fault, Reply
 
 KEY = "sk-test-SECRET-1234567890"

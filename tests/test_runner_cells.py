@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from rageval._client._cache import shared_cache
 from rageval.judge import Judge
-from rageval.judge._cache import shared_cache
 from rageval.runner import evaluate
 from rageval.runner._cells import _source_digest
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Reply

@@ -13,11 +13,52 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-__all__ = ["CAUSE_KINDS", "CauseKind", "RagevalError"]
+__all__ = [
+    "CAUSE_KINDS",
+    "CauseKind",
+    "FatalJudgeError",
+    "JudgeCallFailed",
+    "JudgeError",
+    "RagevalError",
+]
 
 
 class RagevalError(Exception):
     """Base class of every error rageval raises on purpose."""
+
+
+# The errors of a call to a model endpoint live here, at the bottom, because the endpoint
+# client (rageval._client) raises them for the judge and for remote embeddings alike; they are
+# re-exported by rageval.judge, where users import them from.
+
+
+class JudgeError(RagevalError):
+    """Base class of every error a judge or a remote embeddings endpoint raises."""
+
+
+class FatalJudgeError(JudgeError):
+    """The endpoint refused in a way no retry can fix (bad key, unknown model, invalid request).
+
+    The run must stop: every later call to the same judge raises this again without sending.
+    ``status`` is the HTTP status (None when the error was not an HTTP reply) and ``detail`` the
+    server's own message, already stripped of the API key.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
+class JudgeCallFailed(JudgeError):
+    """One call could not produce a usable reply (retries or re-asks exhausted, truncation...).
+
+    ``cause`` is a short human-readable reason; the metric cell becomes "not measured" with it.
+    """
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
 
 
 CauseKind = Literal[

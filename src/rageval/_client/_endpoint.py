@@ -20,11 +20,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from rageval._client._limiter import endpoint_limiter
+from rageval._client._retry import Tally, Target, call_with_retries
+from rageval._client._transport import DirectSender, SdkSender, Sender, _httpx, post_json
 from rageval._sync import close_with_loop
-from rageval.judge._limiter import endpoint_limiter
-from rageval.judge._retry import Tally, Target, call_with_retries
-from rageval.judge._transport import DirectSender, SdkSender, Sender, _httpx, post_json
-from rageval.judge.errors import FatalJudgeError
+from rageval.errors import FatalJudgeError
 
 __all__ = ["DEFAULT_BASE_URL", "Endpoint", "normalize_base_url"]
 
@@ -150,7 +150,7 @@ class Endpoint:
         """How requests go out on the running loop (an HTTP pool belongs to one loop).
 
         rageval's own client sends directly through its HTTP client (see
-        :mod:`rageval.judge._transport`). A client the user gave is used as is, through the
+        :mod:`rageval._client._transport`). A client the user gave is used as is, through the
         SDK's ``post()``, on the first loop that needs it (keeping any custom http_client);
         other loops, e.g. each sync `score()` call, get copies of it with a pool of their own.
         """
@@ -205,7 +205,7 @@ class Endpoint:
         estimated_tokens: int,
         tally: Tally,
     ) -> R:
-        """POST ``body`` under the limiter, with retries (see :mod:`rageval.judge._retry`), and
+        """POST ``body`` under the limiter, with retries (see :mod:`rageval._client._retry`), and
         ``read`` the JSON object of the reply."""
 
         # Before the limiter: a rate-paced slot must not be spent on importing the SDK.

@@ -23,8 +23,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from rageval.judge._limiter import EndpointLimiter
-from rageval.judge.errors import FatalJudgeError, JudgeCallFailed
+from rageval._client._limiter import EndpointLimiter
+from rageval.errors import FatalJudgeError, JudgeCallFailed
 
 __all__ = ["Tally", "Target", "backoff_delay", "call_with_retries", "parse_retry_after"]
 

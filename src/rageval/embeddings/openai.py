@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from rageval._client._cache import RequestCache, cache_key, resolve_cache
+from rageval._client._endpoint import Endpoint
+from rageval._client._retry import Tally
+from rageval._client._transport import BadBody
+from rageval._client._usage import PriceTable, Usage, UsageLedger
 from rageval.embeddings.base import Embeddings, FloatArray
-from rageval.judge._cache import RequestCache, cache_key, resolve_cache
-from rageval.judge._endpoint import Endpoint
-from rageval.judge._retry import Tally
-from rageval.judge._transport import BadBody
-from rageval.judge._usage import PriceTable, Usage, UsageLedger
-from rageval.judge.errors import FatalJudgeError
+from rageval.errors import FatalJudgeError
 
 __all__ = ["DEFAULT_OPENAI_EMBEDDING_MODEL", "OpenAIEmbeddings"]
 

@@ -4,11 +4,11 @@ Importing this package does not import ``openai`` (about 0.7 s); the SDK is load
 first sends a request, or when an ``openai`` client object is handed in.
 """
 
-from rageval.judge._cache import RequestCache, default_cache_dir
+from rageval._client._cache import RequestCache, default_cache_dir
+from rageval._client._limiter import EndpointLimiter, endpoint_limiter
+from rageval._client._usage import DEFAULT_PRICES, PriceTable, Usage, UsageLedger
+from rageval.errors import FatalJudgeError, JudgeCallFailed, JudgeError
 from rageval.judge._judge import Judge, JudgeReply, llm_factory
-from rageval.judge._limiter import EndpointLimiter, endpoint_limiter
-from rageval.judge._usage import DEFAULT_PRICES, PriceTable, Usage, UsageLedger
-from rageval.judge.errors import FatalJudgeError, JudgeCallFailed, JudgeError
 
 __all__ = [
     "DEFAULT_PRICES",

@@ -11,8 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from rageval.judge._cache import RequestCache, cache_key, resolve_cache
-from rageval.judge._endpoint import Endpoint
+from rageval._client._cache import RequestCache, cache_key, resolve_cache
+from rageval._client._endpoint import Endpoint
+from rageval._client._retry import Tally
+from rageval._client._transport import BadBody
+from rageval._client._usage import PriceTable, Usage, UsageLedger
+from rageval.errors import FatalJudgeError, JudgeCallFailed
 from rageval.judge._modes import (
     MODES,
     Mode,
@@ -27,10 +31,6 @@ from rageval.judge._modes import (
     reply_text,
     shape_of,
 )
-from rageval.judge._retry import Tally
-from rageval.judge._transport import BadBody
-from rageval.judge._usage import PriceTable, Usage, UsageLedger
-from rageval.judge.errors import FatalJudgeError, JudgeCallFailed
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -71,8 +71,8 @@ class Judge:
 
     The API key is read from ``api_key`` or the environment variable ``api_key_env`` and is
     never written anywhere. Requests share the endpoint's limiter (see
-    :mod:`rageval.judge._limiter`), are retried per :mod:`rageval.judge._retry`, and successful
-    replies are cached per :mod:`rageval.judge._cache` unless ``cache=False``. ``mode`` picks the
+    :mod:`rageval._client._limiter`), are retried per :mod:`rageval._client._retry`, and successful
+    replies are cached per :mod:`rageval._client._cache` unless ``cache=False``. ``mode`` picks the
     structured-output mode; ``"auto"`` probes (see :mod:`rageval.judge._modes`).
     """
 
