@@ -41,6 +41,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rageval import _env
+
 __all__ = [
     "CACHE_FILE_NAME",
     "RequestCache",
@@ -106,12 +108,8 @@ def _retry_locked(action: Callable[[], _T]) -> _T:
 
 
 def default_cache_dir() -> Path:
-    configured = os.environ.get("RAGEVAL_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "rageval"
+    """``RAGEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/rageval``, else ``~/.cache/rageval``."""
+    return _env.cache_dir()
 
 
 def cache_key(payload: Mapping[str, Any]) -> str:

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from rageval import _progress
+from rageval import _env, _progress
 from rageval._client._cache import RequestCache
 from rageval._sync import run_sync
 from rageval._version import __version__
@@ -47,10 +47,6 @@ class RunConfigError(ValueError):
     """An evaluation asked for something that cannot run (unknown metric, bad option...)."""
 
 
-def _base_url(base_url: str | None) -> str | None:
-    return base_url or os.environ.get("RAGEVAL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-
-
 def judge_from_env(
     model: str | None = None,
     *,
@@ -58,18 +54,15 @@ def judge_from_env(
     max_concurrency: int | None = None,
     cache: bool = True,
 ) -> Judge | None:
-    """The judge configured by arguments or the environment: the model from `model` or
-    RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or OPENAI_BASE_URL (default
-    OpenAI), the key from OPENAI_API_KEY. None when no model is named."""
-    model = model or os.environ.get("RAGEVAL_LLM") or None
+    """The judge configured by arguments or the environment (see :mod:`rageval._env`): the
+    model from `model` or RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or
+    OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY. None when no model is named."""
+    model = _env.judge_model(model)
     if model is None:
         return None
     from rageval.judge import Judge
 
-    kw: dict[str, Any] = {"base_url": _base_url(base_url), "cache": cache}
-    if max_concurrency is not None:
-        kw["max_concurrency"] = max_concurrency
-    return Judge(model, **kw)
+    return Judge(model, base_url=base_url, max_concurrency=max_concurrency, cache=cache)
 
 
 def embeddings_from_spec(
@@ -83,9 +76,7 @@ def embeddings_from_spec(
     if provider == "local" and not model:
         return embedding_factory("local")
     if provider == "openai":
-        return embedding_factory(
-            "openai", model=model or None, base_url=_base_url(base_url), cache=cache
-        )
+        return embedding_factory("openai", model=model or None, base_url=base_url, cache=cache)
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
 
 
