@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from rageval._client._retry import RequestNotSent
+from rageval.errors import RagevalError
 
 __all__ = ["BadBody", "DirectSender", "PreEncoded", "SdkSender", "Sender", "post_json"]
 
@@ -37,7 +38,7 @@ class PreEncoded:
         self.text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-class BadBody(ValueError):
+class BadBody(RagevalError, ValueError):
     """A 200 reply whose JSON is not what the endpoint's API promises."""
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rageval import _env
+from rageval.errors import RagevalError
 
 __all__ = [
     "INSTALL_COMMAND",
@@ -46,7 +47,7 @@ EXPECTED_SHA256 = {
 _VERIFIED_FILE = "minilm-verified.json"
 
 
-class ModelFilesError(RuntimeError):
+class ModelFilesError(RagevalError, RuntimeError):
     """The local embedding model's files are missing or not the expected ones."""
 
 
