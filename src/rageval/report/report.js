@@ -94,10 +94,15 @@
 
   const cellOf = (sample, name) => (sample.metrics || {})[name] || null;
 
+  // The kind of a cell's cause: a stable code (a log written before kinds says nothing: "unknown").
+  const KINDS = DATA.cause_kinds || {};
+  const kindOf = (cell) => cell.cause_kind || "unknown";
+  const causeTitle = (cell) => `${humanize(kindOf(cell))}: ${cell.cause || "no cause given"}`;
+
   function statusPill(cell) {
     if (!cell) return h("span", { class: "pill none", title: "no result for this metric" }, "—");
-    if (cell.status === "skipped") return h("span", { class: "pill skipped", title: cell.cause }, "skipped");
-    return h("span", { class: "pill nm", title: cell.cause }, "not measured");
+    if (cell.status === "skipped") return h("span", { class: "pill skipped", title: causeTitle(cell) }, "skipped");
+    return h("span", { class: "pill nm", title: causeTitle(cell) }, "not measured");
   }
 
   // Value range of a metric's chart and filters: [0, 1] stretched to cover every value.
@@ -158,6 +163,7 @@
     lo: null,
     hi: null,
     bin: null, // {name, index}: a histogram bar
+    kind: null, // {status, kind}: cells without a value of one kind of cause
     sortKey: "row",
     sortDir: 1,
     page: 0,
@@ -179,6 +185,8 @@
           (state.lo === null || cell.value >= state.lo) &&
           (state.hi === null || cell.value <= state.hi)
         );
+      case "kind":
+        return !!cell && cell.status === state.kind.status && kindOf(cell) === state.kind.kind;
       case "bin":
         return (
           name === state.bin.name &&
@@ -416,16 +424,22 @@
     );
   }
 
-  // Why cells have no value, per metric: the runner's counts of "not measured: …" / "skipped: …".
+  // Why cells have no value: per metric, one line per status and kind of cause with its count
+  // and a few example causes, so a thousand failures of one kind take one line, not a thousand.
   function drawCauses() {
     const rows = METRICS.flatMap((r) =>
-      Object.entries(r.causes || {}).map(([cause, n]) => {
-        const skipped = cause.startsWith("skipped");
+      (r.failures || []).map((group) => {
+        const skipped = group.status === "skipped";
         return h(
           "tr",
-          null,
+          { "data-metric": r.name, "data-kind": group.kind },
           h("td", null, h("span", { class: "metric-name" }, r.name)),
-          h("td", { class: "cause-text" }, cause),
+          h(
+            "td",
+            { class: "kind", title: KINDS[group.kind] || null },
+            h("span", { class: "kind-name" }, humanize(group.kind)),
+            h("span", { class: "muted" }, skipped ? " · skipped" : " · not measured"),
+          ),
           h(
             "td",
             { class: "num" },
@@ -435,11 +449,12 @@
                 type: "button",
                 class: skipped ? "pill skipped link" : "pill nm link",
                 title: "Show these samples",
-                onclick: () => applyFilter(r.name, skipped ? "skipped" : "not_measured"),
+                onclick: () => applyKind(r.name, group),
               },
-              fmtInt(n),
+              fmtInt(group.count),
             ),
           ),
+          h("td", { class: "cause-text" }, h("ul", { class: "examples" }, (group.examples || []).map(exampleItem))),
         );
       }),
     );
@@ -454,10 +469,38 @@
         h(
           "table",
           { class: "causes-table" },
-          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Metric"), h("th", { scope: "col" }, "Cause"), h("th", { scope: "col", class: "num" }, "Cells"))),
+          h(
+            "thead",
+            null,
+            h(
+              "tr",
+              null,
+              h("th", { scope: "col" }, "Metric"),
+              h("th", { scope: "col" }, "Kind"),
+              h("th", { scope: "col", class: "num" }, "Cells"),
+              h("th", { scope: "col" }, "Example causes"),
+            ),
+          ),
           h("tbody", null, rows),
         ),
       ),
+    );
+  }
+
+  const ROW_OF_ID = new Map(SAMPLES.map((s, i) => [s.id, i]));
+
+  function exampleItem(example) {
+    const ids = (example.sample_ids || []).map((id) =>
+      ROW_OF_ID.has(id)
+        ? h("button", { type: "button", class: "sample-link", title: "Open this sample", onclick: () => openDetail(ROW_OF_ID.get(id), null) }, id)
+        : h("span", { class: "sample-id" }, id),
+    );
+    return h(
+      "li",
+      null,
+      h("span", { title: example.cause }, truncate(example.cause, 240)),
+      example.count > 1 ? h("span", { class: "muted" }, ` (${fmtInt(example.count)} cells)`) : null,
+      ids.length ? h("span", { class: "example-ids" }, " — ", ids.flatMap((x, i) => (i ? [", ", x] : [x]))) : null,
     );
   }
 
@@ -603,6 +646,7 @@
         ["range", "value between"],
       ].map(([v, t]) => h("option", { value: v }, t)),
       ui.binOption = h("option", { value: "bin", hidden: true }, "histogram bar"),
+      ui.kindOption = h("option", { value: "kind", hidden: true }, "cause kind"),
     );
     const num = (id, label) =>
       h("input", { type: "number", id, step: "0.05", "aria-label": label, class: "num-input", oninput: onFilterControls });
@@ -635,9 +679,12 @@
     state.metric = ui.metric.value;
     // A histogram bar belongs to one metric; choosing another metric drops it.
     if (ui.cond.value === "bin" && (!state.bin || state.bin.name !== ui.metric.value)) ui.cond.value = "all";
+    if (ui.cond.value === "kind" && !ui.metric.value) ui.cond.value = "all";
     state.cond = ui.cond.value;
     if (state.cond !== "bin") state.bin = null;
+    if (state.cond !== "kind") state.kind = null;
     ui.binOption.hidden = state.cond !== "bin";
+    ui.kindOption.hidden = state.cond !== "kind";
     ui.range.hidden = state.cond !== "range";
     const read = (input) => (input.value === "" || Number.isNaN(input.valueAsNumber) ? null : input.valueAsNumber);
     state.lo = read(ui.lo);
@@ -651,6 +698,13 @@
     ui.cond.value = cond;
     onFilterControls();
     document.getElementById("samples").scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+
+  function applyKind(name, group) {
+    ui.kindOption.hidden = false;
+    ui.kindOption.textContent = `${group.status === "skipped" ? "skipped" : "not measured"}: ${humanize(group.kind)}`;
+    state.kind = { status: group.status, kind: group.kind };
+    applyFilter(name, "kind");
   }
 
   function applyBin(name, index) {
@@ -897,7 +951,16 @@
       "section",
       { class: focused ? "metric-detail focus" : "metric-detail", "data-metric": name },
       head,
-      cell.cause ? h("div", { class: "cause" }, h("strong", null, "Cause: "), cell.cause) : null,
+      cell.status !== "ok"
+        ? h(
+            "div",
+            { class: "cause" },
+            h("strong", null, "Cause "),
+            h("span", { class: "kind-name", title: KINDS[kindOf(cell)] || null }, `(${humanize(kindOf(cell))})`),
+            h("strong", null, ": "),
+            cell.cause || "no cause given",
+          )
+        : null,
       cell.reason ? h("div", { class: "reason" }, h("h4", null, "Reason"), textBlock(cell.reason)) : null,
       evidenceView(cell.evidence),
       cell.usage ? h("p", { class: "usage muted" }, usageLine(cell.usage)) : null,
@@ -932,7 +995,8 @@
     const s = SAMPLES[index];
     const pos = state.view.indexOf(index);
     const step = (d) => () => openDetail(state.view[pos + d], null);
-    const other = Object.keys(s).filter((k) => !["row", "id", "inputs", "metrics", "shared_usage"].includes(k));
+    const known = ["format_version", "row", "id", "inputs", "metrics", "shared_usage", "embeddings_usage"];
+    const other = Object.keys(s).filter((k) => !known.includes(k));
     const shared = s.shared_usage && s.shared_usage.requests ? s.shared_usage : null;
     const extraMetrics = Object.keys(s.metrics || {}).filter((n) => !NAMES.includes(n));
     dialog.replaceChildren(

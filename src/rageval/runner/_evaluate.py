@@ -21,9 +21,11 @@ from rageval import _env, _progress
 from rageval._client._cache import RequestCache
 from rageval._sync import run_sync
 from rageval._version import __version__
+from rageval.errors import RagevalError
 from rageval.judge import Usage, UsageLedger, endpoint_limiter
+from rageval.log import DataInfo, EmbeddingsInfo, JudgeInfo, Manifest, MetricSpec, SampleLine
 from rageval.metrics.base import Metric, create_metric, registered_metrics
-from rageval.results import EvaluationResult, SampleRecord
+from rageval.results import EvaluationResult
 from rageval.runner._cells import CellStore
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
 from rageval.runner._schedule import MIN_WINDOW, Plan, Scheduler, meter_judge
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 OnInvalid = Literal["raise", "skip"]
 
 
-class RunConfigError(ValueError):
+class RunConfigError(RagevalError, ValueError):
     """An evaluation asked for something that cannot run (unknown metric, bad option...)."""
 
 
@@ -151,27 +153,54 @@ def _manifest(
     judge_of: Mapping[str, Judge | None],
     embeddings: Embeddings | None,
     on_invalid: str,
-) -> dict[str, Any]:
+) -> Manifest:
     specs = []
     for m in metrics:
-        spec: dict[str, Any] = {"name": m.name, "params": json_normal(m.params())}
         own = judge_of.get(m.name)
-        if own is not None and own is not judge:
-            spec["judge"] = own.describe()
-        specs.append(spec)
-    return {
-        "rageval_version": __version__,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "metrics": specs,
-        "judge": json_normal(judge.describe()) if judge is not None else None,
-        "embeddings": {"name": embeddings.name} if embeddings is not None else None,
-        "data": {
-            "source": loaded.source,
-            "fingerprint": data_fingerprint(loaded),
-            "n_rows": len(loaded.samples),
-        },
-        "on_invalid": on_invalid,
-    }
+        specs.append(
+            MetricSpec(
+                name=m.name,
+                params=json_normal(m.params()),
+                judge=json_normal(own.describe()) if own is not None and own is not judge else None,
+            )
+        )
+    return Manifest(
+        rageval_version=__version__,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        metrics=specs,
+        judge=JudgeInfo(**json_normal(judge.describe())) if judge is not None else None,
+        embeddings=EmbeddingsInfo(name=embeddings.name) if embeddings is not None else None,
+        data=DataInfo(
+            source=loaded.source,
+            fingerprint=data_fingerprint(loaded),
+            n_rows=len(loaded.samples),
+        ),
+        on_invalid=on_invalid,
+    )
+
+
+class _EmbeddingMeter:
+    """What remote embeddings were paid for since the previous finished sample: their batches
+    mix samples and metrics, so each line of the log carries what was booked since the line
+    before, and the lines add up to the run's embedding usage."""
+
+    def __init__(self, embedders: Sequence[Embeddings | None]) -> None:
+        ledgers = (getattr(e, "usage", None) for e in embedders)
+        self._ledgers = list({id(u): u for u in ledgers if isinstance(u, UsageLedger)}.values())
+        self._last = self._total()
+
+    def _total(self) -> Usage:
+        return sum((ledger.total for ledger in self._ledgers), Usage())
+
+    def take(self) -> Usage | None:
+        if not self._ledgers:
+            return None
+        now = self._total()
+        spent, self._last = _since(now, self._last), now
+        return None if spent == _NOTHING else spent
+
+
+_NOTHING = Usage()
 
 
 def _window(judges: Sequence[Judge]) -> int:
@@ -192,7 +221,7 @@ class _Progress:
     def _usage(self) -> Usage:
         return sum((j.usage.total for j in self.judges), Usage())
 
-    def row_done(self, record: SampleRecord) -> None:
+    def row_done(self, record: SampleLine) -> None:
         if self.line is None:
             return
         self.line.done += 1
@@ -279,10 +308,7 @@ async def aevaluate(
     judges = [j for j in (*judge_of.values(), shared_judge) if j is not None]
     for j in judges:
         meter_judge(j)
-    # Remote embeddings book their calls in their own ledger; batches mix samples and metrics,
-    # so this usage is reported for the run as a whole.
-    embedding_ledger = getattr(embedder, "usage", None)
-    embedding_base = embedding_ledger.total if isinstance(embedding_ledger, UsageLedger) else None
+    embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
 
     manifest = _manifest(loaded, metric_objs, judge, judge_of, embedder, on_invalid)
     result = EvaluationResult(
@@ -290,8 +316,8 @@ async def aevaluate(
         ids,
         loaded.samples,
         run_dir=Path(run_dir) if run_dir is not None else None,
-        metric_params={m["name"]: m["params"] for m in manifest["metrics"]},
-        judge=manifest["judge"],
+        metric_params={m.name: m.params for m in manifest.metrics},
+        judge=manifest.judge.model_dump() if manifest.judge is not None else None,
         embeddings=embedder.name if embedder is not None else None,
     )
     rundir = RunDir(run_dir) if run_dir is not None else None
@@ -307,10 +333,11 @@ async def aevaluate(
     line = _progress.ProgressLine(len(ids), done=len(ids) - len(todo)) if show else None
     meter = _Progress(line, judges)
 
-    def on_record(record: SampleRecord) -> None:
-        offset = rundir.append(record) if rundir is not None else None
-        result.add(record, offset=offset)
-        meter.row_done(record)
+    def on_record(line: SampleLine) -> None:
+        line.embeddings_usage = embedding_meter.take()
+        offset = rundir.append(line) if rundir is not None else None
+        result.add(line, offset=offset)
+        meter.row_done(line)
 
     plan = Plan(
         metric_objs,
@@ -324,6 +351,12 @@ async def aevaluate(
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
     try:
         await scheduler.run(todo)
+    except Exception:
+        # the run stops (a fatal judge error): the directory still says how far it got
+        if rundir is not None:
+            result.duration_s = time.monotonic() - started
+            _finish(rundir, result)
+        raise
     finally:
         if ticker is not None:
             ticker.cancel()
@@ -345,12 +378,15 @@ async def aevaluate(
         if caches:
             await asyncio.to_thread(_flush, list(caches.values()))
     result.duration_s = time.monotonic() - started
-    if isinstance(embedding_ledger, UsageLedger) and embedding_base is not None:
-        result.embeddings_usage = _since(embedding_ledger.total, embedding_base)
     if rundir is not None:
-        rundir.write_summary(result)
-        _write_report(rundir)
+        _finish(rundir, result)
     return result
+
+
+def _finish(rundir: RunDir, result: EvaluationResult) -> None:
+    """summary.json and report.html of what finished."""
+    rundir.write_summary(result.summary_model())
+    _write_report(rundir)
 
 
 def _flush(caches: Sequence[RequestCache]) -> None:
