@@ -7,16 +7,17 @@ it as it is, with ``total_tokens`` added to its JSON).
 
 from __future__ import annotations
 
+import math
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import Any
 
 from pydantic import ConfigDict, computed_field
 from pydantic.dataclasses import dataclass
 
-__all__ = ["DEFAULT_PRICES", "PriceTable", "Usage", "UsageLedger"]
+__all__ = ["DEFAULT_PRICES", "PriceTable", "Usage", "UsageLedger", "sum_usage"]
 
 
 # a validating dataclass: positional construction and dataclasses.replace() keep working, and
@@ -152,6 +153,19 @@ class _Tally:
     def usage(self) -> Usage:
         p, c, r, t, a, h = self.counts
         return Usage(p, c, r, t, a, h, self.cost)
+
+
+def sum_usage(usages: Iterable[Usage]) -> Usage:
+    """The sum of `usages` with its cost summed exactly (``math.fsum``), so that the total does
+    not depend on the order of the parts; unknown if any part's cost is unknown."""
+    tally = _Tally()
+    costs: list[float] = []
+    for u in usages:
+        tally.add(u)
+        if u.cost_usd:
+            costs.append(u.cost_usd)
+    p, c, r, t, a, h = tally.counts
+    return Usage(p, c, r, t, a, h, None if tally.cost is None else math.fsum(costs))
 
 
 class UsageLedger:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rageval._client._usage import Usage
+from rageval._client._usage import Usage, sum_usage
 from rageval.errors import CauseKind
 from rageval.log._models import (
     UNKNOWN_KIND,
@@ -44,26 +44,6 @@ EMBEDDINGS_USAGE = "embeddings"
 #: example causes kept per group of failures, and sample ids kept per example
 MAX_EXAMPLES = 3
 MAX_EXAMPLE_IDS = 3
-
-
-def sum_usage(usages: Iterable[Usage]) -> Usage:
-    """The sum of `usages`, its cost summed exactly (None if any cost is unknown)."""
-    counts = [0, 0, 0, 0, 0, 0]
-    costs: list[float] = []
-    unknown = False
-    for u in usages:
-        counts[0] += u.prompt_tokens
-        counts[1] += u.completion_tokens
-        counts[2] += u.requests
-        counts[3] += u.retries
-        counts[4] += u.reasks
-        counts[5] += u.cache_hits
-        if u.cost_usd is None:
-            unknown = True
-        elif u.cost_usd:
-            costs.append(u.cost_usd)
-    p, c, r, t, a, h = counts
-    return Usage(p, c, r, t, a, h, None if unknown else math.fsum(costs))
 
 
 class FailureTally:
