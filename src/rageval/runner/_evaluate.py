@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env, _progress
-from rageval._client._cache import RequestCache
 from rageval._sync import run_sync
 from rageval._version import __version__
 from rageval.errors import RagevalError
-from rageval.judge import Usage, UsageLedger, endpoint_limiter
+from rageval.judge import RequestCache, Usage, UsageLedger, endpoint_limiter
 from rageval.log import DataInfo, EmbeddingsInfo, JudgeInfo, Manifest, MetricSpec, SampleLine
 from rageval.metrics.base import Metric, create_metric, registered_metrics
 from rageval.results import EvaluationResult
