@@ -309,11 +309,17 @@ def test_hundreds_of_failures_take_a_few_lines_and_filter_by_kind(
         if row < 305 or row >= 315:
             faith.update(status="not_measured", value=None, reason=None, evidence={})
             faith.update(cause=cause, cause_kind=kind)
+        if row < 10:  # two metrics skipped the same way share one line
+            for name in ("answer_relevancy", "answer_accuracy"):
+                record["metrics"][name].update(
+                    status="skipped", value=None, reason=None, evidence={},
+                    cause="needs an LLM judge and none is configured", cause_kind="no_judge",
+                )  # fmt: skip
     view = Opened(browser, write_report(write_run(tmp_path / "run", man, results, None)))
     try:
         page = view.page
         groups = page.locator("table.causes-table tbody tr")
-        assert groups.count() == 2
+        assert groups.count() == 3
         first = groups.nth(0)
         assert first.get_attribute("data-kind") == "invalid_reply"
         assert first.locator("td.num button").inner_text() == "305"
@@ -325,6 +331,12 @@ def test_hundreds_of_failures_take_a_few_lines_and_filter_by_kind(
         assert "transport" in transport.inner_text()
         transport.locator("td.num button").click()
         assert view.row_ids() == [f"q-{row:03d}" for row in range(300, 305)]
+        page.get_by_role("button", name="Clear filters").click()
+        shared = groups.nth(2)
+        assert shared.get_attribute("data-metric") == "answer_relevancy answer_accuracy"
+        assert shared.locator("td.num button").inner_text() == "20"
+        shared.locator("td.num button").click()
+        assert view.row_ids() == [f"q-{row:03d}" for row in range(10)]
         page.get_by_role("button", name="Clear filters").click()
         # an example's sample id opens that sample
         first.locator("button.sample-link").first.click()

@@ -424,40 +424,65 @@
     );
   }
 
-  // Why cells have no value: per metric, one line per status and kind of cause with its count
-  // and a few example causes, so a thousand failures of one kind take one line, not a thousand.
+  // Why cells have no value: one line per status and kind of cause with its count and a few
+  // example causes, so a thousand failures of one kind take one line, not a thousand. Metrics
+  // that failed the same way (same kind, same example causes: e.g. no judge configured) share
+  // their line.
+  function failureLines() {
+    const lines = new Map();
+    for (const r of METRICS)
+      for (const group of r.failures || []) {
+        const key = [group.status, group.kind, ...(group.examples || []).map((e) => e.cause)].join("\u0000");
+        if (!lines.has(key)) lines.set(key, { group, metrics: [], count: 0 });
+        const line = lines.get(key);
+        line.metrics.push([r.name, group.count]);
+        line.count += group.count;
+      }
+    return [...lines.values()];
+  }
+
   function drawCauses() {
-    const rows = METRICS.flatMap((r) =>
-      (r.failures || []).map((group) => {
-        const skipped = group.status === "skipped";
-        return h(
-          "tr",
-          { "data-metric": r.name, "data-kind": group.kind },
-          h("td", null, h("span", { class: "metric-name" }, r.name)),
-          h(
-            "td",
-            { class: "kind", title: KINDS[group.kind] || null },
-            h("span", { class: "kind-name" }, humanize(group.kind)),
-            h("span", { class: "muted" }, skipped ? " · skipped" : " · not measured"),
+    const rows = failureLines().map(({ group, metrics, count }) => {
+      const skipped = group.status === "skipped";
+      const only = metrics.length === 1 ? metrics[0][0] : "";
+      return h(
+        "tr",
+        { "data-metric": metrics.map(([name]) => name).join(" "), "data-kind": group.kind },
+        h(
+          "td",
+          { class: "metrics-cell" },
+          metrics.map(([name, n]) =>
+            h("div", null, h("span", { class: "metric-name" }, name), metrics.length > 1 ? h("span", { class: "muted" }, ` ${fmtInt(n)}`) : null),
           ),
+        ),
+        h(
+          "td",
+          { class: "kind", title: KINDS[group.kind] || null },
+          h("span", { class: "kind-name" }, humanize(group.kind)),
+          h("span", { class: "muted" }, skipped ? " · skipped" : " · not measured"),
+        ),
+        h(
+          "td",
+          { class: "num" },
           h(
-            "td",
-            { class: "num" },
-            h(
-              "button",
-              {
-                type: "button",
-                class: skipped ? "pill skipped link" : "pill nm link",
-                title: "Show these samples",
-                onclick: () => applyKind(r.name, group),
-              },
-              fmtInt(group.count),
-            ),
+            "button",
+            {
+              type: "button",
+              class: skipped ? "pill skipped link" : "pill nm link",
+              title: "Show these samples",
+              onclick: () => applyKind(only, group),
+            },
+            fmtInt(count),
           ),
-          h("td", { class: "cause-text" }, h("ul", { class: "examples" }, (group.examples || []).map(exampleItem))),
-        );
-      }),
-    );
+        ),
+        h(
+          "td",
+          { class: "cause-text" },
+          // one metric's counts per cause would mislead on a line several metrics share
+          h("ul", { class: "examples" }, (group.examples || []).map((e) => exampleItem(e, metrics.length === 1))),
+        ),
+      );
+    });
     if (!rows.length) return null;
     return h(
       "div",
@@ -489,7 +514,7 @@
 
   const ROW_OF_ID = new Map(SAMPLES.map((s, i) => [s.id, i]));
 
-  function exampleItem(example) {
+  function exampleItem(example, withCount) {
     const ids = (example.sample_ids || []).map((id) =>
       ROW_OF_ID.has(id)
         ? h("button", { type: "button", class: "sample-link", title: "Open this sample", onclick: () => openDetail(ROW_OF_ID.get(id), null) }, id)
@@ -499,7 +524,7 @@
       "li",
       null,
       h("span", { title: example.cause }, truncate(example.cause, 240)),
-      example.count > 1 ? h("span", { class: "muted" }, ` (${fmtInt(example.count)} cells)`) : null,
+      withCount && example.count > 1 ? h("span", { class: "muted" }, ` (${fmtInt(example.count)} cells)`) : null,
       ids.length ? h("span", { class: "example-ids" }, " — ", ids.flatMap((x, i) => (i ? [", ", x] : [x]))) : null,
     );
   }
@@ -679,7 +704,6 @@
     state.metric = ui.metric.value;
     // A histogram bar belongs to one metric; choosing another metric drops it.
     if (ui.cond.value === "bin" && (!state.bin || state.bin.name !== ui.metric.value)) ui.cond.value = "all";
-    if (ui.cond.value === "kind" && !ui.metric.value) ui.cond.value = "all";
     state.cond = ui.cond.value;
     if (state.cond !== "bin") state.bin = null;
     if (state.cond !== "kind") state.kind = null;
