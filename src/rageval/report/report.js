@@ -53,8 +53,9 @@
   const humanize = (key) => key.replace(/_/g, " ");
   const plural = (n, word) => `${fmtInt(n)} ${word}${n === 1 ? "" : "s"}`;
 
+  // A cost no price table knows is unknown, never 0 and never the sum of the parts that are known.
   function fmtCost(c) {
-    if (c === null || c === undefined) return "—";
+    if (c === null || c === undefined) return "unknown";
     if (c === 0) return "$0";
     return "$" + (c < 0.01 ? c.toPrecision(2) : c.toFixed(2));
   }
@@ -82,7 +83,7 @@
   function usageLine(u) {
     const parts = [plural(u.requests, "request"), plural(tokens(u), "token")];
     if (u.cache_hits) parts.push(plural(u.cache_hits, "cache hit"));
-    if (u.cost_usd !== null && u.cost_usd !== undefined) parts.push(fmtCost(u.cost_usd));
+    if (u.requests) parts.push(`cost ${fmtCost(u.cost_usd)}`);
     return parts.join(" · ");
   }
 
