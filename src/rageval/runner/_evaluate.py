@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -351,10 +352,19 @@ async def aevaluate(
     try:
         await scheduler.run(todo)
     except Exception:
-        # the run stops (a fatal judge error): the directory still says how far it got
+        # the run stops (a fatal judge error): the directory still says how far it got, unless
+        # that fails too, which must not hide why the run stopped
         if rundir is not None:
             result.duration_s = time.monotonic() - started
-            _finish(rundir, result)
+            try:
+                _finish(rundir, result)
+            except Exception as e:
+                logging.getLogger("rageval").warning(
+                    "could not write the summary of the stopped run in %s (%s: %s)",
+                    rundir.path,
+                    type(e).__name__,
+                    e,
+                )
         raise
     finally:
         if ticker is not None:
@@ -412,8 +422,6 @@ def _since(now: Usage, base: Usage) -> Usage:
 
 
 def _write_report(rundir: RunDir) -> None:
-    import logging
-
     try:
         rundir.write_report()
     except ImportError:
