@@ -121,7 +121,7 @@ def main() -> None:
                     "n": a.n_pairs,
                     "not_scored": a.n_without_judge,
                     "statistics": stats,
-                    "usage": a.usage.model_dump(),
+                    "usage": a.usage.to_dict(),
                     "run_requests": report.usage.requests,
                     "run_tokens": report.usage.total_tokens,
                     "run_cost_usd": cost,

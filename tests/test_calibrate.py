@@ -8,57 +8,22 @@ the public datasets end to end (its numbers mean nothing: only that every one is
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from calibration_helpers import FOLDERS, PUBLIC_DATA, write_public_sets
-from metric_helpers import judge_for, user_text
+from label_helpers import BINARY_GRADES, BINARY_LABELS, grader, labelled_rows
+from metric_helpers import judge_for
 from rageval import calibrate
-from rageval.calibration import CALIBRATION_FILE, CalibrationReport
+from rageval.calibration import read_calibration
 from rageval.calibration.datasets import DATASETS
 from rageval.cli import main
+from rageval.log import read_manifest
 from rageval.runner import RunConfigError
 from rageval.samples import InvalidDataError
-from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
+from rageval.testing import FAKE_API_KEY, FakeOpenAI
 from runner_helpers import handle, write_jsonl
-
-_GRADE = re.compile(r"GRADE([024])")
-
-
-def grader(req: RecordedRequest) -> Reply:
-    """answer_accuracy's two templates both rate the grade written in the response; a
-    response marked BROKEN gets a rating off the scale every time (so: not measured)."""
-    text = user_text(req)
-    if "BROKEN" in text:
-        return Reply.json({"rating": 3})
-    found = _GRADE.search(text)
-    assert found is not None, text
-    return Reply.json({"rating": int(found.group(1))})
-
-
-def labelled_rows(grades: list[int | str], labels: list[Any]) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f"r{i}",
-            "user_input": f"question {i}?",
-            "response": f"answer {i} GRADE{g}" if isinstance(g, int) else f"answer {i} {g}",
-            "reference": f"reference {i}",
-            "human": label,
-        }
-        for i, (g, label) in enumerate(zip(grades, labels, strict=True))
-    ]
-
-
-# the binary case worked by hand: rows 0-5 people say correct, 6-9 wrong; the judge rates 4
-# (score 1) on rows 0-3 and 6, 0 (score 0) on the others. Table (rows human 0/1, columns
-# judge 0/1) = [[3, 1], [2, 4]]: observed agreement .7, chance .4·.5 + .6·.5 = .5 → κ .4;
-# balanced accuracy (3/4 + 4/6)/2; AUROC: 24 (positive, negative) pairs, 12 won, 2 + 3 tied
-# → 17/24.
-BINARY_GRADES: list[int | str] = [4, 4, 4, 4, 0, 0, 4, 0, 0, 0]
-BINARY_LABELS = ["yes"] * 6 + ["no"] * 4
 
 
 def test_binary_agreement_matches_the_hand_worked_numbers(tmp_path: Path) -> None:
@@ -88,7 +53,7 @@ def test_binary_agreement_matches_the_hand_worked_numbers(tmp_path: Path) -> Non
     assert requests == 20 and report.usage.requests == 20 and a.usage.requests == 20
     assert report.usage.total_tokens > 0
     # written next to the run, read back equal, and drawn in the report
-    on_disk = CalibrationReport.load(tmp_path / "run" / CALIBRATION_FILE)
+    on_disk = read_calibration(tmp_path / "run")
     assert on_disk == report
     html = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert '"calibration":{' in html and '"cohen_kappa"' in html
@@ -216,7 +181,7 @@ def test_calibrate_each_public_dataset_end_to_end(
             ]
         )  # fmt: skip
     assert code == 0
-    report = CalibrationReport.load(out / CALIBRATION_FILE)
+    report = read_calibration(out)
     (a,) = report.agreements
     assert a.n_pairs == 40 and a.n_without_judge == 0
     expected = (
@@ -257,7 +222,7 @@ def test_the_kappa_gate_has_its_own_exit_code(
         out, err = capsys.readouterr()
         assert "kappa gate failed: answer_accuracy vs human: Cohen's κ 0.400 < 0.6" in err
         assert "Cohen's κ          0.400" in out and "calibration run: 20 requests" in out
-        saved = CalibrationReport.load(tmp_path / "a" / CALIBRATION_FILE)
+        saved = read_calibration(tmp_path / "a")
         assert saved.min_kappa == 0.6 and len(saved.gate_failures) == 1
         assert _calibrate_cli(server, data, tmp_path / "b", *labels, "--min-kappa", "0.3") == 0
         assert "kappa gate passed" in capsys.readouterr().out
@@ -309,6 +274,6 @@ def test_a_metric_object_with_its_own_settings_is_used_and_two_are_refused(tmp_p
         )
         with pytest.raises(RunConfigError, match="two different 'answer_accuracy' metric objects"):
             calibrate(rows, [("human", AnswerAccuracy()), ("other", mine)], judge_for(server))
-    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
-    assert manifest["metrics"] == [{"name": "answer_accuracy", "params": {"max_retries": 1}}]
+    specs = read_manifest(tmp_path / "run").metrics
+    assert [(m.name, m.params) for m in specs] == [("answer_accuracy", {"max_retries": 1})]
     assert [a.label_column for a in report.agreements] == ["human", "other"]

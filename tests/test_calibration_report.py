@@ -10,13 +10,21 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser
 
+from browser_helpers import Opened
+from label_helpers import (
+    BINARY_GRADES,
+    BINARY_LABELS,
+    PPI_GRADES,
+    PPI_LABELS,
+    grader,
+    labelled_rows,
+)
 from metric_helpers import judge_for
-from rageval import calibrate
+from rageval import calibrate, evaluate
 from rageval.calibration import CALIBRATION_FILE
+from rageval.log import RunLogError
 from rageval.report import write_report
 from rageval.testing import FakeOpenAI
-from test_calibrate import BINARY_GRADES, BINARY_LABELS, grader, labelled_rows
-from test_report_browser import Opened, browser  # noqa: F401  (the browser fixture)
 
 #: a label column named like markup: the page must show it as text
 ATTACK_COLUMN = '<img src=x onerror="window.__pwned=1">'
@@ -41,7 +49,7 @@ def calibrated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def opened(browser: Browser, calibrated: Path) -> Iterator[Opened]:  # noqa: F811
+def opened(browser: Browser, calibrated: Path) -> Iterator[Opened]:
     view = Opened(browser, calibrated / "report.html")
     yield view
     view.close()
@@ -85,20 +93,17 @@ def test_a_calibration_file_of_another_version_is_refused_by_name(
     data = json.loads((calibrated / CALIBRATION_FILE).read_text(encoding="utf-8"))
     data["format_version"] = 99
     (copy / CALIBRATION_FILE).write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(ValueError, match="calibration format version 99"):
+    with pytest.raises(RunLogError, match=r"calibration.json: .*newer rageval \(run log format 99"):
         write_report(copy)
 
 
 def test_the_summary_shows_the_ppi_mean_under_its_metric_and_the_judge_noise(
-    browser: Browser,  # noqa: F811
+    browser: Browser,
     tmp_path: Path,
 ) -> None:
-    from rageval import evaluate
-    from test_ppi_and_repeats import PPI_GRADES, PPI_LABELS, graded_rows
-
     with FakeOpenAI(grader) as server:
         result = evaluate(
-            graded_rows(PPI_GRADES, PPI_LABELS),
+            labelled_rows(PPI_GRADES, PPI_LABELS),
             ["answer_accuracy"],
             judge_for(server),
             human_labels={"human": "answer_accuracy"},
@@ -116,5 +121,13 @@ def test_the_summary_shows_the_ppi_mean_under_its_metric_and_the_judge_noise(
         assert f"{ppi.mean:.3f}" in row.inner_text() and "4 labelled" in row.inner_text()
         footnote = view.page.locator("#summary .footnote").inner_text()
         assert "answer_accuracy: 2 scores per cell" in footnote
+        # a sample's cell shows the scores its value is the mean of
+        repeats = result.sample(0).cells["answer_accuracy"].repeats
+        assert repeats is not None
+        view.page.locator('#samples-table tr[data-i="0"] td[data-m="0"]').click()
+        shown = view.page.locator("dialog#detail .metric-detail.focus .repeats")
+        assert shown.locator("h4").text_content() == "Repeated scores"
+        assert shown.locator(".chip").all_inner_texts() == [f"{v:.3f}" for v in repeats.values]
+        assert "the value is their mean" in shown.inner_text()
     finally:
         view.close()

@@ -15,42 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
+from label_helpers import PPI_GRADES, PPI_LABELS, grader, labelled_rows
 from metric_helpers import judge_for, user_text
 from rageval import evaluate
 from rageval.cli import main
+from rageval.judge import Judge
 from rageval.report import write_report
 from rageval.results import compare, load_run
 from rageval.runner import RunConfigError, RunDirError
 from rageval.samples import InvalidDataError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
 from runner_helpers import write_jsonl
-from test_calibrate import grader
 
 # ---------------------------------------------------------------------- PPI++ in evaluate
-
-
-def graded_rows(
-    grades: list[int], labels: list[Any], column: str = "human"
-) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f"r{i}",
-            "user_input": f"question {i}?",
-            "response": f"answer {i} GRADE{g}",
-            "reference": f"reference {i}",
-            column: label,
-        }
-        for i, (g, label) in enumerate(zip(grades, labels, strict=True))
-    ]
-
-
-# Judge values (grade / 4): labelled rows (y, f) = (1, 1), (0, .5), (1, .5), (0, 0);
-# unlabelled f = 1, 1, .5, 0. s²_L(y) = 1/3, s²_L(f) = 1/6, s_L(y, f) = 1/6,
-# s²_U(f) = (3·(1/4)² ... ) = 0.229166..., n/N = 1: λ = (1/6) / (1/6 + 0.2291667) = 0.42105.
-# θ̂ = λ·mean_U(f) + mean_L(y − λ·f) = λ·0.625 + (0.5 − λ·0.5) = 0.5 + 0.125·λ.
-PPI_GRADES = [4, 2, 2, 0, 4, 4, 2, 0]
-PPI_LABELS: list[Any] = [1, 0, "yes", "no", None, "", None, None]
 
 
 def _expected_ppi() -> tuple[float, float]:
@@ -63,7 +42,7 @@ def test_the_summary_gives_the_ppi_mean_of_the_label(tmp_path: Path) -> None:
     lam, mean = _expected_ppi()
     with FakeOpenAI(grader) as server:
         result = evaluate(
-            graded_rows(PPI_GRADES, PPI_LABELS),
+            labelled_rows(PPI_GRADES, PPI_LABELS),
             ["answer_accuracy"],
             judge_for(server),
             human_labels={"human": "answer_accuracy"},
@@ -75,7 +54,7 @@ def test_the_summary_gives_the_ppi_mean_of_the_label(tmp_path: Path) -> None:
     ppi = summary.ppi["human"]
     assert ppi.lam == pytest.approx(lam) and ppi.mean == pytest.approx(mean)
     assert (ppi.n_labelled, ppi.n_unlabelled) == (4, 4)
-    assert ppi.classical_mean == pytest.approx(0.5)
+    assert ppi.labelled_mean == pytest.approx(0.5)
     # in summary.json, read back by load_run, in the report, and in the printed summary
     on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert on_disk["metrics"]["answer_accuracy"]["ppi"]["human"]["mean"] == pytest.approx(mean)
@@ -85,11 +64,11 @@ def test_the_summary_gives_the_ppi_mean_of_the_label(tmp_path: Path) -> None:
     assert '"ppi":{"human":{"mean":' in html
     assert f"answer_accuracy <- human: {mean:.3f}" in str(result)
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
-    assert manifest["human_labels"] == [["human", "answer_accuracy"]]
+    assert manifest["human_labels"] == [{"column": "human", "metric": "answer_accuracy"}]
 
 
 def test_human_labels_are_checked_before_any_request(tmp_path: Path) -> None:
-    rows = graded_rows(PPI_GRADES, [*PPI_LABELS[:2], "perhaps", *PPI_LABELS[3:]])
+    rows = labelled_rows(PPI_GRADES, [*PPI_LABELS[:2], "perhaps", *PPI_LABELS[3:]])
     with FakeOpenAI(grader) as server:
         with pytest.raises(InvalidDataError, match=r"row 2, id 'r2', field 'human'"):
             evaluate(
@@ -120,7 +99,7 @@ def test_compare_gives_both_ppi_means_and_their_paired_difference(
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
     lower = [max(0, g - 2) for g in PPI_GRADES]
     for name, grades in (("a", PPI_GRADES), ("b", lower)):
-        write_jsonl(tmp_path / f"{name}.jsonl", graded_rows(grades, PPI_LABELS))
+        write_jsonl(tmp_path / f"{name}.jsonl", labelled_rows(grades, PPI_LABELS))
     with FakeOpenAI(grader) as server:
         for name in ("a", "b"):
             code = main(
@@ -207,8 +186,8 @@ def test_repeats_score_each_cell_k_times_and_split_out_the_judge_noise(tmp_path:
     assert result["answer_accuracy"] == pytest.approx([5 / 6, 5 / 6, 1 / 6, 1 / 6])
     assert first_requests == 4 * 3 * 2  # rows x scorings x templates
     cell = result.sample("r0").cells["answer_accuracy"]
-    assert cell.evidence["repeats"]["values"] == [1.0, 0.5, 1.0]
-    assert cell.evidence["repeats"]["sd"] == pytest.approx(math.sqrt(1 / 12))
+    assert cell.repeats is not None and cell.repeats.values == [1.0, 0.5, 1.0]
+    assert cell.repeats.sd == pytest.approx(math.sqrt(1 / 12))
     noise = result.summary()["answer_accuracy"].judge_noise
     assert noise is not None and noise.repeats == 3 and noise.n_cells == 4
     assert noise.within_variance == pytest.approx(1 / 12)
@@ -222,6 +201,29 @@ def test_repeats_score_each_cell_k_times_and_split_out_the_judge_noise(tmp_path:
     assert load_run(tmp_path / "run").summary()["answer_accuracy"].judge_noise == noise
 
 
+class Verdict(BaseModel):
+    verdict: int
+
+
+async def test_an_uncached_judge_asks_again_as_the_same_judge(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(*(Reply.json({"verdict": v}) for v in (1, 2, 3)))
+    judge = Judge("m", base_url=fake_openai.base_url, api_key=FAKE_API_KEY)
+    question = [{"role": "user", "content": "question"}]
+    assert (await judge.ask(question, Verdict, tags={"metric": "a"})).value.verdict == 1
+    assert (await judge.ask(question, Verdict, tags={"metric": "a"})).cached
+    view = judge.uncached()
+    assert view.cache is None and judge.cache is not None  # the judge keeps its cache
+    again = await view.ask(question, Verdict, tags={"metric": "a"})
+    assert (again.value.verdict, again.cached) == (2, False)
+    assert (await view.ask(question, Verdict, tags={"metric": "a"})).value.verdict == 3
+    assert len(fake_openai.chat_requests) == 3
+    # the same ledger (and endpoint): the view's calls are the judge's
+    assert view.usage is judge.usage and judge.usage.by_tag("metric")["a"].requests == 3
+    # what the view was told is not in the cache: the judge still answers its first reply
+    assert (await judge.ask(question, Verdict, tags={"metric": "a"})).value.verdict == 1
+    assert view.uncached() is view
+
+
 def test_the_repeats_bypass_the_cache_and_the_first_scoring_does_not(tmp_path: Path) -> None:
     handler = Sequenced()
     rows = level_rows(["HIGH", "LOW"])
@@ -232,8 +234,8 @@ def test_the_repeats_bypass_the_cache_and_the_first_scoring_does_not(tmp_path: P
         # the first scoring is the kept cell; the two repeats are asked again (4th, 5th time:
         # HIGH 2 then 4... of its own sequence), so the spread is measured anew
         assert len(server.chat_requests) == 2 * 3 * 2 + 2 * 2 * 2
-    values = again.sample("r0").cells["answer_accuracy"].evidence["repeats"]["values"]
-    assert values == [1.0, 0.5, 1.0]
+    repeats = again.sample("r0").cells["answer_accuracy"].repeats
+    assert repeats is not None and repeats.values == [1.0, 0.5, 1.0]
     assert again.usage.cache_hits >= 2
 
 
@@ -250,8 +252,9 @@ def test_a_failed_repeat_is_left_out_of_the_cell_and_counted(tmp_path: Path) -> 
     # per template: 1 ask for the first scoring, 6 for the failed second, 1 for the third
     assert sorted(n for text, n in asked.items() if "FLAKY" in text) == [8, 8]
     cell = result.sample("r0").cells["answer_accuracy"]
-    assert cell.evidence["repeats"]["values"] == [1.0, 0.5]  # asks 1 and 8 of the sequence
-    assert cell.evidence["repeats"]["not_measured"] == 1
+    assert cell.repeats is not None
+    assert cell.repeats.values == [1.0, 0.5]  # asks 1 and 8 of the sequence
+    assert cell.repeats.not_measured == 1
     assert cell.status == "ok" and cell.value == pytest.approx(0.75)
 
 
@@ -286,7 +289,7 @@ def test_offline_metrics_are_not_repeated(tmp_path: Path) -> None:
             level_rows(["HIGH", "LOW"]), ["token_f1"], judge_for(server), repeats=3, progress=False
         )
     assert result.summary()["token_f1"].judge_noise is None
-    assert "repeats" not in result.sample("r0").cells["token_f1"].evidence
+    assert result.sample("r0").cells["token_f1"].repeats is None
 
 
 def test_command_line_repeats_and_human_labels(
@@ -327,7 +330,7 @@ def test_the_spread_of_each_cell_is_a_pandas_column(tmp_path: Path) -> None:
 
 
 def test_resume_takes_the_human_labels_it_is_given(tmp_path: Path) -> None:
-    rows = graded_rows(PPI_GRADES, PPI_LABELS)
+    rows = labelled_rows(PPI_GRADES, PPI_LABELS)
     run = tmp_path / "run"
     with FakeOpenAI(grader) as server:
         evaluate(rows, ["answer_accuracy"], judge_for(server), run_dir=run, progress=False)

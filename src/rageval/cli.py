@@ -21,7 +21,8 @@ from rageval._version import __version__
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
-    from rageval.results import EvaluationResult, MetricComparison
+    from rageval.results import EvaluationResult
+    from rageval.stats import MetricComparison
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: `rageval calibrate --min-kappa`: the judge disagrees with the people more than allowed
@@ -191,7 +192,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rageval.results import compare, load_run
+    from rageval.results import load_run
+    from rageval.stats import compare
 
     try:
         a, b = load_run(args.run_a), load_run(args.run_b)
@@ -241,8 +243,8 @@ def _print_ppi_comparisons(comparisons: Sequence[MetricComparison]) -> None:
             rows.append(
                 (
                     f"{c.metric} <- {p.column}",
-                    _fmt_interval(p.a.mean, p.a.low, p.a.high),
-                    _fmt_interval(p.b.mean, p.b.low, p.b.high),
+                    _fmt_interval(p.a.mean, p.a.ci_low, p.a.ci_high),
+                    _fmt_interval(p.b.mean, p.b.ci_low, p.b.ci_high),
                     _fmt(d.mean_diff, signed=True),
                     "-" if d.low is None or d.high is None else f"[{d.low:+.4f}, {d.high:+.4f}]",
                     f"{d.n_labelled} + {d.n_unlabelled}",

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from rageval import calibrate, evaluate
-from rageval.calibration import CALIBRATION_FILE, CalibrationReport
+from rageval.calibration import read_calibration
 from rageval.judge import Judge
 from rageval.testing import FakeOpenAI, Fault, FaultPlan, RecordedRequest, Reply
 
@@ -71,13 +71,13 @@ def test_repeats_under_random_replies_and_faults(fast_backoff: None, tmp_path: P
     assert set(statuses) <= {"ok", "not_measured"}
     for row, status in enumerate(statuses):
         cell = result.sample(row).cells["answer_accuracy"]
-        repeats = cell.evidence["repeats"]
-        assert len(repeats["values"]) + repeats["not_measured"] == 3
+        repeats = cell.repeats
+        assert repeats is not None and len(repeats.values) + repeats.not_measured == 3
         if status == "ok":
             assert cell.value is not None and math.isfinite(cell.value)
-            assert cell.value == sum(repeats["values"]) / len(repeats["values"])
+            assert cell.value == sum(repeats.values) / len(repeats.values)
         else:
-            assert cell.cause and repeats["values"] == []
+            assert cell.cause and repeats.values == []
     assert result.usage.requests == sent  # every request, retries and re-asks too, is booked
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())["metrics"]
     assert summary["answer_accuracy"]["judge_noise"]["repeats"] == 3
@@ -97,4 +97,4 @@ def test_calibration_under_random_replies_and_faults(fast_backoff: None, tmp_pat
     (a,) = report.agreements
     assert a.n_pairs + a.n_without_judge == N
     assert report.usage.requests == sent
-    assert CalibrationReport.load(tmp_path / "run" / CALIBRATION_FILE) == report
+    assert read_calibration(tmp_path / "run") == report

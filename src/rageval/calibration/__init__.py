@@ -3,7 +3,8 @@
 * :func:`rageval.calibrate` (in :mod:`rageval.runner`) scores rows that carry human labels with
   the normal evaluation path and measures how well each metric agrees with the labels;
 * :mod:`rageval.calibration.datasets` reads public human-labelled datasets into such rows;
-* :class:`CalibrationReport` is what it measured, as written to ``calibration.json``.
+* :class:`CalibrationReport` is what it measured, as written to ``calibration.json`` (one of
+  the run log's files: :mod:`rageval.log`, where it is defined).
 
 Names are imported on first use, so that importing this package stays cheap.
 """
@@ -15,37 +16,38 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rageval.calibration._agreement import judge_levels, measure_agreement
-    from rageval.calibration._model import (
+    from rageval.log import (
         CALIBRATION_FILE,
-        CALIBRATION_FORMAT_VERSION,
         STATISTIC_TITLES,
         CalibrationReport,
         Confusion,
         LabelAgreement,
         StatisticResult,
-        UsageTotals,
+        read_calibration,
     )
 
 __all__ = [
     "CALIBRATION_FILE",
-    "CALIBRATION_FORMAT_VERSION",
     "STATISTIC_TITLES",
     "CalibrationReport",
     "Confusion",
     "LabelAgreement",
     "StatisticResult",
-    "UsageTotals",
     "judge_levels",
     "measure_agreement",
+    "read_calibration",
 ]
 
-_HOMES = {"judge_levels": "_agreement", "measure_agreement": "_agreement"}
+_HOMES = {
+    "judge_levels": "rageval.calibration._agreement",
+    "measure_agreement": "rageval.calibration._agreement",
+}
 
 
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(f"{__name__}.{_HOMES.get(name, '_model')}")
+    module = importlib.import_module(_HOMES.get(name, "rageval.log"))
     value = getattr(module, name)
     globals()[name] = value
     return value

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rageval.calibration._model import Confusion, LabelAgreement, StatisticResult, UsageTotals
 from rageval.labels import LabelColumn
+from rageval.log import Confusion, LabelAgreement, StatisticResult, Usage
 from rageval.stats import KappaWeights, agreement, confusion_matrix
 
 __all__ = ["judge_levels", "measure_agreement"]
@@ -46,7 +46,7 @@ def measure_agreement(
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
-    usage: UsageTotals | None = None,
+    usage: Usage | None = None,
 ) -> LabelAgreement:
     """The agreement of `judge` (the metric's value per row, None where it has none) with
     `labels` (same rows); see the module docstring. `levels` is the label scale of a binary or
@@ -136,5 +136,5 @@ def measure_agreement(
         judge_mean=sum(scores) / len(scores) if scores else None,
         statistics=statistics,
         confusion=confusion,
-        usage=usage or UsageTotals(),
+        usage=usage or Usage(),
     )

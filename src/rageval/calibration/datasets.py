@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rageval.errors import RagevalError
+
 if TYPE_CHECKING:
     from rageval.labels import LabelKind
 
@@ -50,7 +52,7 @@ __all__ = [
 ]
 
 
-class DatasetError(ValueError):
+class DatasetError(RagevalError, ValueError):
     """A dataset file that is missing or not in the expected layout."""
 
 

@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 from rageval._sync import run_sync
 from rageval._version import __version__
 from rageval.calibration._agreement import measure_agreement
-from rageval.calibration._model import CALIBRATION_FILE, CalibrationReport, UsageTotals
 from rageval.labels import LabelColumn, LabelKind, read_label_column
+from rageval.log import CALIBRATION_FILE, CalibrationReport, write_atomic
 from rageval.metrics.base import Metric
-from rageval.results import usage_to_json
 from rageval.runner._evaluate import (
     LabelsArg,
     OnInvalid,
@@ -34,7 +33,7 @@ from rageval.stats import KappaWeights
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
-    from rageval.judge import Judge, Usage
+    from rageval.judge import Judge
 
 
 def _metrics_of(pairs: Sequence[tuple[str, str | Metric]]) -> list[str | Metric]:
@@ -157,7 +156,7 @@ async def acalibrate(
             confidence=confidence,
             n_resamples=n_resamples,
             seed=seed,
-            usage=_totals(summary[name].usage),
+            usage=summary[name].usage,
         )
         for column, name in ((c, m if isinstance(m, str) else m.name) for c, m in pairs)
     ]
@@ -174,20 +173,16 @@ async def acalibrate(
             f"percentile bootstrap over the labelled rows, {n_resamples} resamples, seed {seed}"
         ),
         agreements=agreements,
-        usage=_totals(result.usage),
+        usage=result.usage,
     )
     if min_kappa is not None:
         report = report.model_copy(
             update={"min_kappa": min_kappa, "gate_failures": report.below_kappa(min_kappa)}
         )
     if run_dir is not None:
-        report.write(Path(run_dir) / CALIBRATION_FILE)
+        write_atomic(Path(run_dir) / CALIBRATION_FILE, report)
         _write_report(RunDir(run_dir))
     return report
-
-
-def _totals(usage: Usage) -> UsageTotals:
-    return UsageTotals.model_validate(usage_to_json(usage))
 
 
 def calibrate(

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import copy
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rageval.judge import FatalJudgeError, JudgeError, Usage, UsageLedger
+from rageval.log import Cell, Inputs, RepeatedScores, SampleLine
 from rageval.metrics._statements import SHARED_TAG, SharedStatements
 from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext
-from rageval.results import Cell, SampleRecord
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
@@ -38,6 +37,7 @@ NO_JUDGE_CAUSE = (
     "http://<host>:8000/v1 (vLLM); or pass llm= / --llm"
 )
 MIN_WINDOW = 32
+_NO_JUDGE = Cell(status="skipped", cause=NO_JUDGE_CAUSE, cause_kind="no_judge")
 
 
 class _SampleMeter:
@@ -114,20 +114,20 @@ class Scheduler:
         ids: Sequence[str],
         *,
         window: int,
-        on_record: Callable[[SampleRecord], None],
+        on_record: Callable[[SampleLine], None],
     ) -> None:
         self.plan = plan
         self.samples = samples
         self.ids = ids
         self.window = max(1, window)
         self.on_record = on_record
-        # the judges of the repeats: the run's, with their request cache switched off
-        self._uncached: dict[int, Judge] = {}
+        # the judges the repeats ask: the run's, without their request cache
+        self._uncached_views: dict[int, Judge] = {}
 
     async def run(self, rows: Iterable[int]) -> None:
         """Score `rows`, handing each finished sample to `on_record` as soon as it is done.
         An exception in a sample (a fatal judge error) cancels every sample in flight."""
-        pending: set[asyncio.Task[SampleRecord]] = set()
+        pending: set[asyncio.Task[SampleLine]] = set()
         try:
             for row in rows:
                 if len(pending) >= self.window:
@@ -143,7 +143,7 @@ class Scheduler:
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
 
-    def _deliver(self, done: Iterable[asyncio.Task[SampleRecord]]) -> None:
+    def _deliver(self, done: Iterable[asyncio.Task[SampleLine]]) -> None:
         """Hand over the finished samples, then raise the first failure among `done`."""
         failures = [t.exception() for t in done if t.exception() is not None]
         for task in done:
@@ -152,14 +152,15 @@ class Scheduler:
         if failures:
             raise failures[0]  # type: ignore[misc]
 
-    async def score_row(self, row: int) -> SampleRecord:
+    async def score_row(self, row: int) -> SampleLine:
         sample, sid = self.samples[row], self.ids[row]
         metrics = self.plan.metrics
         invalid = self.plan.invalid_rows.get(row)
         if sample is None or invalid is not None:
             cause = f"invalid row: {invalid or 'could not be read'}"
-            return SampleRecord(
-                row, sid, sample, {m.name: Cell("skipped", cause=cause) for m in metrics}
+            skipped = Cell(status="skipped", cause=cause, cause_kind="invalid_row")
+            return SampleLine(
+                row=row, id=sid, inputs=Inputs.of(sample), cells={m.name: skipped for m in metrics}
             )
         if sample.id is None:  # usage tags and evidence name the sample by its run id
             sample = sample.model_copy(update={"id": sid})
@@ -168,11 +169,10 @@ class Scheduler:
         for m in metrics:
             problems = m.input_problems(sample)
             if problems:
-                results[m.name] = MetricResult.skipped(
-                    "; ".join(f"field {f!r}: {msg}" for f, msg in problems)
-                )
+                cause = "; ".join(f"field {f!r}: {msg}" for f, msg in problems)
+                results[m.name] = Cell(status="skipped", cause=cause, cause_kind="missing_field")
             elif m.needs_llm and self.plan.judge_of[m.name] is None:
-                results[m.name] = MetricResult.skipped(NO_JUDGE_CAUSE)
+                results[m.name] = _NO_JUDGE
             else:
                 to_run.append(m)
         meter = _SampleMeter()
@@ -190,7 +190,29 @@ class Scheduler:
             statements=SharedStatements(sample, self.plan.shared_judge, needs),
             tags={"sample": sid},
         )
-        tasks = [asyncio.ensure_future(self._cell(m, sample, ctx)) for m in to_run]
+        fresh = await self._score(to_run, sample, ctx, self.plan.judge_of)
+        results.update(fresh)
+        if cells is not None and fresh:
+            cells.keep(sample, to_run, fresh)
+        if self.plan.repeats > 1:
+            results.update(await self._repeat(scored, sample, sid, results))
+        return SampleLine(
+            row=row,
+            id=sid,
+            inputs=Inputs.of(sample),
+            cells={m.name: Cell.of(results[m.name], meter.take(m.name)) for m in metrics},
+            shared_usage=meter.take(SHARED_TAG),
+        )
+
+    async def _score(
+        self,
+        metrics: Sequence[Metric],
+        sample: Sample,
+        ctx: ScoringContext,
+        judge_of: Mapping[str, Judge | None],
+    ) -> dict[str, MetricResult]:
+        """Every cell of `metrics` on `sample` at once, each metric asking its judge."""
+        tasks = [asyncio.ensure_future(self._cell(m, sample, ctx, judge_of)) for m in metrics]
         try:
             outcomes = await asyncio.gather(*tasks)
         except BaseException:
@@ -199,30 +221,16 @@ class Scheduler:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-        fresh = dict(zip((m.name for m in to_run), outcomes, strict=True))
-        results.update(fresh)
-        if cells is not None and fresh:
-            cells.keep(sample, to_run, fresh)
-        if self.plan.repeats > 1:
-            results.update(await self._repeat(scored, sample, sid, results))
-        return SampleRecord(
-            row,
-            sid,
-            sample,
-            {m.name: _cell(results[m.name], meter.take(m.name)) for m in metrics},
-            meter.take(SHARED_TAG),
-        )
+        return dict(zip((m.name for m in metrics), outcomes, strict=True))
 
-    def _without_cache(self, judge: Judge | None) -> Judge | None:
-        """`judge` with its request cache off (same endpoint, limiter and usage ledger)."""
-        if judge is None or judge.cache is None:
-            return judge
-        found = self._uncached.get(id(judge))
-        if found is None:
-            found = copy.copy(judge)
-            found.cache = None
-            self._uncached[id(judge)] = found
-        return found
+    def _uncached(self, judge: Judge | None) -> Judge | None:
+        """The view of `judge` that the repeats ask: every request sent again."""
+        if judge is None:
+            return None
+        view = self._uncached_views.get(id(judge))
+        if view is None:
+            view = self._uncached_views[id(judge)] = judge.uncached()
+        return view
 
     async def _repeat(
         self,
@@ -233,12 +241,10 @@ class Scheduler:
     ) -> dict[str, MetricResult]:
         """Score `metrics` repeats − 1 more times on `sample`, every request sent again (the
         shared statements too); each cell becomes the combination of its scorings."""
-        from rageval.calibration._evaluation import combine_repeats
-
         if not metrics:
             return {}
-        judge_of = {m.name: self._without_cache(self.plan.judge_of[m.name]) for m in metrics}
-        shared = self._without_cache(self.plan.shared_judge)
+        judge_of = {m.name: self._uncached(self.plan.judge_of[m.name]) for m in metrics}
+        shared = self._uncached(self.plan.shared_judge)
         needs = frozenset().union(*(m.statement_needs for m in metrics))
         scorings: dict[str, list[MetricResult]] = {m.name: [first[m.name]] for m in metrics}
         for _ in range(self.plan.repeats - 1):
@@ -248,45 +254,44 @@ class Scheduler:
                 statements=SharedStatements(sample, shared, needs),
                 tags={"sample": sid},
             )
-            outcomes = await asyncio.gather(
-                *(self._cell(m, sample, ctx, judge_of) for m in metrics)
-            )
-            for m, outcome in zip(metrics, outcomes, strict=True):
-                scorings[m.name].append(outcome)
-        return {name: combine_repeats(results) for name, results in scorings.items()}
+            for name, outcome in (await self._score(metrics, sample, ctx, judge_of)).items():
+                scorings[name].append(outcome)
+        return {name: _combine_repeats(results) for name, results in scorings.items()}
 
     async def _cell(
         self,
         metric: Metric,
         sample: Sample,
         ctx: ScoringContext,
-        judge_of: Mapping[str, Judge | None] | None = None,
+        judge_of: Mapping[str, Judge | None],
     ) -> MetricResult:
-        judges = self.plan.judge_of if judge_of is None else judge_of
         mctx = dataclasses.replace(
             ctx,
-            judge=judges[metric.name],
+            judge=judge_of[metric.name],
             embeddings=metric.embeddings or ctx.embeddings,
         ).for_metric(metric.name)
         try:
             return await metric.score_sample(sample, mctx)
         except NoJudgeError:
-            return MetricResult.skipped(NO_JUDGE_CAUSE)
+            return _NO_JUDGE
         except FatalJudgeError:
             raise
         except JudgeError as e:
-            return MetricResult.not_measured(f"judge error: {e}")
+            return Cell(status="not_measured", cause=f"judge error: {e}")
         except Exception as e:
             # A metric that breaks on one sample must not lose the whole run; the cell says so.
-            return MetricResult.not_measured(f"{metric.name} raised {type(e).__name__}: {e}")
+            cause = f"{metric.name} raised {type(e).__name__}: {e}"
+            return Cell(status="not_measured", cause=cause, cause_kind="metric_error")
 
 
-def _cell(result: MetricResult, usage: Usage) -> Cell:
-    return Cell(
-        status=result.status,
-        value=result.value,
-        cause=result.cause,
-        reason=result.reason,
-        evidence=result.evidence,
-        usage=usage,
-    )
+def _combine_repeats(scorings: Sequence[MetricResult]) -> Cell:
+    """One cell from the scorings of a cell scored several times: the mean of the measured
+    values with the first measured scoring's reason and evidence, and every score (``repeats``);
+    when none was measured, the first scoring (its cause and kind) with the count."""
+    measured = [r.value for r in scorings if r.measured and r.value is not None]
+    repeats = RepeatedScores(values=measured, not_measured=len(scorings) - len(measured))
+    if not measured:
+        return Cell(**{**dict(scorings[0]), "repeats": repeats})
+    base = next(r for r in scorings if r.measured)
+    mean = sum(measured) / len(measured)
+    return Cell(**{**dict(base), "value": mean, "repeats": repeats})

@@ -1,32 +1,27 @@
-"""`calibration.json`: the agreement of a judge's metric with people, typed and versioned.
+"""``calibration.json``: the agreement of a judge's metrics with people (``rageval calibrate``).
 
-One file per calibration run, next to the run it scored (manifest, results log, summary,
-report). Readers check `format_version`: a file written by a newer rageval is refused with a
-clear message instead of being half read.
+One file per calibration run, in the run directory next to the run it scored (manifest,
+results log, summary, report), versioned with the other files of the run log (it appears in
+format 3, see :mod:`rageval.log._models`); it is read by :func:`rageval.log.read_calibration`.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError
+from pydantic import Field, FiniteFloat
 
+from rageval._client._usage import Usage
 from rageval.labels import LabelKind
+from rageval.log._models import _LogModel, _Versioned
 
 __all__ = [
-    "CALIBRATION_FILE",
-    "CALIBRATION_FORMAT_VERSION",
+    "STATISTIC_TITLES",
     "CalibrationReport",
     "Confusion",
     "LabelAgreement",
     "StatisticResult",
-    "UsageTotals",
 ]
-
-CALIBRATION_FILE = "calibration.json"
-CALIBRATION_FORMAT_VERSION: Literal[1] = 1
 
 #: how each statistic reads, for tables and the report
 STATISTIC_TITLES: dict[str, str] = {
@@ -41,11 +36,7 @@ STATISTIC_TITLES: dict[str, str] = {
 }
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class StatisticResult(_Model):
+class StatisticResult(_LogModel):
     """A statistic's value with its bootstrap interval (None where undefined, see `note`)."""
 
     value: FiniteFloat | None
@@ -57,7 +48,7 @@ class StatisticResult(_Model):
     note: str | None = None
 
 
-class Confusion(_Model):
+class Confusion(_LogModel):
     """Pairs counted by (human level, judge level): `matrix[i][j]` = rows the people put at
     `levels[i]` and the judge at `levels[j]`."""
 
@@ -67,20 +58,7 @@ class Confusion(_Model):
     judge_mapping: str
 
 
-class UsageTotals(_Model):
-    """What the judge calls of the calibration run consumed (cost None: a price unknown)."""
-
-    requests: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    retries: int = 0
-    reasks: int = 0
-    cache_hits: int = 0
-    cost_usd: FiniteFloat | None = 0.0
-
-
-class LabelAgreement(_Model):
+class LabelAgreement(_LogModel):
     """One label column against one metric."""
 
     label_column: str
@@ -103,7 +81,7 @@ class LabelAgreement(_Model):
     statistics: dict[str, StatisticResult]
     confusion: Confusion | None = None
     #: judge calls of this metric (shared statement extraction is in the run's total)
-    usage: UsageTotals = Field(default_factory=UsageTotals)
+    usage: Usage = Field(default_factory=Usage)
 
     @property
     def kappa(self) -> StatisticResult | None:
@@ -112,10 +90,9 @@ class LabelAgreement(_Model):
         return self.statistics.get(self.kappa_statistic)
 
 
-class CalibrationReport(_Model):
+class CalibrationReport(_Versioned):
     """Everything `rageval calibrate` measured: one agreement per (label column, metric)."""
 
-    format_version: Literal[1] = CALIBRATION_FORMAT_VERSION
     rageval_version: str
     created_at: str
     data_source: str | None = None
@@ -127,37 +104,10 @@ class CalibrationReport(_Model):
     interval_method: str
     agreements: list[LabelAgreement]
     #: the whole calibration run, shared work and embeddings included
-    usage: UsageTotals = Field(default_factory=UsageTotals)
+    usage: Usage = Field(default_factory=Usage)
     #: the --min-kappa gate, if one was set, and why each failing agreement failed it
     min_kappa: FiniteFloat | None = None
     gate_failures: list[str] = Field(default_factory=list)
-
-    # ------------------------------------------------------------------ files
-    def write(self, path: str | Path) -> Path:
-        """Write as JSON (atomically: a reader never sees half a file); the path."""
-        import os
-
-        target = Path(path)
-        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        partial.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        partial.replace(target)
-        return target
-
-    @classmethod
-    def load(cls, path: str | Path) -> CalibrationReport:
-        """Read a calibration.json; a file of another format version is refused by name."""
-        path = Path(path)
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        version = raw.get("format_version") if isinstance(raw, dict) else None
-        if version != CALIBRATION_FORMAT_VERSION:
-            raise ValueError(
-                f"{path}: calibration format version {version!r}; this rageval reads version "
-                f"{CALIBRATION_FORMAT_VERSION} (written by a different rageval?)"
-            )
-        try:
-            return cls.model_validate(raw)
-        except ValidationError as e:
-            raise ValueError(f"{path}: not a valid calibration file: {e}") from e
 
     # ------------------------------------------------------------------ reading
     def below_kappa(self, min_kappa: float) -> list[str]:
