@@ -57,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
           f"({stats['chat_requests'] / args.samples:.2f} per sample)")  # fmt: skip
     print(f"cells: {len(cells)}, not measured: {len(failed)}, "
           f"with a kind and a cause: {sum(bool(c['cause_kind'] and c['cause']) for c in failed)}")  # fmt: skip
-    print("kinds:", {m: s["cause_kinds"] for m, s in summary["metrics"].items()})
+    kinds = {
+        m: {g["kind"]: g["count"] for g in s["failures"]} for m, s in summary["metrics"].items()
+    }
+    print("kinds:", kinds)
     ok = (
         proc.returncode == 0
         and len(failed) == len(cells) == args.samples * len(EIGHT)

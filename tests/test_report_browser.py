@@ -1,8 +1,5 @@
-"""The HTML report in a real headless Chromium (Debian's, driven by Playwright).
-
-The browser is a CI requirement, not an optional extra: without /usr/bin/chromium these tests
-fail and say how to install it.
-"""
+"""The HTML report in a real headless Chromium (Debian's, driven by Playwright; the
+``browser`` fixture is tests/conftest.py's, see browser_helpers)."""
 
 from __future__ import annotations
 
@@ -12,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser
 
+from browser_helpers import Opened
 from rageval.report import write_report
 from test_report_render import (
     ATTACK_QUESTION,
@@ -23,31 +21,7 @@ from test_report_render import (
     write_run,
 )
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 N = 24
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: run .ci/install-browser.sh (installs Debian chromium) "
-            "before the report's browser tests"
-        )
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
@@ -58,34 +32,6 @@ def run() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory, run: Any) -> Path:
     return write_report(write_run(tmp_path_factory.mktemp("run"), *run))
-
-
-class Opened:
-    """A page with the report loaded, and everything the page complained about."""
-
-    def __init__(self, browser: Browser, path: Path, width: int = 1280) -> None:
-        self.page: Page = browser.new_page(viewport={"width": width, "height": 900})
-        self.page.set_default_timeout(5000)
-        self.problems: list[str] = []
-        self.requests: list[str] = []
-        self.page.on(
-            "console",
-            lambda m: (
-                self.problems.append(f"console {m.type}: {m.text}")
-                if m.type in ("error", "warning")
-                else None
-            ),
-        )
-        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.goto(path.as_uri())
-
-    def row_ids(self) -> list[str]:
-        return self.page.locator("#samples-table tbody tr[data-i] td.id").all_inner_texts()
-
-    def close(self) -> None:
-        self.page.close()
-        assert self.problems == []
 
 
 @pytest.fixture
@@ -290,5 +236,61 @@ def test_empty_run(browser: Browser, tmp_path: Path) -> None:
     try:
         assert "No finished samples" in view.page.locator("body").inner_text()
         assert view.row_ids() == []
+    finally:
+        view.close()
+
+
+def test_hundreds_of_failures_take_a_few_lines_and_filter_by_kind(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """300 cells not measured for one reason (each cause worded for its sample), 5 for
+    another: two lines with a few example causes, and the samples table right below them."""
+    man, results, _ = synthetic_run(320)
+    for row, record in enumerate(results):
+        faith = record["metrics"]["faithfulness"]
+        if row < 300 or row >= 315:
+            kind, cause = "invalid_reply", f"no valid reply after 2 re-asks (sample {row})"
+        else:
+            kind, cause = "transport", "endpoint failed 7 times; last error: 503"
+        if row < 305 or row >= 315:
+            faith.update(status="not_measured", value=None, reason=None, evidence={})
+            faith.update(cause=cause, cause_kind=kind)
+        if row < 10:  # two metrics skipped the same way share one line
+            for name in ("answer_relevancy", "answer_accuracy"):
+                record["metrics"][name].update(
+                    status="skipped", value=None, reason=None, evidence={},
+                    cause="needs an LLM judge and none is configured", cause_kind="no_judge",
+                )  # fmt: skip
+    view = Opened(browser, write_report(write_run(tmp_path / "run", man, results, None)))
+    try:
+        page = view.page
+        # the cells' prices are unknown: so is the total, never the sum of the known parts
+        assert page.locator("table.summary tfoot tr").last.locator("td").last.inner_text() == (
+            "unknown"
+        )
+        groups = page.locator("table.causes-table tbody tr")
+        assert groups.count() == 3
+        first = groups.nth(0)
+        assert first.get_attribute("data-kind") == "invalid_reply"
+        assert first.locator("td.num button").inner_text() == "305"
+        assert first.locator("ul.examples li").count() == 3
+        # the samples table is a screen away at most, not hundreds of lines further down
+        causes_box = page.locator("div.causes").bounding_box()
+        assert causes_box is not None and causes_box["height"] < 400
+        transport = groups.nth(1)
+        assert "transport" in transport.inner_text()
+        transport.locator("td.num button").click()
+        assert view.row_ids() == [f"q-{row:03d}" for row in range(300, 305)]
+        page.get_by_role("button", name="Clear filters").click()
+        shared = groups.nth(2)
+        assert shared.get_attribute("data-metric") == "answer_relevancy answer_accuracy"
+        assert shared.locator("td.num button").inner_text() == "20"
+        shared.locator("td.num button").click()
+        assert view.row_ids() == [f"q-{row:03d}" for row in range(10)]
+        page.get_by_role("button", name="Clear filters").click()
+        # an example's sample id opens that sample
+        first.locator("button.sample-link").first.click()
+        assert page.locator("dialog#detail").is_visible()
+        assert "invalid reply" in page.locator("dialog#detail .cause").first.inner_text()
     finally:
         view.close()

@@ -15,12 +15,17 @@ _EXPORTS: dict[str, str] = {
     # running an evaluation
     "evaluate": "rageval.runner",
     "aevaluate": "rageval.runner",
+    "calibrate": "rageval.runner",
+    "acalibrate": "rageval.runner",
+    "CalibrationReport": "rageval.calibration",
     "EvaluationResult": "rageval.results",
     # data
     "Sample": "rageval.samples",
     "SingleTurnSample": "rageval.samples",
     "load_samples": "rageval.samples",
     "InvalidDataError": "rageval.samples",
+    # errors: one root for every error rageval raises
+    "RagevalError": "rageval.errors",
     # judges and embeddings
     "Judge": "rageval.judge",
     "llm_factory": "rageval.judge",
@@ -69,10 +74,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from rageval.calibration import CalibrationReport as CalibrationReport
     from rageval.embeddings import (
         Embeddings as Embeddings,
         embedding_factory as embedding_factory,
     )
+    from rageval.errors import RagevalError as RagevalError
     from rageval.judge import (
         FatalJudgeError as FatalJudgeError,
         Judge as Judge,
@@ -106,7 +113,9 @@ if TYPE_CHECKING:
         EvaluationResult as EvaluationResult,
     )
     from rageval.runner import (
+        acalibrate as acalibrate,
         aevaluate as aevaluate,
+        calibrate as calibrate,
         evaluate as evaluate,
     )
     from rageval.samples import (

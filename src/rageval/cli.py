@@ -4,7 +4,7 @@ Only the standard library is imported at module level so that `rageval --help` a
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
 Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage or input error, 3 fatal judge error
-(bad key, unknown model...), 130 interrupted.
+(bad key, unknown model...), 4 a `calibrate --min-kappa` gate failed, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -19,9 +19,14 @@ from typing import TYPE_CHECKING, NoReturn
 from rageval._version import __version__
 
 if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
     from rageval.results import EvaluationResult
+    from rageval.stats import MetricComparison
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: `rageval calibrate --min-kappa`: the judge disagrees with the people more than allowed
+EXIT_CALIBRATION_GATE = 4
 
 
 class _UsageError(Exception):
@@ -64,13 +69,7 @@ def _metric_names(values: Sequence[str]) -> list[str]:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rageval.judge import FatalJudgeError
     from rageval.metrics.base import registered_metrics
-    from rageval.runner import (
-        RunConfigError,
-        RunDirError,
-        embeddings_from_spec,
-        evaluate,
-        judge_from_env,
-    )
+    from rageval.runner import RunConfigError, RunDirError, evaluate
     from rageval.samples import InvalidDataError
 
     column_map = dict(_pairs(args.column_map, "--column-map"))
@@ -80,23 +79,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     for metric, _ in gates:
         if metric not in known:
             raise _UsageError(f"--fail-under names {metric!r}, which is not a metric of this run")
+    human_labels = _pairs(args.human_labels, "--human-labels")
     if args.resume and args.output and Path(args.resume) != Path(args.output):
         raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
     run_dir = Path(args.resume or args.output or _fresh_run_dir())
-    try:
-        judge = judge_from_env(
-            args.llm,
-            base_url=args.base_url,
-            max_concurrency=args.concurrency,
-            cache=not args.no_cache,
-        )
-        embeddings = (
-            embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
-            if args.embeddings
-            else None
-        )
-    except ValueError as e:  # a malformed base URL, model name or embeddings spec
-        raise _UsageError(str(e)) from None
+    judge, embeddings = _judge_and_embeddings(args)
     try:
         result = evaluate(
             args.data,
@@ -108,6 +95,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             run_dir=run_dir,
             resume=bool(args.resume),
             progress=False if args.quiet else None,
+            human_labels=human_labels or None,
+            repeats=args.repeats,
         )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         raise _UsageError(str(e)) from None
@@ -126,6 +115,27 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return _check_gates(result, gates)
 
 
+def _judge_and_embeddings(args: argparse.Namespace) -> tuple[Judge | None, Embeddings | None]:
+    """The judge and embeddings of the options added by :func:`_add_judge_options`."""
+    from rageval.runner import embeddings_from_spec, judge_from_env
+
+    try:
+        judge = judge_from_env(
+            args.llm,
+            base_url=args.base_url,
+            max_concurrency=args.concurrency,
+            cache=not args.no_cache,
+        )
+        embeddings = (
+            embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
+            if args.embeddings
+            else None
+        )
+    except ValueError as e:  # a malformed base URL, model name or embeddings spec
+        raise _UsageError(str(e)) from None
+    return judge, embeddings
+
+
 def _fresh_run_dir() -> Path:
     """rageval-runs/<timestamp>, with a suffix if a run of the same second exists."""
     base = Path("rageval-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -139,7 +149,7 @@ def _fresh_run_dir() -> Path:
 def _print_causes(result: EvaluationResult, examples: int = 2, width: int = 300) -> None:
     """Why cells were not measured or skipped, grouped by cause kind: the count, what the kind
     means, the metrics it hit and a few example causes. However many cells failed, this is at
-    most four lines per kind (there are ten kinds); a line is cut at `width` characters."""
+    most four lines per kind (there are eleven kinds); a line is cut at `width` characters."""
     from collections import Counter
 
     from rageval.errors import CAUSE_KINDS
@@ -147,22 +157,21 @@ def _print_causes(result: EvaluationResult, examples: int = 2, width: int = 300)
     per_metric: dict[str, Counter[str]] = {}
     causes: dict[str, Counter[str]] = {}
     for name, summary in result.summary().items():
-        if not summary.cause_kinds:
-            continue
-        for kind, found in result.causes_by_kind(name).items():
-            per_metric.setdefault(kind, Counter())[name] += sum(found.values())
-            causes.setdefault(kind, Counter()).update(found)
+        for group in summary.failures:
+            per_metric.setdefault(group.kind, Counter())[name] += group.count
+            found = causes.setdefault(group.kind, Counter())
+            for example in group.examples:
+                found[example.cause] += example.count
     if not per_metric:
         return
     print("\nnot measured / skipped, by kind:")
     for kind, metrics in sorted(per_metric.items(), key=lambda item: -item[1].total()):
         total = metrics.total()
-        meaning = CAUSE_KINDS.get(kind, "cells from a run log that predates cause kinds")  # type: ignore[call-overload]
+        meaning = CAUSE_KINDS.get(kind, kind)  # type: ignore[call-overload]
         print(_clip(f"  {kind}: {total:,} {'cell' if total == 1 else 'cells'} -- {meaning}", width))
         hit = ", ".join(f"{m} ({n:,})" for m, n in metrics.most_common())
         print(_clip(f"    {hit}", width))
-        distinct = causes[kind]
-        for cause, _ in distinct.most_common(examples):
+        for cause, _ in causes[kind].most_common(examples):
             print(_clip(f"    e.g. {' '.join(cause.split())}", width))
     print("  (every cause, per sample: the report and results.jsonl)")
 
@@ -200,7 +209,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rageval.results import compare, load_run
+    from rageval.results import load_run
+    from rageval.stats import compare
 
     try:
         a, b = load_run(args.run_a), load_run(args.run_b)
@@ -232,12 +242,42 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         "\npaired over samples (matched by id) measured in both runs; CI: paired percentile "
         "bootstrap; p-value: sign-flip permutation test of no difference"
     )
+    _print_ppi_comparisons(comparisons)
     for c in comparisons:
         if c.movers:
             print(f"\n{c.metric}: samples that moved most")
             for sid, x, y in c.movers:
                 print(f"  {sid}: {x:.4f} -> {y:.4f} ({y - x:+.4f})")
     return EXIT_OK
+
+
+def _print_ppi_comparisons(comparisons: Sequence[MetricComparison]) -> None:
+    """The human-label (PPI++) means of both runs, and their paired difference."""
+    rows = []
+    for c in comparisons:
+        for p in c.ppi:
+            d = p.diff
+            rows.append(
+                (
+                    f"{c.metric} <- {p.column}",
+                    _fmt_interval(p.a.mean, p.a.ci_low, p.a.ci_high),
+                    _fmt_interval(p.b.mean, p.b.ci_low, p.b.ci_high),
+                    _fmt(d.mean_diff, signed=True),
+                    "-" if d.low is None or d.high is None else f"[{d.low:+.4f}, {d.high:+.4f}]",
+                    f"{d.n_labelled} + {d.n_unlabelled}",
+                )
+            )
+    if not rows:
+        return
+    print("\nhuman labels: the mean label by PPI++ (the judge rectified by the labelled rows)")
+    header = ("metric <- label", "A [95% CI]", "B [95% CI]", "B - A", "95% CI", "rows (lab. + not)")
+    print(_table(header, rows))
+
+
+def _fmt_interval(mean: float | None, low: float | None, high: float | None) -> str:
+    if mean is None:
+        return "-"
+    return f"{mean:.4f}" + ("" if low is None or high is None else f" [{low:.4f}, {high:.4f}]")
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
@@ -323,44 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="metric to run (repeat, or comma-separate); default: every metric "
         "whose fields the data has",
     )
-    ev.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
-    ev.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI)",
-    )
-    ev.add_argument(
-        "--embeddings",
-        metavar="local|openai:MODEL",
-        default=None,
-        help="embedding model (default: the local all-MiniLM-L6-v2)",
-    )
-    ev.add_argument(
-        "-o", "--output", metavar="DIR", help="run directory (default: rageval-runs/<timestamp>)"
-    )
+    _add_judge_options(ev)
     ev.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
-    ev.add_argument(
-        "--concurrency",
-        type=_positive_int,
-        metavar="N",
-        help="judge requests in flight at most (default 16)",
-    )
-    ev.add_argument(
-        "--no-cache", action="store_true", help="do not read or write the request cache"
-    )
-    ev.add_argument(
-        "--column-map",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="THEIRS=OURS",
-        help="rename columns, e.g. query=user_input",
-    )
-    ev.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="skip cells of rows that lack a required field instead of stopping",
-    )
     ev.add_argument(
         "--fail-under",
         nargs="+",
@@ -369,8 +373,29 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="METRIC=VALUE",
         help="exit 1 if the metric's mean is below VALUE (or not measured)",
     )
+    ev.add_argument(
+        "--human-labels",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="COLUMN=METRIC",
+        help="a column of human scores for METRIC (empty where not labelled): the summary adds "
+        "the PPI++ mean of the label, the judge's scores rectified by the labelled rows",
+    )
+    ev.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="score every judge cell K times (the repeats bypass the cache): the value is their "
+        "mean, and the summary says how much of the CI is the judge's own noise",
+    )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     ev.set_defaults(func=_cmd_evaluate)
+
+    from rageval._calibrate_cli import add_calibrate_command
+
+    add_calibrate_command(sub, _add_judge_options)
 
     rep = sub.add_parser("report", help="(re)build report.html of a run directory")
     rep.add_argument("run_dir", metavar="DIR")
@@ -397,6 +422,47 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cache.set_defaults(func=_cmd_cache)
     return parser
+
+
+def _add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that scores data: judge, embeddings, run directory, input."""
+    parser.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI)",
+    )
+    parser.add_argument(
+        "--embeddings",
+        metavar="local|openai:MODEL",
+        default=None,
+        help="embedding model (default: the local all-MiniLM-L6-v2)",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="DIR", help="run directory (default: rageval-runs/<timestamp>)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="judge requests in flight at most (default 16)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the request cache"
+    )
+    parser.add_argument(
+        "--column-map",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="THEIRS=OURS",
+        help="rename columns, e.g. query=user_input",
+    )
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip cells of rows that lack a required field instead of stopping",
+    )
 
 
 def _positive_int(text: str) -> int:

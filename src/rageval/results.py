@@ -1,35 +1,61 @@
 """The outcome of an evaluation: one cell per (sample, metric), aggregates, usage.
 
 Every cell has a status: `ok` (a value), `not_measured` (the metric could not be computed:
-the cause says why) or `skipped` (the metric was not run on this sample: the cause says why).
-Aggregates are over measured cells only and always report how many were not measured or
-skipped; a missing value is never counted as 0 and never silently dropped.
+the cause and its kind say why) or `skipped` (the metric was not run on this sample: the cause
+says why). Aggregates are over measured cells only and always report how many were not
+measured or skipped; a missing value is never counted as 0 and never silently dropped.
 
-Large runs keep values, statuses, causes and reasons in memory, column by column; the
-evidence (statements, verdicts, ratings...) of a run with a run directory stays in its
-`results.jsonl` and is read back when asked for (`sample()`, `cells()`).
+The records and aggregates are the run log's models (:mod:`rageval.log`): a finished sample is
+a :class:`~rageval.log.SampleLine`, a cell a :class:`~rageval.log.Cell`, an aggregate a
+:class:`~rageval.log.MetricSummary`. Large runs keep values, statuses, causes and reasons in
+memory, column by column; the evidence (statements, verdicts, ratings...) of a run with a run
+directory stays in its `results.jsonl` and is read back when asked for (`sample()`, `cells()`).
+
+Human labels (`evaluate(human_labels=...)`): a label column of the data paired with a metric
+adds the PPI++ mean of the label to that metric's summary, the metric's values on every row
+rectified by the labelled rows. Repeats (`evaluate(repeats=K)`): a cell scored K times keeps its
+scores, and the summary says how much of the interval the judge's own noise makes.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import math
-from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from rageval.errors import CAUSE_KINDS, CauseKind
-from rageval.judge import Usage
-from rageval.metrics._statements import SHARED_TAG as SHARED_USAGE
+from rageval.errors import CauseKind
+from rageval.labels import parse_label
+from rageval.log import (
+    EMBEDDINGS_USAGE,
+    RESULTS_FILE,
+    SHARED_USAGE,
+    Cell,
+    Inputs,
+    JudgeNoiseSummary,
+    MetricSummary,
+    MetricTally,
+    PPISummary,
+    RepeatedScores,
+    SampleLine,
+    Summary,
+    Usage,
+    build_summary,
+    read_line_at,
+    read_lines,
+    read_manifest,
+    read_summary,
+    sum_usage,
+)
+from rageval.metrics.base import CellStatus
 from rageval.samples import SAMPLE_FIELDS, Sample
+from rageval.stats import MetricComparison, PPIComparison, compare
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from rageval.stats import PairedDifference
+    from rageval.stats import JudgeNoise, PPIEstimate
 
 __all__ = [
     "EMBEDDINGS_USAGE",
@@ -38,54 +64,17 @@ __all__ = [
     "EvaluationResult",
     "MetricComparison",
     "MetricSummary",
+    "PPIComparison",
     "SampleRecord",
     "compare",
-    "iter_records",
     "load_run",
-    "usage_from_json",
-    "usage_to_json",
 ]
 
-CellStatus = Literal["ok", "not_measured", "skipped"]
-#: the usage line of a remote embeddings endpoint
-EMBEDDINGS_USAGE = "embeddings"
-#: one shared copy of each status text, however many cells are read back from a log
-_STATUSES: dict[str, CellStatus] = {
-    "ok": "ok",
-    "not_measured": "not_measured",
-    "skipped": "skipped",
-}
+#: a finished sample, as the run log stores it (the name this module has always used)
+SampleRecord = SampleLine
 #: the evidence key of a value on the metric's own scale (rubric_score's 1..5), shown by
 #: to_pandas() as the column <metric>_raw
 RAW_SCORE = "raw_score"
-MANIFEST_FILE = "manifest.json"
-RESULTS_FILE = "results.jsonl"
-SUMMARY_FILE = "summary.json"
-_USAGE_FIELDS = (
-    "prompt_tokens",
-    "completion_tokens",
-    "requests",
-    "retries",
-    "reasks",
-    "cache_hits",
-)
-
-
-def usage_to_json(usage: Usage) -> dict[str, Any]:
-    # by hand: dataclasses.asdict costs more than the rest of writing a record
-    out: dict[str, Any] = {k: getattr(usage, k) for k in _USAGE_FIELDS}
-    out["cost_usd"] = usage.cost_usd
-    out["total_tokens"] = usage.prompt_tokens + usage.completion_tokens
-    return out
-
-
-def usage_from_json(obj: Mapping[str, Any] | None) -> Usage:
-    if not obj:
-        return Usage()
-    known: dict[str, Any] = {k: int(obj.get(k) or 0) for k in _USAGE_FIELDS}
-    cost = obj.get("cost_usd", 0.0)
-    return Usage(**known, cost_usd=None if cost is None else float(cost))
-
 
 #: columns of the summary table, in the terminal and in notebooks
 SUMMARY_COLUMNS = (
@@ -101,161 +90,10 @@ SUMMARY_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One metric on one sample."""
-
-    status: CellStatus
-    value: float | None = None
-    cause: str | None = None
-    #: the stable code of `cause` (None for ok cells, and in logs written before it existed)
-    cause_kind: CauseKind | None = None
-    reason: str | None = None
-    evidence: Mapping[str, Any] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "value": self.value,
-            "cause": self.cause,
-            "cause_kind": self.cause_kind,
-            "reason": self.reason,
-            "evidence": dict(self.evidence),
-            "usage": usage_to_json(self.usage),
-        }
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Cell:
-        value = obj.get("value")
-        return cls(
-            status=_STATUSES[obj["status"]],
-            value=None if value is None else float(value),
-            cause=obj.get("cause"),
-            cause_kind=_KINDS.get(obj.get("cause_kind") or ""),
-            reason=obj.get("reason"),
-            evidence=obj.get("evidence") or {},
-            usage=usage_from_json(obj.get("usage")),
-        )
-
-
-_KINDS: dict[str, CauseKind] = {kind: kind for kind in CAUSE_KINDS}
-
-
-@dataclass(frozen=True)
-class SampleRecord:
-    """A finished sample: its inputs and a cell per metric (one line of `results.jsonl`)."""
-
-    row: int
-    id: str
-    sample: Sample | None
-    cells: dict[str, Cell]
-    #: this sample's share of work done once for several metrics (statement extraction)
-    shared_usage: Usage = field(default_factory=Usage)
-
-    def to_json(self) -> dict[str, Any]:
-        inputs = {} if self.sample is None else _inputs_json(self.sample)
-        return {
-            "row": self.row,
-            "id": self.id,
-            "inputs": inputs,
-            "metrics": {name: cell.to_json() for name, cell in self.cells.items()},
-            "shared_usage": usage_to_json(self.shared_usage),
-        }
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any], *, parse_inputs: bool = True) -> SampleRecord:
-        """A record read back; without `parse_inputs` its `sample` is None (the caller has
-        the data already)."""
-        inputs = obj.get("inputs") or {}
-        sample = (
-            Sample.model_validate({**inputs, "id": obj["id"]}) if inputs and parse_inputs else None
-        )
-        return cls(
-            row=int(obj["row"]),
-            id=str(obj["id"]),
-            sample=sample,
-            cells={name: Cell.from_json(c) for name, c in (obj.get("metrics") or {}).items()},
-            shared_usage=usage_from_json(obj.get("shared_usage")),
-        )
-
-
-def _inputs_json(sample: Sample) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        f: getattr(sample, f) for f in SAMPLE_FIELDS if getattr(sample, f) is not None
-    }
-    if sample.metadata:
-        out["metadata"] = sample.metadata
-    return out
-
-
-def iter_records(path: Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    """(byte offset, byte end, record) for each complete line of a results log.
-
-    A last line without its newline, or one that is not valid JSON, is a write the process did
-    not finish (it was killed) and is left out; a broken line anywhere else is an error.
-    """
-    with path.open("rb") as fh:
-        offset = 0
-        pending: tuple[int, bytes] | None = None
-        for line in fh:
-            if pending is not None:
-                raise ValueError(f"{path}: damaged line at byte {pending[0]}: not valid JSON")
-            start, offset = offset, offset + len(line)
-            if not line.strip():
-                continue
-            if not line.endswith(b"\n"):
-                return  # torn final write
-            try:
-                obj = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                pending = (start, line)
-                continue
-            yield start, offset, obj
-
-
-@dataclass(frozen=True)
-class MetricSummary:
-    """Aggregate of one metric: mean and CI over measured cells, and every count."""
-
-    name: str
-    mean: float | None
-    ci_low: float | None
-    ci_high: float | None
-    ci_method: str
-    n_measured: int
-    n_not_measured: int
-    n_skipped: int
-    usage: Usage
-    #: cause -> number of cells, for cells not measured / skipped
-    causes: dict[str, int] = field(default_factory=dict)
-    #: cause kind -> number of cells not measured / skipped
-    cause_kinds: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def n_cells(self) -> int:
-        return self.n_measured + self.n_not_measured + self.n_skipped
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "mean": self.mean,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "ci_method": self.ci_method,
-            "n_measured": self.n_measured,
-            "n_not_measured": self.n_not_measured,
-            "n_skipped": self.n_skipped,
-            "n_cells": self.n_cells,
-            "usage": usage_to_json(self.usage),
-            "causes": self.causes,
-            "cause_kinds": self.cause_kinds,
-        }
-
-
 class _Column:
     """One metric's cells, by row, without their evidence."""
 
-    __slots__ = ("causes", "kinds", "raws", "reasons", "statuses", "usage", "values")
+    __slots__ = ("causes", "kinds", "raws", "reasons", "repeats", "statuses", "usage", "values")
 
     def __init__(self, n: int) -> None:
         self.values: list[float | None] = [None] * n
@@ -266,6 +104,8 @@ class _Column:
         self.raws: list[float | None] = [None] * n
         self.reasons: list[str | None] = [None] * n
         self.usage: list[Usage | None] = [None] * n
+        #: row -> the scores of a cell scored several times (evaluate(repeats=K))
+        self.repeats: dict[int, RepeatedScores] = {}
 
 
 _EMPTY_USAGE = Usage()
@@ -289,6 +129,8 @@ class EvaluationResult:
         metric_params: Mapping[str, Mapping[str, Any]] | None = None,
         judge: Mapping[str, Any] | None = None,
         embeddings: str | None = None,
+        human_labels: Sequence[tuple[str, str]] = (),
+        repeats: int = 1,
     ) -> None:
         if len(ids) != len(samples):
             raise ValueError("ids and samples must have the same length")
@@ -299,12 +141,16 @@ class EvaluationResult:
         self.metric_params = {k: dict(v) for k, v in (metric_params or {}).items()}
         self.judge = dict(judge) if judge is not None else None
         self.embeddings = embeddings
+        #: (label column, metric) pairs whose labels rectify the metric (PPI++ in the summary)
+        self.human_labels = [(column, metric) for column, metric in human_labels]
+        #: scorings per judge cell (evaluate(repeats=K))
+        self.repeats = repeats
         self.duration_s: float | None = None
-        #: calls to a remote embeddings endpoint in this session (not split by metric)
-        self.embeddings_usage: Usage | None = None
         n = len(self.ids)
         self._columns = {m: _Column(n) for m in self.metrics}
+        # per row: shared work (statement extraction) and remote embeddings booked on it
         self._shared: list[Usage | None] = [None] * n
+        self._embedding_usage: list[Usage | None] = [None] * n
         self._done = [False] * n
         # evidence by row: in memory, or the byte offset of the row's line in results.jsonl
         self._evidence: dict[int, dict[str, Mapping[str, Any]]] = {}
@@ -318,7 +164,7 @@ class EvaluationResult:
         return self._strings.setdefault(text, text)
 
     # ------------------------------------------------------------------ filling
-    def add(self, record: SampleRecord, *, offset: int | None = None) -> None:
+    def add(self, record: SampleLine, *, offset: int | None = None) -> None:
         """Store a finished sample; with `offset` its evidence stays in the run's results log."""
         row = record.row
         if not 0 <= row < len(self.ids):
@@ -332,12 +178,16 @@ class EvaluationResult:
             col.causes[row] = None if cell.cause is None else self._shared_str(cell.cause)
             col.kinds[row] = cell.cause_kind
             raw = cell.evidence.get(RAW_SCORE)
-            col.raws[row] = (
-                raw if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
-            )
+            number = isinstance(raw, (int, float)) and not isinstance(raw, bool)
+            col.raws[row] = raw if number else None
             col.reasons[row] = cell.reason
             col.usage[row] = None if cell.usage == _EMPTY_USAGE else cell.usage
+            if cell.repeats is None:
+                col.repeats.pop(row, None)
+            else:
+                col.repeats[row] = cell.repeats
         self._shared[row] = None if record.shared_usage == _EMPTY_USAGE else record.shared_usage
+        self._embedding_usage[row] = record.embeddings_usage
         self._done[row] = True
         if offset is None:
             self._evidence[row] = {n: c.evidence for n, c in record.cells.items() if c.evidence}
@@ -346,6 +196,14 @@ class EvaluationResult:
             self._offsets[row] = offset
             self._evidence.pop(row, None)
         self._summary = None
+
+    def _name_row(self, row: int, sample_id: str, sample: Sample | None) -> None:
+        """Give `row` its id and sample (a run read back learns them line by line)."""
+        if self._row_of.get(self.ids[row]) == row:
+            del self._row_of[self.ids[row]]
+        self.ids[row] = sample_id
+        self._row_of[sample_id] = row
+        self.samples[row] = sample
 
     # ------------------------------------------------------------------ access
     def __len__(self) -> int:
@@ -386,7 +244,7 @@ class EvaluationResult:
     def statuses(self, metric: str) -> list[CellStatus | None]:
         return list(self._column(metric).statuses)
 
-    def sample(self, key: int | str) -> SampleRecord:
+    def sample(self, key: int | str) -> SampleLine:
         """Everything about one sample (by row number or id), evidence included."""
         row = self._row(key)
         if not self._done[row]:
@@ -397,8 +255,13 @@ class EvaluationResult:
             for name, col in self._columns.items()
             if col.statuses[row] is not None
         }
-        return SampleRecord(
-            row, self.ids[row], self.samples[row], cells, self._shared[row] or Usage()
+        return SampleLine(
+            row=row,
+            id=self.ids[row],
+            inputs=Inputs.of(self.samples[row]),
+            cells=cells,
+            shared_usage=self._shared[row] or _EMPTY_USAGE,
+            embeddings_usage=self._embedding_usage[row],
         )
 
     @staticmethod
@@ -411,9 +274,18 @@ class EvaluationResult:
             cause=col.causes[row],
             cause_kind=col.kinds[row],
             reason=col.reasons[row],
-            evidence=evidence,
-            usage=col.usage[row] or Usage(),
+            evidence=dict(evidence),
+            usage=col.usage[row] or _EMPTY_USAGE,
+            repeats=col.repeats.get(row),
         )
+
+    def label_values(self, column: str) -> list[float | None]:
+        """The human labels of `column` (a column of the data) by row; None where a row is not
+        labelled or not finished."""
+        return [
+            parse_label(s.metadata.get(column)) if done and s is not None else None
+            for s, done in zip(self.samples, self._done, strict=True)
+        ]
 
     def cells(self, metric: str) -> list[Cell | None]:
         """The metric's cells by row, evidence included (None for rows not finished)."""
@@ -436,10 +308,11 @@ class EvaluationResult:
             return {}
         row_at = {offset: row for row, offset in self._offsets.items()}
         found: dict[int, Mapping[str, Any]] = {}
-        for start, _, obj in iter_records(self.run_dir / RESULTS_FILE):
-            row = row_at.get(start)
-            if row is not None:
-                found[row] = ((obj.get("metrics") or {}).get(metric) or {}).get("evidence") or {}
+        for entry in read_lines(self.run_dir / RESULTS_FILE):
+            row = row_at.get(entry.start)
+            cell = entry.line.cells.get(metric)
+            if row is not None and cell is not None:
+                found[row] = cell.evidence
         return found
 
     def _evidence_of(self, row: int) -> Mapping[str, Mapping[str, Any]]:
@@ -448,10 +321,8 @@ class EvaluationResult:
         offset = self._offsets.get(row)
         if offset is None or self.run_dir is None:
             return {}
-        with (self.run_dir / RESULTS_FILE).open("rb") as fh:
-            fh.seek(offset)
-            obj = json.loads(fh.readline())
-        return {n: c.get("evidence") or {} for n, c in obj.get("metrics", {}).items()}
+        line = read_line_at(self.run_dir / RESULTS_FILE, offset)
+        return {name: cell.evidence for name, cell in line.cells.items()}
 
     # ------------------------------------------------------------------ aggregates
     def summary(self) -> dict[str, MetricSummary]:
@@ -464,79 +335,91 @@ class EvaluationResult:
         from rageval.stats import bootstrap_ci
 
         col = self._columns[metric]
-        counts = Counter(s for s in col.statuses if s is not None)
-        causes = Counter(
-            f"{s.replace('_', ' ')}: {c}"
-            for s, c in zip(col.statuses, col.causes, strict=True)
-            if s in ("not_measured", "skipped") and c
-        )
-        kinds = Counter(
-            k or "unknown"
-            for s, k in zip(col.statuses, col.kinds, strict=True)
-            if s in ("not_measured", "skipped")
-        )
+        tally = MetricTally()
+        for row, status in enumerate(col.statuses):
+            if status is not None:
+                tally.add(
+                    status,
+                    col.values[row],
+                    col.causes[row],
+                    col.kinds[row],
+                    col.usage[row],
+                    self.ids[row],
+                )
         ci = bootstrap_ci([v for v, s in zip(col.values, col.statuses, strict=True) if s == "ok"])
-        return MetricSummary(
-            name=metric,
+        return tally.summary(
             mean=ci.mean,
-            ci_low=ci.low,
-            ci_high=ci.high,
-            ci_method=ci.method,
-            n_measured=counts["ok"],
-            n_not_measured=counts["not_measured"],
-            n_skipped=counts["skipped"],
-            usage=sum((u for u in col.usage if u is not None), Usage()),
-            causes=dict(causes.most_common()),
-            cause_kinds=dict(kinds.most_common()),
+            ci=(ci.low, ci.high, ci.method),
+            ppi=self._ppi(metric, col),
+            judge_noise=self._judge_noise(col),
         )
 
-    def causes_by_kind(self, metric: str) -> dict[str, Counter[str]]:
-        """The causes of the metric's cells without a value, grouped by their kind."""
-        col = self._column(metric)
-        out: dict[str, Counter[str]] = {}
-        for status, kind, cause in zip(col.statuses, col.kinds, col.causes, strict=True):
-            if status in ("not_measured", "skipped"):
-                out.setdefault(kind or "unknown", Counter())[cause or ""] += 1
-        return out
+    def _ppi(self, metric: str, col: _Column) -> dict[str, PPISummary]:
+        """The PPI++ mean of each label column paired with `metric`."""
+        columns = [column for column, m in self.human_labels if m == metric]
+        if not columns:
+            return {}
+        from rageval.stats import ppi_mean
+
+        values = [v if s == "ok" else None for v, s in zip(col.values, col.statuses, strict=True)]
+        return {c: _ppi_summary(ppi_mean(self.label_values(c), values)) for c in columns}
+
+    @staticmethod
+    def _judge_noise(col: _Column) -> JudgeNoiseSummary | None:
+        """How much of the interval the judge's noise makes, from the cells scored repeatedly."""
+        if not col.repeats:
+            return None
+        from rageval.stats import judge_noise
+
+        scored = [col.repeats[row].values for row in sorted(col.repeats)]
+        noise = judge_noise(scored)
+        return None if noise is None else _noise_summary(noise)
+
+    @property
+    def embeddings_usage(self) -> Usage:
+        """Calls to a remote embeddings endpoint (batches mix samples and metrics, so they are
+        not split by metric)."""
+        return sum_usage(u for u in self._embedding_usage if u is not None)
+
+    def summary_model(self) -> Summary:
+        """The run's summary, as `summary.json` holds it."""
+        return build_summary(
+            self.summary(),
+            shared={
+                SHARED_USAGE: sum_usage(u for u in self._shared if u is not None),
+                EMBEDDINGS_USAGE: self.embeddings_usage,
+            },
+            duration_s=self.duration_s,
+            n_rows=len(self.ids),
+            n_finished=self.n_finished,
+        )
 
     @property
     def usage_by_metric(self) -> dict[str, Usage]:
-        """Usage per metric, plus the shared statement extraction as its own entry."""
-        out = {name: s.usage for name, s in self.summary().items()}
-        shared = sum((u for u in self._shared if u is not None), Usage())
-        if shared != _EMPTY_USAGE:
-            out[SHARED_USAGE] = shared
-        if self.embeddings_usage is not None and self.embeddings_usage != _EMPTY_USAGE:
-            out[EMBEDDINGS_USAGE] = self.embeddings_usage
-        return out
+        """Usage per metric, plus shared statement extraction and remote embeddings as their
+        own entries when there was any."""
+        summary = self.summary_model()
+        return {
+            **{name: s.usage for name, s in summary.metrics.items()},
+            **summary.shared_usage,
+        }
 
     @property
     def usage(self) -> Usage:
-        return sum(self.usage_by_metric.values(), Usage())
+        """Everything the run paid for (the total of `usage_by_metric`)."""
+        return self.summary_model().usage
 
     def summary_json(self) -> dict[str, Any]:
-        """The content of `summary.json`."""
-        by_metric = self.usage_by_metric
-        extra = {
-            k: usage_to_json(by_metric[k])
-            for k in (SHARED_USAGE, EMBEDDINGS_USAGE)
-            if k in by_metric
-        }
-        return {
-            "metrics": {name: s.to_json() for name, s in self.summary().items()},
-            "usage": usage_to_json(self.usage),
-            "shared_usage": extra,
-            "duration_s": self.duration_s,
-            "n_rows": len(self.ids),
-            "n_finished": self.n_finished,
-        }
+        """The content of `summary.json`, as plain JSON values."""
+        return self.summary_model().model_dump(mode="json")
 
     # ------------------------------------------------------------------ views
     def to_pandas(self) -> pd.DataFrame:
         """One row per sample: id, inputs, and per metric `<metric>` (NaN where not measured),
         `<metric>_status`, `<metric>_reason` (the cause when not measured or skipped) and
-        `<metric>_cause_kind` (its stable code); for a metric with a raw scale (rubric_score's
-        1..5) also `<metric>_raw`."""
+        `<metric>_cause_kind` (the kind of that cause); with repeats, `<metric>_sd`: the spread
+        (standard deviation) of the cell's scores; for a metric with a raw scale (rubric_score's
+        1..5), `<metric>_raw`."""
         try:
             import pandas as pd
         except ImportError as e:
@@ -549,6 +432,7 @@ class EvaluationResult:
             if any(v is not None for v in values):
                 data[f] = values
         for name, col in self._columns.items():
+            # pandas' own mark for a missing number; the status column says why it is missing
             data[name] = [math.nan if v is None else v for v in col.values]
             data[f"{name}_status"] = list(col.statuses)
             data[f"{name}_reason"] = [
@@ -558,13 +442,16 @@ class EvaluationResult:
             data[f"{name}_cause_kind"] = list(col.kinds)
             if any(r is not None for r in col.raws):
                 data[f"{name}_raw"] = [math.nan if r is None else r for r in col.raws]
+            if col.repeats:
+                data[f"{name}_sd"] = [_sd(col.repeats.get(row)) for row in range(len(self.ids))]
         return pd.DataFrame(data)
 
     def summary_table(self) -> str:
         """Plain-text table: metric, mean, 95% CI, counts, requests, tokens, cost."""
         header = SUMMARY_COLUMNS
+        summary = self.summary_model()
         rows: list[tuple[str, ...]] = []
-        for name, s in self.summary().items():
+        for name, s in summary.metrics.items():
             rows.append(
                 (
                     name,
@@ -578,11 +465,9 @@ class EvaluationResult:
                     *_usage_cells(s.usage),
                 )
             )
-        by_metric = self.usage_by_metric
-        for line in (SHARED_USAGE, EMBEDDINGS_USAGE):
-            if line in by_metric:
-                rows.append((line, "", "", "", "", "", *_usage_cells(by_metric[line])))
-        rows.append(("total", "", "", "", "", "", *_usage_cells(self.usage)))
+        for label, usage in summary.shared_usage.items():
+            rows.append((label, "", "", "", "", "", *_usage_cells(usage)))
+        rows.append(("total", "", "", "", "", "", *_usage_cells(summary.usage)))
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = []
         for r in [header, *rows]:
@@ -591,9 +476,10 @@ class EvaluationResult:
             ]
             lines.append("  ".join(cells).rstrip())
         lines.insert(1, "-" * len(lines[0]))
-        cache_hits = self.usage.cache_hits
+        cache_hits = summary.usage.cache_hits
         if cache_hits:
             lines.append(f"({cache_hits} requests answered from the cache)")
+        lines += _human_and_noise_lines(summary)
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -633,6 +519,82 @@ class EvaluationResult:
         )
 
 
+def _ppi_summary(e: PPIEstimate) -> PPISummary:
+    return PPISummary(
+        mean=e.mean,
+        ci_low=e.low,
+        ci_high=e.high,
+        labelled_mean=e.classical_mean,
+        labelled_ci_low=e.classical_low,
+        labelled_ci_high=e.classical_high,
+        lam=e.lam,
+        n_labelled=e.n_labelled,
+        n_unlabelled=e.n_unlabelled,
+        n_labelled_without_judge=e.n_labelled_without_judge,
+        confidence=e.confidence,
+        method=e.method,
+    )
+
+
+def _noise_summary(n: JudgeNoise) -> JudgeNoiseSummary:
+    return JudgeNoiseSummary(
+        repeats=n.repeats,
+        n_cells=n.n_cells,
+        mean_cell_sd=n.mean_cell_sd,
+        within_variance=n.within_variance,
+        cell_variance=n.cell_variance,
+        noise_variance_share=n.noise_variance_share,
+        ci_width_share=n.ci_width_share,
+    )
+
+
+def _sd(scores: RepeatedScores | None) -> float:
+    """The spread of a cell's scores; NaN (pandas' empty) for fewer than two."""
+    sd = scores.sd if scores is not None else None
+    return math.nan if sd is None else sd
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
+def _describe_ppi(metric: str, column: str, p: PPISummary) -> str:
+    head = f"{metric} <- {column}: "
+    if p.mean is None or p.lam is None or p.labelled_mean is None:
+        return head + f"no estimate ({p.n_labelled} rows with a label and a judge value)"
+    text = (
+        f"{head}{p.mean:.3f} {_interval(p.ci_low, p.ci_high)} from {p.n_labelled:,} labelled + "
+        f"{p.n_unlabelled:,} judge-only rows, λ {p.lam:.2f}; labelled rows alone "
+        f"{p.labelled_mean:.3f} {_interval(p.labelled_ci_low, p.labelled_ci_high)}"
+    )
+    if p.n_labelled_without_judge:
+        text += f" ({p.n_labelled_without_judge} labelled rows without a judge value left out)"
+    return text
+
+
+def _describe_noise(metric: str, n: JudgeNoiseSummary) -> str:
+    return (
+        f"{metric}: {n.repeats} scores per cell, mean spread (SD) {n.mean_cell_sd:.3f}; "
+        f"judge noise is {n.noise_variance_share:.0%} of the variance of the mean, "
+        f"{n.ci_width_share:.0%} of its CI width"
+    )
+
+
+def _human_and_noise_lines(summary: Summary) -> list[str]:
+    """The summary table's lines on human labels (PPI++) and judge noise, if any."""
+    metrics = summary.metrics.items()
+    ppi = [_describe_ppi(m, c, p) for m, s in metrics for c, p in s.ppi.items()]
+    noise = [_describe_noise(m, s.judge_noise) for m, s in metrics if s.judge_noise is not None]
+    lines = []
+    if ppi:
+        lines += ["", "human labels: the mean label, PPI++ (judge rectified by the labels):"]
+        lines += [f"  {line}" for line in ppi]
+    if noise:
+        lines += ["", "judge noise (each cell scored several times, its value their mean):"]
+        lines += [f"  {line}" for line in noise]
+    return lines
+
+
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -651,90 +613,34 @@ def _usage_cells(usage: Usage) -> tuple[str, str, str]:
 
 
 def load_run(run_dir: str | Path) -> EvaluationResult:
-    """A run directory read back (finished rows only; evidence stays on disk)."""
+    """A run directory read back (finished rows only; evidence stays on disk). Runs written
+    by older rageval versions load too (see :mod:`rageval.log`)."""
     run_dir = Path(run_dir)
-    manifest_path = run_dir / MANIFEST_FILE
-    if not manifest_path.exists():
-        raise FileNotFoundError(f"{run_dir} is not a rageval run directory (no {MANIFEST_FILE})")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    records: dict[int, tuple[int, SampleRecord]] = {}
+    manifest = read_manifest(run_dir)
     results_path = run_dir / RESULTS_FILE
-    if results_path.exists():
-        for offset, _, obj in iter_records(results_path):
-            rec = SampleRecord.from_json(obj)
-            records[rec.row] = (offset, rec)
-    n_rows = int((manifest.get("data") or {}).get("n_rows") or (max(records, default=-1) + 1))
-    ids = [f"row-{i}" for i in range(n_rows)]
-    samples: list[Sample | None] = [None] * n_rows
-    for row, (_, rec) in records.items():
-        ids[row] = rec.id
-        samples[row] = rec.sample
-    specs = manifest.get("metrics") or []
+    entries = read_lines(results_path) if results_path.exists() else iter(())
+    n_rows = manifest.data.n_rows
+    if n_rows is None:  # a manifest that does not say: as many rows as the log has
+        kept = list(entries)
+        n_rows = max((e.line.row for e in kept), default=-1) + 1
+        entries = iter(kept)
     result = EvaluationResult(
-        [m["name"] for m in specs],
-        ids,
-        samples,
+        [m.name for m in manifest.metrics],
+        [f"row-{i}" for i in range(n_rows)],
+        [None] * n_rows,
         run_dir=run_dir,
-        metric_params={m["name"]: m.get("params") or {} for m in specs},
-        judge=manifest.get("judge"),
-        embeddings=(manifest.get("embeddings") or {}).get("name"),
+        metric_params={m.name: m.params for m in manifest.metrics},
+        judge=manifest.judge.model_dump() if manifest.judge is not None else None,
+        embeddings=manifest.embeddings.name if manifest.embeddings is not None else None,
+        human_labels=[(h.column, h.metric) for h in manifest.human_labels],
+        repeats=manifest.repeats,
     )
-    for offset, rec in records.values():
-        result.add(rec, offset=offset)
-    summary_path = run_dir / SUMMARY_FILE
-    if summary_path.exists():
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-        result.duration_s = summary.get("duration_s")
-        embeddings_usage = (summary.get("shared_usage") or {}).get(EMBEDDINGS_USAGE)
-        if embeddings_usage:
-            result.embeddings_usage = usage_from_json(embeddings_usage)
+    # line by line: a 100k-row log never holds more than one line's evidence in memory
+    for entry in entries:
+        line = entry.line
+        result.add(line, offset=entry.start)
+        result._name_row(line.row, line.id, line.sample())
+    summary = read_summary(run_dir)
+    if summary is not None:
+        result.duration_s = summary.duration_s
     return result
-
-
-# ---------------------------------------------------------------------- comparing runs
-
-
-@dataclass(frozen=True)
-class MetricComparison:
-    """Run B minus run A on one metric, over the samples (matched by id) measured in both."""
-
-    metric: str
-    diff: PairedDifference
-    mean_a: float | None
-    mean_b: float | None
-    #: (id, value in A, value in B) of the samples that moved most, largest change first
-    movers: list[tuple[str, float, float]]
-
-
-def compare(a: EvaluationResult, b: EvaluationResult, *, top: int = 5) -> list[MetricComparison]:
-    """Paired, item-matched comparison of every metric the two results share."""
-    from rageval.stats import paired_difference
-
-    pos_b = {sid: i for i, sid in enumerate(b.ids)}
-    matched = [(i, pos_b[sid]) for i, sid in enumerate(a.ids) if sid in pos_b]
-    out = []
-    for metric in (m for m in a.metrics if m in b.metrics):
-        va, vb = a[metric], b[metric]
-        xs = [va[i] for i, _ in matched]
-        ys = [vb[j] for _, j in matched]
-        diff = paired_difference(xs, ys)
-        pairs = [
-            (sid, x, y)
-            for sid, x, y in zip((a.ids[i] for i, _ in matched), xs, ys, strict=True)
-            if x is not None and y is not None
-        ]
-        movers = sorted(pairs, key=lambda p: abs(p[2] - p[1]), reverse=True)
-        out.append(
-            MetricComparison(
-                metric=metric,
-                diff=diff,
-                mean_a=_mean([x for _, x, _ in pairs]),
-                mean_b=_mean([y for _, _, y in pairs]),
-                movers=[m for m in movers[:top] if m[2] != m[1]],
-            )
-        )
-    return out
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None

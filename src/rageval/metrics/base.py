@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, Field, model_validator
 
 from rageval._sync import run_sync
-from rageval.errors import CauseKind
+from rageval.errors import CauseKind, RagevalError
 from rageval.samples import Sample, missing_fields
 
 if TYPE_CHECKING:
@@ -53,6 +53,10 @@ class MetricResult(BaseModel):
     reason: str | None = None
     evidence: dict[str, Any] = Field(default_factory=dict)
 
+    #: whether a result without a value must name its cause's kind: always for a metric's
+    #: result; a cell read back from a run log written before kinds existed has none
+    kind_required: ClassVar[bool] = True
+
     @model_validator(mode="after")
     def _consistent(self) -> MetricResult:
         if self.status == "ok":
@@ -60,10 +64,10 @@ class MetricResult(BaseModel):
                 raise ValueError(f"an ok result needs a finite value, got {self.value!r}")
             if self.cause_kind is not None:
                 raise ValueError("an ok result has no cause_kind")
-        elif self.value is not None or not self.cause or self.cause_kind is None:
-            raise ValueError(
-                f"a {self.status} result has no value and must state its cause and cause_kind"
-            )
+        elif self.value is not None or not self.cause:
+            raise ValueError(f"a {self.status} result has no value and must state its cause")
+        elif self.cause_kind is None and self.kind_required:
+            raise ValueError(f"a {self.status} result must state the kind of its cause")
         return self
 
     @classmethod
@@ -108,7 +112,7 @@ class MetricResult(BaseModel):
         return f"{self.status.replace('_', ' ')}: {self.cause}"
 
 
-class NoJudgeError(RuntimeError):
+class NoJudgeError(RagevalError, RuntimeError):
     """A metric that needs an LLM judge was asked to score without one."""
 
 

@@ -53,8 +53,9 @@
   const humanize = (key) => key.replace(/_/g, " ");
   const plural = (n, word) => `${fmtInt(n)} ${word}${n === 1 ? "" : "s"}`;
 
+  // A cost no price table knows is unknown, never 0 and never the sum of the parts that are known.
   function fmtCost(c) {
-    if (c === null || c === undefined) return "—";
+    if (c === null || c === undefined) return "unknown";
     if (c === 0) return "$0";
     return "$" + (c < 0.01 ? c.toPrecision(2) : c.toFixed(2));
   }
@@ -82,7 +83,7 @@
   function usageLine(u) {
     const parts = [plural(u.requests, "request"), plural(tokens(u), "token")];
     if (u.cache_hits) parts.push(plural(u.cache_hits, "cache hit"));
-    if (u.cost_usd !== null && u.cost_usd !== undefined) parts.push(fmtCost(u.cost_usd));
+    if (u.requests) parts.push(`cost ${fmtCost(u.cost_usd)}`);
     return parts.join(" · ");
   }
 
@@ -94,10 +95,15 @@
 
   const cellOf = (sample, name) => (sample.metrics || {})[name] || null;
 
+  // The kind of a cell's cause: a stable code (a log written before kinds says nothing: "unknown").
+  const KINDS = DATA.cause_kinds || {};
+  const kindOf = (cell) => cell.cause_kind || "unknown";
+  const causeTitle = (cell) => `${humanize(kindOf(cell))}: ${cell.cause || "no cause given"}`;
+
   function statusPill(cell) {
     if (!cell) return h("span", { class: "pill none", title: "no result for this metric" }, "—");
-    if (cell.status === "skipped") return h("span", { class: "pill skipped", title: cell.cause }, "skipped");
-    return h("span", { class: "pill nm", title: cell.cause }, "not measured");
+    if (cell.status === "skipped") return h("span", { class: "pill skipped", title: causeTitle(cell) }, "skipped");
+    return h("span", { class: "pill nm", title: causeTitle(cell) }, "not measured");
   }
 
   // Value range of a metric's chart and filters: [0, 1] stretched to cover every value.
@@ -158,6 +164,7 @@
     lo: null,
     hi: null,
     bin: null, // {name, index}: a histogram bar
+    kind: null, // {status, kind}: cells without a value of one kind of cause
     sortKey: "row",
     sortDir: 1,
     page: 0,
@@ -179,6 +186,8 @@
           (state.lo === null || cell.value >= state.lo) &&
           (state.hi === null || cell.value <= state.hi)
         );
+      case "kind":
+        return !!cell && cell.status === state.kind.status && kindOf(cell) === state.kind.kind;
       case "bin":
         return (
           name === state.bin.name &&
@@ -319,7 +328,10 @@
   }
 
   function drawSummary() {
-    const bounds = METRICS.flatMap((r) => [r.mean, r.ci_low, r.ci_high]).filter((v) => v !== null);
+    const bounds = METRICS.flatMap((r) => [
+      r.mean, r.ci_low, r.ci_high,
+      ...Object.values(r.ppi || {}).flatMap((p) => [p.mean, p.ci_low, p.ci_high]),
+    ]).filter((v) => v !== null && v !== undefined);
     const [lo, hi] = domainOf(bounds);
     const numeric = (text, title) => h("td", { class: "num", title }, text);
     const usageCells = (x) => [
@@ -328,7 +340,26 @@
       numeric(fmtInt(x.cache_hits)),
       numeric(fmtCost(x.cost_usd)),
     ];
-    const body = METRICS.map((r) =>
+    // A human label's PPI++ mean sits under its metric: same columns, labelled rows counted.
+    const ppiRows = (r) =>
+      Object.entries(r.ppi || {}).map(([column, p]) =>
+        h(
+          "tr",
+          { class: "ppi", "data-metric": r.name, "data-label": column },
+          h(
+            "th",
+            { scope: "row", title: "The mean human label, PPI++: the judge's scores on every row rectified by the labelled rows" },
+            h("div", { class: "ppi-name" }, "↳ human label ", h("span", { class: "label-name" }, column)),
+            h("div", { class: "params" }, p.labelled_mean === null ? "PPI++" : `PPI++ · labelled rows alone ${fmtValue(p.labelled_mean)} [${fmtValue(p.labelled_ci_low)}, ${fmtValue(p.labelled_ci_high)}]`),
+          ),
+          numeric(p.mean === null ? "—" : fmtValue(p.mean)),
+          numeric(p.ci_low === null || p.ci_high === null ? "—" : `${fmtValue(p.ci_low)} – ${fmtValue(p.ci_high)}`),
+          h("td", { class: "plot" }, ciPlot(p, lo, hi)),
+          numeric(`${fmtInt(p.n_labelled)} labelled`, `${fmtInt(p.n_unlabelled)} rows with a judge value only`),
+          h("td", { colspan: 6 }),
+        ),
+      );
+    const body = METRICS.flatMap((r) => [
       h(
         "tr",
         null,
@@ -362,7 +393,8 @@
         numeric(fmtInt(r.n_skipped)),
         usageCells(r.usage),
       ),
-    );
+      ppiRows(r),
+    ]);
     const sum = (key) => METRICS.reduce((acc, r) => acc + (r[key] || 0), 0);
     const u = DATA.usage;
     const shared = Object.entries(DATA.shared_usage || {}).map(([label, x]) =>
@@ -388,8 +420,18 @@
     );
     const heads = ["Metric", "Mean", "95% CI", "", "Measured", "Not measured", "Skipped", "Requests", "Tokens", "Cache hits", "Cost"];
     const method = (METRICS.find((r) => r.ci_method) || {}).ci_method;
+    const noise = METRICS.filter((r) => r.judge_noise).map(
+      (r) =>
+        `${r.name}: ${r.judge_noise.repeats} scores per cell (the value is their mean), spread ` +
+        `${fmtValue(r.judge_noise.mean_cell_sd)}; judge noise is ${Math.round(r.judge_noise.noise_variance_share * 100)}% ` +
+        `of the variance of the mean, ${Math.round(r.judge_noise.ci_width_share * 100)}% of its CI width.`,
+    );
     const notes = [
       "Not-measured and skipped cells are left out of the mean and counted on their own, never as 0.",
+      METRICS.some((r) => Object.keys(r.ppi || {}).length)
+        ? "↳ rows: the mean human label by PPI++ (normal-approximation 95% CI), the judge rectified by the labelled rows."
+        : null,
+      noise.length ? `Judge noise — ${noise.join(" ")}` : null,
       method ? `CI: ${method}.` : null,
       u.retries ? `${fmtInt(u.retries)} ${u.retries === 1 ? "retry" : "retries"} in total.` : null,
       shared.length ? "Work shared between metrics (done once per sample) is listed on its own and included in the totals." : null,
@@ -416,33 +458,65 @@
     );
   }
 
-  // Why cells have no value, per metric: the runner's counts of "not measured: …" / "skipped: …".
+  // Why cells have no value: one line per status and kind of cause with its count and a few
+  // example causes, so a thousand failures of one kind take one line, not a thousand. Metrics
+  // that failed the same way (same kind, same example causes: e.g. no judge configured) share
+  // their line.
+  function failureLines() {
+    const lines = new Map();
+    for (const r of METRICS)
+      for (const group of r.failures || []) {
+        const key = [group.status, group.kind, ...(group.examples || []).map((e) => e.cause)].join("\u0000");
+        if (!lines.has(key)) lines.set(key, { group, metrics: [], count: 0 });
+        const line = lines.get(key);
+        line.metrics.push([r.name, group.count]);
+        line.count += group.count;
+      }
+    return [...lines.values()];
+  }
+
   function drawCauses() {
-    const rows = METRICS.flatMap((r) =>
-      Object.entries(r.causes || {}).map(([cause, n]) => {
-        const skipped = cause.startsWith("skipped");
-        return h(
-          "tr",
-          null,
-          h("td", null, h("span", { class: "metric-name" }, r.name)),
-          h("td", { class: "cause-text" }, cause),
-          h(
-            "td",
-            { class: "num" },
-            h(
-              "button",
-              {
-                type: "button",
-                class: skipped ? "pill skipped link" : "pill nm link",
-                title: "Show these samples",
-                onclick: () => applyFilter(r.name, skipped ? "skipped" : "not_measured"),
-              },
-              fmtInt(n),
-            ),
+    const rows = failureLines().map(({ group, metrics, count }) => {
+      const skipped = group.status === "skipped";
+      const only = metrics.length === 1 ? metrics[0][0] : "";
+      return h(
+        "tr",
+        { "data-metric": metrics.map(([name]) => name).join(" "), "data-kind": group.kind },
+        h(
+          "td",
+          { class: "metrics-cell" },
+          metrics.map(([name, n]) =>
+            h("div", null, h("span", { class: "metric-name" }, name), metrics.length > 1 ? h("span", { class: "muted" }, ` ${fmtInt(n)}`) : null),
           ),
-        );
-      }),
-    );
+        ),
+        h(
+          "td",
+          { class: "kind", title: KINDS[group.kind] || null },
+          h("span", { class: "kind-name" }, humanize(group.kind)),
+          h("span", { class: "muted" }, skipped ? " · skipped" : " · not measured"),
+        ),
+        h(
+          "td",
+          { class: "num" },
+          h(
+            "button",
+            {
+              type: "button",
+              class: skipped ? "pill skipped link" : "pill nm link",
+              title: "Show these samples",
+              onclick: () => applyKind(only, group),
+            },
+            fmtInt(count),
+          ),
+        ),
+        h(
+          "td",
+          { class: "cause-text" },
+          // one metric's counts per cause would mislead on a line several metrics share
+          h("ul", { class: "examples" }, (group.examples || []).map((e) => exampleItem(e, metrics.length === 1))),
+        ),
+      );
+    });
     if (!rows.length) return null;
     return h(
       "div",
@@ -454,10 +528,158 @@
         h(
           "table",
           { class: "causes-table" },
-          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Metric"), h("th", { scope: "col" }, "Cause"), h("th", { scope: "col", class: "num" }, "Cells"))),
+          h(
+            "thead",
+            null,
+            h(
+              "tr",
+              null,
+              h("th", { scope: "col" }, "Metric"),
+              h("th", { scope: "col" }, "Kind"),
+              h("th", { scope: "col", class: "num" }, "Cells"),
+              h("th", { scope: "col" }, "Example causes"),
+            ),
+          ),
           h("tbody", null, rows),
         ),
       ),
+    );
+  }
+
+  // ---- agreement with human labels (calibration.json) ----------------------------------
+
+  const fmtStat = (v) => (v === null || v === undefined ? "—" : v.toFixed(3));
+
+  // Rows: what people said; columns: the judge's verdict. A cell's shade is its share of
+  // the row, so each row reads as "of the answers people put here, where the judge put them".
+  function confusionChart(c) {
+    const k = c.levels.length;
+    const cell = k <= 3 ? 56 : k <= 6 ? 40 : 30;
+    const left = 64;
+    const top = 40;
+    const W = left + k * cell + 4;
+    const H = top + k * cell + 4;
+    const mid = top + (k * cell) / 2;
+    const chart = svg("svg", {
+      class: "confusion",
+      viewBox: `0 0 ${W} ${H}`,
+      width: W,
+      height: H,
+      role: "img",
+      "aria-label": "Confusion matrix: rows are the human labels, columns the judge's",
+    });
+    chart.append(
+      svg("text", { x: left + (k * cell) / 2, y: 12, class: "axis-title", "text-anchor": "middle" }, "judge"),
+      svg("text", { x: 14, y: mid, class: "axis-title", "text-anchor": "middle", transform: `rotate(-90 14 ${mid})` }, "human"),
+    );
+    c.levels.forEach((level, i) => {
+      chart.append(
+        svg("text", { x: left + i * cell + cell / 2, y: top - 8, class: "tick", "text-anchor": "middle" }, fmtNum(level)),
+        svg("text", { x: left - 8, y: top + i * cell + cell / 2 + 4, class: "tick", "text-anchor": "end" }, fmtNum(level)),
+      );
+    });
+    c.matrix.forEach((row, i) => {
+      const total = row.reduce((a, b) => a + b, 0);
+      row.forEach((n, j) => {
+        const share = total ? n / total : 0;
+        const x = left + j * cell;
+        const y = top + i * cell;
+        chart.append(
+          svg(
+            "g",
+            { class: i === j ? "cm-cell agree" : "cm-cell", "data-row": i, "data-col": j },
+            svg("title", null, `human ${fmtNum(c.levels[i])}, judge ${fmtNum(c.levels[j])}: ${plural(n, "pair")} (${Math.round(share * 100)}% of the row)`),
+            svg("rect", { x, y, width: cell - 2, height: cell - 2, class: "cm-shade", "fill-opacity": (0.06 + 0.84 * share).toFixed(3) }),
+            svg("text", { x: x + (cell - 2) / 2, y: y + (cell - 2) / 2 + 4, class: share > 0.55 ? "cm-count on-dark" : "cm-count", "text-anchor": "middle" }, fmtInt(n)),
+          ),
+        );
+      });
+    });
+    return chart;
+  }
+
+  function agreementCard(a, confidence) {
+    const rows = Object.entries(a.statistics).map(([name, s]) =>
+      h(
+        "tr",
+        { "data-statistic": name, class: name === a.kappa_statistic ? "headline" : null },
+        h("th", { scope: "row" }, s.title),
+        h("td", { class: "num value" }, fmtStat(s.value)),
+        h("td", { class: "num ci" }, s.low === null || s.high === null ? "—" : `${fmtStat(s.low)} – ${fmtStat(s.high)}`),
+        h("td", { class: "note" }, s.note || ""),
+      ),
+    );
+    const counts = [
+      plural(a.n_pairs, "pair"),
+      a.n_without_judge ? `${fmtInt(a.n_without_judge)} labelled rows not scored by the judge` : null,
+      a.human_mean !== null ? `human mean ${fmtStat(a.human_mean)}` : null,
+      a.judge_mean !== null ? `judge mean ${fmtStat(a.judge_mean)}` : null,
+    ];
+    return h(
+      "figure",
+      { class: "card agreement", "data-metric": a.metric, "data-label": a.label_column },
+      h(
+        "figcaption",
+        null,
+        h("span", { class: "metric-name" }, a.metric),
+        h("span", { class: "vs" }, " vs "),
+        h("span", { class: "label-name" }, a.label_column),
+        h("span", { class: "pill kind" }, `${a.kind} labels`),
+      ),
+      h("p", { class: "muted counts" }, counts.filter(Boolean).join(" · ")),
+      h(
+        "div",
+        { class: "agreement-body" },
+        h(
+          "table",
+          { class: "stats" },
+          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Statistic"), h("th", { scope: "col", class: "num" }, "Value"), h("th", { scope: "col", class: "num" }, `${Math.round(confidence * 100)}% CI`), h("th", { scope: "col" }))),
+          h("tbody", null, rows),
+        ),
+        a.confusion ? h("div", { class: "confusion-wrap" }, confusionChart(a.confusion), h("p", { class: "muted mapping" }, a.confusion.judge_mapping)) : null,
+      ),
+      h("p", { class: "muted usage" }, `Judge calls of this metric: ${usageLine(a.usage)}`),
+    );
+  }
+
+  function drawCalibration() {
+    const cal = DATA.calibration;
+    if (!cal) return null;
+    const gate =
+      cal.min_kappa === null
+        ? null
+        : cal.gate_failures.length
+          ? h("div", { class: "notice warn gate" }, `κ gate ${cal.min_kappa} failed: `, cal.gate_failures.join("; "))
+          : h("p", { class: "notice info gate" }, `κ gate ${cal.min_kappa}: every κ reaches it.`);
+    return h(
+      "section",
+      { id: "calibration" },
+      h("h2", null, "Agreement with human labels"),
+      gate,
+      h("div", { class: "calib-grid" }, cal.agreements.map((a) => agreementCard(a, cal.confidence))),
+      h(
+        "p",
+        { class: "footnote" },
+        `Intervals: ${cal.interval_method}. The calibration run: ${usageLine(cal.usage)}. `,
+        "What each statistic means: docs/calibration.md.",
+      ),
+    );
+  }
+
+  const ROW_OF_ID = new Map(SAMPLES.map((s, i) => [s.id, i]));
+
+  function exampleItem(example, withCount) {
+    const ids = (example.sample_ids || []).map((id) =>
+      ROW_OF_ID.has(id)
+        ? h("button", { type: "button", class: "sample-link", title: "Open this sample", onclick: () => openDetail(ROW_OF_ID.get(id), null) }, id)
+        : h("span", { class: "sample-id" }, id),
+    );
+    return h(
+      "li",
+      null,
+      h("span", { title: example.cause }, truncate(example.cause, 240)),
+      withCount && example.count > 1 ? h("span", { class: "muted" }, ` (${fmtInt(example.count)} cells)`) : null,
+      ids.length ? h("span", { class: "example-ids" }, " — ", ids.flatMap((x, i) => (i ? [", ", x] : [x]))) : null,
     );
   }
 
@@ -603,6 +825,7 @@
         ["range", "value between"],
       ].map(([v, t]) => h("option", { value: v }, t)),
       ui.binOption = h("option", { value: "bin", hidden: true }, "histogram bar"),
+      ui.kindOption = h("option", { value: "kind", hidden: true }, "cause kind"),
     );
     const num = (id, label) =>
       h("input", { type: "number", id, step: "0.05", "aria-label": label, class: "num-input", oninput: onFilterControls });
@@ -637,7 +860,9 @@
     if (ui.cond.value === "bin" && (!state.bin || state.bin.name !== ui.metric.value)) ui.cond.value = "all";
     state.cond = ui.cond.value;
     if (state.cond !== "bin") state.bin = null;
+    if (state.cond !== "kind") state.kind = null;
     ui.binOption.hidden = state.cond !== "bin";
+    ui.kindOption.hidden = state.cond !== "kind";
     ui.range.hidden = state.cond !== "range";
     const read = (input) => (input.value === "" || Number.isNaN(input.valueAsNumber) ? null : input.valueAsNumber);
     state.lo = read(ui.lo);
@@ -651,6 +876,13 @@
     ui.cond.value = cond;
     onFilterControls();
     document.getElementById("samples").scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+
+  function applyKind(name, group) {
+    ui.kindOption.hidden = false;
+    ui.kindOption.textContent = `${group.status === "skipped" ? "skipped" : "not measured"}: ${humanize(group.kind)}`;
+    state.kind = { status: group.status, kind: group.kind };
+    applyFilter(name, "kind");
   }
 
   function applyBin(name, index) {
@@ -885,6 +1117,18 @@
     );
   }
 
+  // A cell scored several times (--repeats): its value is the mean of these scores.
+  function repeatsView(r) {
+    const unmeasured = r.not_measured ? ` · ${plural(r.not_measured, "scoring")} without a value` : "";
+    return h(
+      "div",
+      { class: "repeats" },
+      h("h4", null, "Repeated scores"),
+      h("div", { class: "chips" }, r.values.map((v) => h("span", { class: "chip" }, fmtValue(v)))),
+      h("p", { class: "muted" }, `spread (SD) ${r.sd === null ? "—" : fmtValue(r.sd)}${unmeasured}; the value is their mean`),
+    );
+  }
+
   function metricView(name, cell, focused) {
     const head = h(
       "div",
@@ -897,8 +1141,18 @@
       "section",
       { class: focused ? "metric-detail focus" : "metric-detail", "data-metric": name },
       head,
-      cell.cause ? h("div", { class: "cause" }, h("strong", null, "Cause: "), cell.cause) : null,
+      cell.status !== "ok"
+        ? h(
+            "div",
+            { class: "cause" },
+            h("strong", null, "Cause "),
+            h("span", { class: "kind-name", title: KINDS[kindOf(cell)] || null }, `(${humanize(kindOf(cell))})`),
+            h("strong", null, ": "),
+            cell.cause || "no cause given",
+          )
+        : null,
       cell.reason ? h("div", { class: "reason" }, h("h4", null, "Reason"), textBlock(cell.reason)) : null,
+      cell.repeats ? repeatsView(cell.repeats) : null,
       evidenceView(cell.evidence),
       cell.usage ? h("p", { class: "usage muted" }, usageLine(cell.usage)) : null,
     );
@@ -932,7 +1186,8 @@
     const s = SAMPLES[index];
     const pos = state.view.indexOf(index);
     const step = (d) => () => openDetail(state.view[pos + d], null);
-    const other = Object.keys(s).filter((k) => !["row", "id", "inputs", "metrics", "shared_usage"].includes(k));
+    const known = ["format_version", "row", "id", "inputs", "metrics", "shared_usage", "embeddings_usage"];
+    const other = Object.keys(s).filter((k) => !known.includes(k));
     const shared = s.shared_usage && s.shared_usage.requests ? s.shared_usage : null;
     const extraMetrics = Object.keys(s.metrics || {}).filter((n) => !NAMES.includes(n));
     dialog.replaceChildren(
@@ -999,6 +1254,7 @@
   addKids(app, [
     drawHeader(),
     drawSummary(),
+    drawCalibration(),
     drawDistributions(),
     drawSamples(),
     h("footer", null, `Generated by rageval ${DATA.manifest.rageval_version}. This file is self-contained and works offline.`),

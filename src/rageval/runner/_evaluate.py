@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -17,13 +18,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from rageval import _progress
+from rageval import _env, _progress
 from rageval._sync import run_sync
 from rageval._version import __version__
-from rageval.judge import Usage, UsageLedger, endpoint_limiter
-from rageval.judge._cache import RequestCache
+from rageval.errors import RagevalError
+from rageval.judge import RequestCache, Usage, UsageLedger, endpoint_limiter
+from rageval.log import (
+    DataInfo,
+    EmbeddingsInfo,
+    HumanLabels,
+    JudgeInfo,
+    Manifest,
+    MetricSpec,
+    SampleLine,
+)
 from rageval.metrics.base import Metric, create_metric, registered_metrics
-from rageval.results import EvaluationResult, SampleRecord
+from rageval.results import EvaluationResult
 from rageval.runner._cells import CellStore
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
 from rageval.runner._schedule import MIN_WINDOW, Plan, Scheduler, meter_judge
@@ -43,12 +53,8 @@ if TYPE_CHECKING:
 OnInvalid = Literal["raise", "skip"]
 
 
-class RunConfigError(ValueError):
+class RunConfigError(RagevalError, ValueError):
     """An evaluation asked for something that cannot run (unknown metric, bad option...)."""
-
-
-def _base_url(base_url: str | None) -> str | None:
-    return base_url or os.environ.get("RAGEVAL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
 
 
 def judge_from_env(
@@ -58,18 +64,15 @@ def judge_from_env(
     max_concurrency: int | None = None,
     cache: bool = True,
 ) -> Judge | None:
-    """The judge configured by arguments or the environment: the model from `model` or
-    RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or OPENAI_BASE_URL (default
-    OpenAI), the key from OPENAI_API_KEY. None when no model is named."""
-    model = model or os.environ.get("RAGEVAL_LLM") or None
+    """The judge configured by arguments or the environment (see :mod:`rageval._env`): the
+    model from `model` or RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or
+    OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY. None when no model is named."""
+    model = _env.judge_model(model)
     if model is None:
         return None
     from rageval.judge import Judge
 
-    kw: dict[str, Any] = {"base_url": _base_url(base_url), "cache": cache}
-    if max_concurrency is not None:
-        kw["max_concurrency"] = max_concurrency
-    return Judge(model, **kw)
+    return Judge(model, base_url=base_url, max_concurrency=max_concurrency, cache=cache)
 
 
 def embeddings_from_spec(
@@ -83,9 +86,7 @@ def embeddings_from_spec(
     if provider == "local" and not model:
         return embedding_factory("local")
     if provider == "openai":
-        return embedding_factory(
-            "openai", model=model or None, base_url=_base_url(base_url), cache=cache
-        )
+        return embedding_factory("openai", model=model or None, base_url=base_url, cache=cache)
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
 
 
@@ -131,6 +132,62 @@ def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) 
     return chosen
 
 
+#: (label column, metric) pairs: {column: metric}, {column: [metrics]} or [(column, metric)]
+LabelsArg = Mapping[str, str | Metric | Sequence[str | Metric]] | Sequence[tuple[str, str | Metric]]
+
+
+def label_pairs(labels: LabelsArg) -> list[tuple[str, str | Metric]]:
+    """The (label column, metric) pairs of a labels argument, in order, each once."""
+    pairs: list[tuple[str, str | Metric]] = []
+    if isinstance(labels, Mapping):
+        for column, target in labels.items():
+            if isinstance(target, (str, Metric)):
+                pairs.append((column, target))
+            else:
+                pairs.extend((column, m) for m in target)
+    else:
+        pairs = [(column, metric) for column, metric in labels]
+    if not pairs:
+        raise RunConfigError("the labels name no (label column, metric) pair")
+    seen: set[tuple[str, str]] = set()
+    for column, metric in pairs:
+        key = (column, metric if isinstance(metric, str) else metric.name)
+        if key in seen:
+            raise RunConfigError(f"label column {column!r} is paired with {key[1]!r} twice")
+        seen.add(key)
+    return pairs
+
+
+def _human_labels(
+    human_labels: LabelsArg | None,
+    loaded: LoadedData,
+    ids: Sequence[str],
+    metrics: Sequence[Metric],
+) -> list[tuple[str, str]]:
+    """The (column, metric name) pairs of `human_labels=`, every label checked before spend."""
+    if human_labels is None:
+        return []
+    from rageval.labels import read_label_column
+
+    names = [m.name for m in metrics]
+    pairs = [(c, m if isinstance(m, str) else m.name) for c, m in label_pairs(human_labels)]
+    for _, metric in pairs:
+        if metric not in names:
+            raise RunConfigError(
+                f"human_labels names {metric!r}, which is not a metric of this run "
+                f"({', '.join(names)})"
+            )
+    problems: list[RowProblem] = []
+    for column in dict.fromkeys(c for c, _ in pairs):
+        try:
+            read_label_column(loaded.samples, ids, column, source=loaded.source)
+        except InvalidDataError as e:
+            problems.extend(e.problems)
+    if problems:
+        raise InvalidDataError(problems, source=loaded.source)
+    return pairs
+
+
 def _validate(
     loaded: LoadedData, ids: Sequence[str], metrics: Sequence[Metric]
 ) -> tuple[list[RowProblem], dict[int, str]]:
@@ -160,29 +217,59 @@ def _manifest(
     judge_of: Mapping[str, Judge | None],
     embeddings: Embeddings | None,
     on_invalid: str,
-) -> dict[str, Any]:
+    human_labels: Sequence[tuple[str, str]],
+    repeats: int,
+) -> Manifest:
     specs = []
     for m in metrics:
-        spec: dict[str, Any] = {"name": m.name, "params": json_normal(m.params())}
-        if m.uncaptured:
-            spec["uncaptured"] = m.uncaptured
         own = judge_of.get(m.name)
-        if own is not None and own is not judge:
-            spec["judge"] = own.describe()
-        specs.append(spec)
-    return {
-        "rageval_version": __version__,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "metrics": specs,
-        "judge": json_normal(judge.describe()) if judge is not None else None,
-        "embeddings": {"name": embeddings.name} if embeddings is not None else None,
-        "data": {
-            "source": loaded.source,
-            "fingerprint": data_fingerprint(loaded),
-            "n_rows": len(loaded.samples),
-        },
-        "on_invalid": on_invalid,
-    }
+        specs.append(
+            MetricSpec(
+                name=m.name,
+                params=json_normal(m.params()),
+                judge=json_normal(own.describe()) if own is not None and own is not judge else None,
+                uncaptured=m.uncaptured,
+            )
+        )
+    return Manifest(
+        rageval_version=__version__,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        metrics=specs,
+        judge=JudgeInfo(**json_normal(judge.describe())) if judge is not None else None,
+        embeddings=EmbeddingsInfo(name=embeddings.name) if embeddings is not None else None,
+        data=DataInfo(
+            source=loaded.source,
+            fingerprint=data_fingerprint(loaded),
+            n_rows=len(loaded.samples),
+        ),
+        on_invalid=on_invalid,
+        human_labels=[HumanLabels(column=c, metric=m) for c, m in human_labels],
+        repeats=repeats,
+    )
+
+
+class _EmbeddingMeter:
+    """What remote embeddings were paid for since the previous finished sample: their batches
+    mix samples and metrics, so each line of the log carries what was booked since the line
+    before, and the lines add up to the run's embedding usage."""
+
+    def __init__(self, embedders: Sequence[Embeddings | None]) -> None:
+        ledgers = (getattr(e, "usage", None) for e in embedders)
+        self._ledgers = list({id(u): u for u in ledgers if isinstance(u, UsageLedger)}.values())
+        self._last = self._total()
+
+    def _total(self) -> Usage:
+        return sum((ledger.total for ledger in self._ledgers), Usage())
+
+    def take(self) -> Usage | None:
+        if not self._ledgers:
+            return None
+        now = self._total()
+        spent, self._last = _since(now, self._last), now
+        return None if spent == _NOTHING else spent
+
+
+_NOTHING = Usage()
 
 
 def _window(judges: Sequence[Judge]) -> int:
@@ -203,7 +290,7 @@ class _Progress:
     def _usage(self) -> Usage:
         return sum((j.usage.total for j in self.judges), Usage())
 
-    def row_done(self, record: SampleRecord) -> None:
+    def row_done(self, record: SampleLine) -> None:
         if self.line is None:
             return
         self.line.done += 1
@@ -244,6 +331,8 @@ async def aevaluate(
     resume: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    human_labels: LabelsArg | None = None,
+    repeats: int = 1,
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
@@ -255,6 +344,13 @@ async def aevaluate(
     cannot score into skipped cells instead of an :class:`InvalidDataError`. `run_dir` writes
     the run log there; `resume=True` continues the run in `run_dir`. `progress` (alias
     `show_progress`): None shows a progress line only when stderr is a terminal.
+
+    `human_labels` pairs label columns of the data (people's scores, on the metric's scale;
+    empty where a row is not labelled) with metrics: ``{"human_faithful": "faithfulness"}``;
+    the summary then gives each label's PPI++ mean, the judge's scores on every row rectified
+    by the labelled rows (docs/calibration.md). `repeats=K` scores every judge cell K times,
+    bypassing the request cache for the repeats; a cell's value is the mean of its scores and
+    the summary reports how much of the interval the judge's own noise makes.
     """
     if on_invalid not in ("raise", "skip"):
         raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
@@ -271,6 +367,9 @@ async def aevaluate(
     problems, invalid_rows = _validate(loaded, ids, metric_objs)
     if problems and on_invalid == "raise":
         raise InvalidDataError(problems, source=loaded.source)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
 
     own_judge = isinstance(llm, str) or llm is None
     judge: Judge | None = judge_from_env(llm) if isinstance(llm, str) or llm is None else llm
@@ -290,20 +389,21 @@ async def aevaluate(
     judges = [j for j in (*judge_of.values(), shared_judge) if j is not None]
     for j in judges:
         meter_judge(j)
-    # Remote embeddings book their calls in their own ledger; batches mix samples and metrics,
-    # so this usage is reported for the run as a whole.
-    embedding_ledger = getattr(embedder, "usage", None)
-    embedding_base = embedding_ledger.total if isinstance(embedding_ledger, UsageLedger) else None
+    embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
 
-    manifest = _manifest(loaded, metric_objs, judge, judge_of, embedder, on_invalid)
+    manifest = _manifest(
+        loaded, metric_objs, judge, judge_of, embedder, on_invalid, human_pairs, repeats
+    )
     result = EvaluationResult(
         [m.name for m in metric_objs],
         ids,
         loaded.samples,
         run_dir=Path(run_dir) if run_dir is not None else None,
-        metric_params={m["name"]: m["params"] for m in manifest["metrics"]},
-        judge=manifest["judge"],
+        metric_params={m.name: m.params for m in manifest.metrics},
+        judge=manifest.judge.model_dump() if manifest.judge is not None else None,
         embeddings=embedder.name if embedder is not None else None,
+        human_labels=human_pairs,
+        repeats=repeats,
     )
     rundir = RunDir(run_dir) if run_dir is not None else None
     if rundir is not None:
@@ -318,10 +418,11 @@ async def aevaluate(
     line = _progress.ProgressLine(len(ids), done=len(ids) - len(todo)) if show else None
     meter = _Progress(line, judges)
 
-    def on_record(record: SampleRecord) -> None:
-        offset = rundir.append(record) if rundir is not None else None
-        result.add(record, offset=offset)
-        meter.row_done(record)
+    def on_record(line: SampleLine) -> None:
+        line.embeddings_usage = embedding_meter.take()
+        offset = rundir.append(line) if rundir is not None else None
+        result.add(line, offset=offset)
+        meter.row_done(line)
 
     plan = Plan(
         metric_objs,
@@ -330,11 +431,27 @@ async def aevaluate(
         embedder,
         invalid_rows,
         cells=CellStore(judge_of, shared_judge, embedder),
+        repeats=repeats,
     )
     scheduler = Scheduler(plan, loaded.samples, ids, window=_window(judges), on_record=on_record)
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
     try:
         await scheduler.run(todo)
+    except Exception:
+        # the run stops (a fatal judge error): the directory still says how far it got, unless
+        # that fails too, which must not hide why the run stopped
+        if rundir is not None:
+            result.duration_s = time.monotonic() - started
+            try:
+                _finish(rundir, result)
+            except Exception as e:
+                logging.getLogger("rageval").warning(
+                    "could not write the summary of the stopped run in %s (%s: %s)",
+                    rundir.path,
+                    type(e).__name__,
+                    e,
+                )
+        raise
     finally:
         if ticker is not None:
             ticker.cancel()
@@ -356,12 +473,15 @@ async def aevaluate(
         if caches:
             await asyncio.to_thread(_flush, list(caches.values()))
     result.duration_s = time.monotonic() - started
-    if isinstance(embedding_ledger, UsageLedger) and embedding_base is not None:
-        result.embeddings_usage = _since(embedding_ledger.total, embedding_base)
     if rundir is not None:
-        rundir.write_summary(result)
-        _write_report(rundir)
+        _finish(rundir, result)
     return result
+
+
+def _finish(rundir: RunDir, result: EvaluationResult) -> None:
+    """summary.json and report.html of what finished."""
+    rundir.write_summary(result.summary_model())
+    _write_report(rundir)
 
 
 def _flush(caches: Sequence[RequestCache]) -> None:
@@ -388,8 +508,6 @@ def _since(now: Usage, base: Usage) -> Usage:
 
 
 def _write_report(rundir: RunDir) -> None:
-    import logging
-
     try:
         rundir.write_report()
     except ImportError:
@@ -415,6 +533,8 @@ def evaluate(
     resume: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    human_labels: LabelsArg | None = None,
+    repeats: int = 1,
 ) -> EvaluationResult:
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
     pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
@@ -430,11 +550,14 @@ def evaluate(
             resume=resume,
             progress=progress,
             show_progress=show_progress,
+            human_labels=human_labels,
+            repeats=repeats,
         )
     )
 
 
 __all__ = [
+    "LabelsArg",
     "OnInvalid",
     "RunConfigError",
     "RunDirError",
@@ -442,5 +565,6 @@ __all__ = [
     "embeddings_from_spec",
     "evaluate",
     "judge_from_env",
+    "label_pairs",
     "resolve_metrics",
 ]
