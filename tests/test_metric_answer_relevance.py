@@ -223,7 +223,8 @@ def test_seed_names_from_the_top_level_package() -> None:
     assert rageval.AnswerRelevance is AnswerRelevance
     assert rageval.ContextEvaluation is AnswerRelevance
     assert rageval.RelevanceScore is RelevanceScore
-    assert isinstance(answer_relevance, AnswerRelevance)
+    assert answer_relevance.AnswerRelevance is AnswerRelevance  # the module
+    assert answer_relevance.name == "answer_relevance" and answer_relevance.prompt is None
     assert list(RelevanceScore.model_fields) == [
         "overall_score",
         "topical_match",

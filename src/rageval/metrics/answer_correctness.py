@@ -34,8 +34,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from rageval.metrics._statements import RULES
 from rageval.metrics.authoring import (
+    STATEMENT_RULES as RULES,
     judge_items,
     reply_budget,
     split_sentences,
@@ -46,6 +46,7 @@ from rageval.metrics.base import (
     Metric,
     MetricResult,
     ScoringContext,
+    forward_to_metric,
     note_truncation,
     register,
 )
@@ -152,7 +153,7 @@ class AnswerCorrectness(Metric):
             raise ValueError(f"threshold must be a number in [0, 1] or None, got {threshold!r}")
         self.threshold = None if threshold is None else float(threshold)
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
         if not reference.strip():
             return MetricResult.not_measured("the reference is empty: nothing to compare with")
@@ -241,3 +242,7 @@ class AnswerCorrectness(Metric):
 async def _skipped() -> None:
     """Stands in for a part whose weight is 0, so it is neither asked for nor embedded."""
     return None
+
+
+#: names this module lacks are read from its default metric: ``answer_correctness.score(...)``
+__getattr__ = forward_to_metric(__name__)

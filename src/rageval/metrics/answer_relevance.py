@@ -38,7 +38,14 @@ from pydantic.fields import FieldInfo
 from rageval import _env
 from rageval._sync import run_sync
 from rageval.metrics.authoring import UnitScore, messages, numbered, tagged
-from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext, register
+from rageval.metrics.base import (
+    Metric,
+    MetricResult,
+    NoJudgeError,
+    ScoringContext,
+    forward_to_metric,
+    register,
+)
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
@@ -193,7 +200,7 @@ class AnswerRelevance(Metric):
             fields[OVERALL] = value
         return self.response_model.model_validate(fields), value
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, answer = sample.text("user_input"), sample.text("response")
         if not question.strip():
             return MetricResult.not_measured("the user input is empty: no question to address")
@@ -238,17 +245,10 @@ class AnswerRelevance(Metric):
         """Grade one answer; returns an instance of the response model (RelevanceScore by
         default). `model` names the judge model when `client` is a raw openai client
         (default: $RAGEVAL_LLM, else gpt-4o-mini). Judge failures raise JudgeError."""
-        from rageval.metrics._statements import SharedStatements
-
         if not answer.strip():
             raise ValueError("the answer is empty: there is nothing to grade")
         judge = self._judge_for(client, model)
-        ctx = ScoringContext(
-            judge=judge,
-            embeddings=None,
-            statements=SharedStatements(Sample(), judge),
-            tags={"metric": self.name, "sample": "-"},
-        )
+        ctx = ScoringContext.for_sample(Sample(), judge, tags={"metric": self.name, "sample": "-"})
         result, _ = await self._evaluate(ctx, question, answer, context)
         return result
 
@@ -272,3 +272,7 @@ class AnswerRelevance(Metric):
 
 #: the seed's name for building a customised evaluator: ContextEvaluation(prompt=..., response_model=...)
 ContextEvaluation = AnswerRelevance
+
+
+#: names this module lacks are read from its default metric: ``answer_relevance.score(...)``
+__getattr__ = forward_to_metric(__name__)

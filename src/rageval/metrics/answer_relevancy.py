@@ -34,6 +34,7 @@ from rageval.metrics.base import (
     Metric,
     MetricResult,
     ScoringContext,
+    forward_to_metric,
     note_truncation,
     register,
 )
@@ -92,7 +93,7 @@ class AnswerRelevancy(Metric):
         self.strictness = strictness
         self.temperature = float(temperature)
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, response = sample.text("user_input"), sample.text("response")
         if not question.strip():
             return MetricResult.not_measured("the user input is empty: no question to answer")
@@ -150,3 +151,7 @@ class AnswerRelevancy(Metric):
 
 #: ragas' newer name for the same metric
 ResponseRelevancy = AnswerRelevancy
+
+
+#: names this module lacks are read from its default metric: ``answer_relevancy.score(...)``
+__getattr__ = forward_to_metric(__name__)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from rageval.metrics.authoring import judge_items, nonblank, tagged
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 USEFUL = "true if it gives information the reference answer relies on"
@@ -60,7 +60,7 @@ class ContextPrecision(Metric):
         "average precision of the useful contexts in rank order (useful = leads to the reference)"
     )
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         reference = sample.text("reference")
         if not reference.strip():
             return MetricResult.not_measured(
@@ -90,3 +90,7 @@ class ContextPrecision(Metric):
                 for k, v in enumerate(verdicts, start=1)
             ],
         )
+
+
+#: names this module lacks are read from its default metric: ``context_precision.score(...)``
+__getattr__ = forward_to_metric(__name__)

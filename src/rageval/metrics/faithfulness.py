@@ -21,7 +21,7 @@ from rageval.metrics.authoring import (
     unjudged,
     verdict_evidence,
 )
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 SUPPORTED = "true only if the contexts state it or it follows directly from them"
@@ -54,7 +54,7 @@ class Faithfulness(Metric):
     statement_needs = frozenset({"response"})
     summary = "share of the response's claims supported by the retrieved contexts"
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         statements = await ctx.statements.get("response")
         if not statements:
             return MetricResult.not_measured("the response makes no factual statement to check")
@@ -78,3 +78,7 @@ class Faithfulness(Metric):
         return MetricResult.ok(
             value, reason=reason, statements=verdict_evidence(verdicts, "verdict")
         )
+
+
+#: names this module lacks are read from its default metric: ``faithfulness.score(...)``
+__getattr__ = forward_to_metric(__name__)

@@ -20,7 +20,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from rageval.metrics.authoring import messages, nonblank, number_only, numbered, tagged
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 LEVELS = range(1, 6)
@@ -112,7 +112,7 @@ class RubricScore(Metric):
         super().__init__(**kw)
         self.rubric = parse_rubric(DEFAULT_RUBRIC if rubrics is None else rubrics)
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         reply = await ctx.ask(prompt(sample, self.rubric), RubricGrade)
         return MetricResult.ok(
             rubric_value(reply.score),
@@ -121,3 +121,7 @@ class RubricScore(Metric):
             feedback=reply.feedback,
             level_description=self.rubric[reply.score],
         )
+
+
+#: names this module lacks are read from its default metric: ``rubric_score.score(...)``
+__getattr__ = forward_to_metric(__name__)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env, _progress
@@ -32,7 +33,12 @@ from rageval.log import (
     MetricSpec,
     SampleLine,
 )
-from rageval.metrics.base import Metric, create_metric, registered_metrics
+from rageval.metrics.base import (
+    Metric,
+    MetricLike,
+    as_metric,
+    registered_metrics,
+)
 from rageval.results import EvaluationResult
 from rageval.runner._cells import CellStore
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
@@ -90,10 +96,14 @@ def embeddings_from_spec(
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
 
 
-def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) -> list[Metric]:
-    """Metric objects for `metrics` (instances or registry names); by default every registered
-    metric whose required fields appear in the data (except opt-in ones such as rubric_score,
-    whose built-in rubric is only a placeholder for the user's own)."""
+def resolve_metrics(
+    metrics: Sequence[MetricLike] | MetricLike | None, loaded: LoadedData
+) -> list[Metric]:
+    """Metric objects for `metrics`: instances as they are; registry names, classes and metric
+    modules (``from rageval.metrics import faithfulness``) as the metric with default settings
+    (see :func:`rageval.metrics.as_metric`). By default every registered metric whose required
+    fields appear in the data (except opt-in ones such as rubric_score, whose built-in rubric
+    is only a placeholder for the user's own)."""
     if metrics is None:
         present = {
             f
@@ -108,21 +118,16 @@ def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) 
             if cls.in_default_run and set(cls.required_fields) <= present
         ]
     else:
-        if isinstance(metrics, (str, Metric)):
-            metrics = [metrics]
+        one = isinstance(metrics, (str, Metric, ModuleType, type))
+        specs: list[MetricLike] = [metrics] if one else list(metrics)  # type: ignore[list-item,arg-type]
         chosen = []
-        for m in metrics:
-            if isinstance(m, Metric):
-                chosen.append(m)
-            elif isinstance(m, str):
-                try:
-                    chosen.append(create_metric(m))
-                except KeyError as e:
-                    raise RunConfigError(str(e.args[0])) from None
-            else:
-                raise RunConfigError(
-                    f"metrics must be Metric instances or registry names, got {type(m).__name__}"
-                )
+        for spec in specs:
+            try:
+                chosen.append(as_metric(spec))
+            except KeyError as e:
+                raise RunConfigError(str(e.args[0])) from None
+            except (TypeError, ValueError) as e:
+                raise RunConfigError(f"metrics: {e}") from None
     if not chosen:
         raise RunConfigError("no metric to run: name some, or give data with the fields they need")
     names = [m.name for m in chosen]
@@ -141,8 +146,8 @@ def label_pairs(labels: LabelsArg) -> list[tuple[str, str | Metric]]:
     pairs: list[tuple[str, str | Metric]] = []
     if isinstance(labels, Mapping):
         for column, target in labels.items():
-            if isinstance(target, (str, Metric)):
-                pairs.append((column, target))
+            if isinstance(target, (str, Metric, ModuleType, type)):
+                pairs.append((column, target))  # a module or a class too
             else:
                 pairs.extend((column, m) for m in target)
     else:
@@ -321,7 +326,7 @@ class _Progress:
 
 async def aevaluate(
     data: Any,
-    metrics: Sequence[Metric | str] | None = None,
+    metrics: Sequence[MetricLike] | None = None,
     llm: Judge | str | None = None,
     embeddings: Embeddings | str | None = None,
     *,
@@ -336,8 +341,10 @@ async def aevaluate(
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
-    `data`: anything :func:`rageval.load_samples` reads. `metrics`: Metric instances or registry
-    names (default: every metric whose required fields the data has). `llm`: a Judge or a
+    `data`: anything :func:`rageval.load_samples` reads. `metrics`: Metric instances, and
+    registry names, classes or metric modules (``from rageval.metrics import faithfulness``)
+    for a metric with default settings (default: every metric whose required fields the data
+    has). `llm`: a Judge or a
     model name (default: RAGEVAL_LLM from the environment, else no judge: metrics that need
     one are skipped with a hint). `embeddings`: an Embeddings, `"local"` or `"openai:MODEL"`
     (default: the local model, if a metric needs one). `on_invalid="skip"` turns rows a metric
@@ -523,7 +530,7 @@ def _write_report(rundir: RunDir) -> None:
 
 def evaluate(
     data: Any,
-    metrics: Sequence[Metric | str] | None = None,
+    metrics: Sequence[MetricLike] | None = None,
     llm: Judge | str | None = None,
     embeddings: Embeddings | str | None = None,
     *,
