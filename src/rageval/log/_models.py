@@ -111,9 +111,14 @@ class _Versioned(_LogModel):
 
 
 class MetricSpec(_LogModel):
+    #: what the metric reports under (the cells' key)
     name: str
-    #: constructor parameters: with the name they re-create the metric
+    #: constructor parameters: with the registry name they re-create the metric
+    #: (``create_metric(spec.registered_name or spec.name, spec.params)``)
     params: dict[str, Any] = Field(default_factory=dict)
+    #: the registry name of the metric's class, when the metric reports under a name of its
+    #: own (a customised ContextEvaluation); written only then
+    registered_name: str | None = Field(default=None, exclude_if=lambda v: v is None)
     #: the metric's own judge, when it is not the run's
     judge: dict[str, Any] | None = None
     #: constructor arguments that cannot be recorded faithfully (a lambda...), with why: the

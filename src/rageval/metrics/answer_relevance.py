@@ -16,6 +16,10 @@ Customising (the seed's "an evaluator is a prompt plus a pydantic response model
     CustomRelevance = ContextEvaluation(prompt="...", response_model=RelevanceScore)
     result = CustomRelevance.grade(question=q, answer=a, context=c, client=openai.OpenAI())
 
+A customised evaluator reports under its own name: `name=` (``ContextEvaluation(prompt=...,
+response_model=..., name="tone")``), by default ``custom_relevance`` — never
+``answer_relevance``, which is the built-in prompt and model. Its registry name stays
+``answer_relevance``: with the recorded params (name included) it is re-created from a run log.
 The custom prompt replaces our instructions; the question, the answer and the context (when
 given: `context=` in grade, retrieved_contexts in an evaluation) are appended in tags. The
 judge fills every field of the response model except `overall_score`; the *score fields* are
@@ -54,6 +58,8 @@ if TYPE_CHECKING:
     from rageval.judge import Judge
 
 OVERALL = "overall_score"
+#: what a customised evaluator (its own prompt or response model) reports under without name=
+CUSTOM_NAME = "custom_relevance"
 #: judge model used by grade() when it is given a raw openai client, no `model=` and no
 #: RAGEVAL_LLM
 FALLBACK_MODEL = "gpt-4o-mini"
@@ -151,6 +157,7 @@ class AnswerRelevance(Metric):
         *,
         prompt: str | None = None,
         response_model: type[BaseModel] | str = RelevanceScore,
+        name: str | None = None,
         **kw: Any,
     ) -> None:
         super().__init__(**kw)
@@ -158,6 +165,15 @@ class AnswerRelevance(Metric):
             raise ValueError("prompt must be a non-empty instruction (or None for the default)")
         self.prompt = prompt
         self.response_model = _resolve_model(response_model)
+        if name is not None:
+            if not (isinstance(name, str) and name.isidentifier()):
+                raise ValueError(f"name must be an identifier such as 'tone', got {name!r}")
+            self.name = name
+        elif type(self).name == AnswerRelevance.name and (
+            prompt is not None or self.response_model is not RelevanceScore
+        ):
+            # a customised evaluator is another metric: never reported as the built-in one
+            self.name = CUSTOM_NAME
         # the class itself, also when given by name: its code is part of what the cells use
         self.record_config("response_model", self.response_model)
         self._scores = score_fields(self.response_model)

@@ -133,7 +133,10 @@ def resolve_metrics(
     names = [m.name for m in chosen]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise RunConfigError(f"metric(s) given more than once: {', '.join(dupes)}")
+        raise RunConfigError(
+            f"metric(s) given more than once: {', '.join(dupes)} (a metric reports under its "
+            "name: give one of them another, e.g. ContextEvaluation(..., name='tone'))"
+        )
     return chosen
 
 
@@ -232,6 +235,7 @@ def _manifest(
             MetricSpec(
                 name=m.name,
                 params=json_normal(m.params()),
+                registered_name=type(m).name if type(m).name != m.name else None,
                 judge=json_normal(own.describe()) if own is not None and own is not judge else None,
                 uncaptured=m.uncaptured,
             )
