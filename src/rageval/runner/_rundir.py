@@ -69,6 +69,11 @@ def _dumps(obj: Any, *, sort_keys: bool = False) -> str:
         return json.dumps(_finite(obj), ensure_ascii=False, sort_keys=sort_keys, default=str)
 
 
+def json_line(obj: Any) -> str:
+    """`obj` as one line of a run log (no NaN: such numbers become words)."""
+    return _dumps(obj)
+
+
 def json_normal(obj: Any) -> Any:
     """`obj` as it reads back from JSON (tuples become lists, unknown objects strings)."""
     return json.loads(_dumps(obj))
@@ -143,7 +148,7 @@ class RunDir:
         if self._log is None:
             self._log = self.results_path.open("ab")
             self._size = self._log.seek(0, os.SEEK_END)
-        data = (_dumps(record.to_json()) + "\n").encode("utf-8")
+        data = (json_line(record.to_json()) + "\n").encode("utf-8")
         offset = self._size
         self._log.write(data)
         self._log.flush()
