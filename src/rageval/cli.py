@@ -4,7 +4,7 @@ Only the standard library is imported at module level so that `rageval --help` a
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
 Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage or input error, 3 fatal judge error
-(bad key, unknown model...), 130 interrupted.
+(bad key, unknown model...) or a failed Ray job, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ def _metric_names(values: Sequence[str]) -> list[str]:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from rageval.errors import RagevalError
     from rageval.judge import FatalJudgeError
     from rageval.metrics.base import registered_metrics
     from rageval.runner import (
@@ -84,35 +85,51 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
     run_dir = Path(args.resume or args.output or _fresh_run_dir())
     try:
-        judge = judge_from_env(
-            args.llm,
-            base_url=args.base_url,
-            max_concurrency=args.concurrency,
-            cache=not args.no_cache,
-        )
+        # one judge per --base-url: the rows are spread over them
+        judges = [
+            judge_from_env(
+                args.llm,
+                base_url=url,
+                max_concurrency=args.concurrency,
+                requests_per_minute=args.requests_per_minute,
+                tokens_per_minute=args.tokens_per_minute,
+                cache=not args.no_cache,
+            )
+            for url in args.base_url or [None]
+        ]
+        first_url = args.base_url[0] if args.base_url else None
         embeddings = (
-            embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
+            embeddings_from_spec(args.embeddings, base_url=first_url, cache=not args.no_cache)
             if args.embeddings
             else None
         )
     except ValueError as e:  # a malformed base URL, model name or embeddings spec
         raise _UsageError(str(e)) from None
+    run_judges = [j for j in judges if j is not None]
     try:
         result = evaluate(
             args.data,
             metrics=metrics,
-            llm=judge,
+            llm=run_judges if len(run_judges) > 1 else next(iter(run_judges), None),
             embeddings=embeddings,
             column_map=column_map or None,
             on_invalid="skip" if args.skip_invalid else "raise",
             run_dir=run_dir,
             resume=bool(args.resume),
             progress=False if args.quiet else None,
+            engine=args.engine,
+            ray_address=args.ray_address,
+            ray_actors=args.ray_actors,
         )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         raise _UsageError(str(e)) from None
     except FatalJudgeError as e:
         _err(f"the judge endpoint refused: {e}")
+        if (run_dir / "manifest.json").exists():
+            _err(f"finished rows are kept in {run_dir}; continue with --resume {run_dir}")
+        return EXIT_FATAL
+    except RagevalError as e:  # the Ray job failed (rageval.runner.engines)
+        _err(str(e))
         if (run_dir / "manifest.json").exists():
             _err(f"finished rows are kept in {run_dir}; continue with --resume {run_dir}")
         return EXIT_FATAL
@@ -309,7 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--base-url",
         metavar="URL",
-        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI)",
+        action="append",
+        default=[],
+        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI);"
+        " repeat it to spread the rows over several servers of the same model",
     )
     ev.add_argument(
         "--embeddings",
@@ -326,6 +346,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         metavar="N",
         help="judge requests in flight at most (default 16)",
+    )
+    ev.add_argument(
+        "--requests-per-minute",
+        type=_positive_float,
+        metavar="N",
+        help="judge requests per minute at most, per endpoint (with --engine ray: for all "
+        "actors together)",
+    )
+    ev.add_argument(
+        "--tokens-per-minute",
+        type=_positive_float,
+        metavar="N",
+        help="judge tokens per minute at most, per endpoint (as --requests-per-minute)",
     )
     ev.add_argument(
         "--no-cache", action="store_true", help="do not read or write the request cache"
@@ -350,6 +383,23 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="METRIC=VALUE",
         help="exit 1 if the metric's mean is below VALUE (or not measured)",
+    )
+    ev.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where rows are scored: this process (default) or Ray Data (needs rageval[ray])",
+    )
+    ev.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --engine ray: join this Ray cluster (host:port) instead of starting a local Ray",
+    )
+    ev.add_argument(
+        "--ray-actors",
+        type=_positive_int,
+        metavar="N",
+        help="with --engine ray: actors that score rows (default: from the cluster's CPUs)",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     ev.set_defaults(func=_cmd_evaluate)
@@ -388,6 +438,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
 
 

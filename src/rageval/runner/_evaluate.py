@@ -3,7 +3,9 @@
 Order of work: the data is loaded and every (row, metric) is validated before the first judge
 request, so a bad row costs nothing. Then the run directory is created (or an interrupted run
 is resumed), and the samples not yet finished are scored by the scheduler, each finished
-sample being appended to the run log at once.
+sample being appended to the run log at once. The scheduler runs here (``engine="local"``) or
+in the actors of a Ray Data job (``engine="ray"``, :mod:`rageval.runner.engines`); either way
+this process writes the run directory.
 """
 
 from __future__ import annotations
@@ -24,9 +26,15 @@ from rageval.judge import Usage, UsageLedger, endpoint_limiter
 from rageval.judge._cache import RequestCache
 from rageval.metrics.base import Metric, create_metric, registered_metrics
 from rageval.results import EvaluationResult, SampleRecord
-from rageval.runner._cells import CellStore
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
-from rageval.runner._schedule import MIN_WINDOW, Plan, Scheduler, meter_judge
+from rageval.runner._schedule import (
+    MIN_WINDOW,
+    Scheduler,
+    make_plans,
+    meter_judge,
+    usage_since,
+)
+from rageval.runner.engines import ENGINES, Engine, ray_missing
 from rageval.samples import (
     SAMPLE_FIELDS,
     InvalidDataError,
@@ -56,6 +64,8 @@ def judge_from_env(
     *,
     base_url: str | None = None,
     max_concurrency: int | None = None,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
     cache: bool = True,
 ) -> Judge | None:
     """The judge configured by arguments or the environment: the model from `model` or
@@ -66,7 +76,12 @@ def judge_from_env(
         return None
     from rageval.judge import Judge
 
-    kw: dict[str, Any] = {"base_url": _base_url(base_url), "cache": cache}
+    kw: dict[str, Any] = {
+        "base_url": _base_url(base_url),
+        "cache": cache,
+        "requests_per_minute": requests_per_minute,
+        "tokens_per_minute": tokens_per_minute,
+    }
     if max_concurrency is not None:
         kw["max_concurrency"] = max_concurrency
     return Judge(model, **kw)
@@ -153,14 +168,53 @@ def _describe(p: RowProblem) -> str:
     return f"field {p.field!r}: {p.message}" if p.field else p.message
 
 
+def _run_judges(llm: Judge | str | Sequence[Judge] | None) -> list[Judge]:
+    """The run's judge: none, one, or one per endpoint of the same model (a list)."""
+    from rageval.judge import Judge
+
+    if isinstance(llm, str) or llm is None:
+        judge = judge_from_env(llm)
+        return [judge] if judge is not None else []
+    if isinstance(llm, Judge):
+        return [llm]
+    judges = list(llm)
+    if not judges or not all(isinstance(j, Judge) for j in judges):
+        raise RunConfigError("llm must be a Judge, a model name, or a non-empty list of Judges")
+    models = sorted({j.model for j in judges})
+    if len(models) > 1:
+        raise RunConfigError(
+            f"a list of judges spreads the rows over endpoints of one model, got {models}"
+        )
+    urls = [j.base_url for j in judges]
+    twice = sorted({u for u in urls if urls.count(u) > 1})
+    if twice:
+        raise RunConfigError(f"judge endpoint(s) given more than once: {', '.join(twice)}")
+    return judges
+
+
+def _check_engine(engine: str, ray_address: str | None, ray_actors: int | None) -> None:
+    if engine not in ENGINES:
+        raise RunConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine != "ray" and (ray_address is not None or ray_actors is not None):
+        raise RunConfigError("ray_address and ray_actors need engine='ray'")
+    if ray_actors is not None and ray_actors < 1:
+        raise RunConfigError(f"ray_actors must be at least 1, got {ray_actors}")
+    if engine == "ray":
+        missing = ray_missing()
+        if missing is not None:
+            raise RunConfigError(missing)
+
+
 def _manifest(
     loaded: LoadedData,
     metrics: Sequence[Metric],
-    judge: Judge | None,
+    judges: Sequence[Judge],
     judge_of: Mapping[str, Judge | None],
     embeddings: Embeddings | None,
     on_invalid: str,
+    engine: str,
 ) -> dict[str, Any]:
+    judge = judges[0] if judges else None
     specs = []
     for m in metrics:
         spec: dict[str, Any] = {"name": m.name, "params": json_normal(m.params())}
@@ -172,7 +226,7 @@ def _manifest(
         "rageval_version": __version__,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "metrics": specs,
-        "judge": json_normal(judge.describe()) if judge is not None else None,
+        "judge": _judge_json(judges),
         "embeddings": {"name": embeddings.name} if embeddings is not None else None,
         "data": {
             "source": loaded.source,
@@ -180,7 +234,17 @@ def _manifest(
             "n_rows": len(loaded.samples),
         },
         "on_invalid": on_invalid,
+        "engine": engine,
     }
+
+
+def _judge_json(judges: Sequence[Judge]) -> dict[str, Any] | None:
+    if not judges:
+        return None
+    described: dict[str, Any] = json_normal(judges[0].describe())
+    if len(judges) > 1:  # rows spread over these endpoints of the same model
+        described["base_urls"] = [j.base_url for j in judges]
+    return described
 
 
 def _window(judges: Sequence[Judge]) -> int:
@@ -213,7 +277,7 @@ class _Progress:
     def refresh(self, *, force: bool = False) -> None:
         if self.line is None:
             return
-        u = _since(self._usage(), self._base)
+        u = usage_since(self._usage(), self._base)
         c = self.line.counters
         c.requests, c.tokens, c.cache_hits, c.cost_usd = (
             u.requests,
@@ -233,7 +297,7 @@ class _Progress:
 async def aevaluate(
     data: Any,
     metrics: Sequence[Metric | str] | None = None,
-    llm: Judge | str | None = None,
+    llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
@@ -242,20 +306,28 @@ async def aevaluate(
     resume: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    engine: Engine = "local",
+    ray_address: str | None = None,
+    ray_actors: int | None = None,
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
     `data`: anything :func:`rageval.load_samples` reads. `metrics`: Metric instances or registry
     names (default: every metric whose required fields the data has). `llm`: a Judge or a
     model name (default: RAGEVAL_LLM from the environment, else no judge: metrics that need
-    one are skipped with a hint). `embeddings`: an Embeddings, `"local"` or `"openai:MODEL"`
-    (default: the local model, if a metric needs one). `on_invalid="skip"` turns rows a metric
-    cannot score into skipped cells instead of an :class:`InvalidDataError`. `run_dir` writes
-    the run log there; `resume=True` continues the run in `run_dir`. `progress` (alias
-    `show_progress`): None shows a progress line only when stderr is a terminal.
+    one are skipped with a hint); a list of Judges of one model on several endpoints spreads
+    the rows over them (each row always to the same one). `embeddings`: an Embeddings,
+    `"local"` or `"openai:MODEL"` (default: the local model, if a metric needs one).
+    `on_invalid="skip"` turns rows a metric cannot score into skipped cells instead of an
+    :class:`InvalidDataError`. `run_dir` writes the run log there; `resume=True` continues the
+    run in `run_dir`. `progress` (alias `show_progress`): None shows a progress line only when
+    stderr is a terminal. `engine="ray"` scores on Ray Data (the ``rageval[ray]`` extra): it
+    joins the cluster at `ray_address` (or the one this process is connected to), else starts
+    a local Ray; `ray_actors` overrides the number of actors (see docs/ray.md).
     """
     if on_invalid not in ("raise", "skip"):
         raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
+    _check_engine(engine, ray_address, ray_actors)
     if resume and run_dir is None:
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
     started = time.monotonic()
@@ -271,11 +343,10 @@ async def aevaluate(
         raise InvalidDataError(problems, source=loaded.source)
 
     own_judge = isinstance(llm, str) or llm is None
-    judge: Judge | None = judge_from_env(llm) if isinstance(llm, str) or llm is None else llm
-    judge_of = {m.name: (m.llm or judge) if m.needs_llm else m.llm for m in metric_objs}
-    shared_judge = judge or next((m.llm for m in metric_objs if m.statement_needs and m.llm), None)
+    run_judges = _run_judges(llm)
+    judge = run_judges[0] if run_judges else None
     needs_embeddings = any(
-        m.needs_embeddings and m.embeddings is None and (judge_of[m.name] or not m.needs_llm)
+        m.needs_embeddings and m.embeddings is None and (not m.needs_llm or m.llm or judge)
         for m in metric_objs
     )
     embedder: Embeddings | None
@@ -285,15 +356,36 @@ async def aevaluate(
         embedder = embeddings_from_spec("local")
     else:
         embedder = embeddings
-    judges = [j for j in (*judge_of.values(), shared_judge) if j is not None]
+    plans = make_plans(metric_objs, run_judges, embedder, invalid_rows)
+    judges = list(
+        {
+            id(j): j
+            for plan in plans
+            for j in (*plan.judge_of.values(), plan.shared_judge)
+            if j is not None
+        }.values()
+    )
     for j in judges:
         meter_judge(j)
+    ray_run = None
+    if engine == "ray":
+        from rageval.runner.engines._ray import RayRun
+        from rageval.runner.engines._ship import ShipError
+
+        try:  # whatever cannot be sent to the workers is refused before any work
+            ray_run = RayRun(
+                plans, run_judges, loaded.samples, ids, address=ray_address, actors=ray_actors
+            )
+        except ShipError as e:
+            raise RunConfigError(str(e)) from None
     # Remote embeddings book their calls in their own ledger; batches mix samples and metrics,
     # so this usage is reported for the run as a whole.
     embedding_ledger = getattr(embedder, "usage", None)
     embedding_base = embedding_ledger.total if isinstance(embedding_ledger, UsageLedger) else None
 
-    manifest = _manifest(loaded, metric_objs, judge, judge_of, embedder, on_invalid)
+    manifest = _manifest(
+        loaded, metric_objs, run_judges, plans[0].judge_of, embedder, on_invalid, engine
+    )
     result = EvaluationResult(
         [m.name for m in metric_objs],
         ids,
@@ -321,18 +413,14 @@ async def aevaluate(
         result.add(record, offset=offset)
         meter.row_done(record)
 
-    plan = Plan(
-        metric_objs,
-        judge_of,
-        shared_judge,
-        embedder,
-        invalid_rows,
-        cells=CellStore(judge_of, shared_judge, embedder),
-    )
-    scheduler = Scheduler(plan, loaded.samples, ids, window=_window(judges), on_record=on_record)
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
     try:
-        await scheduler.run(todo)
+        if ray_run is not None:
+            await ray_run.run(todo, on_record)
+        else:
+            await Scheduler(
+                plans, loaded.samples, ids, window=_window(judges), on_record=on_record
+            ).run(todo)
     finally:
         if ticker is not None:
             ticker.cancel()
@@ -345,8 +433,9 @@ async def aevaluate(
             rundir.close()
         # a judge made here from the environment is ours to close; pools opened on a loop that
         # evaluate() made are closed when that loop shuts down (rageval._sync.close_with_loop)
-        if own_judge and judge is not None:
-            await judge.aclose()
+        if own_judge:
+            for j in run_judges:
+                await j.aclose()
         # the request caches write behind: what this run learned is on disk when it returns
         caches = {
             id(c): c for c in _caches(judges, [embedder, *(m.embeddings for m in metric_objs)])
@@ -355,7 +444,7 @@ async def aevaluate(
             await asyncio.to_thread(_flush, list(caches.values()))
     result.duration_s = time.monotonic() - started
     if isinstance(embedding_ledger, UsageLedger) and embedding_base is not None:
-        result.embeddings_usage = _since(embedding_ledger.total, embedding_base)
+        result.embeddings_usage = usage_since(embedding_ledger.total, embedding_base)
     if rundir is not None:
         rundir.write_summary(result)
         _write_report(rundir)
@@ -370,19 +459,6 @@ def _flush(caches: Sequence[RequestCache]) -> None:
 def _caches(judges: Sequence[Judge], embedders: Sequence[Embeddings | None]) -> list[RequestCache]:
     found = [j.cache for j in judges] + [getattr(e, "cache", None) for e in embedders]
     return [c for c in found if isinstance(c, RequestCache)]
-
-
-def _since(now: Usage, base: Usage) -> Usage:
-    cost = None if now.cost_usd is None or base.cost_usd is None else now.cost_usd - base.cost_usd
-    return Usage(
-        prompt_tokens=now.prompt_tokens - base.prompt_tokens,
-        completion_tokens=now.completion_tokens - base.completion_tokens,
-        requests=now.requests - base.requests,
-        retries=now.retries - base.retries,
-        reasks=now.reasks - base.reasks,
-        cache_hits=now.cache_hits - base.cache_hits,
-        cost_usd=cost,
-    )
 
 
 def _write_report(rundir: RunDir) -> None:
@@ -404,7 +480,7 @@ def _write_report(rundir: RunDir) -> None:
 def evaluate(
     data: Any,
     metrics: Sequence[Metric | str] | None = None,
-    llm: Judge | str | None = None,
+    llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
@@ -413,6 +489,9 @@ def evaluate(
     resume: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    engine: Engine = "local",
+    ray_address: str | None = None,
+    ray_actors: int | None = None,
 ) -> EvaluationResult:
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
     pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
@@ -428,6 +507,9 @@ def evaluate(
             resume=resume,
             progress=progress,
             show_progress=show_progress,
+            engine=engine,
+            ray_address=ray_address,
+            ray_actors=ray_actors,
         )
     )
 
