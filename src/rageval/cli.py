@@ -106,6 +106,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     except ValueError as e:  # a malformed base URL, model name or embeddings spec
         raise _UsageError(str(e)) from None
     run_judges = [j for j in judges if j is not None]
+    if args.engine == "ray":
+        _show_ray_notices()
     try:
         result = evaluate(
             args.data,
@@ -141,6 +143,18 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     report = run_dir / "report.html"
     print(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
     return _check_gates(result, gates)
+
+
+def _show_ray_notices() -> None:
+    """The Ray engine's own lines (start-up time, actors, nodes) on stderr: starting Ray takes
+    seconds before the first row is done."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("rageval: %(message)s"))
+    notices = logging.getLogger("rageval.ray")
+    notices.addHandler(handler)
+    notices.setLevel(logging.INFO)
 
 
 def _fresh_run_dir() -> Path:

@@ -269,7 +269,8 @@ class RayRun:
             # more actors than requests in flight would only hold idle connections
             workers = min(workers, min(j.endpoint.max_concurrency for j in job.judges))
         share = sum(max(1, ep.max_concurrency // workers) for ep in _distinct(job.endpoints()))
-        window = max(MIN_WINDOW, 2 * share)  # rows in flight per actor, as the local engine
+        # rows in flight per actor: all actors together hold as many as the local engine would
+        window = max(math.ceil(MIN_WINDOW / workers), 2 * share)
         batch = max(math.ceil(window / CALLS_PER_ACTOR), math.ceil(n_rows / MAX_BLOCKS))
         workers = max(1, min(workers, math.ceil(n_rows / batch)))
         return dataclasses.replace(job, workers=workers), cpus, batch
@@ -329,6 +330,9 @@ def _connect(address: str | None) -> tuple[bool, bool]:
         if address is not None:
             ray.init(address=address, **common)
             return True, False
+        # rageval sends nothing anywhere it was not told to: the Ray it starts reports no usage
+        # statistics (Ray's default is to send them) unless the user asked for them
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         ray.init(num_cpus=_cores(), _node_ip_address="127.0.0.1", **common)
     except Exception as e:
         where = f"join the Ray cluster at {address}" if address else "start a local Ray"
