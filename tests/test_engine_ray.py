@@ -328,10 +328,11 @@ def test_kill_9_of_the_driver_then_resume_on_ray(ray_address: str, tmp_path: Pat
 
 
 def test_two_node_cluster_through_ray_address(tmp_path: Path) -> None:
-    data = rows(24)
+    data = rows(48)
     data_path = tmp_path / "data.jsonl"
     write_jsonl(data_path, data)
-    env = {**os.environ, "RAGEVAL_CACHE_DIR": str(tmp_path / "cache")}
+    # rows that take a moment, so that the actors of both nodes are up before all are taken
+    env = {**os.environ, "RAGEVAL_CACHE_DIR": str(tmp_path / "cache"), "JUDGE_LATENCY_MS": "50"}
     done = subprocess.run(
         [str(ROOT / ".ci" / "ray-two-nodes"), str(data_path), str(tmp_path / "run"),
          "-m", "faithfulness", "-m", "context_recall", "--ray-actors", "8"],

@@ -185,7 +185,7 @@ class RayRun:
         outcome: tuple[str, Any] = ("done", None)
         began = time.monotonic()
         try:
-            with _ray_console_quiet():
+            with _quiet_console():
                 self._run_job(rows, post, stop)
         except BaseException as e:  # handed to the event loop, which raises it
             outcome = ("error", _as_rageval_error(e))
@@ -286,14 +286,17 @@ class RayRun:
             assert sample is not None
             items.append({"row": row, "id": self.ids[row], "sample": sample.model_dump_json()})
         data = ray.data.from_items(items, override_num_blocks=math.ceil(len(items) / batch))
-        # an actor's calls run at once, on threads that hand their batch to its one event loop
+        # An actor's calls run at once, on threads that hand their batch to its one event loop;
+        # it is given no more batches than it runs, so an actor that is ready first does not
+        # queue up the batches of those still starting.
+        pool_size = {"size": job.workers, "max_tasks_in_flight_per_actor": CALLS_PER_ACTOR}
         extra: dict[str, Any] = {}
         try:
             pool = ray.data.ActorPoolStrategy(
-                size=job.workers, max_concurrent_calls_per_actor=CALLS_PER_ACTOR
+                **pool_size, max_concurrent_calls_per_actor=CALLS_PER_ACTOR
             )
         except TypeError:  # a Ray without that setting: the actors' own
-            pool = ray.data.ActorPoolStrategy(size=job.workers)
+            pool = ray.data.ActorPoolStrategy(**pool_size)
             extra["max_concurrency"] = CALLS_PER_ACTOR
         scored = data.map_batches(
             ScoreBatch,
@@ -348,7 +351,7 @@ def _cores() -> int:
 
 
 @contextlib.contextmanager
-def _ray_console_quiet() -> Iterator[None]:
+def _quiet_console() -> Iterator[None]:
     """Ray's console notices (start-up, Ray Data's plan and progress) held back while rageval
     drives the job, its errors kept; Ray's log files get everything as usual."""
     import ray.data
