@@ -269,7 +269,7 @@ def part_rate(data: Path, judge: JudgeServer, rows: int, rpm: int, work: Path) -
 
 def part_two_nodes(data: Path, rows: int, latency_ms: float, work: Path) -> list[str]:
     env = {**child_env(), "RAGEVAL_CACHE_DIR": str(work / "cache-two"),
-           "JUDGE_LATENCY_MS": str(latency_ms)}  # fmt: skip
+           "JUDGE_LATENCY_MS": str(latency_ms), "PYTHON": sys.executable}  # fmt: skip
     started = time.monotonic()
     done = subprocess.run(
         [str(ROOT / ".ci" / "ray-two-nodes"), str(data), str(work / "two-nodes"),

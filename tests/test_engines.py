@@ -200,7 +200,6 @@ def test_a_judge_is_rebuilt_with_its_settings_and_key(tmp_path: Path) -> None:
     assert rebuilt.prices.price("m") == (1.0, 2.0)
     assert spec.endpoint.requests_per_minute == 600
     assert rebuilt.cache is None
-    endpoint_limiter("http://127.0.0.1:9/v1")  # the rebuilt judge tightened the shared limiter
 
 
 def test_worker_job_shares_objects_splits_concurrency_and_shards_caches(tmp_path: Path) -> None:
@@ -404,7 +403,14 @@ def test_merge_takes_the_shards_of_ended_writers_only(tmp_path: Path) -> None:
     left = sorted(p.name for p in (tmp_path / "shards").glob("*.sqlite3"))
     assert left == sorted([live.path.name, elsewhere.name])
 
+    assert merge_shards(tmp_path) == 0  # nothing more to merge
+
+    # a finished job whose writer has not ended yet: waited for, then copied but kept
     started = time.monotonic()
-    assert merge_shards(tmp_path, wait_for="live-job", timeout=0.3) == 0
-    assert time.monotonic() - started >= 0.3  # waited for the live writer, which did not end
-    assert merge_shards(tmp_path) == 0  # idempotent
+    assert merge_shards(tmp_path, wait_for="live-job", timeout=0.3) == 1
+    assert time.monotonic() - started >= 0.3
+    assert RequestCache(tmp_path).get("k-live") is not None
+    assert live.path.exists()
+    live.put("k-live-2", "m", "{}", {})  # the writer goes on; its file is still its own
+    live.flush()
+    assert live.get("k-live-2") is not None

@@ -498,12 +498,13 @@ def merge_shards(
     timeout: float = 0.0,
 ) -> int:
     """Copy into the main file every shard in ``directory`` whose writer (a process on this
-    host) has ended, then delete it; returns how many were merged.
+    host) has ended, then delete it; returns how many were copied.
 
-    Shards labelled ``wait_for`` whose writer still runs are waited for up to ``timeout``
-    seconds (a job's workers may take a moment to exit after its last batch); other live
-    shards are left alone, and so is a shard that cannot be merged now (it is tried again
-    next time, and its rows are only missing from lookups until then).
+    Shards labelled ``wait_for`` (a job that has finished) are waited for up to ``timeout``
+    seconds, as its workers may take a moment to exit; one whose writer still runs then is
+    copied but kept (the copy is repeated, harmlessly, and the file deleted, once it has
+    ended). Shards of other live writers are left alone, and so is a shard that cannot be
+    merged now: it is tried again next time, and only its rows are missing from lookups.
     """
     root = Path(directory).expanduser() if directory else default_cache_dir()
     shards_dir = root / SHARDS_DIR
@@ -523,9 +524,14 @@ def merge_shards(
                 if label == wait_for:
                     waiting.append(path)
                 continue
-            if _merge_one(root / CACHE_FILE_NAME, path):
+            if _merge_one(root / CACHE_FILE_NAME, path, delete=True):
                 merged += 1
-        if not waiting or time.monotonic() >= deadline:
+        if not waiting:
+            break
+        if time.monotonic() >= deadline:
+            merged += sum(
+                _merge_one(root / CACHE_FILE_NAME, path, delete=False) for path in waiting
+            )
             break
         time.sleep(0.1)
         pending = waiting
@@ -549,7 +555,7 @@ def _running(pid: int) -> bool:
     return True
 
 
-def _merge_one(main: Path, shard: Path) -> bool:
+def _merge_one(main: Path, shard: Path, *, delete: bool) -> bool:
     try:
         conn = sqlite3.connect(main, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
     except sqlite3.Error as exc:
@@ -587,8 +593,9 @@ def _merge_one(main: Path, shard: Path) -> bool:
         return False
     finally:
         conn.close()
-    for leftover in (shard, Path(f"{shard}-wal"), Path(f"{shard}-shm")):
-        leftover.unlink(missing_ok=True)
+    if delete:
+        for leftover in (shard, Path(f"{shard}-wal"), Path(f"{shard}-shm")):
+            leftover.unlink(missing_ok=True)
     return True
 
 

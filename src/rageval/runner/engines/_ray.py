@@ -61,7 +61,8 @@ CALLS_PER_ACTOR = 8
 #: at most this many blocks (batches): bigger batches for larger data, not more Ray tasks
 MAX_BLOCKS = 20_000
 #: how long to wait, at the end, for the actors to exit before merging their cache shards
-MERGE_WAIT_S = 15.0
+#: (a shard whose actor is still there then is copied, and deleted by a later merge)
+MERGE_WAIT_S = 5.0
 
 
 class RayEngineError(RagevalError):
