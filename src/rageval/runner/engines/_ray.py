@@ -80,9 +80,7 @@ class RayRun:
     ids: ByRow[str]
     address: str | None = None
     actors: int | None = None
-    #: filled in as the job runs: the size of the actor pool, and the (Ray node id, pid) of
-    #: each actor that scored a batch
-    workers: int = 0
+    #: filled in as the job runs: the (Ray node id, pid) of each actor that scored a batch
     worker_pids: set[tuple[str, int]] = dataclasses.field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -116,7 +114,8 @@ class RayRun:
         stop = threading.Event()
 
         def post(kind: str, payload: Any) -> None:
-            loop.call_soon_threadsafe(inbox.put_nowait, (kind, payload))
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is listening
+                loop.call_soon_threadsafe(inbox.put_nowait, (kind, payload))
 
         driver = threading.Thread(
             target=self._drive, args=(scorable, post, stop), name="rageval-ray", daemon=True
@@ -214,7 +213,6 @@ class RayRun:
                 name = f"{job.label}-rates"
                 keeper = ray.remote(num_cpus=0)(RateKeeper).options(name=name).remote(limits)
                 job = dataclasses.replace(job, rates_actor=name)
-            self.workers = job.workers
             log.info("ray: %d rows, %d actors at %g CPU, %d rows a batch", len(rows),
                      job.workers, cpus, batch)  # fmt: skip
             for n, batch_out in enumerate(self._batches(job, rows, cpus, batch)):
