@@ -31,30 +31,12 @@ class ShipError(ValueError):
     """A judge, embeddings model or metric that cannot be sent to other processes."""
 
 
-class _Secret:
-    """An API key on its way to a worker; prints as *** (and pickles as itself)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str | None) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "'***'" if self.value else "None"
-
-    def __getstate__(self) -> str | None:
-        return self.value
-
-    def __setstate__(self, value: str | None) -> None:
-        self.value = value
-
-
 @dataclasses.dataclass(frozen=True)
 class EndpointSpec:
     """An endpoint's client settings and limits (per process: concurrency; per job: rates)."""
 
     base_url: str
-    api_key: _Secret
+    api_key: str | None = dataclasses.field(repr=False)  # never printed
     api_key_env: str
     timeout: float
     max_retries: int
@@ -65,7 +47,7 @@ class EndpointSpec:
     def client_kwargs(self, max_concurrency: int) -> dict[str, Any]:
         return {
             "base_url": self.base_url,
-            "api_key": self.api_key.value,
+            "api_key": self.api_key,
             "api_key_env": self.api_key_env,
             "timeout": self.timeout,
             "max_retries": self.max_retries,
@@ -82,7 +64,7 @@ def _endpoint_spec(owner: Any, what: str) -> EndpointSpec:
     limiter = endpoint.limiter
     return EndpointSpec(
         base_url=settings["base_url"],
-        api_key=_Secret(settings["api_key"]),
+        api_key=settings["api_key"],
         api_key_env=settings["api_key_env"],
         timeout=settings["timeout"],
         max_retries=settings["max_retries"],
