@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 from rageval.judge import FatalJudgeError, Judge
-from rageval.results import compare, iter_records, load_run
+from rageval.log import read_lines
+from rageval.results import compare, load_run
 from rageval.runner import evaluate
 from rageval.runner._schedule import spread
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, FaultPlan, RecordedRequest, Reply
@@ -62,7 +63,7 @@ def actors_and_nodes(caplog: pytest.LogCaptureFixture) -> tuple[int, int]:
 
 
 def logged_ids(run_dir: Path) -> list[str]:
-    return [obj["id"] for _, _, obj in iter_records(run_dir / "results.jsonl")]
+    return [entry.line.id for entry in read_lines(run_dir / "results.jsonl")]
 
 
 # ---------------------------------------------------------------------- same results
@@ -125,6 +126,30 @@ def test_local_embeddings_run_in_the_actors(
     for metric in metrics:
         assert on_ray.statuses(metric) == ["ok"] * len(data)
         assert on_ray[metric] == pytest.approx(local[metric], abs=1e-6)
+
+
+def test_remote_embeddings_are_booked_in_the_run_log(ray_address: str, tmp_path: Path) -> None:
+    from rageval.embeddings.openai import OpenAIEmbeddings
+
+    metrics = ["answer_relevancy", "semantic_similarity"]
+    data = rows(20)
+    with FakeOpenAI(handle) as srv:
+
+        def embedder() -> OpenAIEmbeddings:
+            return OpenAIEmbeddings("embed-model", base_url=srv.base_url, api_key=FAKE_API_KEY,
+                                    cache=False, batch_size=8)  # fmt: skip
+
+        local = evaluate(data, metrics, llm=make_judge(srv), embeddings=embedder(), progress=False)
+        before = len(srv.embedding_requests)
+        on_ray = evaluate(data, metrics, llm=make_judge(srv), embeddings=embedder(),
+                          run_dir=tmp_path / "run", engine="ray", progress=False)  # fmt: skip
+        sent = len(srv.embedding_requests) - before
+    for metric in metrics:
+        assert on_ray[metric] == pytest.approx(local[metric], abs=1e-9)
+    # every embeddings request the actors sent is booked once: in the result, and in the log
+    assert sent > 0
+    assert on_ray.embeddings_usage.requests == sent
+    assert load_run(tmp_path / "run").embeddings_usage.requests == sent
 
 
 def test_a_rerun_finds_everything_in_the_merged_cache_shards(
@@ -248,8 +273,11 @@ def test_a_fatal_judge_error_stops_the_ray_run_and_keeps_what_finished(
         with pytest.raises(FatalJudgeError, match="rejected the API key"):
             evaluate(rows(16), JUDGE_METRICS, llm=judge, run_dir=tmp_path / "run",
                      engine="ray", progress=False)  # fmt: skip
+    # as with the local engine, the stopped run's directory says how far it got
     assert (tmp_path / "run" / "manifest.json").exists()
-    assert not (tmp_path / "run" / "summary.json").exists()
+    stopped = load_run(tmp_path / "run")
+    assert stopped.n_finished < 16
+    assert (tmp_path / "run" / "summary.json").exists()
 
 
 # ---------------------------------------------------------------------- limits and endpoints

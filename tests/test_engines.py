@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from rageval._client._cache import RequestCache, merge_shards
+from rageval._client._limiter import RateBudget
 from rageval.embeddings import Embeddings, LocalEmbeddings
 from rageval.judge import Judge, PriceTable, endpoint_limiter
-from rageval.judge._cache import RequestCache, merge_shards
-from rageval.judge._limiter import RateBudget
 from rageval.metrics import ContextPrecision, Faithfulness
 from rageval.results import load_run
 from rageval.runner import RunConfigError, evaluate
@@ -351,13 +351,13 @@ async def test_a_slot_missed_by_a_busy_worker_is_not_used() -> None:
 def test_a_shard_writes_its_own_file_and_reads_the_main_one(tmp_path: Path) -> None:
     main = RequestCache(tmp_path)
     main.put("k-main", "m", '{"v": 1}', {"requests": 1})
-    main.put_cell("c-main", "cell")
+    main.put_record("c-main", "cell")
     main.set_mode("http://e", "m", "tools")
     main.flush()
     shard = RequestCache.shard(tmp_path, "job-7")
     assert shard.path.parent == tmp_path / "shards"
     assert shard.get("k-main") == ('{"v": 1}', {"requests": 1})
-    assert shard.get_cells(["c-main", "nope"]) == {"c-main": "cell"}
+    assert shard.get_records(["c-main", "nope"]) == {"c-main": "cell"}
     assert shard.get_mode("http://e", "m") == "tools"
     shard.put("k-shard", "m", '{"v": 2}', {})
     shard.put_vectors("m", {"v-shard": b"\x00\x01"})
@@ -371,11 +371,11 @@ def test_a_shard_writes_its_own_file_and_reads_the_main_one(tmp_path: Path) -> N
 def _write_shard_in_child(directory: Path, label: str, key: str) -> None:
     code = (
         "import sys\n"
-        "from rageval.judge._cache import RequestCache\n"
+        "from rageval._client._cache import RequestCache\n"
         "c = RequestCache.shard(sys.argv[1], sys.argv[2])\n"
         "c.put(sys.argv[3], 'm', '{}', {})\n"
         "c.put_vectors('m', {sys.argv[3] + '-v': b'xy'})\n"
-        "c.put_cell(sys.argv[3] + '-c', 'cell')\n"
+        "c.put_record(sys.argv[3] + '-c', 'cell')\n"
         "c.set_mode('http://e', sys.argv[3], 'json')\n"
         "c.flush()\n"
     )
@@ -397,7 +397,7 @@ def test_merge_takes_the_shards_of_ended_writers_only(tmp_path: Path) -> None:
     for key in ("k1", "k2"):
         assert main.get(key) is not None
         assert main.get_vectors([key + "-v"]) == {key + "-v": b"xy"}
-        assert main.get_cells([key + "-c"]) == {key + "-c": "cell"}
+        assert main.get_records([key + "-c"]) == {key + "-c": "cell"}
         assert main.get_mode("http://e", key) == "json"
     assert main.get("k-live") is None
     left = sorted(p.name for p in (tmp_path / "shards").glob("*.sqlite3"))

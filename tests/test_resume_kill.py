@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rageval.results import iter_records, load_run
+from rageval.log import read_lines
+from rageval.results import load_run
 from rageval.runner import evaluate
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 from runner_helpers import handle, rows, sample_id_of, write_jsonl
@@ -57,7 +58,7 @@ def test_kill_9_then_resume_redoes_no_finished_row(tmp_path: Path) -> None:
         proc.communicate()
         assert proc.returncode == -signal.SIGKILL
 
-        finished = {obj["id"] for _, _, obj in iter_records(log)}
+        finished = {entry.line.id for entry in read_lines(log)}
         assert 6 <= len(finished) < N, "the kill must land mid-run"
         assert not (run / "summary.json").exists()
         asked_before = len(srv.chat_requests)

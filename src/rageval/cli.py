@@ -62,7 +62,6 @@ def _metric_names(values: Sequence[str]) -> list[str]:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from rageval.errors import RagevalError
     from rageval.judge import FatalJudgeError
     from rageval.metrics.base import registered_metrics
     from rageval.runner import (
@@ -72,6 +71,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         evaluate,
         judge_from_env,
     )
+    from rageval.runner.engines import RayEngineError
     from rageval.samples import InvalidDataError
 
     column_map = dict(_pairs(args.column_map, "--column-map"))
@@ -130,7 +130,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         if (run_dir / "manifest.json").exists():
             _err(f"finished rows are kept in {run_dir}; continue with --resume {run_dir}")
         return EXIT_FATAL
-    except RagevalError as e:  # the Ray job failed (rageval.runner.engines)
+    except RayEngineError as e:
         _err(str(e))
         if (run_dir / "manifest.json").exists():
             _err(f"finished rows are kept in {run_dir}; continue with --resume {run_dir}")
@@ -213,7 +213,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rageval.results import compare, load_run
+    from rageval.results import load_run
+    from rageval.stats import compare
 
     try:
         a, b = load_run(args.run_a), load_run(args.run_b)

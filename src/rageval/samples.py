@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from rageval.errors import RagevalError
+
 #: legacy/seed column names accepted everywhere, mapped to the canonical field names
 LEGACY_ALIASES: dict[str, str] = {
     "question": "user_input",
@@ -30,7 +32,7 @@ LIST_FIELDS = ("retrieved_contexts", "reference_contexts")
 SAMPLE_FIELDS = (*TEXT_FIELDS, *LIST_FIELDS)
 
 
-class InvalidDataError(ValueError):
+class InvalidDataError(RagevalError, ValueError):
     """Input data that cannot be evaluated. `problems` lists every (row, id, field, message)."""
 
     def __init__(self, problems: Sequence[RowProblem], *, source: str | None = None) -> None:

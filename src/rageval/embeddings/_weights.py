@@ -24,6 +24,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from rageval import _env
+from rageval.errors import RagevalError
+
 __all__ = [
     "INSTALL_COMMAND",
     "ModelFilesError",
@@ -44,7 +47,7 @@ EXPECTED_SHA256 = {
 _VERIFIED_FILE = "minilm-verified.json"
 
 
-class ModelFilesError(RuntimeError):
+class ModelFilesError(RagevalError, RuntimeError):
     """The local embedding model's files are missing or not the expected ones."""
 
 
@@ -59,8 +62,8 @@ def _missing_message(detail: str) -> str:
 
 def find_model_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The directory holding ``model.safetensors`` and ``vocab.txt``."""
-    if explicit is None and os.environ.get(ENV_DIR):
-        explicit = os.environ[ENV_DIR]
+    if explicit is None:
+        explicit = _env.minilm_dir()
     if explicit is not None:
         candidate = Path(explicit).expanduser()
         source = f"the directory {str(candidate)!r}"
@@ -83,13 +86,6 @@ def _sha256(path: Path) -> str:
         while chunk := fh.read(1 << 22):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _cache_dir() -> Path:
-    if os.environ.get("RAGEVAL_CACHE_DIR"):
-        return Path(os.environ["RAGEVAL_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "rageval"
 
 
 def _stat_key(path: Path) -> str:
@@ -119,7 +115,7 @@ def _save_verified(record: Path, verified: dict[str, str]) -> None:
 
 def verify_model_files(model_dir: Path) -> None:
     """Check the pinned hashes; skip files already verified with the same stat key."""
-    record = _cache_dir() / _VERIFIED_FILE
+    record = _env.cache_dir() / _VERIFIED_FILE
     verified = _load_verified(record)
     changed = False
     for name, expected in EXPECTED_SHA256.items():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -19,21 +20,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from rageval import _progress
+from rageval import _env, _progress
 from rageval._sync import run_sync
 from rageval._version import __version__
-from rageval.judge import Usage, UsageLedger, endpoint_limiter
-from rageval.judge._cache import RequestCache
+from rageval.errors import RagevalError
+from rageval.judge import RequestCache, Usage, UsageLedger, endpoint_limiter
+from rageval.log import DataInfo, EmbeddingsInfo, JudgeInfo, Manifest, MetricSpec, SampleLine
 from rageval.metrics.base import Metric, create_metric, registered_metrics
-from rageval.results import EvaluationResult, SampleRecord
+from rageval.results import EvaluationResult
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
-from rageval.runner._schedule import (
-    MIN_WINDOW,
-    Scheduler,
-    make_plans,
-    meter_judge,
-    usage_since,
-)
+from rageval.runner._schedule import MIN_WINDOW, Scheduler, make_plans, meter_judge, usage_since
 from rageval.runner.engines import ENGINES, Engine, ray_missing
 from rageval.samples import (
     SAMPLE_FIELDS,
@@ -51,12 +47,8 @@ if TYPE_CHECKING:
 OnInvalid = Literal["raise", "skip"]
 
 
-class RunConfigError(ValueError):
+class RunConfigError(RagevalError, ValueError):
     """An evaluation asked for something that cannot run (unknown metric, bad option...)."""
-
-
-def _base_url(base_url: str | None) -> str | None:
-    return base_url or os.environ.get("RAGEVAL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
 
 
 def judge_from_env(
@@ -68,23 +60,22 @@ def judge_from_env(
     tokens_per_minute: float | None = None,
     cache: bool = True,
 ) -> Judge | None:
-    """The judge configured by arguments or the environment: the model from `model` or
-    RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or OPENAI_BASE_URL (default
-    OpenAI), the key from OPENAI_API_KEY. None when no model is named."""
-    model = model or os.environ.get("RAGEVAL_LLM") or None
+    """The judge configured by arguments or the environment (see :mod:`rageval._env`): the
+    model from `model` or RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or
+    OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY. None when no model is named."""
+    model = _env.judge_model(model)
     if model is None:
         return None
     from rageval.judge import Judge
 
-    kw: dict[str, Any] = {
-        "base_url": _base_url(base_url),
-        "cache": cache,
-        "requests_per_minute": requests_per_minute,
-        "tokens_per_minute": tokens_per_minute,
-    }
-    if max_concurrency is not None:
-        kw["max_concurrency"] = max_concurrency
-    return Judge(model, **kw)
+    return Judge(
+        model,
+        base_url=base_url,
+        max_concurrency=max_concurrency,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+        cache=cache,
+    )
 
 
 def embeddings_from_spec(
@@ -98,9 +89,7 @@ def embeddings_from_spec(
     if provider == "local" and not model:
         return embedding_factory("local")
     if provider == "openai":
-        return embedding_factory(
-            "openai", model=model or None, base_url=_base_url(base_url), cache=cache
-        )
+        return embedding_factory("openai", model=model or None, base_url=base_url, cache=cache)
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
 
 
@@ -213,38 +202,65 @@ def _manifest(
     embeddings: Embeddings | None,
     on_invalid: str,
     engine: str,
-) -> dict[str, Any]:
+) -> Manifest:
     judge = judges[0] if judges else None
     specs = []
     for m in metrics:
-        spec: dict[str, Any] = {"name": m.name, "params": json_normal(m.params())}
         own = judge_of.get(m.name)
-        if own is not None and own is not judge:
-            spec["judge"] = own.describe()
-        specs.append(spec)
-    return {
-        "rageval_version": __version__,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "metrics": specs,
-        "judge": _judge_json(judges),
-        "embeddings": {"name": embeddings.name} if embeddings is not None else None,
-        "data": {
-            "source": loaded.source,
-            "fingerprint": data_fingerprint(loaded),
-            "n_rows": len(loaded.samples),
-        },
-        "on_invalid": on_invalid,
-        "engine": engine,
-    }
+        specs.append(
+            MetricSpec(
+                name=m.name,
+                params=json_normal(m.params()),
+                judge=json_normal(own.describe()) if own is not None and own is not judge else None,
+            )
+        )
+    return Manifest(
+        rageval_version=__version__,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        metrics=specs,
+        judge=_judge_info(judges),
+        embeddings=EmbeddingsInfo(name=embeddings.name) if embeddings is not None else None,
+        data=DataInfo(
+            source=loaded.source,
+            fingerprint=data_fingerprint(loaded),
+            n_rows=len(loaded.samples),
+        ),
+        on_invalid=on_invalid,
+        engine=engine,
+    )
 
 
-def _judge_json(judges: Sequence[Judge]) -> dict[str, Any] | None:
+def _judge_info(judges: Sequence[Judge]) -> JudgeInfo | None:
     if not judges:
         return None
     described: dict[str, Any] = json_normal(judges[0].describe())
     if len(judges) > 1:  # rows spread over these endpoints of the same model
         described["base_urls"] = [j.base_url for j in judges]
-    return described
+    return JudgeInfo(**described)
+
+
+class _EmbeddingMeter:
+    """What remote embeddings were paid for since the previous finished sample: their batches
+    mix samples and metrics, so each line of the log carries what was booked since the line
+    before, and the lines add up to the run's embedding usage."""
+
+    def __init__(self, embedders: Sequence[Embeddings | None]) -> None:
+        ledgers = (getattr(e, "usage", None) for e in embedders)
+        self._ledgers = list({id(u): u for u in ledgers if isinstance(u, UsageLedger)}.values())
+        self._last = self._total()
+
+    def _total(self) -> Usage:
+        return sum((ledger.total for ledger in self._ledgers), Usage())
+
+    def take(self) -> Usage | None:
+        if not self._ledgers:
+            return None
+        now = self._total()
+        spent, self._last = usage_since(now, self._last), now
+        return None if spent == _NOTHING else spent
+
+
+_NOTHING = Usage()
 
 
 def _window(judges: Sequence[Judge]) -> int:
@@ -265,7 +281,7 @@ class _Progress:
     def _usage(self) -> Usage:
         return sum((j.usage.total for j in self.judges), Usage())
 
-    def row_done(self, record: SampleRecord) -> None:
+    def row_done(self, record: SampleLine) -> None:
         if self.line is None:
             return
         self.line.done += 1
@@ -367,6 +383,7 @@ async def aevaluate(
     )
     for j in judges:
         meter_judge(j)
+    embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
     ray_run = None
     if engine == "ray":
         from rageval.runner.engines._ray import RayRun
@@ -378,10 +395,6 @@ async def aevaluate(
             )
         except ShipError as e:
             raise RunConfigError(str(e)) from None
-    # Remote embeddings book their calls in their own ledger; batches mix samples and metrics,
-    # so this usage is reported for the run as a whole.
-    embedding_ledger = getattr(embedder, "usage", None)
-    embedding_base = embedding_ledger.total if isinstance(embedding_ledger, UsageLedger) else None
 
     manifest = _manifest(
         loaded, metric_objs, run_judges, plans[0].judge_of, embedder, on_invalid, engine
@@ -391,8 +404,8 @@ async def aevaluate(
         ids,
         loaded.samples,
         run_dir=Path(run_dir) if run_dir is not None else None,
-        metric_params={m["name"]: m["params"] for m in manifest["metrics"]},
-        judge=manifest["judge"],
+        metric_params={m.name: m.params for m in manifest.metrics},
+        judge=manifest.judge.model_dump() if manifest.judge is not None else None,
         embeddings=embedder.name if embedder is not None else None,
     )
     rundir = RunDir(run_dir) if run_dir is not None else None
@@ -408,10 +421,11 @@ async def aevaluate(
     line = _progress.ProgressLine(len(ids), done=len(ids) - len(todo)) if show else None
     meter = _Progress(line, judges)
 
-    def on_record(record: SampleRecord) -> None:
-        offset = rundir.append(record) if rundir is not None else None
-        result.add(record, offset=offset)
-        meter.row_done(record)
+    def on_record(line: SampleLine) -> None:
+        line.embeddings_usage = embedding_meter.take()
+        offset = rundir.append(line) if rundir is not None else None
+        result.add(line, offset=offset)
+        meter.row_done(line)
 
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
     try:
@@ -421,6 +435,21 @@ async def aevaluate(
             await Scheduler(
                 plans, loaded.samples, ids, window=_window(judges), on_record=on_record
             ).run(todo)
+    except Exception:
+        # the run stops (a fatal judge error): the directory still says how far it got, unless
+        # that fails too, which must not hide why the run stopped
+        if rundir is not None:
+            result.duration_s = time.monotonic() - started
+            try:
+                _finish(rundir, result)
+            except Exception as e:
+                logging.getLogger("rageval").warning(
+                    "could not write the summary of the stopped run in %s (%s: %s)",
+                    rundir.path,
+                    type(e).__name__,
+                    e,
+                )
+        raise
     finally:
         if ticker is not None:
             ticker.cancel()
@@ -443,12 +472,15 @@ async def aevaluate(
         if caches:
             await asyncio.to_thread(_flush, list(caches.values()))
     result.duration_s = time.monotonic() - started
-    if isinstance(embedding_ledger, UsageLedger) and embedding_base is not None:
-        result.embeddings_usage = usage_since(embedding_ledger.total, embedding_base)
     if rundir is not None:
-        rundir.write_summary(result)
-        _write_report(rundir)
+        _finish(rundir, result)
     return result
+
+
+def _finish(rundir: RunDir, result: EvaluationResult) -> None:
+    """summary.json and report.html of what finished."""
+    rundir.write_summary(result.summary_model())
+    _write_report(rundir)
 
 
 def _flush(caches: Sequence[RequestCache]) -> None:
@@ -462,8 +494,6 @@ def _caches(judges: Sequence[Judge], embedders: Sequence[Embeddings | None]) -> 
 
 
 def _write_report(rundir: RunDir) -> None:
-    import logging
-
     try:
         rundir.write_report()
     except ImportError:

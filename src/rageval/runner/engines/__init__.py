@@ -13,9 +13,16 @@ from __future__ import annotations
 import importlib.util
 from typing import Literal
 
+from rageval.errors import RagevalError
+
 Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
 RAY_INSTALL_HINT = "pip install 'rageval[ray]'"
+
+
+class RayEngineError(RagevalError):
+    """The Ray job could not start or failed for a reason other than the judge (Ray's own
+    message is kept). Finished rows are in the run directory."""
 
 
 def ray_missing() -> str | None:
@@ -30,4 +37,4 @@ def ray_missing() -> str | None:
     return None
 
 
-__all__ = ["ENGINES", "RAY_INSTALL_HINT", "Engine", "ray_missing"]
+__all__ = ["ENGINES", "RAY_INSTALL_HINT", "Engine", "RayEngineError", "ray_missing"]

@@ -39,16 +39,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rageval.errors import RagevalError
-from rageval.judge import FatalJudgeError, UsageLedger
+from rageval.judge import FatalJudgeError, Usage, UsageLedger
+from rageval.log import Inputs, SampleLine
 from rageval.metrics._statements import SHARED_TAG
-from rageval.results import SampleRecord, usage_from_json
 from rageval.runner._schedule import MIN_WINDOW, ByRow, Plan, Scheduler, spread
+from rageval.runner.engines import RayEngineError
 from rageval.runner.engines._ray_worker import EMBEDDINGS_USAGE, FATAL, RECORD, WORKER
 from rageval.runner.engines._ship import WorkerJob
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
-    from rageval.embeddings import Embeddings
     from rageval.judge import Judge
 
 log = logging.getLogger("rageval.ray")
@@ -63,11 +63,6 @@ MAX_BLOCKS = 20_000
 #: how long to wait, at the end, for the actors to exit before merging their cache shards
 #: (a shard whose actor is still there then is copied, and deleted by a later merge)
 MERGE_WAIT_S = 5.0
-
-
-class RayEngineError(RagevalError):
-    """The Ray job could not start or failed for a reason other than the judge (Ray's own
-    message is kept). Finished rows are in the run directory."""
 
 
 @dataclasses.dataclass
@@ -85,7 +80,8 @@ class RayRun:
 
     def __post_init__(self) -> None:
         plan = self.plans[0]
-        self._embeddings: Embeddings | None = plan.embeddings
+        # the embeddings models, in the order of the job's specs (usage comes back by index)
+        self._embeddings = WorkerJob.embeddings_order(plan.metrics, plan.embeddings)
         # made now, so that whatever cannot be sent to the workers fails before Ray starts
         self._job = WorkerJob.of(
             plan.metrics,
@@ -96,7 +92,7 @@ class RayRun:
             rates_actor=None,
         )
 
-    async def run(self, rows: Sequence[int], on_record: Callable[[SampleRecord], None]) -> None:
+    async def run(self, rows: Sequence[int], on_record: Callable[[SampleLine], None]) -> None:
         """Score `rows`, handing each finished row to `on_record` (on this event loop) as its
         batch comes back; a fatal judge error in any actor stops the job and is raised here."""
         invalid = self.plans[0].invalid_rows
@@ -140,19 +136,20 @@ class RayRun:
     # ------------------------------------------------------------ this event loop
 
     def _take(
-        self, batch: Mapping[str, Sequence[str]], on_record: Callable[[SampleRecord], None]
+        self, batch: Mapping[str, Sequence[str]], on_record: Callable[[SampleLine], None]
     ) -> None:
         fatal: FatalJudgeError | None = None
         for kind, payload in zip(batch["kind"], batch["payload"], strict=True):
             if kind == RECORD:
-                record = SampleRecord.from_json(json.loads(payload), parse_inputs=False)
-                record = dataclasses.replace(record, sample=self.samples[record.row])
-                self._book(record)
-                on_record(record)
+                line = SampleLine.model_validate_json(payload)
+                line.inputs = Inputs.of(self.samples[line.row])
+                self._book(line)
+                on_record(line)
             elif kind == EMBEDDINGS_USAGE:
-                ledger = getattr(self._embeddings, "usage", None)
-                if isinstance(ledger, UsageLedger):
-                    ledger.record(usage_from_json(json.loads(payload)))
+                for index, fields in json.loads(payload).items():
+                    ledger = getattr(self._embeddings[int(index)], "usage", None)
+                    if isinstance(ledger, UsageLedger):
+                        ledger.record(Usage(**fields))
             elif kind == WORKER:
                 node, pid = json.loads(payload)
                 self.worker_pids.add((str(node), int(pid)))
@@ -164,7 +161,7 @@ class RayRun:
         if fatal is not None:
             raise fatal
 
-    def _book(self, record: SampleRecord) -> None:
+    def _book(self, record: SampleLine) -> None:
         """Book a row's usage in this process's judges, as if they had made its calls (the
         progress line and ``judge.usage`` read them)."""
         plan = self.plans[spread(record.id, len(self.plans))]
@@ -244,7 +241,7 @@ class RayRun:
             return
         with _logged("merging the request cache shards"):
             if here:
-                from rageval.judge._cache import merge_shards
+                from rageval._client._cache import merge_shards
 
                 for directory in directories:
                     merge_shards(directory, wait_for=label, timeout=timeout)

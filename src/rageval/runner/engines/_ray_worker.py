@@ -18,6 +18,7 @@ each worker.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -25,12 +26,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rageval._client._cache import merge_shards
+from rageval._client._limiter import Pace, RateBudget, endpoint_limiter
 from rageval._version import __version__
 from rageval.judge import FatalJudgeError, Usage, UsageLedger
-from rageval.judge._cache import merge_shards
-from rageval.judge._limiter import Pace, RateBudget, endpoint_limiter
-from rageval.results import SampleRecord, usage_to_json
-from rageval.runner._rundir import json_line
+from rageval.log import Inputs, SampleLine, model_json
 from rageval.runner._schedule import Scheduler, make_plans, meter_judge, usage_since
 from rageval.runner.engines._ship import WorkerJob, build
 from rageval.samples import Sample
@@ -166,9 +166,13 @@ class ScoreBatch:
                 load()  # the local model: read and checked once per actor, not per batch
         if self._built.judges or any(e.endpoint for e in job.embeddings):
             import openai  # noqa: F401  (a second or more on a slow machine: not in a batch)
-        run_embeddings = self._built.run_embeddings
-        self._embedding_ledger = getattr(run_embeddings, "usage", None)
-        self._embedding_reported = Usage()
+        # remote embeddings (by their index in the job) and what was reported of their usage
+        self._embedding_ledgers: dict[int, UsageLedger] = {}
+        for index, model in enumerate(self._built.embeddings):
+            ledger = getattr(model, "usage", None)
+            if isinstance(ledger, UsageLedger):
+                self._embedding_ledgers[index] = ledger
+        self._embedding_reported = dict.fromkeys(self._embedding_ledgers, Usage())
 
     async def __call__(self, batch: Mapping[str, Sequence[Any]]) -> dict[str, list[str]]:
         rows = [int(r) for r in batch["row"]]
@@ -177,7 +181,7 @@ class ScoreBatch:
             row: Sample.model_validate_json(text)
             for row, text in zip(rows, batch["sample"], strict=True)
         }
-        finished: list[SampleRecord] = []
+        finished: list[SampleLine] = []
         scheduler = Scheduler(
             self._plans, samples, ids, window=len(rows), on_record=finished.append
         )
@@ -190,15 +194,16 @@ class ScoreBatch:
         await asyncio.to_thread(self._flush_caches)
         kinds: list[str] = [WORKER]
         payloads: list[str] = [self._worker]
-        for record in finished:
-            line = record.to_json()
-            line["inputs"] = {}  # the driver has the rows already
-            kinds.append(RECORD)
-            payloads.append(json_line(line))
-        usage = self._embeddings_usage_since_last_batch()
-        if usage is not None:
+        # first, so that the driver books it on this batch's first line, as the local engine
+        # books remote embeddings on the line written next
+        spent = self._embeddings_usage_since_last_batch()
+        if spent:
             kinds.append(EMBEDDINGS_USAGE)
-            payloads.append(json.dumps(usage_to_json(usage)))
+            payloads.append(json.dumps({i: dataclasses.asdict(u) for i, u in spent.items()}))
+        for line in finished:
+            kinds.append(RECORD)
+            # the driver has the rows' inputs already
+            payloads.append(model_json(line.model_copy(update={"inputs": Inputs()})))
         if fatal is not None:
             kinds.append(FATAL)
             payloads.append(
@@ -206,13 +211,15 @@ class ScoreBatch:
             )
         return {"kind": kinds, "payload": payloads}
 
-    def _embeddings_usage_since_last_batch(self) -> Usage | None:
-        ledger = self._embedding_ledger
-        if not isinstance(ledger, UsageLedger):
-            return None
-        total = ledger.total
-        base, self._embedding_reported = self._embedding_reported, total
-        return None if total == base else usage_since(total, base)
+    def _embeddings_usage_since_last_batch(self) -> dict[int, Usage]:
+        """What each remote embeddings model used since the last report (by its index)."""
+        spent = {}
+        for index, ledger in self._embedding_ledgers.items():
+            total, base = ledger.total, self._embedding_reported[index]
+            if total != base:
+                spent[index] = usage_since(total, base)
+                self._embedding_reported[index] = total
+        return spent
 
     def _flush_caches(self) -> None:
         for cache in self._built.caches.values():

@@ -19,7 +19,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rageval.judge._cache import RequestCache
+from rageval._client._cache import RequestCache
+from rageval.errors import RagevalError
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from rageval.metrics.base import Metric
 
 
-class ShipError(ValueError):
+class ShipError(RagevalError, ValueError):
     """A judge, embeddings model or metric that cannot be sent to other processes."""
 
 
@@ -217,7 +218,8 @@ class WorkerJob:
         from rageval._version import __version__
 
         judges: dict[int, tuple[int, JudgeSpec]] = {}
-        embeddings: dict[int, tuple[int, EmbeddingsSpec]] = {}
+        models = cls.embeddings_order(metrics, run_embeddings)
+        embedding_index = {id(model): i for i, model in enumerate(models)}
 
         def judge_index(judge: Judge | None) -> int | None:
             if judge is None:
@@ -227,11 +229,7 @@ class WorkerJob:
             return judges[id(judge)][0]
 
         def embeddings_index(model: Embeddings | None) -> int | None:
-            if model is None:
-                return None
-            if id(model) not in embeddings:
-                embeddings[id(model)] = (len(embeddings), EmbeddingsSpec.of(model))
-            return embeddings[id(model)][0]
+            return None if model is None else embedding_index[id(model)]
 
         run = tuple(i for i in (judge_index(j) for j in run_judges) if i is not None)
         run_embedder = embeddings_index(run_embeddings)
@@ -245,13 +243,24 @@ class WorkerJob:
             label=label,
             rageval_version=__version__,
             judges=tuple(spec for _, spec in sorted(judges.values(), key=lambda x: x[0])),
-            embeddings=tuple(spec for _, spec in sorted(embeddings.values(), key=lambda x: x[0])),
+            embeddings=tuple(EmbeddingsSpec.of(model) for model in models),
             metrics=tuple(specs),
             run_judges=run,
             run_embeddings=run_embedder,
             workers=max(1, workers),
             rates_actor=rates_actor,
         )
+
+    @staticmethod
+    def embeddings_order(
+        metrics: Sequence[Metric], run_embeddings: Embeddings | None
+    ) -> list[Embeddings]:
+        """The job's embeddings models, each once: the run's, then the metrics' own."""
+        found: dict[int, Embeddings] = {}
+        for model in (run_embeddings, *(m.embeddings for m in metrics)):
+            if model is not None:
+                found.setdefault(id(model), model)
+        return list(found.values())
 
     def endpoints(self) -> list[EndpointSpec]:
         """Every endpoint the job sends to (judges and embeddings)."""
