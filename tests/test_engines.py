@@ -224,6 +224,16 @@ def test_worker_job_shares_objects_splits_concurrency_and_shards_caches(tmp_path
     assert shard.path.name.startswith(f"job-1.{os.getpid()}.")
 
 
+def test_an_actor_with_another_rageval_version_refuses_the_job() -> None:
+    import dataclasses
+
+    from rageval.runner.engines._ray_worker import ScoreBatch
+
+    job = WorkerJob.of([Faithfulness()], [], None, label="j", workers=1, rates_actor=None)
+    with pytest.raises(RuntimeError, match="install the same version on every node"):
+        ScoreBatch(dataclasses.replace(job, rageval_version="0.0.0-elsewhere"))
+
+
 # ---------------------------------------------------------------------- the limiter's hook
 
 
