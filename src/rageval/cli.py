@@ -4,7 +4,8 @@ Only the standard library is imported at module level so that `rageval --help` a
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
 Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage or input error, 3 fatal judge error
-(bad key, unknown model...) or a failed Ray job, 130 interrupted.
+(bad key, unknown model...) or a failed Ray job, 4 a `calibrate --min-kappa` gate failed,
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ from typing import TYPE_CHECKING, NoReturn
 from rageval._version import __version__
 
 if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
     from rageval.results import EvaluationResult
+    from rageval.stats import MetricComparison
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: `rageval calibrate --min-kappa`: the judge disagrees with the people more than allowed
+EXIT_CALIBRATION_GATE = 4
 
 
 class _UsageError(Exception):
@@ -64,13 +70,7 @@ def _metric_names(values: Sequence[str]) -> list[str]:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rageval.judge import FatalJudgeError
     from rageval.metrics.base import registered_metrics
-    from rageval.runner import (
-        RunConfigError,
-        RunDirError,
-        embeddings_from_spec,
-        evaluate,
-        judge_from_env,
-    )
+    from rageval.runner import RunConfigError, RunDirError, evaluate
     from rageval.runner.engines import RayEngineError
     from rageval.samples import InvalidDataError
 
@@ -81,44 +81,26 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     for metric, _ in gates:
         if metric not in known:
             raise _UsageError(f"--fail-under names {metric!r}, which is not a metric of this run")
+    human_labels = _pairs(args.human_labels, "--human-labels")
     if args.resume and args.output and Path(args.resume) != Path(args.output):
         raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
     run_dir = Path(args.resume or args.output or _fresh_run_dir())
-    try:
-        # one judge per --base-url: the rows are spread over them
-        judges = [
-            judge_from_env(
-                args.llm,
-                base_url=url,
-                max_concurrency=args.concurrency,
-                requests_per_minute=args.requests_per_minute,
-                tokens_per_minute=args.tokens_per_minute,
-                cache=not args.no_cache,
-            )
-            for url in args.base_url or [None]
-        ]
-        first_url = args.base_url[0] if args.base_url else None
-        embeddings = (
-            embeddings_from_spec(args.embeddings, base_url=first_url, cache=not args.no_cache)
-            if args.embeddings
-            else None
-        )
-    except ValueError as e:  # a malformed base URL, model name or embeddings spec
-        raise _UsageError(str(e)) from None
-    run_judges = [j for j in judges if j is not None]
+    judge, embeddings = _judge_and_embeddings(args)
     if args.engine == "ray":
         _show_ray_notices()
     try:
         result = evaluate(
             args.data,
             metrics=metrics,
-            llm=run_judges if len(run_judges) > 1 else next(iter(run_judges), None),
+            llm=judge,
             embeddings=embeddings,
             column_map=column_map or None,
             on_invalid="skip" if args.skip_invalid else "raise",
             run_dir=run_dir,
             resume=bool(args.resume),
             progress=False if args.quiet else None,
+            human_labels=human_labels or None,
+            repeats=args.repeats,
             engine=args.engine,
             ray_address=args.ray_address,
             ray_actors=args.ray_actors,
@@ -143,6 +125,37 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     report = run_dir / "report.html"
     print(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
     return _check_gates(result, gates)
+
+
+def _judge_and_embeddings(
+    args: argparse.Namespace,
+) -> tuple[Judge | list[Judge] | None, Embeddings | None]:
+    """The judge and embeddings of the options added by :func:`_add_judge_options`: one judge
+    per --base-url (a list when there are several: the rows are spread over them)."""
+    from rageval.runner import embeddings_from_spec, judge_from_env
+
+    urls = args.base_url or [None]
+    try:
+        judges = [
+            judge_from_env(
+                args.llm,
+                base_url=url,
+                max_concurrency=args.concurrency,
+                requests_per_minute=args.requests_per_minute,
+                tokens_per_minute=args.tokens_per_minute,
+                cache=not args.no_cache,
+            )
+            for url in urls
+        ]
+        embeddings = (
+            embeddings_from_spec(args.embeddings, base_url=urls[0], cache=not args.no_cache)
+            if args.embeddings
+            else None
+        )
+    except ValueError as e:  # a malformed base URL, model name or embeddings spec
+        raise _UsageError(str(e)) from None
+    found = [j for j in judges if j is not None]
+    return (found if len(found) > 1 else next(iter(found), None)), embeddings
 
 
 def _show_ray_notices() -> None:
@@ -246,12 +259,42 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         "\npaired over samples (matched by id) measured in both runs; CI: paired percentile "
         "bootstrap; p-value: sign-flip permutation test of no difference"
     )
+    _print_ppi_comparisons(comparisons)
     for c in comparisons:
         if c.movers:
             print(f"\n{c.metric}: samples that moved most")
             for sid, x, y in c.movers:
                 print(f"  {sid}: {x:.4f} -> {y:.4f} ({y - x:+.4f})")
     return EXIT_OK
+
+
+def _print_ppi_comparisons(comparisons: Sequence[MetricComparison]) -> None:
+    """The human-label (PPI++) means of both runs, and their paired difference."""
+    rows = []
+    for c in comparisons:
+        for p in c.ppi:
+            d = p.diff
+            rows.append(
+                (
+                    f"{c.metric} <- {p.column}",
+                    _fmt_interval(p.a.mean, p.a.ci_low, p.a.ci_high),
+                    _fmt_interval(p.b.mean, p.b.ci_low, p.b.ci_high),
+                    _fmt(d.mean_diff, signed=True),
+                    "-" if d.low is None or d.high is None else f"[{d.low:+.4f}, {d.high:+.4f}]",
+                    f"{d.n_labelled} + {d.n_unlabelled}",
+                )
+            )
+    if not rows:
+        return
+    print("\nhuman labels: the mean label by PPI++ (the judge rectified by the labelled rows)")
+    header = ("metric <- label", "A [95% CI]", "B [95% CI]", "B - A", "95% CI", "rows (lab. + not)")
+    print(_table(header, rows))
+
+
+def _fmt_interval(mean: float | None, low: float | None, high: float | None) -> str:
+    if mean is None:
+        return "-"
+    return f"{mean:.4f}" + ("" if low is None or high is None else f" [{low:.4f}, {high:.4f}]")
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
@@ -337,60 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="metric to run (repeat, or comma-separate); default: every metric "
         "whose fields the data has",
     )
-    ev.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
-    ev.add_argument(
-        "--base-url",
-        metavar="URL",
-        action="append",
-        default=[],
-        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI);"
-        " repeat it to spread the rows over several servers of the same model",
-    )
-    ev.add_argument(
-        "--embeddings",
-        metavar="local|openai:MODEL",
-        default=None,
-        help="embedding model (default: the local all-MiniLM-L6-v2)",
-    )
-    ev.add_argument(
-        "-o", "--output", metavar="DIR", help="run directory (default: rageval-runs/<timestamp>)"
-    )
+    _add_judge_options(ev)
     ev.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
-    ev.add_argument(
-        "--concurrency",
-        type=_positive_int,
-        metavar="N",
-        help="judge requests in flight at most (default 16)",
-    )
-    ev.add_argument(
-        "--requests-per-minute",
-        type=_positive_float,
-        metavar="N",
-        help="judge requests per minute at most, per endpoint (with --engine ray: for all "
-        "actors together)",
-    )
-    ev.add_argument(
-        "--tokens-per-minute",
-        type=_positive_float,
-        metavar="N",
-        help="judge tokens per minute at most, per endpoint (as --requests-per-minute)",
-    )
-    ev.add_argument(
-        "--no-cache", action="store_true", help="do not read or write the request cache"
-    )
-    ev.add_argument(
-        "--column-map",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="THEIRS=OURS",
-        help="rename columns, e.g. query=user_input",
-    )
-    ev.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="skip cells of rows that lack a required field instead of stopping",
-    )
     ev.add_argument(
         "--fail-under",
         nargs="+",
@@ -398,6 +389,23 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="METRIC=VALUE",
         help="exit 1 if the metric's mean is below VALUE (or not measured)",
+    )
+    ev.add_argument(
+        "--human-labels",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="COLUMN=METRIC",
+        help="a column of human scores for METRIC (empty where not labelled): the summary adds "
+        "the PPI++ mean of the label, the judge's scores rectified by the labelled rows",
+    )
+    ev.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="score every judge cell K times (the repeats bypass the cache): the value is their "
+        "mean, and the summary says how much of the CI is the judge's own noise",
     )
     ev.add_argument(
         "--engine",
@@ -418,6 +426,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     ev.set_defaults(func=_cmd_evaluate)
+
+    from rageval._calibrate_cli import add_calibrate_command
+
+    add_calibrate_command(sub, _add_judge_options)
 
     rep = sub.add_parser("report", help="(re)build report.html of a run directory")
     rep.add_argument("run_dir", metavar="DIR")
@@ -444,6 +456,63 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cache.set_defaults(func=_cmd_cache)
     return parser
+
+
+def _add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that scores data: judge, embeddings, run directory, input."""
+    parser.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        action="append",
+        default=[],
+        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI);"
+        " repeat it to spread the rows over several servers of the same model",
+    )
+    parser.add_argument(
+        "--embeddings",
+        metavar="local|openai:MODEL",
+        default=None,
+        help="embedding model (default: the local all-MiniLM-L6-v2)",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="DIR", help="run directory (default: rageval-runs/<timestamp>)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="judge requests in flight at most (default 16)",
+    )
+    parser.add_argument(
+        "--requests-per-minute",
+        type=_positive_float,
+        metavar="N",
+        help="judge requests per minute at most, per endpoint (with --engine ray: for all "
+        "actors together)",
+    )
+    parser.add_argument(
+        "--tokens-per-minute",
+        type=_positive_float,
+        metavar="N",
+        help="judge tokens per minute at most, per endpoint (as --requests-per-minute)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the request cache"
+    )
+    parser.add_argument(
+        "--column-map",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="THEIRS=OURS",
+        help="rename columns, e.g. query=user_input",
+    )
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip cells of rows that lack a required field instead of stopping",
+    )
 
 
 def _positive_int(text: str) -> int:

@@ -25,7 +25,15 @@ from rageval._sync import run_sync
 from rageval._version import __version__
 from rageval.errors import RagevalError
 from rageval.judge import RequestCache, Usage, UsageLedger, endpoint_limiter
-from rageval.log import DataInfo, EmbeddingsInfo, JudgeInfo, Manifest, MetricSpec, SampleLine
+from rageval.log import (
+    DataInfo,
+    EmbeddingsInfo,
+    HumanLabels,
+    JudgeInfo,
+    Manifest,
+    MetricSpec,
+    SampleLine,
+)
 from rageval.metrics.base import Metric, create_metric, registered_metrics
 from rageval.results import EvaluationResult
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
@@ -135,6 +143,62 @@ def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) 
     return chosen
 
 
+#: (label column, metric) pairs: {column: metric}, {column: [metrics]} or [(column, metric)]
+LabelsArg = Mapping[str, str | Metric | Sequence[str | Metric]] | Sequence[tuple[str, str | Metric]]
+
+
+def label_pairs(labels: LabelsArg) -> list[tuple[str, str | Metric]]:
+    """The (label column, metric) pairs of a labels argument, in order, each once."""
+    pairs: list[tuple[str, str | Metric]] = []
+    if isinstance(labels, Mapping):
+        for column, target in labels.items():
+            if isinstance(target, (str, Metric)):
+                pairs.append((column, target))
+            else:
+                pairs.extend((column, m) for m in target)
+    else:
+        pairs = [(column, metric) for column, metric in labels]
+    if not pairs:
+        raise RunConfigError("the labels name no (label column, metric) pair")
+    seen: set[tuple[str, str]] = set()
+    for column, metric in pairs:
+        key = (column, metric if isinstance(metric, str) else metric.name)
+        if key in seen:
+            raise RunConfigError(f"label column {column!r} is paired with {key[1]!r} twice")
+        seen.add(key)
+    return pairs
+
+
+def _human_labels(
+    human_labels: LabelsArg | None,
+    loaded: LoadedData,
+    ids: Sequence[str],
+    metrics: Sequence[Metric],
+) -> list[tuple[str, str]]:
+    """The (column, metric name) pairs of `human_labels=`, every label checked before spend."""
+    if human_labels is None:
+        return []
+    from rageval.labels import read_label_column
+
+    names = [m.name for m in metrics]
+    pairs = [(c, m if isinstance(m, str) else m.name) for c, m in label_pairs(human_labels)]
+    for _, metric in pairs:
+        if metric not in names:
+            raise RunConfigError(
+                f"human_labels names {metric!r}, which is not a metric of this run "
+                f"({', '.join(names)})"
+            )
+    problems: list[RowProblem] = []
+    for column in dict.fromkeys(c for c, _ in pairs):
+        try:
+            read_label_column(loaded.samples, ids, column, source=loaded.source)
+        except InvalidDataError as e:
+            problems.extend(e.problems)
+    if problems:
+        raise InvalidDataError(problems, source=loaded.source)
+    return pairs
+
+
 def _validate(
     loaded: LoadedData, ids: Sequence[str], metrics: Sequence[Metric]
 ) -> tuple[list[RowProblem], dict[int, str]]:
@@ -201,6 +265,8 @@ def _manifest(
     judge_of: Mapping[str, Judge | None],
     embeddings: Embeddings | None,
     on_invalid: str,
+    human_labels: Sequence[tuple[str, str]],
+    repeats: int,
     engine: str,
 ) -> Manifest:
     judge = judges[0] if judges else None
@@ -226,6 +292,8 @@ def _manifest(
             n_rows=len(loaded.samples),
         ),
         on_invalid=on_invalid,
+        human_labels=[HumanLabels(column=c, metric=m) for c, m in human_labels],
+        repeats=repeats,
         engine=engine,
     )
 
@@ -322,6 +390,8 @@ async def aevaluate(
     resume: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    human_labels: LabelsArg | None = None,
+    repeats: int = 1,
     engine: Engine = "local",
     ray_address: str | None = None,
     ray_actors: int | None = None,
@@ -337,9 +407,18 @@ async def aevaluate(
     `on_invalid="skip"` turns rows a metric cannot score into skipped cells instead of an
     :class:`InvalidDataError`. `run_dir` writes the run log there; `resume=True` continues the
     run in `run_dir`. `progress` (alias `show_progress`): None shows a progress line only when
-    stderr is a terminal. `engine="ray"` scores on Ray Data (the ``rageval[ray]`` extra): it
-    joins the cluster at `ray_address` (or the one this process is connected to), else starts
-    a local Ray; `ray_actors` overrides the number of actors (see docs/ray.md).
+    stderr is a terminal.
+
+    `human_labels` pairs label columns of the data (people's scores, on the metric's scale;
+    empty where a row is not labelled) with metrics: ``{"human_faithful": "faithfulness"}``;
+    the summary then gives each label's PPI++ mean, the judge's scores on every row rectified
+    by the labelled rows (docs/calibration.md). `repeats=K` scores every judge cell K times,
+    bypassing the request cache for the repeats; a cell's value is the mean of its scores and
+    the summary reports how much of the interval the judge's own noise makes.
+
+    `engine="ray"` scores on Ray Data (the ``rageval[ray]`` extra): it joins the cluster at
+    `ray_address` (or the one this process is connected to), else starts a local Ray;
+    `ray_actors` overrides the number of actors (see docs/ray.md).
     """
     if on_invalid not in ("raise", "skip"):
         raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
@@ -357,6 +436,9 @@ async def aevaluate(
     problems, invalid_rows = _validate(loaded, ids, metric_objs)
     if problems and on_invalid == "raise":
         raise InvalidDataError(problems, source=loaded.source)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
 
     own_judge = isinstance(llm, str) or llm is None
     run_judges = _run_judges(llm)
@@ -372,7 +454,7 @@ async def aevaluate(
         embedder = embeddings_from_spec("local")
     else:
         embedder = embeddings
-    plans = make_plans(metric_objs, run_judges, embedder, invalid_rows)
+    plans = make_plans(metric_objs, run_judges, embedder, invalid_rows, repeats=repeats)
     judges = list(
         {
             id(j): j
@@ -397,7 +479,15 @@ async def aevaluate(
             raise RunConfigError(str(e)) from None
 
     manifest = _manifest(
-        loaded, metric_objs, run_judges, plans[0].judge_of, embedder, on_invalid, engine
+        loaded,
+        metric_objs,
+        run_judges,
+        plans[0].judge_of,
+        embedder,
+        on_invalid,
+        human_pairs,
+        repeats,
+        engine,
     )
     result = EvaluationResult(
         [m.name for m in metric_objs],
@@ -407,6 +497,8 @@ async def aevaluate(
         metric_params={m.name: m.params for m in manifest.metrics},
         judge=manifest.judge.model_dump() if manifest.judge is not None else None,
         embeddings=embedder.name if embedder is not None else None,
+        human_labels=human_pairs,
+        repeats=repeats,
     )
     rundir = RunDir(run_dir) if run_dir is not None else None
     if rundir is not None:
@@ -519,6 +611,8 @@ def evaluate(
     resume: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    human_labels: LabelsArg | None = None,
+    repeats: int = 1,
     engine: Engine = "local",
     ray_address: str | None = None,
     ray_actors: int | None = None,
@@ -537,6 +631,8 @@ def evaluate(
             resume=resume,
             progress=progress,
             show_progress=show_progress,
+            human_labels=human_labels,
+            repeats=repeats,
             engine=engine,
             ray_address=ray_address,
             ray_actors=ray_actors,
@@ -545,6 +641,7 @@ def evaluate(
 
 
 __all__ = [
+    "LabelsArg",
     "OnInvalid",
     "RunConfigError",
     "RunDirError",
@@ -552,5 +649,6 @@ __all__ = [
     "embeddings_from_spec",
     "evaluate",
     "judge_from_env",
+    "label_pairs",
     "resolve_metrics",
 ]

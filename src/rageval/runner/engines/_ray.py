@@ -90,6 +90,7 @@ class RayRun:
             label=f"rageval-{uuid.uuid4().hex[:12]}",
             workers=1,
             rates_actor=None,
+            repeats=plan.repeats,
         )
 
     async def run(self, rows: Sequence[int], on_record: Callable[[SampleLine], None]) -> None:

@@ -154,7 +154,11 @@ class ScoreBatch:
         for judge in self._built.judges:
             meter_judge(judge)
         self._plans = make_plans(
-            self._built.metrics, self._built.run_judges, self._built.run_embeddings, {}
+            self._built.metrics,
+            self._built.run_judges,
+            self._built.run_embeddings,
+            {},
+            repeats=job.repeats,
         )
         if job.rates_actor is not None:
             keeper = ray.get_actor(job.rates_actor)

@@ -203,6 +203,8 @@ class WorkerJob:
     workers: int
     #: name of the actor that paces each rate-limited endpoint, or None (no rate limits)
     rates_actor: str | None
+    #: scorings of each judge cell (Plan.repeats)
+    repeats: int = 1
 
     @classmethod
     def of(
@@ -214,6 +216,7 @@ class WorkerJob:
         label: str,
         workers: int,
         rates_actor: str | None,
+        repeats: int = 1,
     ) -> WorkerJob:
         from rageval._version import __version__
 
@@ -249,6 +252,7 @@ class WorkerJob:
             run_embeddings=run_embedder,
             workers=max(1, workers),
             rates_actor=rates_actor,
+            repeats=repeats,
         )
 
     @staticmethod
