@@ -113,6 +113,19 @@ def test_ray_engine_gives_the_local_engines_results(
     )
 
 
+def test_repeats_are_scored_in_the_actors(ray_address: str) -> None:
+    data = rows(12)
+    with FakeOpenAI(random_within_schema) as srv:
+        local = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), repeats=2, progress=False)
+        asked_local = len(srv.chat_requests)
+        on_ray = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), repeats=2, engine="ray",
+                          progress=False)  # fmt: skip
+        asked_ray = len(srv.chat_requests) - asked_local
+    assert asked_ray == asked_local
+    for metric in JUDGE_METRICS:
+        assert on_ray[metric] == local[metric]
+
+
 def test_local_embeddings_run_in_the_actors(
     ray_address: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
