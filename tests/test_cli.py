@@ -54,7 +54,8 @@ def test_evaluate_the_example_without_a_judge(
     assert code == 0
     table = out.split("\n\n")[0]
     assert "token_f1" in table and "rouge_l" in table and "faithfulness" in table
-    assert "skipped: needs an LLM judge" in out and "faithfulness (8 rows)" in out
+    assert "no_judge: 8 cells" in out and "faithfulness (8)" in out
+    assert "e.g. needs an LLM judge" in out
     assert out.count("RAGEVAL_LLM") == 1  # the hint once, not once per metric
     assert "RAGEVAL_LLM" in out and "OPENAI_BASE_URL" in out
     assert (tmp_path / "run" / "results.jsonl").exists()
@@ -169,7 +170,8 @@ def test_skip_invalid_runs_the_rest(
     )
     out, _ = capsys.readouterr()
     assert code == 0
-    assert "skipped: field 'reference'" in out and "context_recall (1 row)" in out
+    assert "missing_field: 1 cell" in out and "context_recall (1)" in out
+    assert "e.g. field 'reference'" in out
 
 
 def test_a_fatal_judge_error_exits_3_with_a_clear_message(
@@ -286,3 +288,37 @@ def test_resume_on_the_command_line(
     assert summary["metrics"]["faithfulness"]["n_measured"] == 3
     capsys.readouterr()
     assert run_cli(*args, "-o", tmp_path / "other", "--resume", tmp_path / "r") == 2
+
+
+def test_a_judge_that_always_answers_garbage_fits_on_a_screen(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # every judged cell fails the same way: the summary groups them by kind, with counts and
+    # a few examples, instead of a line per cause (on main: no kinds, one block per cause)
+    from rageval.testing import GarbageJudge
+
+    path = tmp_path / "data.jsonl"
+    write_jsonl(path, rows(40))
+    metrics = "faithfulness,answer_correctness,context_precision,context_recall,answer_accuracy"
+    with FakeOpenAI(GarbageJudge()) as server:
+        code = run_cli(
+            "evaluate", path, "-m", metrics, "-m", "context_relevance,response_groundedness",
+            "-m", "answer_relevancy", "--llm", "m", "--base-url", server.base_url,
+            "-o", tmp_path / "run", "--embeddings", "local",
+        )  # fmt: skip
+        requests = len(server.chat_requests)
+    out, _ = capsys.readouterr()
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) <= 40, out  # a screenful
+    assert "invalid_reply: 320 cells" in out
+    assert out.count("e.g.") <= 2
+    # each call stops at its first repeated problem: the ask and one re-ask, no more
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    for metric in summary["metrics"].values():
+        assert metric["n_not_measured"] == 40
+        assert [(g["kind"], g["count"]) for g in metric["failures"]] == [("invalid_reply", 40)]
+    # per sample: the shared extraction (faithfulness, answer_correctness), context_precision
+    # and context_recall: ask + 1 re-ask each; three rating metrics: 2 templates x 2; and
+    # answer_relevancy: one n=3 request, then one re-ask per generation
+    assert requests == 40 * (3 * 2 + 3 * 4 + (1 + 3))

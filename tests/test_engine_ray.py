@@ -7,12 +7,10 @@ joining a cluster, two nodes) start it in a child process or namespace.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
 import os
-import random
 import re
 import signal
 import subprocess
@@ -29,7 +27,7 @@ from rageval.log import read_lines
 from rageval.results import compare, load_run
 from rageval.runner import evaluate
 from rageval.runner._schedule import spread
-from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, FaultPlan, RecordedRequest, Reply
+from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, FaultPlan, RandomJudge
 from runner_helpers import handle, rows, sample_id_of, write_jsonl
 from test_engines import assert_ray_not_imported
 
@@ -115,7 +113,7 @@ def test_ray_engine_gives_the_local_engines_results(
 
 def test_repeats_are_scored_in_the_actors(ray_address: str) -> None:
     data = rows(12)
-    with FakeOpenAI(random_within_schema) as srv:
+    with FakeOpenAI(RandomJudge()) as srv:
         local = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), repeats=2, progress=False)
         asked_local = len(srv.chat_requests)
         on_ray = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), repeats=2, engine="ray",
@@ -185,67 +183,13 @@ def test_a_rerun_finds_everything_in_the_merged_cache_shards(
 
 
 # ---------------------------------------------------------------------- judges that misbehave
-
-
-def random_within_schema(record: RecordedRequest) -> Reply:
-    """A judge that answers at random, but always within the schema it was sent; the draws
-    depend only on the request, so both engines get the same answers."""
-    schema = record.schema
-    if schema is None:
-        return Reply.text("ok")
-    seed = hashlib.sha256(json.dumps(record.messages, sort_keys=True).encode()).digest()
-    return Reply.json(_draw(schema, schema, random.Random(seed)))
-
-
-def _draw(schema: Any, root: dict[str, Any], rng: random.Random) -> Any:
-    if not isinstance(schema, dict):
-        return None
-    if "$ref" in schema:
-        node: Any = root
-        for part in schema["$ref"].lstrip("#/").split("/"):
-            node = node[part]
-        return _draw(node, root, rng)
-    if "const" in schema:
-        return schema["const"]
-    if "enum" in schema:
-        return rng.choice(schema["enum"])
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            return _draw(rng.choice(schema[key]), root, rng)
-    if "allOf" in schema:
-        merged: dict[str, Any] = {}
-        for part in schema["allOf"]:
-            merged.update(_draw(part, root, rng))
-        return merged
-    kind = schema.get("type", "object" if "properties" in schema else "null")
-    if isinstance(kind, list):
-        kind = rng.choice(kind)
-    if kind == "object":
-        props = schema.get("properties", {})
-        return {name: _draw(props.get(name, {}), root, rng) for name in schema.get("required", [])}
-    if kind == "array":
-        prefix = schema.get("prefixItems", [])
-        low = max(int(schema.get("minItems", 0)), len(prefix))
-        count = rng.randint(low, int(schema.get("maxItems", low + 3)))
-        return [_draw(prefix[i] if i < len(prefix) else schema.get("items", {}), root, rng)
-                for i in range(count)]  # fmt: skip
-    if kind == "string":
-        words = rng.sample(["alpha", "beta", "gamma", "delta", "sky", "blue"], rng.randint(1, 4))
-        return " ".join(words)[: schema.get("maxLength", 200)].ljust(schema.get("minLength", 0))
-    if kind in ("integer", "number"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum", -5))
-        high = schema.get("maximum", schema.get("exclusiveMaximum", low + 10))
-        if kind == "integer":
-            return rng.randint(math.ceil(low), math.floor(high))
-        return rng.uniform(low, high)
-    if kind == "boolean":
-        return rng.random() < 0.5
-    return None
+# the random judge answers within the schema sent, seeded by the request: both engines get the
+# same replies
 
 
 def test_a_random_judge_gives_both_engines_the_same_cells(ray_address: str) -> None:
     data = rows(30)
-    with FakeOpenAI(random_within_schema) as srv:
+    with FakeOpenAI(RandomJudge()) as srv:
         local = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), progress=False)
         on_ray = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), engine="ray", progress=False)
     for metric in JUDGE_METRICS:
@@ -261,7 +205,7 @@ def test_injected_faults_leave_every_row_once_with_a_value_or_a_cause(
     data = rows(30)
     faults = FaultPlan(0.25, [Fault.rate_limit(0.05), Fault.status(500), Fault.drop(),
                               Fault.status(503)], seed=7)  # fmt: skip
-    with FakeOpenAI(random_within_schema, faults=faults) as srv:
+    with FakeOpenAI(RandomJudge(), faults=faults) as srv:
         result = evaluate(data, JUDGE_METRICS, llm=make_judge(srv, max_retries=2, timeout=5),
                           run_dir=tmp_path / "run", engine="ray", progress=False)  # fmt: skip
         sent = len(srv.chat_requests)

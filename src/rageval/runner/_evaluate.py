@@ -278,6 +278,7 @@ def _manifest(
                 name=m.name,
                 params=json_normal(m.params()),
                 judge=json_normal(own.describe()) if own is not None and own is not judge else None,
+                uncaptured=m.uncaptured,
             )
         )
     return Manifest(
