@@ -113,6 +113,7 @@ def test_engine_ray_without_ray_names_the_extra(
     assert main(["evaluate", "data.jsonl", "--engine", "ray"]) == 2
 
 
+@pytest.mark.ray  # the shipping check runs where the extra is installed
 def test_what_cannot_be_shipped_is_refused_before_any_work(fake_openai: FakeOpenAI) -> None:
     import openai
 
