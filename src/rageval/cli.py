@@ -4,7 +4,8 @@ Only the standard library is imported at module level so that `rageval --help` a
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
 Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage or input error, 3 fatal judge error
-(bad key, unknown model...), 4 a `calibrate --min-kappa` gate failed, 130 interrupted.
+(bad key, unknown model...) or a failed Ray job, 4 a `calibrate --min-kappa` gate failed,
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rageval.judge import FatalJudgeError
     from rageval.metrics.base import registered_metrics
     from rageval.runner import RunConfigError, RunDirError, evaluate
+    from rageval.runner.engines import RayEngineError
     from rageval.samples import InvalidDataError
 
     column_map = dict(_pairs(args.column_map, "--column-map"))
@@ -84,6 +86,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
     run_dir = Path(args.resume or args.output or _fresh_run_dir())
     judge, embeddings = _judge_and_embeddings(args)
+    if args.engine == "ray":
+        _show_ray_notices()
     try:
         result = evaluate(
             args.data,
@@ -97,11 +101,19 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             progress=False if args.quiet else None,
             human_labels=human_labels or None,
             repeats=args.repeats,
+            engine=args.engine,
+            ray_address=args.ray_address,
+            ray_actors=args.ray_actors,
         )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         raise _UsageError(str(e)) from None
     except FatalJudgeError as e:
         _err(f"the judge endpoint refused: {e}")
+        if (run_dir / "manifest.json").exists():
+            _err(f"finished rows are kept in {run_dir}; continue with --resume {run_dir}")
+        return EXIT_FATAL
+    except RayEngineError as e:
+        _err(str(e))
         if (run_dir / "manifest.json").exists():
             _err(f"finished rows are kept in {run_dir}; continue with --resume {run_dir}")
         return EXIT_FATAL
@@ -115,25 +127,47 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return _check_gates(result, gates)
 
 
-def _judge_and_embeddings(args: argparse.Namespace) -> tuple[Judge | None, Embeddings | None]:
-    """The judge and embeddings of the options added by :func:`_add_judge_options`."""
+def _judge_and_embeddings(
+    args: argparse.Namespace,
+) -> tuple[Judge | list[Judge] | None, Embeddings | None]:
+    """The judge and embeddings of the options added by :func:`_add_judge_options`: one judge
+    per --base-url (a list when there are several: the rows are spread over them)."""
     from rageval.runner import embeddings_from_spec, judge_from_env
 
+    urls = args.base_url or [None]
     try:
-        judge = judge_from_env(
-            args.llm,
-            base_url=args.base_url,
-            max_concurrency=args.concurrency,
-            cache=not args.no_cache,
-        )
+        judges = [
+            judge_from_env(
+                args.llm,
+                base_url=url,
+                max_concurrency=args.concurrency,
+                requests_per_minute=args.requests_per_minute,
+                tokens_per_minute=args.tokens_per_minute,
+                cache=not args.no_cache,
+            )
+            for url in urls
+        ]
         embeddings = (
-            embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
+            embeddings_from_spec(args.embeddings, base_url=urls[0], cache=not args.no_cache)
             if args.embeddings
             else None
         )
     except ValueError as e:  # a malformed base URL, model name or embeddings spec
         raise _UsageError(str(e)) from None
-    return judge, embeddings
+    found = [j for j in judges if j is not None]
+    return (found if len(found) > 1 else next(iter(found), None)), embeddings
+
+
+def _show_ray_notices() -> None:
+    """The Ray engine's own lines (start-up time, actors, nodes) on stderr: starting Ray takes
+    seconds before the first row is done."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("rageval: %(message)s"))
+    notices = logging.getLogger("rageval.ray")
+    notices.addHandler(handler)
+    notices.setLevel(logging.INFO)
 
 
 def _fresh_run_dir() -> Path:
@@ -390,6 +424,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="score every judge cell K times (the repeats bypass the cache): the value is their "
         "mean, and the summary says how much of the CI is the judge's own noise",
     )
+    ev.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where rows are scored: this process (default) or Ray Data (needs rageval[ray])",
+    )
+    ev.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --engine ray: join this Ray cluster (host:port) instead of starting a local Ray",
+    )
+    ev.add_argument(
+        "--ray-actors",
+        type=_positive_int,
+        metavar="N",
+        help="with --engine ray: actors that score rows (default: from the cluster's CPUs)",
+    )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     ev.set_defaults(func=_cmd_evaluate)
 
@@ -430,7 +481,10 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base-url",
         metavar="URL",
-        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI)",
+        action="append",
+        default=[],
+        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI);"
+        " repeat it to spread the rows over several servers of the same model",
     )
     parser.add_argument(
         "--embeddings",
@@ -446,6 +500,19 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
         type=_positive_int,
         metavar="N",
         help="judge requests in flight at most (default 16)",
+    )
+    parser.add_argument(
+        "--requests-per-minute",
+        type=_positive_float,
+        metavar="N",
+        help="judge requests per minute at most, per endpoint (with --engine ray: for all "
+        "actors together)",
+    )
+    parser.add_argument(
+        "--tokens-per-minute",
+        type=_positive_float,
+        metavar="N",
+        help="judge tokens per minute at most, per endpoint (as --requests-per-minute)",
     )
     parser.add_argument(
         "--no-cache", action="store_true", help="do not read or write the request cache"
@@ -472,6 +539,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
 
 
