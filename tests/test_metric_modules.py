@@ -159,3 +159,14 @@ def test_human_labels_name_a_metric_by_its_module() -> None:
     from rageval.metrics import faithfulness
 
     assert label_pairs({"human": faithfulness}) == [("human", faithfulness)]
+
+
+def test_a_setting_on_a_module_equal_to_the_default_is_harmless(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # what monkeypatch leaves behind: it read the forwarded default (None) and writes it back
+    from rageval.metrics import semantic_similarity
+
+    monkeypatch.setattr(semantic_similarity, "threshold", None, raising=False)
+    assert "threshold" in vars(semantic_similarity)
+    assert semantic_similarity.score(response="a cat", reference="a cat").measured
