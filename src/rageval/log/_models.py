@@ -17,7 +17,9 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   (``repeats``, left out of the line otherwise); a metric's summary gives the PPI++ mean of each
   label column (``ppi``) and, with repeats, the share of the interval due to the judge's own
   noise (``judge_noise``). A calibration run adds ``calibration.json``
-  (:class:`~rageval.log.CalibrationReport`). Everything format 3 adds is optional and its
+  (:class:`~rageval.log.CalibrationReport`). A metric that reports under a name of its own
+  (a customised ContextEvaluation) carries the registry name that re-creates it
+  (``registered_name``). Everything format 3 adds is optional and its
   absence means what format 2 meant (no labels, one scoring per cell), so a run of format 2
   reads as it is and can be resumed (the resumed run's manifest is then of format 3).
 
