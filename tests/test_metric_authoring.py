@@ -145,3 +145,37 @@ def test_a_metric_with_measure_raises_no_warning_and_score_is_its_alias() -> Non
 
     ctx = ScoringContext.for_sample(Sample(response="four"), None)
     assert asyncio.run(Length()._score(Sample(response="four"), ctx)).value == 4.0
+
+
+def test_a_class_defined_again_replaces_its_registration_another_class_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rageval.metrics import base, create_metric, register
+
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+
+    def define(value: float) -> type[Metric]:
+        # the same module and name each time, as a notebook cell run twice
+        class Constant(Metric):
+            name = "constant"
+            required_fields: ClassVar[tuple[str, ...]] = ("response",)
+
+            async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+                return MetricResult.ok(value)
+
+        return register(Constant)
+
+    define(1.0)
+    second = define(2.0)
+    assert registered_metrics()["constant"] is second
+    assert create_metric("constant").score(response="x").value == 2.0
+
+    class Other(Metric):
+        name = "constant"
+        required_fields: ClassVar[tuple[str, ...]] = ("response",)
+
+        async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+            return MetricResult.ok(0.0)
+
+    with pytest.raises(ValueError, match="registered twice"):
+        register(Other)

@@ -37,19 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from rageval.metrics.authoring import (
     STATEMENT_RULES as RULES,
     judge_items,
+    note_truncation,
     reply_budget,
     split_sentences,
     tagged,
     verdict_evidence,
 )
-from rageval.metrics.base import (
-    Metric,
-    MetricResult,
-    ScoringContext,
-    forward_to_metric,
-    note_truncation,
-    register,
-)
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.metrics.semantic_similarity import semantic_similarity_value
 from rageval.samples import Sample
 

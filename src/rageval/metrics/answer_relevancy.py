@@ -29,15 +29,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from rageval.metrics.authoring import messages, tagged
-from rageval.metrics.base import (
-    Metric,
-    MetricResult,
-    ScoringContext,
-    forward_to_metric,
-    note_truncation,
-    register,
-)
+from rageval.metrics.authoring import messages, note_truncation, tagged
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 

@@ -68,6 +68,13 @@ class LexicalMetric(Metric):
     def count_overlap(response: Sequence[str], reference: Sequence[str]) -> int:
         """How many tokens the two token lists share, by this baseline's rule."""
 
+    @classmethod
+    def text_score(cls, response: str, reference: str) -> float:
+        """This baseline's F-measure of two texts."""
+        r = tokens(response, drop_articles=cls.drop_articles)
+        g = tokens(reference, drop_articles=cls.drop_articles)
+        return f_measure(cls.count_overlap(r, g), len(r), len(g))
+
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
         if not reference.strip():
@@ -89,18 +96,16 @@ class LexicalMetric(Metric):
         )
 
 
-#: names that lived here before each baseline got its module, and where they are now
+#: the names that lived here before each baseline got its own module, by their new module
 _MOVED = {
-    "TokenF1": "token_f1",
-    "token_f1_score": "token_f1",
-    "token_overlap": "token_f1",
-    "RougeL": "rouge_l",
-    "rouge_l_score": "rouge_l",
-    "lcs_length": "rouge_l",
+    "token_f1": ("TokenF1", "token_f1_score", "token_overlap"),
+    "rouge_l": ("RougeL", "rouge_l_score", "lcs_length"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _MOVED:
+    """``from rageval.metrics.lexical import TokenF1`` (and the other moved names) still works."""
+    home = next((m for m, names in _MOVED.items() if name in names), None)
+    if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"rageval.metrics.{_MOVED[name]}"), name)
+    return getattr(importlib.import_module(f"rageval.metrics.{home}"), name)

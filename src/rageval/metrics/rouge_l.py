@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rageval.metrics.base import forward_to_metric, register
-from rageval.metrics.lexical import LexicalMetric, f_measure, tokens
+from rageval.metrics.lexical import LexicalMetric
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
@@ -30,12 +30,6 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     return len(b) - v.bit_count()
 
 
-def rouge_l_score(response: str, reference: str) -> float:
-    """ROUGE-L F-measure (β = 1) of two texts."""
-    r, g = tokens(response, drop_articles=False), tokens(reference, drop_articles=False)
-    return f_measure(lcs_length(r, g), len(r), len(g))
-
-
 @register
 class RougeL(LexicalMetric):
     """ROUGE-L F-measure of response vs reference: a lexical baseline, not a semantic judgement."""
@@ -49,6 +43,11 @@ class RougeL(LexicalMetric):
     @staticmethod
     def count_overlap(response: Sequence[str], reference: Sequence[str]) -> int:
         return lcs_length(response, reference)
+
+
+def rouge_l_score(response: str, reference: str) -> float:
+    """ROUGE-L F-measure (β = 1) of two texts."""
+    return RougeL.text_score(response, reference)
 
 
 #: names this module lacks are read from its default metric: ``rouge_l.score(...)``

@@ -18,14 +18,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rageval.metrics.base import (
-    Metric,
-    MetricResult,
-    ScoringContext,
-    forward_to_metric,
-    note_truncation,
-    register,
-)
+from rageval.metrics.authoring import note_truncation
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 

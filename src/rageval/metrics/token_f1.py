@@ -11,18 +11,12 @@ from collections import Counter
 from collections.abc import Sequence
 
 from rageval.metrics.base import forward_to_metric, register
-from rageval.metrics.lexical import LexicalMetric, f_measure, tokens
+from rageval.metrics.lexical import LexicalMetric
 
 
 def token_overlap(response: Sequence[str], reference: Sequence[str]) -> int:
     """Size of the multiset intersection of two token lists."""
     return sum((Counter(response) & Counter(reference)).values())
-
-
-def token_f1_score(response: str, reference: str) -> float:
-    """SQuAD token F1 of two texts."""
-    r, g = tokens(response, drop_articles=True), tokens(reference, drop_articles=True)
-    return f_measure(token_overlap(r, g), len(r), len(g))
 
 
 @register
@@ -38,6 +32,11 @@ class TokenF1(LexicalMetric):
     @staticmethod
     def count_overlap(response: Sequence[str], reference: Sequence[str]) -> int:
         return token_overlap(response, reference)
+
+
+def token_f1_score(response: str, reference: str) -> float:
+    """SQuAD token F1 of two texts."""
+    return TokenF1.text_score(response, reference)
 
 
 #: names this module lacks are read from its default metric: ``token_f1.score(...)``
