@@ -596,10 +596,9 @@ def module_metric(module: ModuleType) -> type[Metric]:
 def module_default(module: ModuleType) -> Metric:
     """The metric a metric module stands for: its class with default settings and the
     ``llm`` / ``embeddings`` set on the module, if any. Any other setting made on the module
-    (``answer_relevancy.strictness = 5``) would be ignored, so it is refused (ValueError) unless
-    it equals the default: configuration goes through the class (``AnswerRelevancy(
-    strictness=5)``). (A test helper that read the forwarded default and writes it back when
-    it undoes a change leaves such an equal value behind.)"""
+    (``answer_relevancy.strictness = 5``) would be ignored, so it is refused (ValueError):
+    configuration goes through the class, ``AnswerRelevancy(strictness=5)``. A value equal to
+    the default is let through (what monkeypatch leaves behind after undoing a change)."""
     cls = module_metric(module)
     attached = vars(module)
     metric = cls(**{k: attached[k] for k in _ATTACHABLE if k in attached})
