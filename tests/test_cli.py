@@ -130,7 +130,7 @@ def test_input_errors_exit_2_with_a_message_and_no_request(
     )
     _, err = capsys.readouterr()
     assert code == 2
-    assert "row 1, id 's001', field 'reference', metric 'context_recall'" in err
+    assert "line 2, id 's001', field 'reference', metric 'context_recall'" in err
     assert "Traceback" not in err
     assert server.requests == []
 

@@ -183,6 +183,28 @@ def test_unparsable_rows_are_skipped_whole_when_asked() -> None:
     assert "invalid row" in (result.sample(1).cells["token_f1"].cause or "")
 
 
+def test_a_bad_field_stops_only_the_metrics_that_read_it(server: FakeOpenAI) -> None:
+    data = rows(3)
+    data[1]["retrieved_contexts"] = "one context as a string"
+    result = evaluate(data, ["token_f1"], progress=False)  # reads response and reference only
+    assert result.statuses("token_f1") == ["ok", "ok", "ok"]
+    with pytest.raises(InvalidDataError, match="row 1, id 's001', field 'retrieved_contexts'"):
+        evaluate(data, ["token_f1", "faithfulness"], llm=make_judge(server), progress=False)
+    assert server.requests == []
+    result = evaluate(
+        data,
+        ["token_f1", "faithfulness"],
+        llm=make_judge(server),
+        on_invalid="skip",
+        progress=False,
+    )
+    assert result.statuses("token_f1") == ["ok", "ok", "ok"]
+    assert result.statuses("faithfulness") == ["ok", "skipped", "ok"]
+    cause = result.sample(1).cells["faithfulness"].cause or ""
+    assert cause.startswith("invalid row: field 'retrieved_contexts'") and "single string" in cause
+    assert {sample_id_of(r) for r in server.chat_requests} == {"s000", "s002"}
+
+
 def test_unknown_metric_names_fail_before_anything_runs(server: FakeOpenAI) -> None:
     with pytest.raises(RunConfigError, match=r"faithfullness.*did you mean faithfulness"):
         evaluate(rows(2), ["faithfullness"], llm=make_judge(server), progress=False)

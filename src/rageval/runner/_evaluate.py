@@ -133,20 +133,33 @@ def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) 
 
 def _validate(
     loaded: LoadedData, ids: Sequence[str], metrics: Sequence[Metric]
-) -> tuple[list[RowProblem], dict[int, str]]:
-    """Every problem that stops a (row, metric) cell, and the reason per unusable row."""
-    problems = list(loaded.problems)
-    bad_rows: dict[int, list[str]] = {}
+) -> tuple[list[RowProblem], dict[int, str], dict[tuple[int, str], str]]:
+    """Every problem that stops a (row, metric) cell of this run; the reason for each row no
+    metric can read, and for each cell that a bad field of its row stops. A bad field that no
+    metric of the run reads stops nothing."""
+    by_row: dict[int, list[RowProblem]] = {}
     for p in loaded.problems:
         if p.row is not None:
-            bad_rows.setdefault(p.row, []).append(_describe(p))
+            by_row.setdefault(p.row, []).append(p)
+    problems: dict[int, RowProblem] = {}  # by id(): each problem once, in order
+    invalid_rows: dict[int, str] = {}
+    invalid_cells: dict[tuple[int, str], str] = {}
     for row, sample in enumerate(loaded.samples):
-        if sample is None or row in bad_rows:
+        found = by_row.get(row, [])
+        if sample is None:
+            problems.update((id(p), p) for p in found)
+            invalid_rows[row] = "; ".join(map(_describe, found)) or "could not be read"
             continue
         for m in metrics:
+            stopping = [p for p in found if p.blocks(m.required_fields)]
+            if stopping:
+                problems.update((id(p), p) for p in stopping)
+                invalid_cells[(row, m.name)] = "; ".join(map(_describe, stopping))
+                continue
             for field, message in m.input_problems(sample):
-                problems.append(RowProblem(row, field, message, ids[row], m.name))
-    return problems, {row: "; ".join(msgs) for row, msgs in bad_rows.items()}
+                problem = RowProblem(row, field, message, sample.id, m.name, loaded.line(row))
+                problems[id(problem)] = problem
+    return list(problems.values()), invalid_rows, invalid_cells
 
 
 def _describe(p: RowProblem) -> str:
@@ -266,7 +279,7 @@ async def aevaluate(
     ids = sample_ids(loaded.samples)
     metric_objs = resolve_metrics(metrics, loaded)
 
-    problems, invalid_rows = _validate(loaded, ids, metric_objs)
+    problems, invalid_rows, invalid_cells = _validate(loaded, ids, metric_objs)
     if problems and on_invalid == "raise":
         raise InvalidDataError(problems, source=loaded.source)
 
@@ -327,6 +340,7 @@ async def aevaluate(
         shared_judge,
         embedder,
         invalid_rows,
+        invalid_cells,
         cells=CellStore(judge_of, shared_judge, embedder),
     )
     scheduler = Scheduler(plan, loaded.samples, ids, window=_window(judges), on_record=on_record)

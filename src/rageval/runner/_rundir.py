@@ -32,18 +32,16 @@ class RunDirError(ValueError):
 
 
 def data_fingerprint(loaded: LoadedData) -> str:
-    """sha256 over the canonical form of every row (unparsable rows by their problems)."""
+    """sha256 over the canonical form of every row (rows with problems with them too)."""
     problems: dict[int, list[str]] = {}
     for p in loaded.problems:
         if p.row is not None:
             problems.setdefault(p.row, []).append(str(p))
     digest = hashlib.sha256()
     for i, sample in enumerate(loaded.samples):
-        canonical: Any = (
-            {"invalid": problems.get(i, [])}
-            if sample is None
-            else sample.model_dump(mode="json", exclude_none=True)
-        )
+        canonical: Any = {} if sample is None else sample.model_dump(mode="json", exclude_none=True)
+        if sample is None or i in problems:
+            canonical = {**canonical, "invalid": problems.get(i, [])}
         digest.update(_dumps(canonical, sort_keys=True).encode("utf-8"))
         digest.update(b"\n")
     return f"sha256:{digest.hexdigest()}"

@@ -91,14 +91,15 @@ def meter_judge(judge: Judge) -> None:
 
 @dataclasses.dataclass
 class Plan:
-    """What to run: metrics, the judge of each, the shared statement judge, embeddings, and
-    the reason each invalid row is skipped."""
+    """What to run: metrics, the judge of each, the shared statement judge, embeddings, the
+    reason each invalid row is skipped, and each cell a bad field of its row stops."""
 
     metrics: Sequence[Metric]
     judge_of: Mapping[str, Judge | None]
     shared_judge: Judge | None
     embeddings: Embeddings | None
     invalid_rows: Mapping[int, str]
+    invalid_cells: Mapping[tuple[int, str], str] = dataclasses.field(default_factory=dict)
     #: finished cells kept across runs (None: recompute every cell)
     cells: CellStore | None = None
 
@@ -161,6 +162,10 @@ class Scheduler:
         results: dict[str, MetricResult] = {}
         to_run: list[Metric] = []
         for m in metrics:
+            bad_field = self.plan.invalid_cells.get((row, m.name))
+            if bad_field is not None:
+                results[m.name] = MetricResult.skipped(f"invalid row: {bad_field}")
+                continue
             problems = m.input_problems(sample)
             if problems:
                 results[m.name] = MetricResult.skipped(
