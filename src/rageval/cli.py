@@ -3,25 +3,33 @@
 Only the standard library is imported at module level so that `rageval --help` and
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
-Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage or input error, 3 fatal judge error
-(bad key, unknown model...), 130 interrupted.
+Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage, input or configuration error, 3 fatal
+judge error (endpoint unreachable, bad key, unknown model...), 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM). A reader that stops reading (`| head`) changes none of them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rageval._version import __version__
 
 if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
     from rageval.results import EvaluationResult
+    from rageval.runner._stored import StoredRun
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
 class _UsageError(Exception):
@@ -30,6 +38,53 @@ class _UsageError(Exception):
 
 def _err(message: str) -> None:
     print(f"rageval: {message}", file=sys.stderr)
+
+
+class _Stdout:
+    """Writes to stdout until its reader goes away (`rageval ... | head -2`): then the rest of
+    the output, and Python's own flush at exit, go nowhere, and the command's exit code is
+    still the one its work earned."""
+
+    closed = False
+
+    @classmethod
+    def write(cls, text: str = "") -> None:
+        if cls.closed:
+            return
+        try:
+            print(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            cls.closed = True
+            with contextlib.suppress(OSError, ValueError):  # stdout may not be a real file
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+
+
+_out = _Stdout.write
+
+
+@contextlib.contextmanager
+def _sigterm_as_sigint() -> Iterator[list[int]]:
+    """SIGTERM (a cancelled CI job, `kill`) stops the command the way Ctrl-C does: it is
+    turned into SIGINT, so a run ends with its finished rows kept and the resume hint. Yields
+    the signals received, for the exit code."""
+    received: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        received.append(signum)
+        signal.raise_signal(signal.SIGINT)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield received
+        return
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _pairs(values: Sequence[str], what: str) -> list[tuple[str, str]]:
@@ -54,8 +109,14 @@ def _gates(values: Sequence[str]) -> list[tuple[str, float]]:
     return gates
 
 
-def _metric_names(values: Sequence[str]) -> list[str]:
-    return [name.strip() for v in values for name in v.split(",") if name.strip()]
+def _metric_names(values: Sequence[str]) -> list[str] | None:
+    """The names given with -m (None: no -m at all); `-m ""` names nothing, an error."""
+    if not values:
+        return None
+    names = [name.strip() for v in values for name in v.split(",") if name.strip()]
+    if not names:
+        raise _UsageError("-m/--metric needs a metric name (see: rageval metrics)")
+    return names
 
 
 # ---------------------------------------------------------------------- evaluate
@@ -63,67 +124,195 @@ def _metric_names(values: Sequence[str]) -> list[str]:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rageval.judge import FatalJudgeError
-    from rageval.metrics.base import registered_metrics
-    from rageval.runner import (
-        RunConfigError,
-        RunDirError,
-        embeddings_from_spec,
-        evaluate,
-        judge_from_env,
-    )
+    from rageval.runner import RunConfigError, RunDirError, evaluate
     from rageval.samples import InvalidDataError
 
+    data = _data_argument(args)
     column_map = dict(_pairs(args.column_map, "--column-map"))
     gates = _gates(args.fail_under)
-    metrics = _metric_names(args.metric) or None
-    known = set(metrics or registered_metrics())
+    metrics = _metric_names(args.metric)
+    if args.resume and args.output and Path(args.resume) != Path(args.output):
+        raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
+    if args.resume and args.overwrite:
+        raise _UsageError("--resume continues the run in DIR; --overwrite replaces it: not both")
+    run_dir = Path(args.resume or args.output or _fresh_run_dir())
+    try:
+        stored = _stored_run(args.resume) if args.resume else None
+        judge = _judge(args, stored)
+        embeddings = _embeddings(args)
+    except ValueError as e:  # a bad base URL, model name, embeddings spec or run directory
+        raise _UsageError(str(e)) from None
+    _check_gate_names(gates, metrics, stored)
+    if judge is None and metrics:
+        _require_a_judge_for(metrics)
+    copy = _stdin_to(run_dir, args) if data == "-" else None
+    interrupted = f"finished rows are kept in {run_dir}; continue with --resume {run_dir}"
+    try:
+        with _sigterm_as_sigint() as signals:
+            result = evaluate(
+                copy or data,
+                metrics=metrics,
+                llm=judge,
+                embeddings=embeddings,
+                column_map=column_map or None,
+                on_invalid="skip" if args.skip_invalid else None,
+                run_dir=run_dir,
+                resume=bool(args.resume),
+                overwrite=args.overwrite,
+                progress=False if args.quiet else None,
+                probe=not args.no_probe,
+            )
+    except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
+        _discard_unused(copy, run_dir)
+        raise _UsageError(str(e)) from None
+    except FatalJudgeError as e:
+        _discard_unused(copy, run_dir)
+        _err(f"the judge endpoint refused: {e}" if e.status else str(e))
+        if (run_dir / "manifest.json").exists():
+            _err(interrupted)
+        return EXIT_FATAL
+    except KeyboardInterrupt:
+        _discard_unused(copy, run_dir)
+        how = "terminated (SIGTERM)" if signals else "interrupted"
+        if (run_dir / "manifest.json").exists():
+            _err(f"{how}; {interrupted}")
+        else:
+            _err(how)
+        return EXIT_TERMINATED if signals else EXIT_INTERRUPTED
+    _out(result.summary_table())
+    _print_retries(result)
+    _print_causes(result)
+    report = run_dir / "report.html"
+    _out(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
+    return _check_gates(result, gates)
+
+
+def _data_argument(args: argparse.Namespace) -> str | None:
+    """DATA, wherever argparse found it: an option taking several values (--column-map,
+    --fail-under) hands over the words after its NAME=VALUE pairs, which are DATA."""
+    spilled: list[str] = args.spilled
+    if args.data is not None and spilled:
+        raise _UsageError(f"unexpected argument(s): {' '.join(spilled)} (DATA is {args.data})")
+    if len(spilled) > 1:
+        raise _UsageError(f"unexpected argument(s): {' '.join(spilled[1:])}")
+    data: str | None = args.data if args.data is not None else (spilled[0] if spilled else None)
+    if data is None and not args.resume:
+        raise _UsageError("DATA is required (a data file, or - for stdin), or --resume DIR")
+    if data == "-" and args.resume:
+        raise _UsageError(
+            f"a run read from stdin keeps a copy of its data: resume it with --resume "
+            f"{args.resume} alone"
+        )
+    return data
+
+
+def _stored_run(run_dir: str) -> StoredRun:
+    from rageval.runner._stored import read_stored_run
+
+    return read_stored_run(run_dir)
+
+
+def _judge(args: argparse.Namespace, stored: StoredRun | None) -> Judge | None:
+    """The judge the command line and environment configure; resuming, the run's own judge
+    (from its manifest) with what the command line changes."""
+    from rageval.runner import judge_from_env
+    from rageval.runner._stored import judge_from_settings, judge_settings
+
+    overrides: dict[str, Any] = {}
+    if args.concurrency is not None:
+        overrides["max_concurrency"] = args.concurrency
+    if args.no_cache:
+        overrides["cache"] = False
+    if stored is not None and args.llm is None:
+        if stored.judge is None:
+            return None
+        settings = {**judge_settings(stored.judge), **overrides}
+        if args.base_url:
+            settings["base_url"] = args.base_url
+        return judge_from_settings(settings)
+    return judge_from_env(args.llm, base_url=args.base_url, **overrides)
+
+
+def _embeddings(args: argparse.Namespace) -> Embeddings | None:
+    from rageval.runner import embeddings_from_spec
+
+    if not args.embeddings:
+        return None  # the local model if a metric needs one; resuming, the run's own
+    return embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
+
+
+def _check_gate_names(
+    gates: Sequence[tuple[str, float]], metrics: Sequence[str] | None, stored: StoredRun | None
+) -> None:
+    from rageval.metrics.base import registered_metrics
+
+    if metrics is not None:
+        known = set(metrics)
+    elif stored is not None:
+        known = {name for name, _, _ in stored.metrics}
+    else:
+        known = set(registered_metrics())
     for metric, _ in gates:
         if metric not in known:
             raise _UsageError(f"--fail-under names {metric!r}, which is not a metric of this run")
-    if args.resume and args.output and Path(args.resume) != Path(args.output):
-        raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
-    run_dir = Path(args.resume or args.output or _fresh_run_dir())
-    try:
-        judge = judge_from_env(
-            args.llm,
-            base_url=args.base_url,
-            max_concurrency=args.concurrency,
-            cache=not args.no_cache,
+
+
+def _require_a_judge_for(names: Sequence[str]) -> None:
+    """Metrics named on the command line that need a judge, with none configured, would all
+    be skipped and the command would pass having measured nothing: refuse instead."""
+    from rageval.metrics.base import registered_metrics
+    from rageval.runner import NO_JUDGE_CAUSE
+
+    known = registered_metrics()
+    judged = [n for n in names if n in known and known[n].needs_llm]
+    if judged:
+        offline = ", ".join(n for n, cls in known.items() if not cls.needs_llm)
+        raise _UsageError(
+            f"{', '.join(judged)} {NO_JUDGE_CAUSE.replace('needs', 'need', len(judged) > 1)} "
+            f"(metrics that need no judge: {offline})"
         )
-        embeddings = (
-            embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
-            if args.embeddings
-            else None
+
+
+_FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
+
+
+def _stdin_to(run_dir: Path, args: argparse.Namespace) -> Path:
+    """Copy the data on stdin into the run directory (so that --resume finds it again); the
+    format is --format, else guessed from the first bytes."""
+    import shutil
+
+    if (run_dir / "manifest.json").exists() and not args.overwrite:
+        raise _UsageError(
+            f"{run_dir} already holds a run; resume it (--resume {run_dir}), replace it "
+            "(--overwrite) or choose another directory"
         )
-    except ValueError as e:  # a malformed base URL, model name or embeddings spec
-        raise _UsageError(str(e)) from None
-    try:
-        result = evaluate(
-            args.data,
-            metrics=metrics,
-            llm=judge,
-            embeddings=embeddings,
-            column_map=column_map or None,
-            on_invalid="skip" if args.skip_invalid else "raise",
-            run_dir=run_dir,
-            resume=bool(args.resume),
-            progress=False if args.quiet else None,
-        )
-    except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
-        raise _UsageError(str(e)) from None
-    except FatalJudgeError as e:
-        _err(f"the judge endpoint refused: {e}")
-        if (run_dir / "manifest.json").exists():
-            _err(f"finished rows are kept in {run_dir}; continue with --resume {run_dir}")
-        return EXIT_FATAL
-    except KeyboardInterrupt:
-        _err(f"interrupted; finished rows are kept in {run_dir}; continue with --resume {run_dir}")
-        return EXIT_INTERRUPTED
-    print(result.summary_table())
-    _print_causes(result)
-    report = run_dir / "report.html"
-    print(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
-    return _check_gates(result, gates)
+    stream = sys.stdin.buffer
+    fmt = args.format or _sniff(stream.peek(64) if hasattr(stream, "peek") else b"")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    copy = run_dir / f"input.{fmt}"
+    with copy.open("wb") as fh:
+        shutil.copyfileobj(stream, fh)
+    return copy
+
+
+def _sniff(head: bytes) -> str:
+    start = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if start.startswith(b"PAR1"):
+        return "parquet"
+    if start.startswith(b"["):
+        return "json"
+    if start.startswith(b"{"):
+        return "jsonl"
+    return "csv"
+
+
+def _discard_unused(copy: Path | None, run_dir: Path) -> None:
+    """A copy of stdin for a run that never started goes (and the directory, if now empty)."""
+    if copy is None or (run_dir / "manifest.json").exists():
+        return
+    copy.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        run_dir.rmdir()
 
 
 def _fresh_run_dir() -> Path:
@@ -145,12 +334,23 @@ def _print_causes(result: EvaluationResult, limit: int = 10) -> None:
     if not hits:
         return
     ranked = sorted(hits.items(), key=lambda item: -sum(n for _, n in item[1]))
-    print("\nnot measured / skipped:")
+    _out("\nnot measured / skipped:")
     for cause, metrics in ranked[:limit]:
-        print(f"  {cause}")
-        print("    " + ", ".join(f"{m} ({n} {'row' if n == 1 else 'rows'})" for m, n in metrics))
+        _out(f"  {cause}")
+        _out("    " + ", ".join(f"{m} ({n} {'row' if n == 1 else 'rows'})" for m, n in metrics))
     if len(ranked) > limit:
-        print(f"  ... and {len(ranked) - limit} other causes (see the report)")
+        _out(f"  ... and {len(ranked) - limit} other causes (see the report)")
+
+
+def _print_retries(result: EvaluationResult) -> None:
+    """Requests sent again: after a transient error (rate limit, timeout, 5xx), and replies
+    the judge was asked again for because they failed validation."""
+    usage = result.usage_by_metric
+    for label, field in (("retried requests", "retries"), ("re-asked replies", "reasks")):
+        counts = {name: getattr(u, field) for name, u in usage.items() if getattr(u, field)}
+        if counts:
+            each = ", ".join(f"{name} {n:,}" for name, n in counts.items())
+            _out(f"{label}: {sum(counts.values()):,} ({each})")
 
 
 def _check_gates(result: EvaluationResult, gates: Sequence[tuple[str, float]]) -> int:
@@ -165,7 +365,7 @@ def _check_gates(result: EvaluationResult, gates: Sequence[tuple[str, float]]) -
     for line in failed:
         _err(f"gate failed: {line}")
     if gates and not failed:
-        print(f"all {len(gates)} gate(s) passed")
+        _out(f"all {len(gates)} gate(s) passed")
     return EXIT_GATE if failed else EXIT_OK
 
 
@@ -177,7 +377,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     if not (Path(args.run_dir) / "manifest.json").exists():
         raise _UsageError(f"{args.run_dir} is not a rageval run directory (no manifest.json)")
-    print(write_report(Path(args.run_dir)))
+    _out(str(write_report(Path(args.run_dir))))
     return EXIT_OK
 
 
@@ -188,12 +388,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         a, b = load_run(args.run_a), load_run(args.run_b)
     except (FileNotFoundError, ValueError) as e:
         raise _UsageError(str(e)) from None
+    for run, path in ((a, args.run_a), (b, args.run_b)):
+        # a comparison of what an unfinished run happened to finish would look like a result
+        if run.n_finished == 0:
+            raise _UsageError(f"{path} has no finished rows: there is nothing to compare")
+        if not run.complete:
+            raise _UsageError(
+                f"{path} is unfinished ({run.n_finished} of {len(run)} rows): finish it first "
+                f"with rageval evaluate --resume {path}"
+            )
     comparisons = compare(a, b, top=args.top)
     if not comparisons:
         raise _UsageError("the two runs have no metric in common")
     shared = len(set(a.ids) & set(b.ids))
-    print(f"A = {args.run_a} ({len(a)} samples)\nB = {args.run_b} ({len(b)} samples)")
-    print(f"{shared} samples matched by id\n")
+    _out(f"A = {args.run_a} ({len(a)} samples)\nB = {args.run_b} ({len(b)} samples)")
+    _out(f"{shared} samples matched by id\n")
     header = ("metric", "n pairs", "mean A", "mean B", "B - A", "95% CI", "p-value")
     rows = []
     for c in comparisons:
@@ -209,37 +418,68 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 "-" if d.p_value is None else f"{d.p_value:.4f}",
             )
         )
-    print(_table(header, rows))
-    print(
+    _out(_table(header, rows))
+    _out(
         "\npaired over samples (matched by id) measured in both runs; CI: paired percentile "
         "bootstrap; p-value: sign-flip permutation test of no difference"
     )
     for c in comparisons:
         if c.movers:
-            print(f"\n{c.metric}: samples that moved most")
+            _out(f"\n{c.metric}: samples that moved most")
             for sid, x, y in c.movers:
-                print(f"  {sid}: {x:.4f} -> {y:.4f} ({y - x:+.4f})")
+                _out(f"  {sid}: {x:.4f} -> {y:.4f} ({y - x:+.4f})")
     return EXIT_OK
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
     import json
 
-    from rageval.metrics.base import registered_metrics
+    from rageval.metrics.base import metric_class, registered_metrics
 
+    if args.name:
+        try:
+            cls = metric_class(args.name)
+        except KeyError as e:
+            raise _UsageError(str(e.args[0])) from None
+        _out(f"{cls.name}: {cls.summary}")
+        _out(f"required fields: {', '.join(cls.required_fields)}")
+        _out(
+            f"judge: {'yes' if cls.needs_llm else 'no'}; "
+            f"embeddings: {'yes' if cls.needs_embeddings else 'no'}"
+        )
+        _out("parameters (defaults; set one with -p NAME.PARAM=VALUE):")
+        for key, value in cls().params().items():
+            _out(f"  {key} = {json.dumps(value, ensure_ascii=False, indent=2, default=str)}")
+        return EXIT_OK
     rows = []
     for name, cls in registered_metrics().items():
+        defaults = " ".join(f"{k}={_short(v)}" for k, v in cls().params().items())
         rows.append(
             (
                 name,
                 ", ".join(cls.required_fields),
                 "yes" if cls.needs_llm else "no",
                 "yes" if cls.needs_embeddings else "no",
-                json.dumps(cls().params(), ensure_ascii=False, default=str),
+                defaults,
             )
         )
-    print(_table(("metric", "required fields", "judge", "embeddings", "defaults"), rows))
+    _out(_table(("metric", "required fields", "judge", "embeddings", "defaults"), rows))
+    _out("\n(every parameter in full: rageval metrics NAME)")
     return EXIT_OK
+
+
+def _short(value: Any, width: int = 40) -> str:
+    """A parameter's value in at most about `width` characters."""
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= width:
+        return text
+    if isinstance(value, dict):
+        return f"{{...{len(value)} entries}}"
+    if isinstance(value, (list, tuple)):
+        return f"[...{len(value)} items]"
+    return text[: width - 4] + '..."' if isinstance(value, str) else text[: width - 3] + "..."
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
@@ -248,13 +488,13 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     cache = RequestCache(args.cache_dir)
     if args.action == "clear":
         removed = cache.clear()
-        print(f"cleared {cache.path}: " + ", ".join(f"{n} {k}" for k, n in removed.items()))
+        _out(f"cleared {cache.path}: " + ", ".join(f"{n} {k}" for k, n in removed.items()))
         return EXIT_OK
     stats = cache.stats()
-    print(f"path: {stats['path']}")
-    print(f"size: {stats['size_bytes']:,} bytes")
+    _out(f"path: {stats['path']}")
+    _out(f"size: {stats['size_bytes']:,} bytes")
     for table, n in stats["entries"].items():
-        print(f"{table}: {n:,} entries")
+        _out(f"{table}: {n:,} entries")
     return EXIT_OK
 
 
@@ -277,6 +517,28 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 # ---------------------------------------------------------------------- parser
 
 
+class _PairsThenData(argparse.Action):
+    """NAME=VALUE pairs for an option taking several (--column-map, --fail-under). The words
+    after the pairs are not the option's: they go to `spilled`, where DATA is looked for, so
+    `--column-map query=user_input data.jsonl` works as `data.jsonl --column-map ...` does."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        words = list(values)
+        first_plain = next((i for i, w in enumerate(words) if "=" not in w), len(words))
+        pairs, rest = words[:first_plain], words[first_plain:]
+        if not pairs or any("=" in w for w in rest):
+            bad = next((w for w in words if "=" not in w), words[0])
+            parser.error(f"{option_string} takes NAME=VALUE pairs, got {bad!r}")
+        setattr(namespace, self.dest, [*getattr(namespace, self.dest), *pairs])
+        namespace.spilled = [*namespace.spilled, *rest]
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -295,7 +557,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     ev = sub.add_parser("evaluate", help="score a dataset and write a run directory")
-    ev.add_argument("data", metavar="DATA", help="JSONL, JSON, CSV, TSV or Parquet file")
+    ev.add_argument(
+        "data",
+        metavar="DATA",
+        nargs="?",
+        help="JSONL, JSON, CSV, TSV or Parquet file, or - for stdin (optional with --resume)",
+    )
+    ev.set_defaults(spilled=[])
     ev.add_argument(
         "-m",
         "--metric",
@@ -320,7 +588,15 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "-o", "--output", metavar="DIR", help="run directory (default: rageval-runs/<timestamp>)"
     )
-    ev.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
+    ev.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue the interrupted run in DIR (its data, metrics and settings are the "
+        "run's own, as its manifest records them)",
+    )
+    ev.add_argument(
+        "--overwrite", action="store_true", help="replace the run already in the -o DIR"
+    )
     ev.add_argument(
         "--concurrency",
         type=_positive_int,
@@ -333,7 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--column-map",
         nargs="+",
-        action="extend",
+        action=_PairsThenData,
         default=[],
         metavar="THEIRS=OURS",
         help="rename columns, e.g. query=user_input",
@@ -346,10 +622,21 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--fail-under",
         nargs="+",
-        action="extend",
+        action=_PairsThenData,
         default=[],
         metavar="METRIC=VALUE",
         help="exit 1 if the metric's mean is below VALUE (or not measured)",
+    )
+    ev.add_argument(
+        "--format",
+        choices=_FORMATS,
+        default=None,
+        help="format of DATA read from stdin (default: guessed from its first bytes)",
+    )
+    ev.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="do not check first, with one quick request, that each endpoint is reachable",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     ev.set_defaults(func=_cmd_evaluate)
@@ -367,6 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.set_defaults(func=_cmd_compare)
 
     met = sub.add_parser("metrics", help="list the metrics, their fields and defaults")
+    met.add_argument("name", metavar="NAME", nargs="?", help="one metric, every parameter")
     met.set_defaults(func=_cmd_metrics)
 
     cache = sub.add_parser("cache", help="inspect or clear the request cache")

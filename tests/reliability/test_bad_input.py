@@ -433,7 +433,7 @@ def test_an_empty_file_is_an_error(
 ) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_bytes(b"")
-    code = main(["evaluate", str(path), "-m", "faithfulness", "-o", str(tmp_path / "r"), "-q"])
+    code = main(["evaluate", str(path), "-m", "token_f1", "-o", str(tmp_path / "r"), "-q"])
     err = capsys.readouterr().err
     assert code == 2 and "no rows" in err and "Traceback" not in err
 

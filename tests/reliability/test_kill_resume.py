@@ -89,18 +89,19 @@ def test_random_kills_then_resume_give_the_uninterrupted_results(
         base = cli_command(
             "evaluate", data, *(a for m in METRICS for a in ("-m", m)),
             "--llm", "judge-model", "--base-url", srv.base_url,
-            "--concurrency", "8", "--no-cache", "-q",
+            "--concurrency", "8", "--no-cache", "-q", "-o", run,
         )  # fmt: skip
         kills = resumes = 0
         for attempt in range(KILLS + 1):
             # after a kill before the manifest was written there is no run to resume yet
             resuming = (run / "manifest.json").exists()
             resumes += resuming
-            where = ["--resume", run] if resuming else ["-o", run]
+            # a resume is `--resume DIR` alone: the run's manifest holds everything else
+            command = cli_command("evaluate", "--resume", run, "-q") if resuming else base
             done_before = _finished(log)
             seen_before = len(srv.chat_requests)
             proc = subprocess.Popen(
-                [*base, *map(str, where)],
+                command,
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,

@@ -25,6 +25,7 @@ from rageval.judge._cache import RequestCache
 from rageval.metrics.base import Metric, create_metric, registered_metrics
 from rageval.results import EvaluationResult, SampleRecord
 from rageval.runner._cells import CellStore
+from rageval.runner._probe import check_key, probe_endpoints
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
 from rageval.runner._schedule import MIN_WINDOW, Plan, Scheduler, meter_judge
 from rageval.samples import (
@@ -56,20 +57,24 @@ def judge_from_env(
     *,
     base_url: str | None = None,
     max_concurrency: int | None = None,
-    cache: bool = True,
+    cache: bool | str = True,
+    **settings: Any,
 ) -> Judge | None:
     """The judge configured by arguments or the environment: the model from `model` or
     RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or OPENAI_BASE_URL (default
-    OpenAI), the key from OPENAI_API_KEY. None when no model is named."""
+    OpenAI), the key from OPENAI_API_KEY; `settings` are further Judge keyword arguments.
+    None when no model is named."""
     model = model or os.environ.get("RAGEVAL_LLM") or None
     if model is None:
         return None
     from rageval.judge import Judge
 
-    kw: dict[str, Any] = {"base_url": _base_url(base_url), "cache": cache}
+    kw: dict[str, Any] = {**settings, "base_url": _base_url(base_url), "cache": cache}
     if max_concurrency is not None:
         kw["max_concurrency"] = max_concurrency
-    return Judge(model, **kw)
+    judge = Judge(model, **kw)
+    check_key(judge.describe(), what="judge")
+    return judge
 
 
 def embeddings_from_spec(
@@ -83,9 +88,11 @@ def embeddings_from_spec(
     if provider == "local" and not model:
         return embedding_factory("local")
     if provider == "openai":
-        return embedding_factory(
+        remote = embedding_factory(
             "openai", model=model or None, base_url=_base_url(base_url), cache=cache
         )
+        check_key(remote.describe(), what="embeddings model")
+        return remote
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
 
 
@@ -173,6 +180,7 @@ def _manifest(
     judge_of: Mapping[str, Judge | None],
     embeddings: Embeddings | None,
     on_invalid: str,
+    column_map: Mapping[str, str] | None,
 ) -> dict[str, Any]:
     specs = []
     for m in metrics:
@@ -186,14 +194,24 @@ def _manifest(
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "metrics": specs,
         "judge": json_normal(judge.describe()) if judge is not None else None,
-        "embeddings": {"name": embeddings.name} if embeddings is not None else None,
+        "embeddings": _embeddings_entry(embeddings),
         "data": {
             "source": loaded.source,
+            # where `--resume DIR` alone finds the data again
+            "path": str(loaded.path.resolve()) if loaded.path is not None else None,
+            "column_map": dict(column_map) if column_map else None,
             "fingerprint": data_fingerprint(loaded),
             "n_rows": len(loaded.samples),
         },
         "on_invalid": on_invalid,
     }
+
+
+def _embeddings_entry(embeddings: Embeddings | None) -> dict[str, Any] | None:
+    if embeddings is None:
+        return None
+    base_url = getattr(embeddings, "base_url", None)
+    return {"name": embeddings.name, **({"base_url": base_url} if base_url else {})}
 
 
 def _window(judges: Sequence[Judge]) -> int:
@@ -250,11 +268,13 @@ async def aevaluate(
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
-    on_invalid: OnInvalid = "raise",
+    on_invalid: OnInvalid | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    probe: bool = False,
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
@@ -263,14 +283,27 @@ async def aevaluate(
     model name (default: RAGEVAL_LLM from the environment, else no judge: metrics that need
     one are skipped with a hint). `embeddings`: an Embeddings, `"local"` or `"openai:MODEL"`
     (default: the local model, if a metric needs one). `on_invalid="skip"` turns rows a metric
-    cannot score into skipped cells instead of an :class:`InvalidDataError`. `run_dir` writes
-    the run log there; `resume=True` continues the run in `run_dir`. `progress` (alias
-    `show_progress`): None shows a progress line only when stderr is a terminal.
+    cannot score into skipped cells instead of an :class:`InvalidDataError` (default
+    "raise"). `run_dir` writes the run log there; `resume=True` continues the run in
+    `run_dir`, and then whatever is not given (None: `data` too, the metrics, the judge, the
+    embeddings, `column_map`, `on_invalid`) is what the run was started with, as its
+    manifest records it. `progress` (alias `show_progress`): None shows a progress line only
+    when stderr is a terminal. `overwrite=True` replaces a run already in `run_dir` (by default
+    that is an error). `probe=True` first checks, with one quick request each, that
+    every endpoint is there and takes its key (see :mod:`rageval.runner._probe`).
     """
-    if on_invalid not in ("raise", "skip"):
-        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
     if resume and run_dir is None:
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
+    if resume and overwrite:
+        raise RunConfigError("resume=True continues the run in run_dir; overwrite=True replaces it")
+    own_judge = isinstance(llm, str) or llm is None
+    if resume and run_dir is not None:
+        data, metrics, llm, embeddings, column_map, on_invalid = _from_manifest(
+            run_dir, data, metrics, llm, embeddings, column_map, on_invalid
+        )
+    on_invalid = on_invalid or "raise"
+    if on_invalid not in ("raise", "skip"):
+        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
     started = time.monotonic()
     loaded = load_samples(data, column_map=column_map)
     whole_input = [p for p in loaded.problems if p.row is None]
@@ -283,8 +316,10 @@ async def aevaluate(
     if problems and on_invalid == "raise":
         raise InvalidDataError(problems, source=loaded.source)
 
-    own_judge = isinstance(llm, str) or llm is None
-    judge: Judge | None = judge_from_env(llm) if isinstance(llm, str) or llm is None else llm
+    # resuming, no judge by now means the run had none (not one from the environment)
+    judge: Judge | None = (
+        judge_from_env(llm) if isinstance(llm, str) or (llm is None and not resume) else llm
+    )
     judge_of = {m.name: (m.llm or judge) if m.needs_llm else m.llm for m in metric_objs}
     shared_judge = judge or next((m.llm for m in metric_objs if m.statement_needs and m.llm), None)
     needs_embeddings = any(
@@ -306,7 +341,14 @@ async def aevaluate(
     embedding_ledger = getattr(embedder, "usage", None)
     embedding_base = embedding_ledger.total if isinstance(embedding_ledger, UsageLedger) else None
 
-    manifest = _manifest(loaded, metric_objs, judge, judge_of, embedder, on_invalid)
+    manifest = _manifest(loaded, metric_objs, judge, judge_of, embedder, on_invalid, column_map)
+    rundir = RunDir(run_dir) if run_dir is not None else None
+    if probe:  # after every local check: bad data or the wrong run directory cost nothing
+        if rundir is not None and resume:
+            rundir.check_same_run(manifest)
+        elif rundir is not None and not overwrite:
+            rundir.check_vacant()
+        await probe_endpoints(judges, embedder)
     result = EvaluationResult(
         [m.name for m in metric_objs],
         ids,
@@ -316,13 +358,12 @@ async def aevaluate(
         judge=manifest["judge"],
         embeddings=embedder.name if embedder is not None else None,
     )
-    rundir = RunDir(run_dir) if run_dir is not None else None
     if rundir is not None:
         if resume:
             for offset, record in rundir.resume(manifest, ids):
                 result.add(record, offset=offset)
         else:
-            rundir.create(manifest)
+            rundir.create(manifest, overwrite=overwrite)
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
 
     show = _progress.wanted(progress if progress is not None else show_progress)
@@ -376,6 +417,41 @@ async def aevaluate(
     return result
 
 
+def _from_manifest(
+    run_dir: str | os.PathLike[str],
+    data: Any,
+    metrics: Sequence[Metric | str] | None,
+    llm: Judge | str | None,
+    embeddings: Embeddings | str | None,
+    column_map: Mapping[str, str] | None,
+    on_invalid: OnInvalid | None,
+) -> tuple[
+    Any,
+    Sequence[Metric | str] | None,
+    Judge | str | None,
+    Embeddings | str | None,
+    Mapping[str, str] | None,
+    OnInvalid | None,
+]:
+    """The arguments of a resumed run, each as given, else as the run's manifest has it."""
+    from rageval.runner._stored import read_stored_run
+
+    stored = read_stored_run(run_dir)
+    if data is None:
+        data = stored.data_file()
+    if column_map is None:
+        column_map = stored.column_map
+    if metrics is None:
+        metrics = stored.make_metrics()
+    if llm is None:
+        llm = stored.make_judge()
+    if embeddings is None:
+        embeddings = stored.make_embeddings()
+    if on_invalid is None and stored.on_invalid in ("raise", "skip"):
+        on_invalid = "skip" if stored.on_invalid == "skip" else "raise"
+    return data, metrics, llm, embeddings, column_map, on_invalid
+
+
 def _flush(caches: Sequence[RequestCache]) -> None:
     for cache in caches:
         cache.flush()
@@ -422,11 +498,13 @@ def evaluate(
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
-    on_invalid: OnInvalid = "raise",
+    on_invalid: OnInvalid | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    probe: bool = False,
 ) -> EvaluationResult:
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
     pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
@@ -440,8 +518,10 @@ def evaluate(
             on_invalid=on_invalid,
             run_dir=run_dir,
             resume=resume,
+            overwrite=overwrite,
             progress=progress,
             show_progress=show_progress,
+            probe=probe,
         )
     )
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from rageval.report import REPORT_FILE
 from rageval.results import (
     MANIFEST_FILE,
     RESULTS_FILE,
@@ -89,25 +90,38 @@ class RunDir:
         self._size = 0
 
     # ------------------------------------------------------------------ start
-    def create(self, manifest: Mapping[str, Any]) -> None:
-        """Start a new run here; refuses a directory that already holds one."""
-        if self.manifest_path.exists() or self.results_path.exists():
-            raise RunDirError(
-                f"{self.path} already holds a run; resume it (resume=True / --resume {self.path}) "
-                "or choose another directory"
-            )
+    def create(self, manifest: Mapping[str, Any], *, overwrite: bool = False) -> None:
+        """Start a new run here; refuses a directory that already holds one, unless told to
+        `overwrite` it (then the old run's files go, and nothing else in the directory)."""
+        if overwrite:
+            for name in (MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE):
+                (self.path / name).unlink(missing_ok=True)
+        self.check_vacant()
         self.path.mkdir(parents=True, exist_ok=True)
         _write_atomic(self.manifest_path, _dumps(manifest) + "\n")
+
+    def check_vacant(self) -> None:
+        """RunDirError if a run is here already."""
+        if self.manifest_path.exists() or self.results_path.exists():
+            raise RunDirError(
+                f"{self.path} already holds a run; resume it (resume=True / --resume {self.path}),"
+                " replace it (overwrite=True / --overwrite) or choose another directory"
+            )
+
+    def check_same_run(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """The stored manifest, if `manifest` describes the same run; else RunDirError."""
+        if not self.manifest_path.exists():
+            raise RunDirError(f"cannot resume {self.path}: it holds no run (no {MANIFEST_FILE})")
+        stored: dict[str, Any] = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        _check_same_run(self.path, stored, manifest)
+        return stored
 
     def resume(
         self, manifest: Mapping[str, Any], ids: Sequence[str]
     ) -> list[tuple[int, SampleRecord]]:
         """Check that `manifest` describes the same run as the one stored here and return its
         finished samples as (byte offset in the log, record), the last record of each row."""
-        if not self.manifest_path.exists():
-            raise RunDirError(f"cannot resume {self.path}: it holds no run (no {MANIFEST_FILE})")
-        stored = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        _check_same_run(self.path, stored, manifest)
+        stored = self.check_same_run(manifest)
         records: dict[int, tuple[int, SampleRecord]] = {}
         good_end = 0
         if self.results_path.exists():
