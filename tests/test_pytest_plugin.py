@@ -66,14 +66,18 @@ def _project(tmp_path: Path) -> Path:
 
 
 def _pytest(
-    project: Path, *args: str, server: FakeOpenAI | None, tmp_path: Path
+    project: Path, *args: str, server: FakeOpenAI | None, tmp_path: Path, key: bool = False
 ) -> subprocess.CompletedProcess[str]:
+    """pytest in `project`; with `server`, the environment configures the judge there (with
+    `key` alone, only the API key is in the environment)."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("PYTEST_", "OPENAI_", "RAGEVAL_")) and k != "COV_CORE_SOURCE"
     }
     env["RAGEVAL_CACHE_DIR"] = str(tmp_path / "cache")
+    if key or server is not None:
+        env["OPENAI_API_KEY"] = FAKE_API_KEY
     if server is not None:
         env.update(
             RAGEVAL_LLM="test-model", OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=FAKE_API_KEY
@@ -201,3 +205,17 @@ def test_cells_without_a_value_fail_unless_allowed(tmp_path: Path) -> None:
     assert result.summary()["token_f1"].mean == 1.0
     runs = sorted(p.name for p in (tmp_path / "runs").iterdir() if p.is_dir())
     assert runs == ["tests_test_x.py_test_y", "tests_test_x.py_test_y-2"]
+
+
+def test_the_judge_comes_from_the_config_file_as_for_the_cli(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    project = _project(tmp_path)
+    (project / "pyproject.toml").write_text(
+        f'[tool.rageval.judge]\nmodel = "test-model"\nbase_url = "{server.base_url}"\n'
+        "max_concurrency = 3\n",
+        encoding="utf-8",
+    )
+    done = _pytest(project, "-k", "not not_met", server=None, tmp_path=tmp_path, key=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {r.model for r in server.chat_requests} == {"test-model"}

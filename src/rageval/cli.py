@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from rageval._version import __version__
 
 if TYPE_CHECKING:
+    from rageval._config import Settings
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
     from rageval.results import EvaluationResult
@@ -123,25 +124,35 @@ def _metric_names(values: Sequence[str]) -> list[str] | None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from rageval._config import Settings, merged_params, parse_params
     from rageval.judge import FatalJudgeError
     from rageval.runner import RunConfigError, RunDirError, evaluate
     from rageval.samples import InvalidDataError
 
     data = _data_argument(args)
-    column_map = dict(_pairs(args.column_map, "--column-map"))
-    gates = _gates(args.fail_under)
-    metrics = _metric_names(args.metric)
     if args.resume and args.output and Path(args.resume) != Path(args.output):
         raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
     if args.resume and args.overwrite:
         raise _UsageError("--resume continues the run in DIR; --overwrite replaces it: not both")
+    if args.resume and args.param:
+        raise _UsageError("a resumed run keeps its metrics' parameters (see its manifest): no -p")
     run_dir = Path(args.resume or args.output or _fresh_run_dir())
     try:
+        # resuming, the run's manifest holds its settings: no config file applies
+        settings = Settings() if args.resume else _load_settings(args.config)
         stored = _stored_run(args.resume) if args.resume else None
-        judge = _judge(args, stored)
-        embeddings = _embeddings(args)
-    except ValueError as e:  # a bad base URL, model name, embeddings spec or run directory
+        metrics = _metric_names(args.metric) or settings.metrics
+        cli_params = parse_params(args.param)
+        params = merged_params(settings.params, cli_params)
+        judge = _judge(args, stored, settings)
+        embeddings = _embeddings(args, settings)
+    except ValueError as e:  # a bad config, base URL, model name, embeddings spec, run dir
         raise _UsageError(str(e)) from None
+    column_map = dict(_pairs(args.column_map, "--column-map")) or settings.column_map
+    gates = _gates(args.fail_under)
+    # the config file's gates are general: those on metrics this run has apply
+    file_gates = {m: v for m, v in settings.fail_under.items() if m not in dict(gates)}
+    _check_param_names(cli_params, metrics)
     _check_gate_names(gates, metrics, stored)
     if judge is None and metrics:
         _require_a_judge_for(metrics)
@@ -155,12 +166,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 llm=judge,
                 embeddings=embeddings,
                 column_map=column_map or None,
-                on_invalid="skip" if args.skip_invalid else None,
+                metric_params=params or None,
+                on_invalid="skip" if args.skip_invalid else settings.on_invalid,
                 run_dir=run_dir,
                 resume=bool(args.resume),
                 overwrite=args.overwrite,
                 progress=False if args.quiet else None,
-                probe=not args.no_probe,
+                probe=not args.no_probe and settings.probe is not False,
             )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         _discard_unused(copy, run_dir)
@@ -184,7 +196,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     _print_causes(result)
     report = run_dir / "report.html"
     _out(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
-    return _check_gates(result, gates)
+    return _check_gates(
+        result, [*gates, *((m, v) for m, v in file_gates.items() if m in result.metrics)]
+    )
 
 
 def _data_argument(args: argparse.Namespace) -> str | None:
@@ -212,10 +226,16 @@ def _stored_run(run_dir: str) -> StoredRun:
     return read_stored_run(run_dir)
 
 
-def _judge(args: argparse.Namespace, stored: StoredRun | None) -> Judge | None:
-    """The judge the command line and environment configure; resuming, the run's own judge
-    (from its manifest) with what the command line changes."""
-    from rageval.runner import judge_from_env
+def _load_settings(path: str | None) -> Settings:
+    from rageval._config import load_settings
+
+    return load_settings(path)
+
+
+def _judge(args: argparse.Namespace, stored: StoredRun | None, settings: Settings) -> Judge | None:
+    """The judge the command line, the environment and the config file configure; resuming,
+    the run's own judge (from its manifest) with what the command line changes."""
+    from rageval._config import configured_judge
     from rageval.runner._stored import judge_from_settings, judge_settings
 
     overrides: dict[str, Any] = {}
@@ -226,19 +246,34 @@ def _judge(args: argparse.Namespace, stored: StoredRun | None) -> Judge | None:
     if stored is not None and args.llm is None:
         if stored.judge is None:
             return None
-        settings = {**judge_settings(stored.judge), **overrides}
+        resumed = {**judge_settings(stored.judge), **overrides}
         if args.base_url:
-            settings["base_url"] = args.base_url
-        return judge_from_settings(settings)
-    return judge_from_env(args.llm, base_url=args.base_url, **overrides)
+            resumed["base_url"] = args.base_url
+        return judge_from_settings(resumed)
+    return configured_judge(settings, model=args.llm, base_url=args.base_url, **overrides)
 
 
-def _embeddings(args: argparse.Namespace) -> Embeddings | None:
+def _embeddings(args: argparse.Namespace, settings: Settings) -> Embeddings | None:
     from rageval.runner import embeddings_from_spec
 
-    if not args.embeddings:
+    spec = args.embeddings or settings.embeddings
+    if not spec:
         return None  # the local model if a metric needs one; resuming, the run's own
-    return embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
+    return embeddings_from_spec(spec, base_url=args.base_url, cache=not args.no_cache)
+
+
+def _check_param_names(params: dict[str, dict[str, Any]], metrics: Sequence[str] | None) -> None:
+    """-p for a metric that is not one, or not one of those named for the run, would do
+    nothing: say so."""
+    from rageval.metrics.base import metric_class
+
+    for name in params:
+        try:
+            metric_class(name)
+        except KeyError as e:
+            raise _UsageError(f"-p {name}...: {e.args[0]}") from None
+        if metrics is not None and name not in metrics:
+            raise _UsageError(f"-p {name}...: {name} is not a metric of this run")
 
 
 def _check_gate_names(
@@ -626,6 +661,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="METRIC=VALUE",
         help="exit 1 if the metric's mean is below VALUE (or not measured)",
+    )
+    ev.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="METRIC.PARAM=VALUE",
+        help="a metric's constructor argument, e.g. answer_correctness.weights=[0.5,0.5] "
+        "(VALUE read as TOML: numbers, true/false, lists, quoted text; else text)",
+    )
+    ev.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help="config file (default: the nearest rageval.toml, or pyproject.toml with "
+        "[tool.rageval], here or above); the command line and the environment win over it",
     )
     ev.add_argument(
         "--format",

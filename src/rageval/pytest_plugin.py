@@ -12,9 +12,11 @@ measured or skipped; ``allow_missing=True`` lets those pass), printing the worst
 their causes. It returns the :class:`~rageval.EvaluationResult`. It works in plain and in
 async (pytest-asyncio) tests, and under pytest-xdist.
 
-The judge is configured as for the command line (``RAGEVAL_LLM``, ``OPENAI_BASE_URL``,
-``OPENAI_API_KEY`` and the rest); it is built, and its endpoint probed, once per session (per
-xdist worker), on first use. Each call writes a run directory under the session's directory
+The judge is configured as for the command line: the environment (``RAGEVAL_LLM``,
+``OPENAI_BASE_URL``, ``OPENAI_API_KEY``...), then the config file (``rageval.toml`` or
+``[tool.rageval]`` in ``pyproject.toml``, from the rootdir up), whose metric parameters and
+embeddings apply too; it is built, and its endpoint probed, once per session (per xdist
+worker), on first use. Each call writes a run directory under the session's directory
 (``--rageval-dir``, default ``rageval-runs/pytest-<timestamp>``) with its report, and one line
 per call to ``calls.jsonl`` there.
 
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from rageval._config import Settings
     from rageval.judge import Judge
     from rageval.metrics.base import Metric
     from rageval.results import EvaluationResult
@@ -59,23 +62,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class RagevalSession:
-    """The session's judge (built on first use) and the directory its runs are written to."""
+    """The session's settings and judge (read and built on first use) and the directory its
+    runs are written to."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, rootdir: Path | None = None) -> None:
         self.directory = directory
+        self.rootdir = rootdir
         self._lock = threading.Lock()
+        self._settings: Settings | None = None
         self._judge: Judge | None = None
         self._configured = False
         self._probed = False
         self._names: dict[str, int] = {}
 
+    def settings(self) -> Settings:
+        """The config file's settings (rageval.toml or [tool.rageval] from the rootdir up)."""
+        with self._lock:
+            if self._settings is None:
+                from rageval._config import load_settings
+
+                self._settings = load_settings(start=self.rootdir)
+            return self._settings
+
     def judge(self) -> Judge | None:
-        """The judge the environment configures, as for `rageval evaluate` (None: none)."""
+        """The judge configured as for `rageval evaluate`: the environment, then the config
+        file (None: none)."""
+        settings = self.settings()
         with self._lock:
             if not self._configured:
-                from rageval.runner import judge_from_env
+                from rageval._config import configured_judge
 
-                self._judge = judge_from_env()
+                self._judge = configured_judge(settings)
                 self._configured = True
             return self._judge
 
@@ -117,7 +134,7 @@ def _session_directory(config: pytest.Config) -> Path:
 @pytest.fixture(scope="session")
 def rageval_session(pytestconfig: pytest.Config) -> RagevalSession:
     """The session's judge and run directory (see the module docstring)."""
-    return RagevalSession(_session_directory(pytestconfig))
+    return RagevalSession(_session_directory(pytestconfig), pytestconfig.rootpath)
 
 
 @pytest.fixture(scope="session")
@@ -157,9 +174,15 @@ class ScoreGate:
         unknown = sorted(set(thresholds) - named)
         if unknown:
             raise ValueError(f"thresholds for metrics that are not run: {', '.join(unknown)}")
-        judge = evaluate_kwargs.pop("llm", None) or self.session.judge()
+        try:
+            settings = self.session.settings()
+            judge = evaluate_kwargs.pop("llm", None) or self.session.judge()
+        except ValueError as e:  # the config file, or a judge setting in it
+            pytest.fail(f"rageval: {e}", pytrace=False)
         if judge is None:
             _require_a_judge(chosen)
+        evaluate_kwargs.setdefault("metric_params", settings.params or None)
+        evaluate_kwargs.setdefault("embeddings", settings.embeddings)
         run_dir = self.session.run_dir(self.nodeid)
         try:
             result = evaluate(

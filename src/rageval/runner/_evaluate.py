@@ -96,10 +96,30 @@ def embeddings_from_spec(
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
 
 
-def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) -> list[Metric]:
+def resolve_metrics(
+    metrics: Sequence[Metric | str] | None,
+    loaded: LoadedData,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Metric]:
     """Metric objects for `metrics` (instances or registry names); by default every registered
     metric whose required fields appear in the data (except opt-in ones such as rubric_score,
-    whose built-in rubric is only a placeholder for the user's own)."""
+    whose built-in rubric is only a placeholder for the user's own). `params` holds the
+    constructor arguments of any metric made here from its name (a metric it names that the
+    run does not choose is passed over; a name that is no metric is an error)."""
+    params = dict(params or {})
+    known = registered_metrics()
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise RunConfigError(f"parameters for unknown metric(s): {', '.join(unknown)}")
+
+    def make(name: str) -> Metric:
+        try:
+            return create_metric(name, params.get(name))
+        except KeyError as e:
+            raise RunConfigError(str(e.args[0])) from None
+        except (TypeError, ValueError) as e:  # an unknown or invalid constructor argument
+            raise RunConfigError(f"{name}: {e}") from None
+
     if metrics is None:
         present = {
             f
@@ -109,8 +129,8 @@ def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) 
             if getattr(s, f) is not None
         }
         chosen: list[Metric] = [
-            cls()
-            for cls in registered_metrics().values()
+            make(name)
+            for name, cls in known.items()
             if cls.in_default_run and set(cls.required_fields) <= present
         ]
     else:
@@ -119,12 +139,14 @@ def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) 
         chosen = []
         for m in metrics:
             if isinstance(m, Metric):
+                if m.name in params:
+                    raise RunConfigError(
+                        f"{m.name} is given as an object: give its parameters to it, not in "
+                        "metric_params"
+                    )
                 chosen.append(m)
             elif isinstance(m, str):
-                try:
-                    chosen.append(create_metric(m))
-                except KeyError as e:
-                    raise RunConfigError(str(e.args[0])) from None
+                chosen.append(make(m))
             else:
                 raise RunConfigError(
                     f"metrics must be Metric instances or registry names, got {type(m).__name__}"
@@ -268,6 +290,7 @@ async def aevaluate(
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
     on_invalid: OnInvalid | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
@@ -279,7 +302,9 @@ async def aevaluate(
     """Score every sample of `data` with every metric; see the module docstring.
 
     `data`: anything :func:`rageval.load_samples` reads. `metrics`: Metric instances or registry
-    names (default: every metric whose required fields the data has). `llm`: a Judge or a
+    names (default: every metric whose required fields the data has); `metric_params` gives
+    the constructor arguments of those made from a name, by name
+    (`{"answer_correctness": {"weights": [0.5, 0.5]}}`). `llm`: a Judge or a
     model name (default: RAGEVAL_LLM from the environment, else no judge: metrics that need
     one are skipped with a hint). `embeddings`: an Embeddings, `"local"` or `"openai:MODEL"`
     (default: the local model, if a metric needs one). `on_invalid="skip"` turns rows a metric
@@ -310,7 +335,7 @@ async def aevaluate(
     if whole_input:
         raise InvalidDataError(whole_input, source=loaded.source)
     ids = sample_ids(loaded.samples)
-    metric_objs = resolve_metrics(metrics, loaded)
+    metric_objs = resolve_metrics(metrics, loaded, metric_params)
 
     problems, invalid_rows, invalid_cells = _validate(loaded, ids, metric_objs)
     if problems and on_invalid == "raise":
@@ -498,6 +523,7 @@ def evaluate(
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
     on_invalid: OnInvalid | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
@@ -515,6 +541,7 @@ def evaluate(
             llm,
             embeddings,
             column_map=column_map,
+            metric_params=metric_params,
             on_invalid=on_invalid,
             run_dir=run_dir,
             resume=resume,
