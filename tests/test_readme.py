@@ -41,3 +41,12 @@ def test_the_python_example_runs_twice_in_one_session(
             assert len(df) == 1  # type: ignore[arg-type]
     assert (tmp_path / "runs" / "first" / "summary.json").exists()
     assert len((tmp_path / "runs" / "first" / "results.jsonl").read_text().splitlines()) == 1
+
+
+def test_the_config_file_example_is_valid(tmp_path: Path) -> None:
+    from rageval._config import load_settings
+
+    (toml,) = _blocks("Command line", "toml")
+    (tmp_path / "rageval.toml").write_text(toml, encoding="utf-8")
+    settings = load_settings(start=tmp_path)
+    assert settings.judge["model"] == "llama3.1" and settings.params["answer_correctness"]
