@@ -16,7 +16,7 @@ from rageval.runner import NO_JUDGE_CAUSE, RunConfigError, aevaluate, evaluate
 from rageval.runner._schedule import MIN_WINDOW
 from rageval.samples import InvalidDataError, Sample
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, Reply
-from runner_helpers import handle, rows, sample_id_of
+from runner_helpers import handle, rows, sample_id_of, user_text
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rag_sample.jsonl"
 LLM_METRICS = ["faithfulness", "context_recall", "answer_accuracy"]
@@ -330,6 +330,36 @@ def test_progress_is_quiet_unless_stderr_is_a_terminal(capsys: pytest.CaptureFix
     assert capsys.readouterr() == ("", "")
     evaluate(LEXICAL, ["token_f1"], show_progress=True)  # the ragas name
     assert "rows 3/3" in capsys.readouterr().err
+
+
+def test_progress_shows_retries_and_reasks_while_a_stall_lasts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every request fails twice with 503 before its first reply, which fails validation
+    once: no row finishes for more than a second, and the line says why."""
+    from rageval.judge import _retry
+
+    monkeypatch.setattr(_retry, "BACKOFF_BASE", 0.4)
+    monkeypatch.setattr(_retry, "BACKOFF_CAP", 0.4)
+    attempts: dict[str, int] = {}
+
+    def flaky(req: Any) -> Any:
+        prompt = user_text(req)
+        attempts[prompt] = attempts.get(prompt, 0) + 1
+        if attempts[prompt] <= 2:
+            return Fault.status(503)
+        if attempts[prompt] == 3:
+            return Reply.json({"not": "what was asked"})
+        return handle(req)
+
+    with FakeOpenAI(flaky) as srv:
+        result = evaluate(rows(1), ["context_recall"], llm=make_judge(srv), progress=True)
+    assert result.statuses("context_recall") == ["ok"]
+    draws = capsys.readouterr().err.split("\r")
+    stalled = [d for d in draws if d.startswith("rows 0/1")]
+    assert any("retries 2" in d for d in stalled), draws
+    assert any("re-asks 1" in d for d in stalled), draws
+    assert "retries" in draws[-1] and "re-asks" in draws[-1]
 
 
 def test_progress_line_content() -> None:

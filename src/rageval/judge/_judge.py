@@ -127,6 +127,8 @@ class Judge:
         self.usage = UsageLedger()
         self.cache: RequestCache | None = resolve_cache(cache)
         self._settings_keys: dict[tuple[Any, ...], str] = {}
+        # the calls in progress, by id: what each consumed so far (see pending_usage)
+        self._pending: dict[int, Tally] = {}
 
     def describe(self) -> dict[str, Any]:
         """Settings for run manifests (never the API key)."""
@@ -185,12 +187,15 @@ class Judge:
                 self.usage.record(usage, tags)
                 return JudgeReply(value, usage, cached=True)
         tally = Tally()
+        self._pending[id(tally)] = tally
         try:
             value, raw = await self._solve(convo, shape, response_model, check, reasks, tally)
         except FatalJudgeError as exc:
             self._endpoint.remember_fatal(exc)
             raise
         finally:
+            # moved from pending to the ledger in one step: a reader never counts it twice
+            del self._pending[id(tally)]
             usage = self._usage_of(tally)
             if tally.requests:
                 self.usage.record(usage, tags)
@@ -356,6 +361,12 @@ class Judge:
             digest.update(f"\0{message['role']}\0{len(content)}\0".encode())
             digest.update(content)
         return digest.hexdigest()
+
+    def pending_usage(self) -> Usage:
+        """What the calls still in progress consumed so far: requests sent, retries after
+        transient errors, re-asks (the ledger has each call once it ends). A progress display
+        adds it to `usage.total` to show a stall's retries while it lasts."""
+        return sum((self._usage_of(t) for t in list(self._pending.values())), Usage())
 
     def _usage_of(self, tally: Tally) -> Usage:
         return Usage(

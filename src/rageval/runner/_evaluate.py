@@ -252,7 +252,8 @@ class _Progress:
         self._base = self._usage()
 
     def _usage(self) -> Usage:
-        return sum((j.usage.total for j in self.judges), Usage())
+        # calls in progress count too: a fault stall's retries show while it lasts
+        return sum((j.usage.total + j.pending_usage() for j in self.judges), Usage())
 
     def row_done(self, record: SampleRecord) -> None:
         if self.line is None:
@@ -274,6 +275,7 @@ class _Progress:
             u.cache_hits,
             u.cost_usd,
         )
+        c.retries, c.reasks = u.retries, u.reasks
         self.line.update(force=force)
 
     async def tick(self) -> None:
