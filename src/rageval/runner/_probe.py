@@ -27,10 +27,12 @@ PROBE_TIMEOUT_S = 5.0
 _NOT_SET = " (which is not set)"
 
 
-def _key_variable(described: Mapping[str, Any]) -> str | None:
-    """The environment variable the endpoint reads its key from (None: not from one)."""
+def key_variable(described: Mapping[str, Any]) -> str | None:
+    """The environment variable an endpoint reads its key from, from its `describe()`'s
+    `api_key_from`; None when the key came from Python ("the api_key argument", "the given
+    client")."""
     source = str(described.get("api_key_from") or "")
-    if not source or source.startswith("the "):  # "the api_key argument", "the given client"
+    if not source or source.startswith("the "):
         return None
     return source.removesuffix(_NOT_SET)
 
@@ -41,7 +43,7 @@ def check_key(described: Mapping[str, Any], *, what: str) -> None:
 
     source = str(described.get("api_key_from") or "")
     if described.get("base_url") == OPENAI_BASE_URL and source.endswith(_NOT_SET):
-        variable = source.removesuffix(_NOT_SET)
+        variable = key_variable(described)
         raise RunConfigError(
             f"the {what} {described.get('model')!r} would be asked at OpenAI "
             f"({OPENAI_BASE_URL}) without an API key: set {variable} for OpenAI, or point at "
@@ -59,7 +61,7 @@ async def probe(
 
     import openai
 
-    variable = _key_variable(described)
+    variable = key_variable(described)
     base_url = described.get("base_url")
     if variable is None or not base_url:
         return  # a client made in Python: not ours to probe

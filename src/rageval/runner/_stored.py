@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.results import MANIFEST_FILE
+from rageval.runner._probe import key_variable
 from rageval.runner._rundir import RunDirError
 
 if TYPE_CHECKING:
@@ -40,22 +41,21 @@ JUDGE_SETTINGS = (
     "mode",
     "max_reasks",
 )
-_NOT_SET = " (which is not set)"
 
 
 def judge_settings(described: Mapping[str, Any]) -> dict[str, Any]:
     """`Judge(**settings)` re-creates the judge a manifest describes (the key aside: it is
     read from the same environment variable); `model` is among the settings."""
-    key_from = str(described.get("api_key_from") or "")
-    if key_from in ("the given client", "the api_key argument"):
+    variable = key_variable(described)
+    if variable is None:
+        given = str(described.get("api_key_from") or "its key").removeprefix("the ")
         raise RunDirError(
-            f"the run's judge was given {key_from.removeprefix('the ')} in Python, which a "
-            "run directory cannot record: pass the judge again (llm=... or --llm/--base-url)"
+            f"the run's judge was given {given} in Python, which a run directory cannot "
+            "record: pass the judge again (llm=... or --llm/--base-url)"
         )
     settings = {k: described[k] for k in JUDGE_SETTINGS if described.get(k) is not None}
     settings["model"] = described["model"]
-    if key_from:
-        settings["api_key_env"] = key_from.removesuffix(_NOT_SET)
+    settings["api_key_env"] = variable
     cache = described.get("cache")
     settings["cache"] = cache if cache else False
     return settings
