@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from rageval.errors import RagevalError
+
 if TYPE_CHECKING:
     from rageval.judge import Judge
 
@@ -56,7 +58,7 @@ __all__ = [
 CONFIG_FILE = "rageval.toml"
 
 
-class ConfigError(ValueError):
+class ConfigError(RagevalError, ValueError):
     """A config file or `-p` setting that cannot be used (named in the message)."""
 
 
