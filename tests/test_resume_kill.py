@@ -26,7 +26,9 @@ def _finished_lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
-def _interrupted_then_resumed_alone(tmp_path: Path, sig: signal.Signals) -> tuple[Path, str]:
+def _interrupted_then_resumed_alone(
+    tmp_path: Path, sig: signal.Signals, *, ignore_sigint: bool = False
+) -> tuple[Path, str]:
     """Start a run, stop it with `sig` once some rows are done, then resume it with
     `--resume DIR` alone; checks that no finished row is asked again. The run directory and
     the interrupted run's stderr."""
@@ -47,7 +49,16 @@ def _interrupted_then_resumed_alone(tmp_path: Path, sig: signal.Signals) -> tupl
             "--llm", "test-model", "--base-url", srv.base_url,
             "--concurrency", "4", "--no-cache", "-q", "-o", str(run),
         ]  # fmt: skip
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            # as for a background job started by a non-interactive shell
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+            if ignore_sigint
+            else None,
+        )
         deadline = time.monotonic() + 120
         while _finished_lines(log) < 6:
             assert proc.poll() is None, proc.communicate()
@@ -101,8 +112,13 @@ def test_kill_9_then_resume_alone_redoes_no_finished_row(tmp_path: Path) -> None
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM")
-def test_sigterm_stops_like_ctrl_c_with_the_resume_hint(tmp_path: Path) -> None:
-    run, stopped = _interrupted_then_resumed_alone(tmp_path, signal.SIGTERM)
+@pytest.mark.parametrize("ignore_sigint", [False, True])
+def test_sigterm_stops_like_ctrl_c_with_the_resume_hint(
+    tmp_path: Path, ignore_sigint: bool
+) -> None:
+    run, stopped = _interrupted_then_resumed_alone(
+        tmp_path, signal.SIGTERM, ignore_sigint=ignore_sigint
+    )
     code, _, err = stopped.partition("\n")
     assert code == "143", stopped
     assert "terminated (SIGTERM)" in err and f"continue with --resume {run}" in err

@@ -75,7 +75,10 @@ def _sigterm_as_sigint() -> Iterator[list[int]]:
 
     def handler(signum: int, frame: Any) -> None:
         received.append(signum)
-        signal.raise_signal(signal.SIGINT)
+        if callable(signal.getsignal(signal.SIGINT)):
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C's own path (asyncio's handler too)
+        else:  # SIGINT ignored (a background job of a script): stop all the same
+            raise KeyboardInterrupt
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)
