@@ -406,22 +406,42 @@ def _closed_port() -> int:
     return port  # nothing listens there now
 
 
-def test_an_unreachable_endpoint_exits_3_within_seconds(tmp_path: Path) -> None:
-    import time
+def test_an_unreachable_endpoint_exits_3_after_one_probe(tmp_path: Path) -> None:
+    """Nothing listening: one connection attempt, exit 3 (the run's own retries would have
+    taken half a minute). A server that accepts and hangs up is no better: one attempt too."""
+    import socket
+    import threading
 
     write_jsonl(tmp_path / "d.jsonl", rows(3))
+    base = ["evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "m"]
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    started = time.monotonic()
-    done = _cli(
-        "evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "m",
-        "--base-url", url, "-o", tmp_path / "run",
-    )  # fmt: skip
-    took = time.monotonic() - started
+    done = _cli(*base, "--base-url", url, "-o", tmp_path / "run")
     err = done.stderr.decode()
     assert done.returncode == 3, err
-    assert took < 10, took
     assert f"could not reach the judge endpoint {url}" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
+
+    accepted = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def hang_up() -> None:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                accepted.append(1)
+                conn.close()
+
+        threading.Thread(target=hang_up, daemon=True).start()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        done = _cli(*base, "--base-url", url, "-o", tmp_path / "run2")
+    err = done.stderr.decode()
+    assert done.returncode == 3, err
+    assert f"could not reach the judge endpoint {url}" in err
+    assert len(accepted) == 1
 
 
 def test_no_key_and_no_base_url_is_a_configuration_error_before_any_request(
