@@ -173,7 +173,11 @@ async def _floor_scenario(
     except ImportError:
         import httpx  # type: ignore[no-redef]
     from rageval.judge._modes import build_request, shape_of
-    from rageval.judge._transport import plain_body
+
+    try:
+        from rageval._client._transport import plain_body
+    except ImportError:  # a tree from before the client layer moved out of judge/ (--src)
+        from rageval.judge._transport import plain_body  # type: ignore[no-redef]
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
     bodies = []

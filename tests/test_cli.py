@@ -547,7 +547,7 @@ def test_resume_alone_takes_everything_from_the_run(
 def test_retries_and_reasks_are_shown_in_the_summary(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rageval.judge import _retry
+    from rageval._client import _retry
     from rageval.testing import Fault, FaultPlan
 
     monkeypatch.setattr(_retry, "BACKOFF_BASE", 0.002)

@@ -17,7 +17,8 @@ import pytest
 from pydantic import BaseModel
 
 import rageval
-from rageval.judge import Judge, JudgeCallFailed, RequestCache, _cache
+from rageval._client import _cache
+from rageval.judge import Judge, JudgeCallFailed, RequestCache
 from rageval.testing import FakeOpenAI, Fault, Reply
 
 KEY = "sk-test-SECRET-1234567890"
@@ -122,12 +123,26 @@ async def test_stats_and_clear(fake_openai: FakeOpenAI, rageval_cache_dir: Path)
     await judge.ask(question(0), Verdict)
     stats = cache.stats()
     assert stats["path"] == str(rageval_cache_dir / "requests.sqlite3")
-    assert stats["entries"] == {"completions": 5, "embeddings": 0, "cells": 0, "modes": 1}
+    assert stats["entries"] == {"completions": 5, "embeddings": 0, "records": 0, "modes": 1}
     assert (stats["hits"], stats["misses"]) == (1, 5)
     assert stats["size_bytes"] > 0
-    assert cache.clear() == {"completions": 5, "embeddings": 0, "cells": 0, "modes": 1}
+    assert cache.clear() == {"completions": 5, "embeddings": 0, "records": 0, "modes": 1}
     assert RequestCache().stats()["entries"]["completions"] == 0
     assert not (await judge.ask(question(0), Verdict)).cached
+
+
+def test_clear_also_forgets_the_kept_cells_of_earlier_versions(rageval_cache_dir: Path) -> None:
+    cache = RequestCache()
+    cache.put_record("cell:1", "{}")
+    cache.flush()
+    # an earlier rageval kept the runner's cells in a table of their own
+    with sqlite3.connect(cache.path) as conn:
+        conn.execute("CREATE TABLE cells (key TEXT PRIMARY KEY, value TEXT, created REAL)")
+        conn.execute("INSERT INTO cells VALUES ('k', '{}', 0)")
+    assert cache.clear()["records"] == 1
+    with sqlite3.connect(cache.path) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "cells" not in tables and "records" in tables
 
 
 _CHILD = textwrap.dedent(

@@ -19,10 +19,10 @@ import openai
 import pytest
 from pydantic import BaseModel
 
+from rageval._client._transport import _httpx
 from rageval.embeddings.openai import OpenAIEmbeddings
 from rageval.judge import Judge, JudgeCallFailed
 from rageval.judge._modes import Mode
-from rageval.judge._transport import _httpx
 from rageval.testing import FakeOpenAI, hash_embedding
 
 # the HTTP library the installed SDK is built on: httpx2 from openai 3 on, httpx before
@@ -118,7 +118,7 @@ async def test_request_matches_the_sdks_own_create(mode: Mode) -> None:
 @pytest.mark.parametrize("mode", ["json_schema", "tools"])
 async def test_our_own_clients_request_matches_the_sdks_create_on_the_wire(mode: Mode) -> None:
     """A judge built from a base URL and key sends through its SDK client's HTTP client
-    directly (rageval.judge._transport.DirectSender): same path, body and headers as the SDK's
+    directly (rageval._client._transport.DirectSender): same path, body and headers as the SDK's
     own ``create`` with the same settings, over real HTTP."""
     with FakeOpenAI(supports=("json_schema", "tools")) as server:
         judge = Judge(

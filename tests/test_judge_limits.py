@@ -11,8 +11,8 @@ import time
 import pytest
 from pydantic import BaseModel
 
+from rageval._client._retry import parse_retry_after
 from rageval.judge import FatalJudgeError, Judge, JudgeCallFailed
-from rageval.judge._retry import parse_retry_after
 from rageval.testing import FakeOpenAI, Fault, Reply
 
 OK = Reply.json({"verdict": 1})

@@ -12,9 +12,9 @@ import openai
 import pytest
 from pydantic import BaseModel
 
+from rageval._client._cache import shared_cache
 from rageval.embeddings.openai import OpenAIEmbeddings
 from rageval.judge import FatalJudgeError, Judge
-from rageval.judge._cache import shared_cache
 from rageval.testing import FakeOpenAI, Fault, FaultPlan, hash_embedding
 
 KEY = "sk-test-SECRET-1234567890"

@@ -341,3 +341,59 @@ def test_empty_run(browser: Browser, tmp_path: Path) -> None:
         assert view.row_ids() == []
     finally:
         view.close()
+
+
+def test_hundreds_of_failures_take_a_few_lines_and_filter_by_kind(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """300 cells not measured for one reason (each cause worded for its sample), 5 for
+    another: two lines with a few example causes, and the samples table right below them."""
+    man, results, _ = synthetic_run(320)
+    for row, record in enumerate(results):
+        faith = record["metrics"]["faithfulness"]
+        if row < 300 or row >= 315:
+            kind, cause = "invalid_reply", f"no valid reply after 2 re-asks (sample {row})"
+        else:
+            kind, cause = "transport", "endpoint failed 7 times; last error: 503"
+        if row < 305 or row >= 315:
+            faith.update(status="not_measured", value=None, reason=None, evidence={})
+            faith.update(cause=cause, cause_kind=kind)
+        if row < 10:  # two metrics skipped the same way share one line
+            for name in ("answer_relevancy", "answer_accuracy"):
+                record["metrics"][name].update(
+                    status="skipped", value=None, reason=None, evidence={},
+                    cause="needs an LLM judge and none is configured", cause_kind="no_judge",
+                )  # fmt: skip
+    view = Opened(browser, write_report(write_run(tmp_path / "run", man, results, None)))
+    try:
+        page = view.page
+        # the cells' prices are unknown: so is the total, never the sum of the known parts
+        assert page.locator("table.summary tfoot tr").last.locator("td").last.inner_text() == (
+            "unknown"
+        )
+        groups = page.locator("table.causes-table tbody tr")
+        assert groups.count() == 3
+        first = groups.nth(0)
+        assert first.get_attribute("data-kind") == "invalid_reply"
+        assert first.locator("td.num button").inner_text() == "305"
+        assert first.locator("ul.examples li").count() == 3
+        # the samples table is a screen away at most, not hundreds of lines further down
+        causes_box = page.locator("div.causes").bounding_box()
+        assert causes_box is not None and causes_box["height"] < 400
+        transport = groups.nth(1)
+        assert "transport" in transport.inner_text()
+        transport.locator("td.num button").click()
+        assert view.row_ids() == [f"q-{row:03d}" for row in range(300, 305)]
+        page.get_by_role("button", name="Clear filters").click()
+        shared = groups.nth(2)
+        assert shared.get_attribute("data-metric") == "answer_relevancy answer_accuracy"
+        assert shared.locator("td.num button").inner_text() == "20"
+        shared.locator("td.num button").click()
+        assert view.row_ids() == [f"q-{row:03d}" for row in range(10)]
+        page.get_by_role("button", name="Clear filters").click()
+        # an example's sample id opens that sample
+        first.locator("button.sample-link").first.click()
+        assert page.locator("dialog#detail").is_visible()
+        assert "invalid reply" in page.locator("dialog#detail .cause").first.inner_text()
+    finally:
+        view.close()

@@ -271,8 +271,9 @@ def test_unfinished_run_without_summary(tmp_path: Path) -> None:
         f.write(json.dumps(results[5])[:40])
     payload = embedded_payload(render_report(RunData.load(run)))
     assert [s["row"] for s in payload["samples"]] == [0, 1, 2, 3, 4]
+    assert payload["has_summary"] is False
     faith = payload["metrics"][0]
-    assert faith["from_summary"] is False and faith["ci_low"] is None
+    assert faith["ci_low"] is None
     assert (faith["n_measured"], faith["n_not_measured"], faith["n_cells"]) == (3, 2, 5)
     measured = [
         r["metrics"]["faithfulness"]["value"]
@@ -280,8 +281,18 @@ def test_unfinished_run_without_summary(tmp_path: Path) -> None:
         if r["metrics"]["faithfulness"]["status"] == "ok"
     ]
     assert faith["mean"] == pytest.approx(sum(measured) / 3)
-    assert faith["causes"] == {f"not measured: {NOT_MEASURED_CAUSE}": 2}
-    assert payload["shared_usage"]["shared work"]["requests"] == 5
+    # a log of format 1 records no kind: its causes are grouped as "unknown"
+    assert faith["failures"] == [
+        {
+            "status": "not_measured",
+            "kind": "unknown",
+            "count": 2,
+            "examples": [
+                {"cause": NOT_MEASURED_CAUSE, "count": 2, "sample_ids": ["q-002", "q-003"]}
+            ],
+        }
+    ]
+    assert payload["shared_usage"]["shared:statements"]["requests"] == 5
     assert payload["usage"]["requests"] == 5 + sum(
         c["usage"]["requests"] for r in results[:5] for c in r["metrics"].values()
     )
@@ -304,7 +315,7 @@ def test_resumed_row_keeps_its_last_record(tmp_path: Path) -> None:
     run = write_run(tmp_path / "run", man, [*results, again], summary)
     loaded = RunData.load(run)
     assert [r.row for r in loaded.results] == [0, 1, 2, 3]
-    assert loaded.results[0].metrics["faithfulness"].value == 0.25
+    assert loaded.results[0].cells["faithfulness"].value == 0.25
 
 
 def test_nan_score_is_rejected_but_nan_evidence_is_shown(tmp_path: Path) -> None:
@@ -324,7 +335,7 @@ def test_nan_score_is_rejected_but_nan_evidence_is_shown(tmp_path: Path) -> None
 def test_status_and_value_must_agree(tmp_path: Path) -> None:
     man, results, summary = synthetic_run(4)
     results[2]["metrics"]["faithfulness"]["value"] = 0.0
-    with pytest.raises(ValueError, match=r"results.jsonl:3: (.|\n)*must not have a value"):
+    with pytest.raises(ValueError, match=r"results.jsonl:3: (.|\n)*has no value"):
         RunData.load(write_run(tmp_path / "run", man, results, summary))
 
 

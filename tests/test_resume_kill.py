@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rageval.results import iter_records, load_run
+from rageval.log import read_lines
+from rageval.results import load_run
 from rageval.runner import evaluate
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 from runner_helpers import handle, rows, sample_id_of, write_jsonl
@@ -68,7 +69,7 @@ def _interrupted_then_resumed_alone(
         _, err = proc.communicate()
         stopped_with = proc.returncode
 
-        finished = {obj["id"] for _, _, obj in iter_records(log)}
+        finished = {entry.line.id for entry in read_lines(log)}
         assert 6 <= len(finished) < N, "the stop must land mid-run"
         assert not (run / "summary.json").exists()
         asked_before = len(srv.chat_requests)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from rageval._client._cache import shared_cache
 from rageval.judge import Judge
-from rageval.judge._cache import shared_cache
 from rageval.runner import evaluate
 from rageval.runner._cells import _source_digest
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Reply
@@ -47,7 +47,7 @@ def test_a_rerun_sends_nothing_and_gives_the_same_results(server: FakeOpenAI) ->
         # one kept cell per metric, booked as a cache hit of that cell
         assert all(again.sample(sid).cells[m].usage.cache_hits == 1 for m in METRICS)
     assert again.usage.cache_hits == 4 * len(METRICS)
-    assert shared_cache().stats()["entries"]["cells"] == 4 * len(METRICS)
+    assert shared_cache().stats()["entries"]["records"] == 4 * len(METRICS)
 
 
 def test_a_new_row_a_changed_sample_or_other_settings_are_computed(server: FakeOpenAI) -> None:
@@ -83,7 +83,7 @@ def test_metric_parameters_are_part_of_the_key(server: FakeOpenAI) -> None:
     second = evaluate(rows(2), [weighted], llm=judge(server), progress=False)
     # computed again (its judge calls come from the request cache) and kept on its own
     assert second["answer_correctness"] != first["answer_correctness"]
-    assert shared_cache().stats()["entries"]["cells"] == 4
+    assert shared_cache().stats()["entries"]["records"] == 4
 
 
 def test_cells_that_failed_are_not_kept() -> None:
@@ -97,7 +97,7 @@ def test_cells_that_failed_are_not_kept() -> None:
     with FakeOpenAI(flaky) as srv:
         first = evaluate(rows(3), ["answer_accuracy"], llm=judge(srv, max_reasks=0), progress=False)
         assert first.statuses("answer_accuracy") == ["ok", "not_measured", "ok"]
-        assert shared_cache().stats()["entries"]["cells"] == 2
+        assert shared_cache().stats()["entries"]["records"] == 2
         broken.clear()
         before = len(srv.chat_requests)
         again = evaluate(rows(3), ["answer_accuracy"], llm=judge(srv, max_reasks=0), progress=False)
@@ -169,11 +169,11 @@ def test_a_metric_defined_outside_rageval_is_keyed_by_its_source_file(
     llm = judge(verdict_server)
     first = evaluate(data, [_load_custom(tmp_path / "m.py", "1")()], llm=llm, progress=False)
     assert first["custom"] == [1.0, 1.0, 1.0]
-    assert shared_cache().stats()["entries"]["cells"] == 3
+    assert shared_cache().stats()["entries"]["records"] == 3
     # same prompts (answered by the request cache), new code: computed again, not reused
     again = evaluate(data, [_load_custom(tmp_path / "m.py", "2")()], llm=llm, progress=False)
     assert again["custom"] == [2.0, 2.0, 2.0]
-    assert shared_cache().stats()["entries"]["cells"] == 6
+    assert shared_cache().stats()["entries"]["records"] == 6
 
 
 def test_a_metric_without_a_source_file_is_never_kept(verdict_server: FakeOpenAI) -> None:
@@ -182,4 +182,4 @@ def test_a_metric_without_a_source_file_is_never_kept(verdict_server: FakeOpenAI
     custom = namespace["Custom"]()
     result = evaluate([{"response": "a"}], [custom], llm=judge(verdict_server), progress=False)
     assert result["custom"] == [1.0]
-    assert shared_cache().stats()["entries"]["cells"] == 0
+    assert shared_cache().stats()["entries"]["records"] == 0

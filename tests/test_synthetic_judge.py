@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from rageval._client._transport import encode_body
 from rageval.judge._modes import Mode, build_request, shape_of
-from rageval.judge._transport import encode_body
 from rageval.metrics._prompting import check_ids
 from rageval.testing import RecordedRequest, Reply
 from rageval.testing.server import CHAT_PATH

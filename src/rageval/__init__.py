@@ -21,6 +21,8 @@ _EXPORTS: dict[str, str] = {
     "SingleTurnSample": "rageval.samples",
     "load_samples": "rageval.samples",
     "InvalidDataError": "rageval.samples",
+    # errors: one root for every error rageval raises
+    "RagevalError": "rageval.errors",
     # judges and embeddings
     "Judge": "rageval.judge",
     "llm_factory": "rageval.judge",
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
         Embeddings as Embeddings,
         embedding_factory as embedding_factory,
     )
+    from rageval.errors import RagevalError as RagevalError
     from rageval.judge import (
         FatalJudgeError as FatalJudgeError,
         Judge as Judge,

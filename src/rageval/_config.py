@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from rageval import _env
 from rageval.errors import RagevalError
 
 if TYPE_CHECKING:
@@ -237,11 +238,9 @@ def configured_judge(
     from rageval.runner import judge_from_env
 
     file = dict(settings.judge)
-    model = model or os.environ.get("RAGEVAL_LLM") or file.pop("model", None)
+    model = _env.judge_model(model) or file.pop("model", None)
+    base_url = _env.base_url(base_url, fallback=file.pop("base_url", None))
     file.pop("model", None)
-    env_url = os.environ.get("RAGEVAL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-    base_url = base_url or env_url or file.pop("base_url", None)
-    file.pop("base_url", None)
     if "prices" in file:
         file["prices"] = _price_table(file["prices"], settings.source)
     try:

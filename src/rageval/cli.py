@@ -420,7 +420,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from rageval.results import compare, load_run
+    from rageval.results import load_run
+    from rageval.stats import compare
 
     try:
         a, b = load_run(args.run_a), load_run(args.run_b)

@@ -1,8 +1,33 @@
 """The error root of rageval and the kinds of cause a cell can carry.
 
 Every exception rageval raises on purpose derives from :class:`RagevalError`, so one
-``except RagevalError`` catches them all. (The tree below it is documented in
-docs/ARCHITECTURE.md.)
+``except RagevalError`` catches them all. An error that used to be a builtin error keeps that
+base too (``InvalidDataError`` is still a ``ValueError``), so existing handlers keep working.
+The tree, and where each error is raised::
+
+    RagevalError
+    ├── InvalidDataError (ValueError)       rageval.samples: input rows a metric cannot score,
+    │                                       each named by row, id and field (before any call)
+    ├── RunConfigError (ValueError)         rageval.runner: an evaluation that cannot run as
+    │                                       asked (unknown metric, bad option)
+    ├── RunDirError (ValueError)            rageval.runner: a run directory that cannot be used
+    │                                       (occupied, another run, not resumable)
+    ├── RunLogError (ValueError)            rageval.log: a run log that cannot be read (damaged
+    │                                       line, written by a newer rageval)
+    ├── JudgeError                          rageval.judge (defined here: rageval._client raises
+    │   │                                   them for the judge and remote embeddings alike)
+    │   ├── FatalJudgeError                 the endpoint refused for good (key, model, request):
+    │   │                                   the run stops
+    │   └── JudgeCallFailed                 one call gave no usable reply: its cell is "not
+    │                                       measured", with the cause
+    ├── NoJudgeError (RuntimeError)         rageval.metrics: a judge metric scored without judge
+    ├── ModelFilesError (RuntimeError)      rageval.embeddings: the local model's files are
+    │                                       missing or not the expected ones
+    └── NetworkBlockedError (RuntimeError)  rageval.testing: a connection that would leave the
+                                            machine, under the test network guard
+
+(Two more never leave the client layer: its transport's ``BadBody`` and ``RequestNotSent``
+are sorted into the errors above by the retry loop.)
 
 A cell that has no value (``not_measured`` or ``skipped``) carries a human-readable ``cause``
 and one of the stable :data:`CauseKind` codes below, so that reports and the command line can
@@ -13,11 +38,52 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-__all__ = ["CAUSE_KINDS", "CauseKind", "RagevalError"]
+__all__ = [
+    "CAUSE_KINDS",
+    "CauseKind",
+    "FatalJudgeError",
+    "JudgeCallFailed",
+    "JudgeError",
+    "RagevalError",
+]
 
 
 class RagevalError(Exception):
     """Base class of every error rageval raises on purpose."""
+
+
+# The errors of a call to a model endpoint live here, at the bottom, because the endpoint
+# client (rageval._client) raises them for the judge and for remote embeddings alike; they are
+# re-exported by rageval.judge, where users import them from.
+
+
+class JudgeError(RagevalError):
+    """Base class of every error a judge or a remote embeddings endpoint raises."""
+
+
+class FatalJudgeError(JudgeError):
+    """The endpoint refused in a way no retry can fix (bad key, unknown model, invalid request).
+
+    The run must stop: every later call to the same judge raises this again without sending.
+    ``status`` is the HTTP status (None when the error was not an HTTP reply) and ``detail`` the
+    server's own message, already stripped of the API key.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, detail: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
+class JudgeCallFailed(JudgeError):
+    """One call could not produce a usable reply (retries or re-asks exhausted, truncation...).
+
+    ``cause`` is a short human-readable reason; the metric cell becomes "not measured" with it.
+    """
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
 
 
 CauseKind = Literal[
@@ -34,6 +100,8 @@ CauseKind = Literal[
     "missing_field",
     "invalid_row",
     "no_judge",
+    # not recorded: a run log from before cells had a kind, or a metric that gave none
+    "unknown",
 ]
 
 #: what each kind means, in the words the report and the command line use
@@ -49,4 +117,5 @@ CAUSE_KINDS: Final[dict[CauseKind, str]] = {
     "missing_field": "the sample lacks a field the metric needs",
     "invalid_row": "the row could not be read as a sample",
     "no_judge": "the metric needs an LLM judge and none is configured",
+    "unknown": "not recorded: the run log predates cause kinds, or the metric gave none",
 }

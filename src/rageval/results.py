@@ -1,34 +1,50 @@
 """The outcome of an evaluation: one cell per (sample, metric), aggregates, usage.
 
 Every cell has a status: `ok` (a value), `not_measured` (the metric could not be computed:
-the cause says why) or `skipped` (the metric was not run on this sample: the cause says why).
-Aggregates are over measured cells only and always report how many were not measured or
-skipped; a missing value is never counted as 0 and never silently dropped.
+the cause and its kind say why) or `skipped` (the metric was not run on this sample: the cause
+says why). Aggregates are over measured cells only and always report how many were not
+measured or skipped; a missing value is never counted as 0 and never silently dropped.
 
-Large runs keep values, statuses, causes and reasons in memory, column by column; the
-evidence (statements, verdicts, ratings...) of a run with a run directory stays in its
-`results.jsonl` and is read back when asked for (`sample()`, `cells()`).
+The records and aggregates are the run log's models (:mod:`rageval.log`): a finished sample is
+a :class:`~rageval.log.SampleLine`, a cell a :class:`~rageval.log.Cell`, an aggregate a
+:class:`~rageval.log.MetricSummary`. Large runs keep values, statuses, causes and reasons in
+memory, column by column; the evidence (statements, verdicts, ratings...) of a run with a run
+directory stays in its `results.jsonl` and is read back when asked for (`sample()`, `cells()`).
 """
 
 from __future__ import annotations
 
 import html
-import json
 import math
-from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from rageval.judge import Usage
-from rageval.metrics._statements import SHARED_TAG as SHARED_USAGE
+from rageval.errors import CauseKind
+from rageval.log import (
+    EMBEDDINGS_USAGE,
+    RESULTS_FILE,
+    SHARED_USAGE,
+    Cell,
+    Inputs,
+    MetricSummary,
+    MetricTally,
+    SampleLine,
+    Summary,
+    Usage,
+    build_summary,
+    read_line_at,
+    read_lines,
+    read_manifest,
+    read_summary,
+    sum_usage,
+)
+from rageval.metrics.base import CellStatus
 from rageval.samples import SAMPLE_FIELDS, Sample
+from rageval.stats import MetricComparison, compare
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from rageval.stats import PairedDifference
 
 __all__ = [
     "EMBEDDINGS_USAGE",
@@ -39,49 +55,11 @@ __all__ = [
     "MetricSummary",
     "SampleRecord",
     "compare",
-    "iter_records",
     "load_run",
-    "usage_from_json",
-    "usage_to_json",
 ]
 
-CellStatus = Literal["ok", "not_measured", "skipped"]
-#: the usage line of a remote embeddings endpoint
-EMBEDDINGS_USAGE = "embeddings"
-#: one shared copy of each status text, however many cells are read back from a log
-_STATUSES: dict[str, CellStatus] = {
-    "ok": "ok",
-    "not_measured": "not_measured",
-    "skipped": "skipped",
-}
-MANIFEST_FILE = "manifest.json"
-RESULTS_FILE = "results.jsonl"
-SUMMARY_FILE = "summary.json"
-_USAGE_FIELDS = (
-    "prompt_tokens",
-    "completion_tokens",
-    "requests",
-    "retries",
-    "reasks",
-    "cache_hits",
-)
-
-
-def usage_to_json(usage: Usage) -> dict[str, Any]:
-    # by hand: dataclasses.asdict costs more than the rest of writing a record
-    out: dict[str, Any] = {k: getattr(usage, k) for k in _USAGE_FIELDS}
-    out["cost_usd"] = usage.cost_usd
-    out["total_tokens"] = usage.prompt_tokens + usage.completion_tokens
-    return out
-
-
-def usage_from_json(obj: Mapping[str, Any] | None) -> Usage:
-    if not obj:
-        return Usage()
-    known: dict[str, Any] = {k: int(obj.get(k) or 0) for k in _USAGE_FIELDS}
-    cost = obj.get("cost_usd", 0.0)
-    return Usage(**known, cost_usd=None if cost is None else float(cost))
-
+#: a finished sample, as the run log stores it (the name this module has always used)
+SampleRecord = SampleLine
 
 #: columns of the summary table, in the terminal and in notebooks
 SUMMARY_COLUMNS = (
@@ -97,156 +75,16 @@ SUMMARY_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One metric on one sample."""
-
-    status: CellStatus
-    value: float | None = None
-    cause: str | None = None
-    reason: str | None = None
-    evidence: Mapping[str, Any] = field(default_factory=dict)
-    usage: Usage = field(default_factory=Usage)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "value": self.value,
-            "cause": self.cause,
-            "reason": self.reason,
-            "evidence": dict(self.evidence),
-            "usage": usage_to_json(self.usage),
-        }
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> Cell:
-        value = obj.get("value")
-        return cls(
-            status=_STATUSES[obj["status"]],
-            value=None if value is None else float(value),
-            cause=obj.get("cause"),
-            reason=obj.get("reason"),
-            evidence=obj.get("evidence") or {},
-            usage=usage_from_json(obj.get("usage")),
-        )
-
-
-@dataclass(frozen=True)
-class SampleRecord:
-    """A finished sample: its inputs and a cell per metric (one line of `results.jsonl`)."""
-
-    row: int
-    id: str
-    sample: Sample | None
-    cells: dict[str, Cell]
-    #: this sample's share of work done once for several metrics (statement extraction)
-    shared_usage: Usage = field(default_factory=Usage)
-
-    def to_json(self) -> dict[str, Any]:
-        inputs = {} if self.sample is None else _inputs_json(self.sample)
-        return {
-            "row": self.row,
-            "id": self.id,
-            "inputs": inputs,
-            "metrics": {name: cell.to_json() for name, cell in self.cells.items()},
-            "shared_usage": usage_to_json(self.shared_usage),
-        }
-
-    @classmethod
-    def from_json(cls, obj: Mapping[str, Any], *, parse_inputs: bool = True) -> SampleRecord:
-        """A record read back; without `parse_inputs` its `sample` is None (the caller has
-        the data already)."""
-        inputs = obj.get("inputs") or {}
-        sample = (
-            Sample.model_validate({**inputs, "id": obj["id"]}) if inputs and parse_inputs else None
-        )
-        return cls(
-            row=int(obj["row"]),
-            id=str(obj["id"]),
-            sample=sample,
-            cells={name: Cell.from_json(c) for name, c in (obj.get("metrics") or {}).items()},
-            shared_usage=usage_from_json(obj.get("shared_usage")),
-        )
-
-
-def _inputs_json(sample: Sample) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        f: getattr(sample, f) for f in SAMPLE_FIELDS if getattr(sample, f) is not None
-    }
-    if sample.metadata:
-        out["metadata"] = sample.metadata
-    return out
-
-
-def iter_records(path: Path) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    """(byte offset, byte end, record) for each complete line of a results log.
-
-    A last line without its newline, or one that is not valid JSON, is a write the process did
-    not finish (it was killed) and is left out; a broken line anywhere else is an error.
-    """
-    with path.open("rb") as fh:
-        offset = 0
-        pending: tuple[int, bytes] | None = None
-        for line in fh:
-            if pending is not None:
-                raise ValueError(f"{path}: damaged line at byte {pending[0]}: not valid JSON")
-            start, offset = offset, offset + len(line)
-            if not line.strip():
-                continue
-            if not line.endswith(b"\n"):
-                return  # torn final write
-            try:
-                obj = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                pending = (start, line)
-                continue
-            yield start, offset, obj
-
-
-@dataclass(frozen=True)
-class MetricSummary:
-    """Aggregate of one metric: mean and CI over measured cells, and every count."""
-
-    name: str
-    mean: float | None
-    ci_low: float | None
-    ci_high: float | None
-    ci_method: str
-    n_measured: int
-    n_not_measured: int
-    n_skipped: int
-    usage: Usage
-    #: cause -> number of cells, for cells not measured / skipped
-    causes: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def n_cells(self) -> int:
-        return self.n_measured + self.n_not_measured + self.n_skipped
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "mean": self.mean,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "ci_method": self.ci_method,
-            "n_measured": self.n_measured,
-            "n_not_measured": self.n_not_measured,
-            "n_skipped": self.n_skipped,
-            "n_cells": self.n_cells,
-            "usage": usage_to_json(self.usage),
-            "causes": self.causes,
-        }
-
-
 class _Column:
     """One metric's cells, by row, without their evidence."""
 
-    __slots__ = ("causes", "reasons", "statuses", "usage", "values")
+    __slots__ = ("causes", "kinds", "reasons", "statuses", "usage", "values")
 
     def __init__(self, n: int) -> None:
         self.values: list[float | None] = [None] * n
         self.statuses: list[CellStatus | None] = [None] * n  # None: row not finished
         self.causes: list[str | None] = [None] * n
+        self.kinds: list[CauseKind | None] = [None] * n
         self.reasons: list[str | None] = [None] * n
         self.usage: list[Usage | None] = [None] * n
 
@@ -283,11 +121,11 @@ class EvaluationResult:
         self.judge = dict(judge) if judge is not None else None
         self.embeddings = embeddings
         self.duration_s: float | None = None
-        #: calls to a remote embeddings endpoint in this session (not split by metric)
-        self.embeddings_usage: Usage | None = None
         n = len(self.ids)
         self._columns = {m: _Column(n) for m in self.metrics}
+        # per row: shared work (statement extraction) and remote embeddings booked on it
         self._shared: list[Usage | None] = [None] * n
+        self._embedding_usage: list[Usage | None] = [None] * n
         self._done = [False] * n
         # evidence by row: in memory, or the byte offset of the row's line in results.jsonl
         self._evidence: dict[int, dict[str, Mapping[str, Any]]] = {}
@@ -301,7 +139,7 @@ class EvaluationResult:
         return self._strings.setdefault(text, text)
 
     # ------------------------------------------------------------------ filling
-    def add(self, record: SampleRecord, *, offset: int | None = None) -> None:
+    def add(self, record: SampleLine, *, offset: int | None = None) -> None:
         """Store a finished sample; with `offset` its evidence stays in the run's results log."""
         row = record.row
         if not 0 <= row < len(self.ids):
@@ -313,9 +151,11 @@ class EvaluationResult:
             col.values[row] = cell.value
             col.statuses[row] = cell.status
             col.causes[row] = None if cell.cause is None else self._shared_str(cell.cause)
+            col.kinds[row] = cell.cause_kind
             col.reasons[row] = cell.reason
             col.usage[row] = None if cell.usage == _EMPTY_USAGE else cell.usage
         self._shared[row] = None if record.shared_usage == _EMPTY_USAGE else record.shared_usage
+        self._embedding_usage[row] = record.embeddings_usage
         self._done[row] = True
         if offset is None:
             self._evidence[row] = {n: c.evidence for n, c in record.cells.items() if c.evidence}
@@ -324,6 +164,14 @@ class EvaluationResult:
             self._offsets[row] = offset
             self._evidence.pop(row, None)
         self._summary = None
+
+    def _name_row(self, row: int, sample_id: str, sample: Sample | None) -> None:
+        """Give `row` its id and sample (a run read back learns them line by line)."""
+        if self._row_of.get(self.ids[row]) == row:
+            del self._row_of[self.ids[row]]
+        self.ids[row] = sample_id
+        self._row_of[sample_id] = row
+        self.samples[row] = sample
 
     # ------------------------------------------------------------------ access
     def __len__(self) -> int:
@@ -364,7 +212,7 @@ class EvaluationResult:
     def statuses(self, metric: str) -> list[CellStatus | None]:
         return list(self._column(metric).statuses)
 
-    def sample(self, key: int | str) -> SampleRecord:
+    def sample(self, key: int | str) -> SampleLine:
         """Everything about one sample (by row number or id), evidence included."""
         row = self._row(key)
         if not self._done[row]:
@@ -375,8 +223,13 @@ class EvaluationResult:
             for name, col in self._columns.items()
             if col.statuses[row] is not None
         }
-        return SampleRecord(
-            row, self.ids[row], self.samples[row], cells, self._shared[row] or Usage()
+        return SampleLine(
+            row=row,
+            id=self.ids[row],
+            inputs=Inputs.of(self.samples[row]),
+            cells=cells,
+            shared_usage=self._shared[row] or _EMPTY_USAGE,
+            embeddings_usage=self._embedding_usage[row],
         )
 
     @staticmethod
@@ -387,9 +240,10 @@ class EvaluationResult:
             status=status,
             value=col.values[row],
             cause=col.causes[row],
+            cause_kind=col.kinds[row],
             reason=col.reasons[row],
-            evidence=evidence,
-            usage=col.usage[row] or Usage(),
+            evidence=dict(evidence),
+            usage=col.usage[row] or _EMPTY_USAGE,
         )
 
     def cells(self, metric: str) -> list[Cell | None]:
@@ -413,10 +267,11 @@ class EvaluationResult:
             return {}
         row_at = {offset: row for row, offset in self._offsets.items()}
         found: dict[int, Mapping[str, Any]] = {}
-        for start, _, obj in iter_records(self.run_dir / RESULTS_FILE):
-            row = row_at.get(start)
-            if row is not None:
-                found[row] = ((obj.get("metrics") or {}).get(metric) or {}).get("evidence") or {}
+        for entry in read_lines(self.run_dir / RESULTS_FILE):
+            row = row_at.get(entry.start)
+            cell = entry.line.cells.get(metric)
+            if row is not None and cell is not None:
+                found[row] = cell.evidence
         return found
 
     def _evidence_of(self, row: int) -> Mapping[str, Mapping[str, Any]]:
@@ -425,10 +280,8 @@ class EvaluationResult:
         offset = self._offsets.get(row)
         if offset is None or self.run_dir is None:
             return {}
-        with (self.run_dir / RESULTS_FILE).open("rb") as fh:
-            fh.seek(offset)
-            obj = json.loads(fh.readline())
-        return {n: c.get("evidence") or {} for n, c in obj.get("metrics", {}).items()}
+        line = read_line_at(self.run_dir / RESULTS_FILE, offset)
+        return {name: cell.evidence for name, cell in line.cells.items()}
 
     # ------------------------------------------------------------------ aggregates
     def summary(self) -> dict[str, MetricSummary]:
@@ -441,62 +294,63 @@ class EvaluationResult:
         from rageval.stats import bootstrap_ci
 
         col = self._columns[metric]
-        counts = Counter(s for s in col.statuses if s is not None)
-        causes = Counter(
-            f"{s.replace('_', ' ')}: {c}"
-            for s, c in zip(col.statuses, col.causes, strict=True)
-            if s in ("not_measured", "skipped") and c
-        )
+        tally = MetricTally()
+        for row, status in enumerate(col.statuses):
+            if status is not None:
+                tally.add(
+                    status,
+                    col.values[row],
+                    col.causes[row],
+                    col.kinds[row],
+                    col.usage[row],
+                    self.ids[row],
+                )
         ci = bootstrap_ci([v for v, s in zip(col.values, col.statuses, strict=True) if s == "ok"])
-        return MetricSummary(
-            name=metric,
-            mean=ci.mean,
-            ci_low=ci.low,
-            ci_high=ci.high,
-            ci_method=ci.method,
-            n_measured=counts["ok"],
-            n_not_measured=counts["not_measured"],
-            n_skipped=counts["skipped"],
-            usage=sum((u for u in col.usage if u is not None), Usage()),
-            causes=dict(causes.most_common()),
+        return tally.summary(mean=ci.mean, ci=(ci.low, ci.high, ci.method))
+
+    @property
+    def embeddings_usage(self) -> Usage:
+        """Calls to a remote embeddings endpoint (batches mix samples and metrics, so they are
+        not split by metric)."""
+        return sum_usage(u for u in self._embedding_usage if u is not None)
+
+    def summary_model(self) -> Summary:
+        """The run's summary, as `summary.json` holds it."""
+        return build_summary(
+            self.summary(),
+            shared={
+                SHARED_USAGE: sum_usage(u for u in self._shared if u is not None),
+                EMBEDDINGS_USAGE: self.embeddings_usage,
+            },
+            duration_s=self.duration_s,
+            n_rows=len(self.ids),
+            n_finished=self.n_finished,
         )
 
     @property
     def usage_by_metric(self) -> dict[str, Usage]:
-        """Usage per metric, plus the shared statement extraction as its own entry."""
-        out = {name: s.usage for name, s in self.summary().items()}
-        shared = sum((u for u in self._shared if u is not None), Usage())
-        if shared != _EMPTY_USAGE:
-            out[SHARED_USAGE] = shared
-        if self.embeddings_usage is not None and self.embeddings_usage != _EMPTY_USAGE:
-            out[EMBEDDINGS_USAGE] = self.embeddings_usage
-        return out
+        """Usage per metric, plus shared statement extraction and remote embeddings as their
+        own entries when there was any."""
+        summary = self.summary_model()
+        return {
+            **{name: s.usage for name, s in summary.metrics.items()},
+            **summary.shared_usage,
+        }
 
     @property
     def usage(self) -> Usage:
-        return sum(self.usage_by_metric.values(), Usage())
+        """Everything the run paid for (the total of `usage_by_metric`)."""
+        return self.summary_model().usage
 
     def summary_json(self) -> dict[str, Any]:
-        """The content of `summary.json`."""
-        by_metric = self.usage_by_metric
-        extra = {
-            k: usage_to_json(by_metric[k])
-            for k in (SHARED_USAGE, EMBEDDINGS_USAGE)
-            if k in by_metric
-        }
-        return {
-            "metrics": {name: s.to_json() for name, s in self.summary().items()},
-            "usage": usage_to_json(self.usage),
-            "shared_usage": extra,
-            "duration_s": self.duration_s,
-            "n_rows": len(self.ids),
-            "n_finished": self.n_finished,
-        }
+        """The content of `summary.json`, as plain JSON values."""
+        return self.summary_model().model_dump(mode="json")
 
     # ------------------------------------------------------------------ views
     def to_pandas(self) -> pd.DataFrame:
         """One row per sample: id, inputs, and per metric `<metric>` (NaN where not measured),
-        `<metric>_status` and `<metric>_reason` (the cause when not measured or skipped)."""
+        `<metric>_status`, `<metric>_reason` (the cause when not measured or skipped) and
+        `<metric>_cause_kind` (the kind of that cause)."""
         try:
             import pandas as pd
         except ImportError as e:
@@ -509,19 +363,22 @@ class EvaluationResult:
             if any(v is not None for v in values):
                 data[f] = values
         for name, col in self._columns.items():
+            # pandas' own mark for a missing number; the status column says why it is missing
             data[name] = [math.nan if v is None else v for v in col.values]
             data[f"{name}_status"] = list(col.statuses)
             data[f"{name}_reason"] = [
                 r if s == "ok" else c
                 for s, r, c in zip(col.statuses, col.reasons, col.causes, strict=True)
             ]
+            data[f"{name}_cause_kind"] = list(col.kinds)
         return pd.DataFrame(data)
 
     def summary_table(self) -> str:
         """Plain-text table: metric, mean, 95% CI, counts, requests, tokens, cost."""
         header = SUMMARY_COLUMNS
+        summary = self.summary_model()
         rows: list[tuple[str, ...]] = []
-        for name, s in self.summary().items():
+        for name, s in summary.metrics.items():
             rows.append(
                 (
                     name,
@@ -535,11 +392,9 @@ class EvaluationResult:
                     *_usage_cells(s.usage),
                 )
             )
-        by_metric = self.usage_by_metric
-        for line in (SHARED_USAGE, EMBEDDINGS_USAGE):
-            if line in by_metric:
-                rows.append((line, "", "", "", "", "", *_usage_cells(by_metric[line])))
-        rows.append(("total", "", "", "", "", "", *_usage_cells(self.usage)))
+        for label, usage in summary.shared_usage.items():
+            rows.append((label, "", "", "", "", "", *_usage_cells(usage)))
+        rows.append(("total", "", "", "", "", "", *_usage_cells(summary.usage)))
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = []
         for r in [header, *rows]:
@@ -548,7 +403,7 @@ class EvaluationResult:
             ]
             lines.append("  ".join(cells).rstrip())
         lines.insert(1, "-" * len(lines[0]))
-        cache_hits = self.usage.cache_hits
+        cache_hits = summary.usage.cache_hits
         if cache_hits:
             lines.append(f"({cache_hits} requests answered from the cache)")
         return "\n".join(lines)
@@ -608,90 +463,32 @@ def _usage_cells(usage: Usage) -> tuple[str, str, str]:
 
 
 def load_run(run_dir: str | Path) -> EvaluationResult:
-    """A run directory read back (finished rows only; evidence stays on disk)."""
+    """A run directory read back (finished rows only; evidence stays on disk). Runs written
+    by older rageval versions load too (see :mod:`rageval.log`)."""
     run_dir = Path(run_dir)
-    manifest_path = run_dir / MANIFEST_FILE
-    if not manifest_path.exists():
-        raise FileNotFoundError(f"{run_dir} is not a rageval run directory (no {MANIFEST_FILE})")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    records: dict[int, tuple[int, SampleRecord]] = {}
+    manifest = read_manifest(run_dir)
     results_path = run_dir / RESULTS_FILE
-    if results_path.exists():
-        for offset, _, obj in iter_records(results_path):
-            rec = SampleRecord.from_json(obj)
-            records[rec.row] = (offset, rec)
-    n_rows = int((manifest.get("data") or {}).get("n_rows") or (max(records, default=-1) + 1))
-    ids = [f"row-{i}" for i in range(n_rows)]
-    samples: list[Sample | None] = [None] * n_rows
-    for row, (_, rec) in records.items():
-        ids[row] = rec.id
-        samples[row] = rec.sample
-    specs = manifest.get("metrics") or []
+    entries = read_lines(results_path) if results_path.exists() else iter(())
+    n_rows = manifest.data.n_rows
+    if n_rows is None:  # a manifest that does not say: as many rows as the log has
+        kept = list(entries)
+        n_rows = max((e.line.row for e in kept), default=-1) + 1
+        entries = iter(kept)
     result = EvaluationResult(
-        [m["name"] for m in specs],
-        ids,
-        samples,
+        [m.name for m in manifest.metrics],
+        [f"row-{i}" for i in range(n_rows)],
+        [None] * n_rows,
         run_dir=run_dir,
-        metric_params={m["name"]: m.get("params") or {} for m in specs},
-        judge=manifest.get("judge"),
-        embeddings=(manifest.get("embeddings") or {}).get("name"),
+        metric_params={m.name: m.params for m in manifest.metrics},
+        judge=manifest.judge.model_dump() if manifest.judge is not None else None,
+        embeddings=manifest.embeddings.name if manifest.embeddings is not None else None,
     )
-    for offset, rec in records.values():
-        result.add(rec, offset=offset)
-    summary_path = run_dir / SUMMARY_FILE
-    if summary_path.exists():
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-        result.duration_s = summary.get("duration_s")
-        embeddings_usage = (summary.get("shared_usage") or {}).get(EMBEDDINGS_USAGE)
-        if embeddings_usage:
-            result.embeddings_usage = usage_from_json(embeddings_usage)
+    # line by line: a 100k-row log never holds more than one line's evidence in memory
+    for entry in entries:
+        line = entry.line
+        result.add(line, offset=entry.start)
+        result._name_row(line.row, line.id, line.sample())
+    summary = read_summary(run_dir)
+    if summary is not None:
+        result.duration_s = summary.duration_s
     return result
-
-
-# ---------------------------------------------------------------------- comparing runs
-
-
-@dataclass(frozen=True)
-class MetricComparison:
-    """Run B minus run A on one metric, over the samples (matched by id) measured in both."""
-
-    metric: str
-    diff: PairedDifference
-    mean_a: float | None
-    mean_b: float | None
-    #: (id, value in A, value in B) of the samples that moved most, largest change first
-    movers: list[tuple[str, float, float]]
-
-
-def compare(a: EvaluationResult, b: EvaluationResult, *, top: int = 5) -> list[MetricComparison]:
-    """Paired, item-matched comparison of every metric the two results share."""
-    from rageval.stats import paired_difference
-
-    pos_b = {sid: i for i, sid in enumerate(b.ids)}
-    matched = [(i, pos_b[sid]) for i, sid in enumerate(a.ids) if sid in pos_b]
-    out = []
-    for metric in (m for m in a.metrics if m in b.metrics):
-        va, vb = a[metric], b[metric]
-        xs = [va[i] for i, _ in matched]
-        ys = [vb[j] for _, j in matched]
-        diff = paired_difference(xs, ys)
-        pairs = [
-            (sid, x, y)
-            for sid, x, y in zip((a.ids[i] for i, _ in matched), xs, ys, strict=True)
-            if x is not None and y is not None
-        ]
-        movers = sorted(pairs, key=lambda p: abs(p[2] - p[1]), reverse=True)
-        out.append(
-            MetricComparison(
-                metric=metric,
-                diff=diff,
-                mean_a=_mean([x for _, x, _ in pairs]),
-                mean_b=_mean([y for _, _, y in pairs]),
-                movers=[m for m in movers[:top] if m[2] != m[1]],
-            )
-        )
-    return out
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None

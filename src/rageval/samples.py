@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from rageval.errors import RagevalError
+
 #: legacy/seed column names accepted everywhere, mapped to the canonical field names
 LEGACY_ALIASES: dict[str, str] = {
     "question": "user_input",
@@ -31,7 +33,7 @@ LIST_FIELDS = ("retrieved_contexts", "reference_contexts")
 SAMPLE_FIELDS = (*TEXT_FIELDS, *LIST_FIELDS)
 
 
-class InvalidDataError(ValueError):
+class InvalidDataError(RagevalError, ValueError):
     """Input data that cannot be evaluated. `problems` lists every (row, id, field, message).
 
     A problem in a line-based file (JSONL, CSV, TSV) names the file's 1-based line; in other

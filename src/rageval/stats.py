@@ -13,19 +13,29 @@ for "no difference": under that hypothesis each item's difference is equally lik
 either sign. For up to 16 items every sign pattern is enumerated (exact p-value); beyond that
 `n_permutations` random patterns (default 10 000) estimate it as (1 + #{|T*| ≥ |T|}) / (1 + n),
 which never returns 0.
+
+Comparing two runs (:func:`compare`): every metric they share, over the samples matched by id,
+with :func:`paired_difference`, and the samples that moved most.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["ConfidenceInterval", "PairedDifference", "bootstrap_ci", "paired_difference"]
+__all__ = [
+    "ConfidenceInterval",
+    "MetricComparison",
+    "PairedDifference",
+    "bootstrap_ci",
+    "compare",
+    "paired_difference",
+]
 
 #: random draws generated per chunk, so 100 000 values x 2000 resamples stays small in memory
 _CHUNK_ELEMENTS = 4_000_000
@@ -189,3 +199,63 @@ def paired_difference(
         return PairedDifference(mean, mean, mean, p_value, n, confidence, method)
     low, high = _percentiles(_bootstrap_means(diffs, n_resamples, seed), confidence)
     return PairedDifference(mean, low, high, p_value, n, confidence, method)
+
+
+# ---------------------------------------------------------------------- comparing runs
+
+
+class Run(Protocol):
+    """What :func:`compare` reads of a run (an ``EvaluationResult``, e.g. from ``load_run``):
+    the sample ids by row, the metric names, and a metric's values by row (None: no value)."""
+
+    @property
+    def ids(self) -> Sequence[str]: ...
+
+    @property
+    def metrics(self) -> Sequence[str]: ...
+
+    def __getitem__(self, metric: str) -> Sequence[float | None]: ...
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """Run B minus run A on one metric, over the samples (matched by id) measured in both."""
+
+    metric: str
+    diff: PairedDifference
+    mean_a: float | None
+    mean_b: float | None
+    #: (id, value in A, value in B) of the samples that moved most, largest change first
+    movers: list[tuple[str, float, float]]
+
+
+def compare(a: Run, b: Run, *, top: int = 5) -> list[MetricComparison]:
+    """Paired, item-matched comparison of every metric the two runs share."""
+    pos_b = {sid: i for i, sid in enumerate(b.ids)}
+    matched = [(i, pos_b[sid]) for i, sid in enumerate(a.ids) if sid in pos_b]
+    out = []
+    for metric in (m for m in a.metrics if m in b.metrics):
+        va, vb = a[metric], b[metric]
+        xs = [va[i] for i, _ in matched]
+        ys = [vb[j] for _, j in matched]
+        diff = paired_difference(xs, ys)
+        pairs = [
+            (sid, x, y)
+            for sid, x, y in zip((a.ids[i] for i, _ in matched), xs, ys, strict=True)
+            if x is not None and y is not None
+        ]
+        movers = sorted(pairs, key=lambda p: abs(p[2] - p[1]), reverse=True)
+        out.append(
+            MetricComparison(
+                metric=metric,
+                diff=diff,
+                mean_a=_mean([x for _, x, _ in pairs]),
+                mean_b=_mean([y for _, _, y in pairs]),
+                movers=[m for m in movers[:top] if m[2] != m[1]],
+            )
+        )
+    return out
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rageval.judge import _retry
+from rageval._client import _retry
 
 
 @pytest.fixture

@@ -173,7 +173,15 @@ def check_invariants(result: EvaluationResult, metrics: Sequence[str], n: int) -
             counts["skipped"],
         ), m
         assert s.n_measured + s.n_not_measured + s.n_skipped == s.n_cells == n, m
-        assert sum(s.causes.values()) == s.n_not_measured + s.n_skipped, m
+        # every cell without a value is in exactly one group of its status and kind
+        assert sum(g.count for g in s.failures) == s.n_not_measured + s.n_skipped, m
+        for status in ("not_measured", "skipped"):
+            by_kind = Counter(
+                c.cause_kind or "unknown" for c in cells if c is not None and c.status == status
+            )
+            groups = {g.kind: g.count for g in s.failures if g.status == status}
+            assert groups == dict(by_kind), (m, status)
+        assert all(0 < len(g.examples) <= 3 for g in s.failures), m
         measured = [v for v in values if v is not None]
         if measured:
             assert s.mean is not None and math.isclose(s.mean, sum(measured) / len(measured))
@@ -195,5 +203,8 @@ def check_invariants(result: EvaluationResult, metrics: Sequence[str], n: int) -
         for i, status in enumerate(result.statuses(m)):
             if status != "ok":
                 assert frame[f"{m}_reason"][i], f"{m} row {i}: no cause in to_pandas"
+        assert list(frame[f"{m}_cause_kind"]) == [
+            c.cause_kind if c is not None else None for c in result.cells(m)
+        ]
     numeric = frame.select_dtypes("number").drop(columns=list(metrics))
     assert not numeric.isna().any().any()

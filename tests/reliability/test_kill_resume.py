@@ -22,7 +22,8 @@ import pytest
 from reliability_helpers import cli_command, rows, tags_of, write_jsonl
 
 from rageval.judge import Judge
-from rageval.results import EvaluationResult, iter_records, load_run
+from rageval.log import read_lines
+from rageval.results import EvaluationResult, load_run
 from rageval.runner import evaluate
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 from rageval.testing.synthetic_judge import handle as synthetic_answer
@@ -48,7 +49,7 @@ def _finished(log: Path) -> set[str]:
     """Tags of the rows whose record is complete in the results log."""
     if not log.exists():
         return set()
-    return {obj["id"].removeprefix("s-") for _, _, obj in iter_records(log)}
+    return {entry.line.id.removeprefix("s-") for entry in read_lines(log)}
 
 
 def _lines(log: Path) -> int:
@@ -126,8 +127,8 @@ def test_random_kills_then_resume_give_the_uninterrupted_results(
     assert kills >= 1, "no kill landed mid-run: the test proved nothing"
 
     # one record per row, none torn, and the results are those of a run never interrupted
-    records = [obj for _, _, obj in iter_records(log)]
-    assert Counter(obj["row"] for obj in records) == Counter(range(N))
+    lines = [entry.line for entry in read_lines(log)]
+    assert Counter(line.row for line in lines) == Counter(range(N))
     assert log.read_bytes().endswith(b"\n")
     assert len(finished_last) == N
     result = load_run(run)

@@ -31,6 +31,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from rageval import _env
+from rageval.errors import RagevalError
+
 __all__ = [
     "INSTALL_COMMAND",
     "ModelFilesError",
@@ -53,7 +56,7 @@ EXPECTED_SHA256 = {
 _VERIFIED_FILE = "minilm-verified.json"
 
 
-class ModelFilesError(RuntimeError):
+class ModelFilesError(RagevalError, RuntimeError):
     """The local embedding model's files are missing or not the expected ones."""
 
 
@@ -63,22 +66,11 @@ def _missing_message(detail: str) -> str:
         f"and vocab.txt), which are not a dependency of rageval. Any one of these works:\n"
         f"  - install them (offline-capable, no torch):  {INSTALL_COMMAND}\n"
         f"  - keep a Hugging Face hub cache snapshot of {HUB_REPO} (looked for in "
-        f"{_hub_cache_dir() / _HUB_FOLDER}; set HF_HUB_CACHE or HF_HOME to look elsewhere; "
+        f"{_env.hf_hub_cache() / _HUB_FOLDER}; set HF_HUB_CACHE or HF_HOME to look elsewhere; "
         f"rageval reads it, never downloads it)\n"
         f"  - set {ENV_DIR} to a directory holding model.safetensors and vocab.txt\n"
         f"or use remote embeddings instead (--embeddings openai:MODEL)."
     )
-
-
-def _hub_cache_dir() -> Path:
-    """The Hugging Face hub cache, resolved the way huggingface_hub resolves it."""
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if os.environ.get(name):
-            return Path(os.environ[name]).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "huggingface" / "hub"
 
 
 _SHA256_NAME = re.compile(r"[0-9a-f]{64}")
@@ -98,7 +90,7 @@ def _hub_snapshot() -> Path | None:
     """The snapshot of the hub cache to read: of those holding both files, the one
     `refs/main` names, else the newest, preferring the pinned release (another release is
     returned only when no snapshot has the pinned one, for the hash check to explain)."""
-    repo = _hub_cache_dir() / _HUB_FOLDER
+    repo = _env.hf_hub_cache() / _HUB_FOLDER
     try:
         snapshots = [p for p in (repo / "snapshots").iterdir() if p.is_dir()]
     except OSError:
@@ -115,8 +107,8 @@ def _hub_snapshot() -> Path | None:
 def find_model_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The directory holding ``model.safetensors`` and ``vocab.txt`` (see the module
     docstring for the order in which places are tried)."""
-    if explicit is None and os.environ.get(ENV_DIR):
-        explicit = os.environ[ENV_DIR]
+    if explicit is None:
+        explicit = _env.minilm_dir()
     if explicit is not None:
         candidate = Path(explicit).expanduser()
         source = f"the directory {str(candidate)!r}"
@@ -149,13 +141,6 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _cache_dir() -> Path:
-    if os.environ.get("RAGEVAL_CACHE_DIR"):
-        return Path(os.environ["RAGEVAL_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "rageval"
-
-
 def _stat_key(path: Path) -> str:
     st = path.stat()
     return f"{path.resolve()}|{st.st_size}|{st.st_ino}|{st.st_mtime_ns}"
@@ -183,7 +168,7 @@ def _save_verified(record: Path, verified: dict[str, str]) -> None:
 
 def verify_model_files(model_dir: Path) -> None:
     """Check the pinned hashes; skip files already verified with the same stat key."""
-    record = _cache_dir() / _VERIFIED_FILE
+    record = _env.cache_dir() / _VERIFIED_FILE
     verified = _load_verified(record)
     changed = False
     for name, expected in EXPECTED_SHA256.items():

@@ -1,9 +1,9 @@
 """Embeddings from any OpenAI-compatible ``/embeddings`` endpoint.
 
-Requests go through the judge layer's endpoint machinery: the same per-endpoint limiter (so a
-judge and an embeddings client on one server share its concurrency and rate limits), the same
-retry loop and fatal-error handling, and the same request cache file (table ``embeddings``,
-keyed by endpoint + model + dimensions + text). The in-memory cache and batching come from
+Requests go through the endpoint client the judge uses too (:mod:`rageval._client`): the same
+per-endpoint limiter (so a judge and an embeddings client on one server share its concurrency
+and rate limits), the same retry loop and fatal-error handling, and the same request cache file
+(table ``embeddings``, keyed by endpoint + model + dimensions + text). The in-memory cache and batching come from
 :class:`~rageval.embeddings.base.Embeddings`.
 """
 
@@ -15,13 +15,15 @@ from typing import Any
 
 import numpy as np
 
+from rageval._client._cache import RequestCache, cache_key, resolve_cache
+from rageval._client._endpoint import Endpoint
+from rageval._client._retry import Tally
+from rageval._client._settings import Limits, RetryPolicy, endpoint_settings
+from rageval._client._transport import BadBody
+from rageval._client._usage import PriceTable, Usage, UsageLedger
+from rageval._env import DEFAULT_API_KEY_ENV
 from rageval.embeddings.base import Embeddings, FloatArray
-from rageval.judge._cache import RequestCache, cache_key, resolve_cache
-from rageval.judge._endpoint import Endpoint
-from rageval.judge._retry import Tally
-from rageval.judge._transport import BadBody
-from rageval.judge._usage import PriceTable, Usage, UsageLedger
-from rageval.judge.errors import FatalJudgeError
+from rageval.errors import FatalJudgeError
 
 __all__ = ["DEFAULT_OPENAI_EMBEDDING_MODEL", "OpenAIEmbeddings"]
 
@@ -33,10 +35,11 @@ class OpenAIEmbeddings(Embeddings):
     """An OpenAI-compatible embeddings model, e.g. ``OpenAIEmbeddings("text-embedding-3-small")``.
 
     ``client`` may be an ``openai.AsyncOpenAI`` (or a sync ``openai.OpenAI``, whose settings are
-    reused); otherwise ``base_url`` (default ``$OPENAI_BASE_URL`` or OpenAI) and the key from
-    ``api_key`` or ``$api_key_env``. ``max_concurrency=None`` leaves the endpoint's limit to
-    whoever else set it (16 if nobody did). The API rejects empty strings, so an empty text is
-    sent as a single space.
+    reused); otherwise ``base_url`` (default ``RAGEVAL_BASE_URL``, ``OPENAI_BASE_URL`` or
+    OpenAI) and the key from ``api_key`` or ``$api_key_env``. ``limits`` and ``retry`` (or
+    their shorthands) are as for :class:`rageval.judge.Judge`, except that by default this
+    client leaves the endpoint's concurrency to whoever else set it (16 if nobody did). The API
+    rejects empty strings, so an empty text is sent as a single space.
     """
 
     def __init__(
@@ -46,15 +49,17 @@ class OpenAIEmbeddings(Embeddings):
         client: Any = None,
         base_url: str | None = None,
         api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str = DEFAULT_API_KEY_ENV,
         dimensions: int | None = None,
         batch_size: int | None = 128,
         cache_size: int = 50_000,
-        timeout: float = 60.0,
-        max_retries: int = 6,
+        timeout: float | None = None,
+        max_retries: int | None = None,
         max_concurrency: int | None = None,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
+        limits: Limits | None = None,
+        retry: RetryPolicy | None = None,
         cache: RequestCache | bool | str | os.PathLike[str] = True,
         prices: PriceTable | None = None,
     ) -> None:
@@ -65,19 +70,21 @@ class OpenAIEmbeddings(Embeddings):
         self.name = f"openai:{self.model}"
         self.dimensions = dimensions
         self.dim = dimensions
-        self._endpoint = Endpoint(
-            kind="embeddings endpoint",
-            model=self.model,
+        settings = endpoint_settings(
             base_url=base_url,
             api_key=api_key,
             api_key_env=api_key_env,
             client=client,
+            limits=limits,
+            retry=retry,
             timeout=timeout,
             max_retries=max_retries,
             max_concurrency=max_concurrency,
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
+            default_limits=Limits(),
         )
+        self._endpoint = Endpoint(kind="embeddings endpoint", model=self.model, settings=settings)
         self.base_url = self._endpoint.base_url
         self.cache: RequestCache | None = resolve_cache(cache)
         self.prices = prices if prices is not None else PriceTable()

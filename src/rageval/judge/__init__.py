@@ -1,14 +1,17 @@
-"""The only code that talks to an LLM: structured calls, limiter, retries, cache, usage.
+"""The judge: structured, validated calls to a chat model (modes, schemas, re-asks).
 
-Importing this package does not import ``openai`` (about 0.7 s); the SDK is loaded when a judge
-first sends a request, or when an ``openai`` client object is handed in.
+Requests go through the endpoint client in :mod:`rageval._client` (limiter, retries, request
+cache, usage), whose public names are re-exported here. Importing this package does not import
+``openai`` (about 0.7 s); the SDK is loaded when a judge first sends a request, or when an
+``openai`` client object is handed in.
 """
 
-from rageval.judge._cache import RequestCache, default_cache_dir
+from rageval._client._cache import RequestCache, default_cache_dir
+from rageval._client._limiter import EndpointLimiter, endpoint_limiter
+from rageval._client._settings import Limits, RetryPolicy
+from rageval._client._usage import DEFAULT_PRICES, PriceTable, Usage, UsageLedger
+from rageval.errors import FatalJudgeError, JudgeCallFailed, JudgeError
 from rageval.judge._judge import Judge, JudgeReply, llm_factory
-from rageval.judge._limiter import EndpointLimiter, endpoint_limiter
-from rageval.judge._usage import DEFAULT_PRICES, PriceTable, Usage, UsageLedger
-from rageval.judge.errors import FatalJudgeError, JudgeCallFailed, JudgeError
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -18,8 +21,10 @@ __all__ = [
     "JudgeCallFailed",
     "JudgeError",
     "JudgeReply",
+    "Limits",
     "PriceTable",
     "RequestCache",
+    "RetryPolicy",
     "Usage",
     "UsageLedger",
     "default_cache_dir",

@@ -11,8 +11,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from rageval.judge._cache import RequestCache, cache_key, resolve_cache
-from rageval.judge._endpoint import Endpoint
+from rageval._client._cache import RequestCache, cache_key, resolve_cache
+from rageval._client._endpoint import Endpoint
+from rageval._client._retry import Tally
+from rageval._client._settings import (
+    DEFAULT_MAX_CONCURRENCY,
+    Limits,
+    RetryPolicy,
+    endpoint_settings,
+)
+from rageval._client._transport import BadBody
+from rageval._client._usage import PriceTable, Usage, UsageLedger
+from rageval._env import DEFAULT_API_KEY_ENV
+from rageval.errors import FatalJudgeError, JudgeCallFailed
 from rageval.judge._modes import (
     MODES,
     Mode,
@@ -27,10 +38,6 @@ from rageval.judge._modes import (
     reply_text,
     shape_of,
 )
-from rageval.judge._retry import Tally
-from rageval.judge._transport import BadBody
-from rageval.judge._usage import PriceTable, Usage, UsageLedger
-from rageval.judge.errors import FatalJudgeError, JudgeCallFailed
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -69,11 +76,16 @@ class _Raw:
 class Judge:
     """A chat model behind any OpenAI-compatible endpoint, asked for validated JSON.
 
-    The API key is read from ``api_key`` or the environment variable ``api_key_env`` and is
-    never written anywhere. Requests share the endpoint's limiter (see
-    :mod:`rageval.judge._limiter`), are retried per :mod:`rageval.judge._retry`, and successful
-    replies are cached per :mod:`rageval.judge._cache` unless ``cache=False``. ``mode`` picks the
-    structured-output mode; ``"auto"`` probes (see :mod:`rageval.judge._modes`).
+    The endpoint is ``base_url`` (default: ``RAGEVAL_BASE_URL``, ``OPENAI_BASE_URL``, OpenAI)
+    or the openai ``client`` given; the API key is ``api_key`` or the environment variable
+    ``api_key_env``, and is never written anywhere. ``limits`` (a :class:`Limits`: concurrency,
+    requests and tokens per minute, shared by every client of the endpoint; default 16
+    concurrent requests) and ``retry`` (a :class:`RetryPolicy`: retries and the timeout of one
+    attempt; default 6 and 60 s) may be given as objects or through their shorthands
+    ``max_concurrency``, ``requests_per_minute``, ``tokens_per_minute``, ``max_retries`` and
+    ``timeout``. Successful replies are cached (:mod:`rageval._client._cache`) unless
+    ``cache=False``. ``mode`` picks the structured-output mode; ``"auto"`` probes (see
+    :mod:`rageval.judge._modes`).
     """
 
     def __init__(
@@ -82,16 +94,18 @@ class Judge:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str = DEFAULT_API_KEY_ENV,
         client: Any = None,
         temperature: float = 0.0,
         max_tokens: int = 1024,
-        timeout: float = 60.0,
-        max_retries: int = 6,
+        timeout: float | None = None,
+        max_retries: int | None = None,
         seed: int | None = None,
-        max_concurrency: int = 16,
+        max_concurrency: int | None = None,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
+        limits: Limits | None = None,
+        retry: RetryPolicy | None = None,
         cache: RequestCache | bool | str | os.PathLike[str] = True,
         prices: PriceTable | None = None,
         mode: Literal["auto", "json_schema", "tools", "json"] = "auto",
@@ -103,19 +117,21 @@ class Judge:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         if max_reasks < 0:
             raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
-        self._endpoint = Endpoint(
-            kind="judge",
-            model=model,
+        settings = endpoint_settings(
             base_url=base_url,
             api_key=api_key,
             api_key_env=api_key_env,
             client=client,
+            limits=limits,
+            retry=retry,
             timeout=timeout,
             max_retries=max_retries,
             max_concurrency=max_concurrency,
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
+            default_limits=Limits(max_concurrency=DEFAULT_MAX_CONCURRENCY),
         )
+        self._endpoint = Endpoint(kind="judge", model=model, settings=settings)
         self.model = model
         self.base_url = self._endpoint.base_url
         self.temperature = float(temperature)

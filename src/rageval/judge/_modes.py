@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, Literal
 
-from rageval.judge._limiter import Slots
+from rageval._client._limiter import Slots
+from rageval._client._transport import PreEncoded
 
 __all__ = [
     "MODES",
@@ -176,16 +177,6 @@ def build_request(
     if mode == "json" or mode not in MODES:
         return _schema_in_messages(messages, shape), {}
     return messages, _encoded_extra(mode, shape)
-
-
-class PreEncoded:
-    """A request argument and its JSON text, made once (see _transport.encode_body)."""
-
-    __slots__ = ("text", "value")
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-        self.text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _encoded_extra(mode: Mode, shape: Shape) -> dict[str, Any]:

@@ -28,12 +28,12 @@ from __future__ import annotations
 import functools
 import importlib
 import math
-import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, Generic, ParamSpec, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
+from rageval import _env
 from rageval._sync import run_sync
 from rageval.metrics._prompting import messages, numbered, tagged
 from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext, register
@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from rageval.judge import Judge
 
 OVERALL = "overall_score"
-#: judge model used by grade() when it is given a raw openai client and no `model=`
-DEFAULT_MODEL_ENV = "RAGEVAL_LLM"
+#: judge model used by grade() when it is given a raw openai client, no `model=` and no
+#: RAGEVAL_LLM
 FALLBACK_MODEL = "gpt-4o-mini"
 
 
@@ -222,9 +222,7 @@ class AnswerRelevance(Metric):
                 raise ValueError("model= applies to a raw openai client, not to a Judge")
             return client
         if client is not None:
-            return llm_factory(
-                model or os.environ.get(DEFAULT_MODEL_ENV) or FALLBACK_MODEL, client=client
-            )
+            return llm_factory(_env.judge_model(model) or FALLBACK_MODEL, client=client)
         if self.llm is None:
             raise NoJudgeError(
                 "grade() needs a judge: pass client= (a rageval Judge, openai.OpenAI or "

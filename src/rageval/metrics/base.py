@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, Field, model_validator
 
 from rageval._sync import run_sync
+from rageval.errors import RagevalError
 from rageval.samples import Sample, missing_fields
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class MetricResult(BaseModel):
         return f"{self.status.replace('_', ' ')}: {self.cause}"
 
 
-class NoJudgeError(RuntimeError):
+class NoJudgeError(RagevalError, RuntimeError):
     """A metric that needs an LLM judge was asked to score without one."""
 
 

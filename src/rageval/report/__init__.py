@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
-import math
 import os
 import re
-import statistics
-from collections import Counter
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from rageval.report._model import MetricSummary, RunData, SampleResult, Usage
+from rageval.errors import CAUSE_KINDS
+from rageval.log import MetricSummary, SampleLine, model_json, plain_json
+from rageval.report._model import RunData
 
 __all__ = ["REPORT_FILE", "RunData", "render_report", "write_report"]
 
@@ -72,85 +70,35 @@ def write_report(run_dir: Path, *, max_samples: int = MAX_REPORT_SAMPLES) -> Pat
     return target
 
 
-def _script_json(payload: dict[str, Any], *, samples: Sequence[SampleResult] = ()) -> str:
+def _script_json(payload: dict[str, Any], *, samples: Sequence[SampleLine] = ()) -> str:
     """`payload` plus a "samples" list, as JSON safe inside a <script> element."""
-    try:
-        text = _dumps(payload)
-    except ValueError:  # NaN or Infinity somewhere in free-form evidence: rare, so only then walk
-        text = _dumps(_json_safe(payload))
-    # The samples are most of the page: pydantic writes each record's JSON itself, several
-    # times faster than dumping it to dicts and through json.dumps (it writes NaN as null).
-    records = ",".join(r.model_dump_json() for r in samples)
+    text = plain_json(payload)
+    # The samples are most of the page: each line's JSON is written by pydantic, as in the log
+    # (several times faster than dumping them to dicts and through json.dumps).
+    records = ",".join(model_json(line) for line in samples)
     text = f'{text[:-1]}{"," if payload else ""}"samples":[{records}]}}'
     return _JSON_ESCAPE_RE.sub(lambda m: _JSON_ESCAPES[m.group(0)], text)
 
 
-def _dumps(payload: Any) -> str:
-    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
 def _payload(run: RunData) -> dict[str, Any]:
-    """What the page script reads: the run as loaded, plus one summary row per metric."""
+    """What the page script reads: the run as loaded, and one summary row per metric."""
     specs = {m.name: m.params for m in run.manifest.metrics}
-    summaries = run.summary.metrics if run.summary is not None else {}
-    rows = []
-    for name in run.metric_names():
-        from_summary = name in summaries
-        stats = summaries[name] if from_summary else _summarise(name, run.results)
-        rows.append(
-            {
-                "name": name,
-                "params": specs.get(name, {}),
-                "from_summary": from_summary,
-                **stats.model_dump(),
-            }
-        )
-    if run.summary is not None:
-        total, shared = run.summary.usage, run.summary.shared_usage
-    else:
-        shared_total = sum((r.shared_usage for r in run.results), Usage())
-        shared = {"shared work": shared_total} if shared_total.requests else {}
-        total = sum((c.usage for r in run.results for c in r.metrics.values()), shared_total)
+    summary = run.summary
+    rows = [
+        {
+            "name": name,
+            "params": specs.get(name, {}),
+            **summary.metrics.get(name, MetricSummary()).model_dump(mode="json"),
+        }
+        for name in run.metric_names()
+    ]
     return {
-        "manifest": run.manifest.model_dump(),
+        "manifest": run.manifest.model_dump(mode="json"),
         "metrics": rows,
-        "usage": total.model_dump(),
-        "shared_usage": {label: u.model_dump() for label, u in shared.items()},
-        "duration_s": run.summary.duration_s if run.summary is not None else None,
-        "has_summary": run.summary is not None,
+        "usage": summary.usage.to_dict(),
+        "shared_usage": {label: u.to_dict() for label, u in summary.shared_usage.items()},
+        "duration_s": summary.duration_s,
+        "has_summary": run.has_summary,
         "samples_left_out": run.samples_left_out,
+        "cause_kinds": dict(CAUSE_KINDS),
     }
-
-
-def _summarise(name: str, results: list[SampleResult]) -> MetricSummary:
-    """Counts and plain mean from the finished samples, for a run without its summary (an
-    interrupted run); confidence intervals come only from the runner's summary."""
-    cells = [r.metrics[name] for r in results if name in r.metrics]
-    values = [c.value for c in cells if c.value is not None]
-    usage = sum((c.usage for c in cells), Usage())
-    causes = Counter(
-        f"{c.status.replace('_', ' ')}: {c.cause or 'no cause given'}"
-        for c in cells
-        if c.status != "ok"
-    )
-    return MetricSummary(
-        mean=statistics.fmean(values) if values else None,
-        n_measured=len(values),
-        n_not_measured=sum(c.status == "not_measured" for c in cells),
-        n_skipped=sum(c.status == "skipped" for c in cells),
-        n_cells=len(cells),
-        usage=usage,
-        causes=dict(causes.most_common()),
-    )
-
-
-def _json_safe(value: Any) -> Any:
-    """Evidence is free-form JSON and Python's json reads NaN/Infinity, which JSON.parse rejects;
-    such numbers are shown as the words they are rather than dropped."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value

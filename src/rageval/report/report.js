@@ -53,8 +53,9 @@
   const humanize = (key) => key.replace(/_/g, " ");
   const plural = (n, word) => `${fmtInt(n)} ${word}${n === 1 ? "" : "s"}`;
 
+  // A cost no price table knows is unknown, never 0 and never the sum of the parts that are known.
   function fmtCost(c) {
-    if (c === null || c === undefined) return "—";
+    if (c === null || c === undefined) return "unknown";
     if (c === 0) return "$0";
     return "$" + (c < 0.01 ? c.toPrecision(2) : c.toFixed(2));
   }
@@ -82,7 +83,7 @@
   function usageLine(u) {
     const parts = [plural(u.requests, "request"), plural(tokens(u), "token")];
     if (u.cache_hits) parts.push(plural(u.cache_hits, "cache hit"));
-    if (u.cost_usd !== null && u.cost_usd !== undefined) parts.push(fmtCost(u.cost_usd));
+    if (u.requests) parts.push(`cost ${fmtCost(u.cost_usd)}`);
     return parts.join(" · ");
   }
 
@@ -94,10 +95,15 @@
 
   const cellOf = (sample, name) => (sample.metrics || {})[name] || null;
 
+  // The kind of a cell's cause: a stable code (a log written before kinds says nothing: "unknown").
+  const KINDS = DATA.cause_kinds || {};
+  const kindOf = (cell) => cell.cause_kind || "unknown";
+  const causeTitle = (cell) => `${humanize(kindOf(cell))}: ${cell.cause || "no cause given"}`;
+
   function statusPill(cell) {
     if (!cell) return h("span", { class: "pill none", title: "no result for this metric" }, "—");
-    if (cell.status === "skipped") return h("span", { class: "pill skipped", title: cell.cause }, "skipped");
-    return h("span", { class: "pill nm", title: cell.cause }, "not measured");
+    if (cell.status === "skipped") return h("span", { class: "pill skipped", title: causeTitle(cell) }, "skipped");
+    return h("span", { class: "pill nm", title: causeTitle(cell) }, "not measured");
   }
 
   // Value range of a metric's chart and filters: [0, 1] stretched to cover every value.
@@ -158,6 +164,7 @@
     lo: null,
     hi: null,
     bin: null, // {name, index}: a histogram bar
+    kind: null, // {status, kind}: cells without a value of one kind of cause
     sortKey: "row",
     sortDir: 1,
     page: 0,
@@ -179,6 +186,8 @@
           (state.lo === null || cell.value >= state.lo) &&
           (state.hi === null || cell.value <= state.hi)
         );
+      case "kind":
+        return !!cell && cell.status === state.kind.status && kindOf(cell) === state.kind.kind;
       case "bin":
         return (
           name === state.bin.name &&
@@ -416,33 +425,65 @@
     );
   }
 
-  // Why cells have no value, per metric: the runner's counts of "not measured: …" / "skipped: …".
+  // Why cells have no value: one line per status and kind of cause with its count and a few
+  // example causes, so a thousand failures of one kind take one line, not a thousand. Metrics
+  // that failed the same way (same kind, same example causes: e.g. no judge configured) share
+  // their line.
+  function failureLines() {
+    const lines = new Map();
+    for (const r of METRICS)
+      for (const group of r.failures || []) {
+        const key = [group.status, group.kind, ...(group.examples || []).map((e) => e.cause)].join("\u0000");
+        if (!lines.has(key)) lines.set(key, { group, metrics: [], count: 0 });
+        const line = lines.get(key);
+        line.metrics.push([r.name, group.count]);
+        line.count += group.count;
+      }
+    return [...lines.values()];
+  }
+
   function drawCauses() {
-    const rows = METRICS.flatMap((r) =>
-      Object.entries(r.causes || {}).map(([cause, n]) => {
-        const skipped = cause.startsWith("skipped");
-        return h(
-          "tr",
-          null,
-          h("td", null, h("span", { class: "metric-name" }, r.name)),
-          h("td", { class: "cause-text" }, cause),
-          h(
-            "td",
-            { class: "num" },
-            h(
-              "button",
-              {
-                type: "button",
-                class: skipped ? "pill skipped link" : "pill nm link",
-                title: "Show these samples",
-                onclick: () => applyFilter(r.name, skipped ? "skipped" : "not_measured"),
-              },
-              fmtInt(n),
-            ),
+    const rows = failureLines().map(({ group, metrics, count }) => {
+      const skipped = group.status === "skipped";
+      const only = metrics.length === 1 ? metrics[0][0] : "";
+      return h(
+        "tr",
+        { "data-metric": metrics.map(([name]) => name).join(" "), "data-kind": group.kind },
+        h(
+          "td",
+          { class: "metrics-cell" },
+          metrics.map(([name, n]) =>
+            h("div", null, h("span", { class: "metric-name" }, name), metrics.length > 1 ? h("span", { class: "muted" }, ` ${fmtInt(n)}`) : null),
           ),
-        );
-      }),
-    );
+        ),
+        h(
+          "td",
+          { class: "kind", title: KINDS[group.kind] || null },
+          h("span", { class: "kind-name" }, humanize(group.kind)),
+          h("span", { class: "muted" }, skipped ? " · skipped" : " · not measured"),
+        ),
+        h(
+          "td",
+          { class: "num" },
+          h(
+            "button",
+            {
+              type: "button",
+              class: skipped ? "pill skipped link" : "pill nm link",
+              title: "Show these samples",
+              onclick: () => applyKind(only, group),
+            },
+            fmtInt(count),
+          ),
+        ),
+        h(
+          "td",
+          { class: "cause-text" },
+          // one metric's counts per cause would mislead on a line several metrics share
+          h("ul", { class: "examples" }, (group.examples || []).map((e) => exampleItem(e, metrics.length === 1))),
+        ),
+      );
+    });
     if (!rows.length) return null;
     return h(
       "div",
@@ -454,10 +495,38 @@
         h(
           "table",
           { class: "causes-table" },
-          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Metric"), h("th", { scope: "col" }, "Cause"), h("th", { scope: "col", class: "num" }, "Cells"))),
+          h(
+            "thead",
+            null,
+            h(
+              "tr",
+              null,
+              h("th", { scope: "col" }, "Metric"),
+              h("th", { scope: "col" }, "Kind"),
+              h("th", { scope: "col", class: "num" }, "Cells"),
+              h("th", { scope: "col" }, "Example causes"),
+            ),
+          ),
           h("tbody", null, rows),
         ),
       ),
+    );
+  }
+
+  const ROW_OF_ID = new Map(SAMPLES.map((s, i) => [s.id, i]));
+
+  function exampleItem(example, withCount) {
+    const ids = (example.sample_ids || []).map((id) =>
+      ROW_OF_ID.has(id)
+        ? h("button", { type: "button", class: "sample-link", title: "Open this sample", onclick: () => openDetail(ROW_OF_ID.get(id), null) }, id)
+        : h("span", { class: "sample-id" }, id),
+    );
+    return h(
+      "li",
+      null,
+      h("span", { title: example.cause }, truncate(example.cause, 240)),
+      withCount && example.count > 1 ? h("span", { class: "muted" }, ` (${fmtInt(example.count)} cells)`) : null,
+      ids.length ? h("span", { class: "example-ids" }, " — ", ids.flatMap((x, i) => (i ? [", ", x] : [x]))) : null,
     );
   }
 
@@ -603,6 +672,7 @@
         ["range", "value between"],
       ].map(([v, t]) => h("option", { value: v }, t)),
       ui.binOption = h("option", { value: "bin", hidden: true }, "histogram bar"),
+      ui.kindOption = h("option", { value: "kind", hidden: true }, "cause kind"),
     );
     const num = (id, label) =>
       h("input", { type: "number", id, step: "0.05", "aria-label": label, class: "num-input", oninput: onFilterControls });
@@ -637,7 +707,9 @@
     if (ui.cond.value === "bin" && (!state.bin || state.bin.name !== ui.metric.value)) ui.cond.value = "all";
     state.cond = ui.cond.value;
     if (state.cond !== "bin") state.bin = null;
+    if (state.cond !== "kind") state.kind = null;
     ui.binOption.hidden = state.cond !== "bin";
+    ui.kindOption.hidden = state.cond !== "kind";
     ui.range.hidden = state.cond !== "range";
     const read = (input) => (input.value === "" || Number.isNaN(input.valueAsNumber) ? null : input.valueAsNumber);
     state.lo = read(ui.lo);
@@ -651,6 +723,13 @@
     ui.cond.value = cond;
     onFilterControls();
     document.getElementById("samples").scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+
+  function applyKind(name, group) {
+    ui.kindOption.hidden = false;
+    ui.kindOption.textContent = `${group.status === "skipped" ? "skipped" : "not measured"}: ${humanize(group.kind)}`;
+    state.kind = { status: group.status, kind: group.kind };
+    applyFilter(name, "kind");
   }
 
   function applyBin(name, index) {
@@ -897,7 +976,16 @@
       "section",
       { class: focused ? "metric-detail focus" : "metric-detail", "data-metric": name },
       head,
-      cell.cause ? h("div", { class: "cause" }, h("strong", null, "Cause: "), cell.cause) : null,
+      cell.status !== "ok"
+        ? h(
+            "div",
+            { class: "cause" },
+            h("strong", null, "Cause "),
+            h("span", { class: "kind-name", title: KINDS[kindOf(cell)] || null }, `(${humanize(kindOf(cell))})`),
+            h("strong", null, ": "),
+            cell.cause || "no cause given",
+          )
+        : null,
       cell.reason ? h("div", { class: "reason" }, h("h4", null, "Reason"), textBlock(cell.reason)) : null,
       evidenceView(cell.evidence),
       cell.usage ? h("p", { class: "usage muted" }, usageLine(cell.usage)) : null,
@@ -932,7 +1020,8 @@
     const s = SAMPLES[index];
     const pos = state.view.indexOf(index);
     const step = (d) => () => openDetail(state.view[pos + d], null);
-    const other = Object.keys(s).filter((k) => !["row", "id", "inputs", "metrics", "shared_usage"].includes(k));
+    const known = ["format_version", "row", "id", "inputs", "metrics", "shared_usage", "embeddings_usage"];
+    const other = Object.keys(s).filter((k) => !known.includes(k));
     const shared = s.shared_usage && s.shared_usage.requests ? s.shared_usage : null;
     const extraMetrics = Object.keys(s.metrics || {}).filter((n) => !NAMES.includes(n));
     dialog.replaceChildren(

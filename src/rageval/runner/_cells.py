@@ -1,7 +1,8 @@
 """Finished cells remembered across runs, so re-running an evaluation costs no judge work.
 
-A cell (one metric on one sample) that ended ``ok`` is kept in its judge's request cache file
-(table ``cells``) under the sha256 of everything its value depends on: the sample, the metric
+A cell (one metric on one sample) that ended ``ok`` is kept, as a record of the runner's own,
+in the file of its judge's request cache (one file, so that clearing the cache forgets kept
+cells too), under ``cell:`` and the sha256 of everything its value depends on: the sample, the metric
 and its parameters, the judges it asks (endpoint, model, sampling settings, structured-output
 mode) and the embeddings it uses, and the code (rageval's version and a digest of its source
 files; for a metric defined outside rageval, a digest of its source file, and nothing is kept
@@ -58,7 +59,7 @@ class CellStore:
             by_cache.setdefault(id(cache), (cache, []))[1].append(key)
         stored: dict[str, str] = {}
         for cache, wanted in by_cache.values():
-            stored.update(cache.get_cells(wanted))
+            stored.update(cache.get_records(wanted))
         found: dict[str, MetricResult] = {}
         for name, key in keys.items():
             if key not in stored:
@@ -79,7 +80,7 @@ class CellStore:
         """Keep the ``ok`` results among `results` (of `metrics` on `sample`)."""
         done = [m for m in metrics if results.get(m.name) is not None and results[m.name].measured]
         for name, key in self._keys(sample, done).items():
-            self._cache_of(name).put_cell(key, results[name].model_dump_json())
+            self._cache_of(name).put_record(key, results[name].model_dump_json())
 
     def _cache_of(self, name: str) -> RequestCache:
         judge = self._judge_of[name]
@@ -101,7 +102,7 @@ class CellStore:
             digest = hashlib.sha256(ident)
             digest.update(b"\0")
             digest.update(sample_json)
-            keys[name] = digest.hexdigest()
+            keys[name] = f"cell:{digest.hexdigest()}"
         return keys
 
     def _identity(self, metric: Metric) -> bytes | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -17,13 +18,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from rageval import _progress
+from rageval import _env, _progress
 from rageval._sync import run_sync
 from rageval._version import __version__
-from rageval.judge import Usage, UsageLedger, endpoint_limiter
-from rageval.judge._cache import RequestCache
+from rageval.errors import RagevalError
+from rageval.judge import RequestCache, Usage, UsageLedger, endpoint_limiter
+from rageval.log import DataInfo, EmbeddingsInfo, JudgeInfo, Manifest, MetricSpec, SampleLine
 from rageval.metrics.base import Metric, create_metric, registered_metrics
-from rageval.results import EvaluationResult, SampleRecord
+from rageval.results import EvaluationResult
 from rageval.runner._cells import CellStore
 from rageval.runner._probe import check_key, probe_endpoints
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
@@ -44,12 +46,8 @@ if TYPE_CHECKING:
 OnInvalid = Literal["raise", "skip"]
 
 
-class RunConfigError(ValueError):
+class RunConfigError(RagevalError, ValueError):
     """An evaluation asked for something that cannot run (unknown metric, bad option...)."""
-
-
-def _base_url(base_url: str | None) -> str | None:
-    return base_url or os.environ.get("RAGEVAL_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
 
 
 def judge_from_env(
@@ -60,19 +58,18 @@ def judge_from_env(
     cache: bool | str = True,
     **settings: Any,
 ) -> Judge | None:
-    """The judge configured by arguments or the environment: the model from `model` or
-    RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or OPENAI_BASE_URL (default
-    OpenAI), the key from OPENAI_API_KEY; `settings` are further Judge keyword arguments.
-    None when no model is named."""
-    model = model or os.environ.get("RAGEVAL_LLM") or None
+    """The judge configured by arguments or the environment (see :mod:`rageval._env`): the
+    model from `model` or RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or
+    OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY; `settings` are further Judge
+    keyword arguments. None when no model is named."""
+    model = _env.judge_model(model)
     if model is None:
         return None
     from rageval.judge import Judge
 
-    kw: dict[str, Any] = {**settings, "base_url": _base_url(base_url), "cache": cache}
-    if max_concurrency is not None:
-        kw["max_concurrency"] = max_concurrency
-    judge = Judge(model, **kw)
+    judge = Judge(
+        model, base_url=base_url, max_concurrency=max_concurrency, cache=cache, **settings
+    )
     check_key(judge.describe(), what="judge")
     return judge
 
@@ -88,9 +85,7 @@ def embeddings_from_spec(
     if provider == "local" and not model:
         return embedding_factory("local")
     if provider == "openai":
-        remote = embedding_factory(
-            "openai", model=model or None, base_url=_base_url(base_url), cache=cache
-        )
+        remote = embedding_factory("openai", model=model or None, base_url=base_url, cache=cache)
         check_key(remote.describe(), what="embeddings model")
         return remote
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
@@ -203,37 +198,60 @@ def _manifest(
     embeddings: Embeddings | None,
     on_invalid: str,
     column_map: Mapping[str, str] | None,
-) -> dict[str, Any]:
+) -> Manifest:
     specs = []
     for m in metrics:
-        spec: dict[str, Any] = {"name": m.name, "params": json_normal(m.params())}
         own = judge_of.get(m.name)
-        if own is not None and own is not judge:
-            spec["judge"] = own.describe()
-        specs.append(spec)
-    return {
-        "rageval_version": __version__,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "metrics": specs,
-        "judge": json_normal(judge.describe()) if judge is not None else None,
-        "embeddings": _embeddings_entry(embeddings),
-        "data": {
-            "source": loaded.source,
-            # where `--resume DIR` alone finds the data again
-            "path": str(loaded.path.resolve()) if loaded.path is not None else None,
-            "column_map": dict(column_map) if column_map else None,
-            "fingerprint": data_fingerprint(loaded),
-            "n_rows": len(loaded.samples),
-        },
-        "on_invalid": on_invalid,
-    }
-
-
-def _embeddings_entry(embeddings: Embeddings | None) -> dict[str, Any] | None:
-    if embeddings is None:
-        return None
+        specs.append(
+            MetricSpec(
+                name=m.name,
+                params=json_normal(m.params()),
+                judge=json_normal(own.describe()) if own is not None and own is not judge else None,
+            )
+        )
     base_url = getattr(embeddings, "base_url", None)
-    return {"name": embeddings.name, **({"base_url": base_url} if base_url else {})}
+    return Manifest(
+        rageval_version=__version__,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        metrics=specs,
+        judge=JudgeInfo(**json_normal(judge.describe())) if judge is not None else None,
+        embeddings=EmbeddingsInfo(name=embeddings.name, base_url=base_url)
+        if embeddings is not None
+        else None,
+        data=DataInfo(
+            source=loaded.source,
+            # where `--resume DIR` alone finds the data again
+            path=str(loaded.path.resolve()) if loaded.path is not None else None,
+            column_map=dict(column_map) if column_map else None,
+            fingerprint=data_fingerprint(loaded),
+            n_rows=len(loaded.samples),
+        ),
+        on_invalid=on_invalid,
+    )
+
+
+class _EmbeddingMeter:
+    """What remote embeddings were paid for since the previous finished sample: their batches
+    mix samples and metrics, so each line of the log carries what was booked since the line
+    before, and the lines add up to the run's embedding usage."""
+
+    def __init__(self, embedders: Sequence[Embeddings | None]) -> None:
+        ledgers = (getattr(e, "usage", None) for e in embedders)
+        self._ledgers = list({id(u): u for u in ledgers if isinstance(u, UsageLedger)}.values())
+        self._last = self._total()
+
+    def _total(self) -> Usage:
+        return sum((ledger.total for ledger in self._ledgers), Usage())
+
+    def take(self) -> Usage | None:
+        if not self._ledgers:
+            return None
+        now = self._total()
+        spent, self._last = _since(now, self._last), now
+        return None if spent == _NOTHING else spent
+
+
+_NOTHING = Usage()
 
 
 def _window(judges: Sequence[Judge]) -> int:
@@ -255,7 +273,7 @@ class _Progress:
         # calls in progress count too: a fault stall's retries show while it lasts
         return sum((j.usage.total + j.pending_usage() for j in self.judges), Usage())
 
-    def row_done(self, record: SampleRecord) -> None:
+    def row_done(self, record: SampleLine) -> None:
         if self.line is None:
             return
         self.line.done += 1
@@ -363,10 +381,7 @@ async def aevaluate(
     judges = [j for j in (*judge_of.values(), shared_judge) if j is not None]
     for j in judges:
         meter_judge(j)
-    # Remote embeddings book their calls in their own ledger; batches mix samples and metrics,
-    # so this usage is reported for the run as a whole.
-    embedding_ledger = getattr(embedder, "usage", None)
-    embedding_base = embedding_ledger.total if isinstance(embedding_ledger, UsageLedger) else None
+    embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
 
     manifest = _manifest(loaded, metric_objs, judge, judge_of, embedder, on_invalid, column_map)
     rundir = RunDir(run_dir) if run_dir is not None else None
@@ -381,8 +396,8 @@ async def aevaluate(
         ids,
         loaded.samples,
         run_dir=Path(run_dir) if run_dir is not None else None,
-        metric_params={m["name"]: m["params"] for m in manifest["metrics"]},
-        judge=manifest["judge"],
+        metric_params={m.name: m.params for m in manifest.metrics},
+        judge=manifest.judge.model_dump() if manifest.judge is not None else None,
         embeddings=embedder.name if embedder is not None else None,
     )
     if rundir is not None:
@@ -397,10 +412,11 @@ async def aevaluate(
     line = _progress.ProgressLine(len(ids), done=len(ids) - len(todo)) if show else None
     meter = _Progress(line, judges)
 
-    def on_record(record: SampleRecord) -> None:
-        offset = rundir.append(record) if rundir is not None else None
-        result.add(record, offset=offset)
-        meter.row_done(record)
+    def on_record(line: SampleLine) -> None:
+        line.embeddings_usage = embedding_meter.take()
+        offset = rundir.append(line) if rundir is not None else None
+        result.add(line, offset=offset)
+        meter.row_done(line)
 
     plan = Plan(
         metric_objs,
@@ -415,6 +431,21 @@ async def aevaluate(
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
     try:
         await scheduler.run(todo)
+    except Exception:
+        # the run stops (a fatal judge error): the directory still says how far it got, unless
+        # that fails too, which must not hide why the run stopped
+        if rundir is not None:
+            result.duration_s = time.monotonic() - started
+            try:
+                _finish(rundir, result)
+            except Exception as e:
+                logging.getLogger("rageval").warning(
+                    "could not write the summary of the stopped run in %s (%s: %s)",
+                    rundir.path,
+                    type(e).__name__,
+                    e,
+                )
+        raise
     finally:
         if ticker is not None:
             ticker.cancel()
@@ -436,12 +467,15 @@ async def aevaluate(
         if caches:
             await asyncio.to_thread(_flush, list(caches.values()))
     result.duration_s = time.monotonic() - started
-    if isinstance(embedding_ledger, UsageLedger) and embedding_base is not None:
-        result.embeddings_usage = _since(embedding_ledger.total, embedding_base)
     if rundir is not None:
-        rundir.write_summary(result)
-        _write_report(rundir)
+        _finish(rundir, result)
     return result
+
+
+def _finish(rundir: RunDir, result: EvaluationResult) -> None:
+    """summary.json and report.html of what finished."""
+    rundir.write_summary(result.summary_model())
+    _write_report(rundir)
 
 
 def _from_manifest(
@@ -503,8 +537,6 @@ def _since(now: Usage, base: Usage) -> Usage:
 
 
 def _write_report(rundir: RunDir) -> None:
-    import logging
-
     try:
         rundir.write_report()
     except ImportError:

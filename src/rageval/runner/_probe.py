@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from rageval import _env
 from rageval.judge import FatalJudgeError
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 PROBE_TIMEOUT_S = 5.0
 _NOT_SET = " (which is not set)"
 
@@ -42,11 +42,11 @@ def check_key(described: Mapping[str, Any], *, what: str) -> None:
     from rageval.runner._evaluate import RunConfigError
 
     source = str(described.get("api_key_from") or "")
-    if described.get("base_url") == OPENAI_BASE_URL and source.endswith(_NOT_SET):
+    if described.get("base_url") == _env.DEFAULT_BASE_URL and source.endswith(_NOT_SET):
         variable = key_variable(described)
         raise RunConfigError(
             f"the {what} {described.get('model')!r} would be asked at OpenAI "
-            f"({OPENAI_BASE_URL}) without an API key: set {variable} for OpenAI, or point at "
+            f"({_env.DEFAULT_BASE_URL}) without an API key: set {variable} for OpenAI, or point at "
             "your own endpoint with --base-url / OPENAI_BASE_URL (Ollama: "
             "http://localhost:11434/v1, vLLM: http://<host>:8000/v1)"
         )
@@ -57,8 +57,6 @@ async def probe(
 ) -> None:
     """One `GET /models` to the endpoint `described` (a judge's or remote embeddings'
     `describe()`); raises FatalJudgeError when it cannot be reached or refuses the key."""
-    import os
-
     import openai
 
     variable = key_variable(described)
@@ -67,7 +65,7 @@ async def probe(
         return  # a client made in Python: not ours to probe
     client = openai.AsyncOpenAI(
         base_url=str(base_url),
-        api_key=os.environ.get(variable) or "no-key-set",
+        api_key=_env.api_key(variable) or "no-key-set",
         max_retries=0,
         timeout=timeout,
     )

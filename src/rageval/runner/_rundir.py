@@ -1,5 +1,6 @@
 """The run directory: manifest, append-only results log, summary, and resuming.
 
+The files and their schema are :mod:`rageval.log`'s; this module decides when each is written.
 Crash safety comes from the order of writes: the manifest is written (atomically) before any
 row is scored; each finished sample is one JSON line, appended and flushed as soon as it is
 done, so a process killed at any moment loses at most the rows in flight (and at worst leaves a
@@ -10,25 +11,33 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from rageval.report import REPORT_FILE
-from rageval.results import (
+from rageval.errors import RagevalError
+from rageval.log import (
+    FORMAT_VERSION,
     MANIFEST_FILE,
     RESULTS_FILE,
     SUMMARY_FILE,
-    EvaluationResult,
-    SampleRecord,
-    iter_records,
+    Manifest,
+    ResultsWriter,
+    RunLogError,
+    SampleLine,
+    Summary,
+    plain_json,
+    read_lines,
+    read_manifest,
+    write_atomic,
+    written_format,
 )
+from rageval.report import REPORT_FILE
 from rageval.samples import LoadedData
 
 
-class RunDirError(ValueError):
+class RunDirError(RagevalError, ValueError):
     """A run directory that cannot be used as asked (occupied, or not the same run)."""
 
 
@@ -43,40 +52,14 @@ def data_fingerprint(loaded: LoadedData) -> str:
         canonical: Any = {} if sample is None else sample.model_dump(mode="json", exclude_none=True)
         if sample is None or i in problems:
             canonical = {**canonical, "invalid": problems.get(i, [])}
-        digest.update(_dumps(canonical, sort_keys=True).encode("utf-8"))
+        digest.update(plain_json(canonical, sort_keys=True).encode("utf-8"))
         digest.update(b"\n")
     return f"sha256:{digest.hexdigest()}"
 
 
-def _finite(value: Any) -> Any:
-    """JSON has no NaN/Infinity: such numbers (only ever in free-form evidence) become words."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, Mapping):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def _dumps(obj: Any, *, sort_keys: bool = False) -> str:
-    try:
-        return json.dumps(
-            obj, ensure_ascii=False, allow_nan=False, sort_keys=sort_keys, default=str
-        )
-    except ValueError:
-        return json.dumps(_finite(obj), ensure_ascii=False, sort_keys=sort_keys, default=str)
-
-
 def json_normal(obj: Any) -> Any:
     """`obj` as it reads back from JSON (tuples become lists, unknown objects strings)."""
-    return json.loads(_dumps(obj))
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)
+    return json.loads(plain_json(obj))
 
 
 class RunDir:
@@ -86,11 +69,10 @@ class RunDir:
         self.path = Path(path)
         self.manifest_path = self.path / MANIFEST_FILE
         self.results_path = self.path / RESULTS_FILE
-        self._log: IO[bytes] | None = None
-        self._size = 0
+        self._log = ResultsWriter(self.results_path)
 
     # ------------------------------------------------------------------ start
-    def create(self, manifest: Mapping[str, Any], *, overwrite: bool = False) -> None:
+    def create(self, manifest: Manifest, *, overwrite: bool = False) -> None:
         """Start a new run here; refuses a directory that already holds one, unless told to
         `overwrite` it (then the old run's files go, and nothing else in the directory)."""
         if overwrite:
@@ -98,7 +80,7 @@ class RunDir:
                 (self.path / name).unlink(missing_ok=True)
         self.check_vacant()
         self.path.mkdir(parents=True, exist_ok=True)
-        _write_atomic(self.manifest_path, _dumps(manifest) + "\n")
+        write_atomic(self.manifest_path, manifest)
 
     def check_vacant(self) -> None:
         """RunDirError if a run is here already."""
@@ -108,70 +90,64 @@ class RunDir:
                 " replace it (overwrite=True / --overwrite) or choose another directory"
             )
 
-    def check_same_run(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    def check_same_run(self, manifest: Manifest) -> Manifest:
         """The stored manifest, if `manifest` describes the same run; else RunDirError."""
-        if not self.manifest_path.exists():
-            raise RunDirError(f"cannot resume {self.path}: it holds no run (no {MANIFEST_FILE})")
-        stored: dict[str, Any] = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        head = f"cannot resume {self.path}:"
+        try:
+            stored = read_manifest(self.path)
+        except FileNotFoundError:
+            raise RunDirError(f"{head} it holds no run (no {MANIFEST_FILE})") from None
+        except RunLogError as e:
+            raise RunDirError(f"{head} {e}") from None
+        if written_format(stored) != FORMAT_VERSION:
+            raise RunDirError(
+                f"{head} it was written by an older rageval (run log format "
+                f"{written_format(stored)}; this rageval writes format {FORMAT_VERSION}). It can "
+                f"still be read (load_run, rageval report, rageval compare); to finish it, start "
+                f"a new run in another directory"
+            )
         _check_same_run(self.path, stored, manifest)
         return stored
 
-    def resume(
-        self, manifest: Mapping[str, Any], ids: Sequence[str]
-    ) -> list[tuple[int, SampleRecord]]:
+    def resume(self, manifest: Manifest, ids: Sequence[str]) -> list[tuple[int, SampleLine]]:
         """Check that `manifest` describes the same run as the one stored here and return its
-        finished samples as (byte offset in the log, record), the last record of each row."""
+        finished samples as (byte offset in the log, line), the last line of each row."""
+        head = f"cannot resume {self.path}:"
         stored = self.check_same_run(manifest)
-        records: dict[int, tuple[int, SampleRecord]] = {}
+        lines: dict[int, tuple[int, SampleLine]] = {}
         good_end = 0
         if self.results_path.exists():
             try:
-                for start, end, obj in iter_records(self.results_path):
-                    record = SampleRecord.from_json(obj, parse_inputs=False)
-                    good_end = end
-                    if not 0 <= record.row < len(ids) or ids[record.row] != record.id:
+                for entry in read_lines(self.results_path):
+                    line = entry.line
+                    good_end = entry.end
+                    if not 0 <= line.row < len(ids) or ids[line.row] != line.id:
                         raise RunDirError(
-                            f"cannot resume {self.path}: {RESULTS_FILE} has a record for row "
-                            f"{record.row} with id {record.id!r} that is not in the data"
+                            f"{head} {RESULTS_FILE} has a record for row {line.row} with id "
+                            f"{line.id!r} that is not in the data"
                         )
-                    records[record.row] = (start, record)
-            except (ValueError, KeyError, TypeError) as e:
-                if isinstance(e, RunDirError):
-                    raise
-                raise RunDirError(
-                    f"cannot resume {self.path}: {RESULTS_FILE} is damaged ({e})"
-                ) from e
+                    lines[line.row] = (entry.start, line)
+            except RunLogError as e:
+                raise RunDirError(f"{head} {RESULTS_FILE} is damaged ({e})") from e
             # A torn final write must go before new lines are appended after it.
             if self.results_path.stat().st_size > good_end:
                 with self.results_path.open("r+b") as fh:
                     fh.truncate(good_end)
-        resumed = [*stored.get("resumed_at", []), manifest["created_at"]]
-        _write_atomic(self.manifest_path, _dumps({**stored, "resumed_at": resumed}) + "\n")
-        return sorted(records.values(), key=lambda item: item[1].row)
+        resumed = [*stored.resumed_at, manifest.created_at]
+        write_atomic(self.manifest_path, stored.model_copy(update={"resumed_at": resumed}))
+        return sorted(lines.values(), key=lambda item: item[1].row)
 
     # ------------------------------------------------------------------ results log
-    def append(self, record: SampleRecord) -> int:
+    def append(self, line: SampleLine) -> int:
         """Append one finished sample, flushed to the OS at once; its byte offset."""
-        if self._log is None:
-            self._log = self.results_path.open("ab")
-            self._size = self._log.seek(0, os.SEEK_END)
-        data = (_dumps(record.to_json()) + "\n").encode("utf-8")
-        offset = self._size
-        self._log.write(data)
-        self._log.flush()
-        self._size += len(data)
-        return offset
+        return self._log.append(line)
 
     def close(self) -> None:
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        self._log.close()
 
     # ------------------------------------------------------------------ finish
-    def write_summary(self, result: EvaluationResult) -> None:
-        _write_atomic(
-            self.path / SUMMARY_FILE, _dumps(result.summary_json(), sort_keys=False) + "\n"
-        )
+    def write_summary(self, summary: Summary) -> None:
+        write_atomic(self.path / SUMMARY_FILE, summary)
 
     def write_report(self) -> Path:
         from rageval.report import write_report
@@ -179,17 +155,14 @@ class RunDir:
         return write_report(self.path)
 
 
-def _metric_specs(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
-    return sorted(
-        (m["name"], _dumps(m.get("params") or {}, sort_keys=True))
-        for m in manifest.get("metrics", [])
-    )
+def _metric_specs(manifest: Manifest) -> list[tuple[str, str]]:
+    return sorted((m.name, plain_json(m.params, sort_keys=True)) for m in manifest.metrics)
 
 
-def _check_same_run(path: Path, stored: Mapping[str, Any], now: Mapping[str, Any]) -> None:
+def _check_same_run(path: Path, stored: Manifest, now: Manifest) -> None:
     head = f"cannot resume {path}:"
-    old_fp = (stored.get("data") or {}).get("fingerprint")
-    new_fp = now["data"]["fingerprint"]
+    old_fp = stored.data.fingerprint
+    new_fp = now.data.fingerprint
     if old_fp != new_fp:
         raise RunDirError(
             f"{head} the data is not the same as that run's (fingerprint {new_fp}, the run has "
@@ -197,15 +170,23 @@ def _check_same_run(path: Path, stored: Mapping[str, Any], now: Mapping[str, Any
         )
     if _metric_specs(stored) != _metric_specs(now):
 
-        def show(m: Mapping[str, Any]) -> str:
+        def show(m: Manifest) -> str:
             return ", ".join(f"{n}{'' if p == '{}' else p}" for n, p in _metric_specs(m))
 
         raise RunDirError(
             f"{head} the metrics differ: the run has [{show(stored)}], now [{show(now)}]"
         )
-    for key, what in (("judge", "judge model"), ("embeddings", "embeddings")):
-        field = "model" if key == "judge" else "name"
-        old = (stored.get(key) or {}).get(field)
-        new = (now.get(key) or {}).get(field)
+    for what, old, new in (
+        ("judge model", _judge_model(stored), _judge_model(now)),
+        ("embeddings", _embeddings_name(stored), _embeddings_name(now)),
+    ):
         if old != new:
             raise RunDirError(f"{head} the {what} differs: the run used {old!r}, now {new!r}")
+
+
+def _judge_model(manifest: Manifest) -> str | None:
+    return manifest.judge.model if manifest.judge is not None else None
+
+
+def _embeddings_name(manifest: Manifest) -> str | None:
+    return manifest.embeddings.name if manifest.embeddings is not None else None

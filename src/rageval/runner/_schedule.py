@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rageval.judge import FatalJudgeError, JudgeError, Usage, UsageLedger
+from rageval.log import Cell, Inputs, SampleLine
 from rageval.metrics._statements import SHARED_TAG, SharedStatements
 from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext
-from rageval.results import Cell, SampleRecord
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ NO_JUDGE_CAUSE = (
     "http://<host>:8000/v1 (vLLM); or pass llm= / --llm"
 )
 MIN_WINDOW = 32
+_NO_JUDGE = Cell(status="skipped", cause=NO_JUDGE_CAUSE, cause_kind="no_judge")
 
 
 class _SampleMeter:
@@ -112,7 +113,7 @@ class Scheduler:
         ids: Sequence[str],
         *,
         window: int,
-        on_record: Callable[[SampleRecord], None],
+        on_record: Callable[[SampleLine], None],
     ) -> None:
         self.plan = plan
         self.samples = samples
@@ -123,7 +124,7 @@ class Scheduler:
     async def run(self, rows: Iterable[int]) -> None:
         """Score `rows`, handing each finished sample to `on_record` as soon as it is done.
         An exception in a sample (a fatal judge error) cancels every sample in flight."""
-        pending: set[asyncio.Task[SampleRecord]] = set()
+        pending: set[asyncio.Task[SampleLine]] = set()
         try:
             for row in rows:
                 if len(pending) >= self.window:
@@ -139,7 +140,7 @@ class Scheduler:
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
 
-    def _deliver(self, done: Iterable[asyncio.Task[SampleRecord]]) -> None:
+    def _deliver(self, done: Iterable[asyncio.Task[SampleLine]]) -> None:
         """Hand over the finished samples, then raise the first failure among `done`."""
         failures = [t.exception() for t in done if t.exception() is not None]
         for task in done:
@@ -148,14 +149,15 @@ class Scheduler:
         if failures:
             raise failures[0]  # type: ignore[misc]
 
-    async def score_row(self, row: int) -> SampleRecord:
+    async def score_row(self, row: int) -> SampleLine:
         sample, sid = self.samples[row], self.ids[row]
         metrics = self.plan.metrics
         invalid = self.plan.invalid_rows.get(row)
         if sample is None or invalid is not None:
             cause = f"invalid row: {invalid or 'could not be read'}"
-            return SampleRecord(
-                row, sid, sample, {m.name: Cell("skipped", cause=cause) for m in metrics}
+            skipped = Cell(status="skipped", cause=cause, cause_kind="invalid_row")
+            return SampleLine(
+                row=row, id=sid, inputs=Inputs.of(sample), cells={m.name: skipped for m in metrics}
             )
         if sample.id is None:  # usage tags and evidence name the sample by its run id
             sample = sample.model_copy(update={"id": sid})
@@ -168,11 +170,10 @@ class Scheduler:
                 continue
             problems = m.input_problems(sample)
             if problems:
-                results[m.name] = MetricResult.skipped(
-                    "; ".join(f"field {f!r}: {msg}" for f, msg in problems)
-                )
+                cause = "; ".join(f"field {f!r}: {msg}" for f, msg in problems)
+                results[m.name] = Cell(status="skipped", cause=cause, cause_kind="missing_field")
             elif m.needs_llm and self.plan.judge_of[m.name] is None:
-                results[m.name] = MetricResult.skipped(NO_JUDGE_CAUSE)
+                results[m.name] = _NO_JUDGE
             else:
                 to_run.append(m)
         meter = _SampleMeter()
@@ -202,12 +203,12 @@ class Scheduler:
         results.update(fresh)
         if cells is not None and fresh:
             cells.keep(sample, to_run, fresh)
-        return SampleRecord(
-            row,
-            sid,
-            sample,
-            {m.name: _cell(results[m.name], meter.take(m.name)) for m in metrics},
-            meter.take(SHARED_TAG),
+        return SampleLine(
+            row=row,
+            id=sid,
+            inputs=Inputs.of(sample),
+            cells={m.name: Cell.of(results[m.name], meter.take(m.name)) for m in metrics},
+            shared_usage=meter.take(SHARED_TAG),
         )
 
     async def _cell(self, metric: Metric, sample: Sample, ctx: ScoringContext) -> MetricResult:
@@ -219,22 +220,12 @@ class Scheduler:
         try:
             return await metric.score_sample(sample, mctx)
         except NoJudgeError:
-            return MetricResult.skipped(NO_JUDGE_CAUSE)
+            return _NO_JUDGE
         except FatalJudgeError:
             raise
         except JudgeError as e:
-            return MetricResult.not_measured(f"judge error: {e}")
+            return Cell(status="not_measured", cause=f"judge error: {e}")
         except Exception as e:
             # A metric that breaks on one sample must not lose the whole run; the cell says so.
-            return MetricResult.not_measured(f"{metric.name} raised {type(e).__name__}: {e}")
-
-
-def _cell(result: MetricResult, usage: Usage) -> Cell:
-    return Cell(
-        status=result.status,
-        value=result.value,
-        cause=result.cause,
-        reason=result.reason,
-        evidence=result.evidence,
-        usage=usage,
-    )
+            cause = f"{metric.name} raised {type(e).__name__}: {e}"
+            return Cell(status="not_measured", cause=cause, cause_kind="metric_error")

@@ -11,14 +11,13 @@ never is (it comes from the environment variable the manifest names).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rageval.results import MANIFEST_FILE
+from rageval.log import MANIFEST_FILE, Manifest, RunLogError, read_manifest
 from rageval.runner._probe import key_variable
 from rageval.runner._rundir import RunDirError
 
@@ -76,7 +75,7 @@ class StoredRun:
     """What `manifest.json` says about the run in `path`."""
 
     path: Path
-    manifest: Mapping[str, Any]
+    manifest: Manifest
     #: the data file the run read (absolute), None for data given in memory
     data_path: Path | None
     #: (registry name, constructor parameters, the metric's own judge as described, or None)
@@ -92,7 +91,7 @@ class StoredRun:
     def data_file(self) -> Path:
         """The data file, which must still be where the run found it."""
         if self.data_path is None:
-            source = (self.manifest.get("data") or {}).get("source") or "data given in memory"
+            source = self.manifest.data.source or "data given in memory"
             raise RunDirError(
                 f"cannot resume {self.path} by itself: its data was not a file ({source}); "
                 "pass the same data again"
@@ -133,28 +132,23 @@ class StoredRun:
 def read_stored_run(run_dir: str | os.PathLike[str]) -> StoredRun:
     """The stored configuration of the run in `run_dir` (RunDirError if there is none)."""
     path = Path(run_dir)
-    manifest_path = path / MANIFEST_FILE
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        manifest = read_manifest(path)
     except FileNotFoundError:
         raise RunDirError(f"cannot resume {path}: it holds no run (no {MANIFEST_FILE})") from None
-    except (OSError, ValueError) as e:
-        raise RunDirError(f"cannot resume {path}: {MANIFEST_FILE} is unreadable ({e})") from e
-    data = manifest.get("data") or {}
-    embeddings = manifest.get("embeddings") or None
+    except RunLogError as e:
+        raise RunDirError(f"cannot resume {path}: {e}") from None
+    data, embeddings = manifest.data, manifest.embeddings
     return StoredRun(
         path=path,
         manifest=manifest,
-        data_path=Path(data["path"]) if data.get("path") else None,
-        metrics=[
-            (m["name"], dict(m.get("params") or {}), m.get("judge") or None)
-            for m in manifest.get("metrics") or []
-        ],
-        judge=manifest.get("judge") or None,
-        embeddings=_embeddings_spec(embeddings["name"]) if embeddings else None,
-        embeddings_base_url=embeddings.get("base_url") if embeddings else None,
-        column_map=dict(data["column_map"]) if data.get("column_map") else None,
-        on_invalid=str(manifest.get("on_invalid") or "raise"),
+        data_path=Path(data.path) if data.path else None,
+        metrics=[(m.name, dict(m.params), m.judge or None) for m in manifest.metrics],
+        judge=manifest.judge.model_dump() if manifest.judge is not None else None,
+        embeddings=_embeddings_spec(embeddings.name) if embeddings else None,
+        embeddings_base_url=embeddings.base_url if embeddings else None,
+        column_map=dict(data.column_map) if data.column_map else None,
+        on_invalid=str(manifest.on_invalid or "raise"),
     )
 
 

@@ -12,12 +12,14 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
+from rageval.errors import RagevalError
+
 __all__ = ["NetworkBlockedError", "install_network_guard", "is_local_address"]
 
 _ALLOWED = "127.0.0.0/8, ::1, localhost and AF_UNIX sockets"
 
 
-class NetworkBlockedError(RuntimeError):
+class NetworkBlockedError(RagevalError, RuntimeError):
     """A connection to a non-loopback address was attempted while the guard was installed.
 
     Not an ``OSError`` on purpose: code that treats connection failures as transient must not

@@ -2,7 +2,7 @@
 
 Both hand back the HTTP response of a successful POST and raise the openai SDK's own error
 classes otherwise (``APIStatusError`` with status, headers and body; ``APITimeoutError``;
-``APIConnectionError``), which is what :func:`rageval.judge._retry.classify` sorts.
+``APIConnectionError``), which is what :func:`rageval._client._retry.classify` sorts.
 
 * :class:`SdkSender` -- for a client the caller built (Azure, custom auth, their own HTTP
   client or proxy): every request goes through the SDK's ``post()``.
@@ -20,15 +20,25 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from rageval.judge._modes import PreEncoded
-from rageval.judge._retry import RequestNotSent
+from rageval._client._retry import RequestNotSent
+from rageval.errors import RagevalError
 
-__all__ = ["BadBody", "DirectSender", "SdkSender", "Sender", "post_json"]
+__all__ = ["BadBody", "DirectSender", "PreEncoded", "SdkSender", "Sender", "post_json"]
 
 R = TypeVar("R")
 
 
-class BadBody(ValueError):
+class PreEncoded:
+    """A request argument and its JSON text, made once (see :func:`encode_body`)."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class BadBody(RagevalError, ValueError):
     """A 200 reply whose JSON is not what the endpoint's API promises."""
 
 

@@ -1,16 +1,27 @@
-"""Token, request and cost accounting, rolled up by whatever tags the caller attaches."""
+"""Token, request and cost accounting, rolled up by whatever tags the caller attaches.
+
+:class:`Usage` is the one usage type of rageval: what a judge call returns, what the ledgers
+sum, and what the run log, the summary and the report store (pydantic models, ``rageval.log``
+among them, read and write it as it is, with ``total_tokens`` added to its JSON).
+"""
 
 from __future__ import annotations
 
+import math
 import re
 import threading
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_PRICES", "PriceTable", "Usage", "UsageLedger"]
+__all__ = ["DEFAULT_PRICES", "PriceTable", "Usage", "UsageLedger", "sum_usage"]
+
+_COUNTS = ("prompt_tokens", "completion_tokens", "requests", "retries", "reasks", "cache_hits")
 
 
+# A plain dataclass, not a validating one: judges make several per request, and a pydantic
+# dataclass costs 2-5x more to build. Models holding one validate and write it through
+# __get_pydantic_core_schema__ below.
 @dataclass(frozen=True)
 class Usage:
     """What one or more calls consumed.
@@ -19,7 +30,7 @@ class Usage:
     ``retries`` the re-sends after transient errors, ``reasks`` the re-asks after a reply that
     failed validation, ``cache_hits`` the calls answered from the request cache (which cost
     nothing). ``cost_usd`` is None when the price of a model that was used is unknown: an
-    unknown cost is never reported as zero.
+    unknown cost is never reported as zero, and a sum with an unknown part is unknown.
     """
 
     prompt_tokens: int = 0
@@ -43,17 +54,49 @@ class Usage:
             else self.cost_usd + other.cost_usd
         )
         return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            requests=self.requests + other.requests,
-            retries=self.retries + other.retries,
-            reasks=self.reasks + other.reasks,
-            cache_hits=self.cache_hits + other.cache_hits,
-            cost_usd=cost,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.requests + other.requests,
+            self.retries + other.retries,
+            self.reasks + other.reasks,
+            self.cache_hits + other.cache_hits,
+            cost,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "total_tokens": self.total_tokens}
+        """The JSON form: every count, the cost and ``total_tokens``."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "requests": self.requests,
+            "retries": self.retries,
+            "reasks": self.reasks,
+            "cache_hits": self.cache_hits,
+            "cost_usd": self.cost_usd,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """Inside a pydantic model: read from its JSON form (counts that are whole numbers, a
+        finite cost or null; other keys, total_tokens among them, ignored), written as
+        :meth:`to_dict`."""
+        from pydantic_core import core_schema as cs
+
+        fields = {
+            name: cs.typed_dict_field(cs.int_schema(ge=0), required=False) for name in _COUNTS
+        }
+        fields["cost_usd"] = cs.typed_dict_field(
+            cs.nullable_schema(cs.float_schema(allow_inf_nan=False)), required=False
+        )
+        from_json = cs.no_info_after_validator_function(
+            lambda found: cls(**found), cs.typed_dict_schema(fields, extra_behavior="ignore")
+        )
+        return cs.json_or_python_schema(
+            json_schema=from_json,
+            python_schema=cs.union_schema([cs.is_instance_schema(cls), from_json]),
+            serialization=cs.plain_serializer_function_ser_schema(cls.to_dict),
+        )
 
 
 # USD per million (input, output) tokens: OpenAI list prices at the time of writing. They go
@@ -139,10 +182,20 @@ class _Tally:
 
     def usage(self) -> Usage:
         p, c, r, t, a, h = self.counts
-        return Usage(
-            prompt_tokens=p, completion_tokens=c, requests=r, retries=t, reasks=a,
-            cache_hits=h, cost_usd=self.cost,
-        )  # fmt: skip
+        return Usage(p, c, r, t, a, h, self.cost)
+
+
+def sum_usage(usages: Iterable[Usage]) -> Usage:
+    """The sum of `usages` with its cost summed exactly (``math.fsum``), so that the total does
+    not depend on the order of the parts; unknown if any part's cost is unknown."""
+    tally = _Tally()
+    costs: list[float] = []
+    for u in usages:
+        tally.add(u)
+        if u.cost_usd:
+            costs.append(u.cost_usd)
+    p, c, r, t, a, h = tally.counts
+    return Usage(p, c, r, t, a, h, None if tally.cost is None else math.fsum(costs))
 
 
 class UsageLedger:

@@ -23,8 +23,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from rageval.judge._limiter import EndpointLimiter
-from rageval.judge.errors import FatalJudgeError, JudgeCallFailed
+from rageval._client._limiter import EndpointLimiter
+from rageval.errors import FatalJudgeError, JudgeCallFailed, RagevalError
 
 __all__ = ["Tally", "Target", "backoff_delay", "call_with_retries", "parse_retry_after"]
 
@@ -171,7 +171,7 @@ async def call_with_retries(
         await asyncio.sleep(delay)
 
 
-class RequestNotSent(Exception):
+class RequestNotSent(RagevalError):
     """Raised from the exception (its ``__cause__``) that came out of the openai SDK's send
     without being one of the SDK's own errors: it was raised below the SDK (transport, socket,
     network policy), and :func:`classify` decides whether a retry can help."""

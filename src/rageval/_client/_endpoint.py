@@ -12,7 +12,6 @@ import asyncio
 import functools
 import importlib
 import importlib.util
-import os
 import sys
 import threading
 import weakref
@@ -20,17 +19,18 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from rageval import _env
+from rageval._client._limiter import endpoint_limiter
+from rageval._client._retry import Tally, Target, call_with_retries
+from rageval._client._settings import EndpointSettings
+from rageval._client._transport import DirectSender, SdkSender, Sender, _httpx, post_json
 from rageval._sync import close_with_loop
-from rageval.judge._limiter import endpoint_limiter
-from rageval.judge._retry import Tally, Target, call_with_retries
-from rageval.judge._transport import DirectSender, SdkSender, Sender, _httpx, post_json
-from rageval.judge.errors import FatalJudgeError
+from rageval.errors import FatalJudgeError
 
-__all__ = ["DEFAULT_BASE_URL", "Endpoint", "normalize_base_url"]
+__all__ = ["Endpoint", "normalize_base_url"]
 
 R = TypeVar("R")
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # The SDK refuses to build a client without some key; local servers (Ollama, vLLM, llama.cpp)
 # accept any, and a real endpoint answers 401, which names the variable that was not set.
 _NO_KEY = "no-key-set"
@@ -58,34 +58,16 @@ class _Secret:
 
 
 class Endpoint:
-    def __init__(
-        self,
-        *,
-        kind: str,
-        model: str,
-        base_url: str | None,
-        api_key: str | None,
-        api_key_env: str,
-        client: Any,
-        timeout: float,
-        max_retries: int,
-        max_concurrency: int | None,
-        requests_per_minute: float | None,
-        tokens_per_minute: float | None,
-    ) -> None:
+    """One configured connection: see the module docstring."""
+
+    def __init__(self, *, kind: str, model: str, settings: EndpointSettings) -> None:
         if not model or not isinstance(model, str):
             raise ValueError("model must be a non-empty string")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0, got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.kind = kind
         self.model = model
-        self.timeout = float(timeout)
-        self.max_retries = max_retries
-        self.api_key_env = api_key_env
+        self.timeout = float(settings.retry.timeout)
+        self.max_retries = settings.retry.max_retries
+        self.api_key_env = settings.api_key_env
         self._lock = threading.Lock()
         self._given_client: Any = None
         self._given_client_used = False
@@ -94,24 +76,26 @@ class Endpoint:
         self._senders: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Sender]] = (
             weakref.WeakKeyDictionary()
         )
-        if client is not None:
-            if base_url is not None or api_key is not None:
-                raise ValueError("pass either client or base_url/api_key, not both")
-            self._adopt(client)
+        if settings.client is not None:
+            self._adopt(settings.client)
         else:
-            if api_key is not None:
-                self._key, self.key_source = _Secret(api_key), "the api_key argument"
+            if settings.api_key is not None:
+                self._key, self.key_source = _Secret(settings.api_key), "the api_key argument"
             else:
-                from_env = os.environ.get(api_key_env) or None
+                from_env = _env.api_key(settings.api_key_env)
                 self._key = _Secret(from_env)
-                self.key_source = api_key_env if from_env else f"{api_key_env} (which is not set)"
-            url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-            self.base_url = normalize_base_url(url)
+                self.key_source = (
+                    settings.api_key_env
+                    if from_env
+                    else f"{settings.api_key_env} (which is not set)"
+                )
+            self.base_url = normalize_base_url(_env.base_url(settings.base_url))
+        limits = settings.limits
         self.limiter = endpoint_limiter(
             self.base_url,
-            max_concurrency=max_concurrency,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
+            max_concurrency=limits.max_concurrency,
+            requests_per_minute=limits.requests_per_minute,
+            tokens_per_minute=limits.tokens_per_minute,
         )
         self.target = Target(
             kind=kind,
@@ -150,7 +134,7 @@ class Endpoint:
         """How requests go out on the running loop (an HTTP pool belongs to one loop).
 
         rageval's own client sends directly through its HTTP client (see
-        :mod:`rageval.judge._transport`). A client the user gave is used as is, through the
+        :mod:`rageval._client._transport`). A client the user gave is used as is, through the
         SDK's ``post()``, on the first loop that needs it (keeping any custom http_client);
         other loops, e.g. each sync `score()` call, get copies of it with a pool of their own.
         """
@@ -205,7 +189,7 @@ class Endpoint:
         estimated_tokens: int,
         tally: Tally,
     ) -> R:
-        """POST ``body`` under the limiter, with retries (see :mod:`rageval.judge._retry`), and
+        """POST ``body`` under the limiter, with retries (see :mod:`rageval._client._retry`), and
         ``read`` the JSON object of the reply."""
 
         # Before the limiter: a rate-paced slot must not be spent on importing the SDK.

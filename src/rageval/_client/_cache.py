@@ -7,9 +7,11 @@ timeout, so many tasks (through worker threads) and several processes can use it
 What is stored: for chat calls, the validated JSON value of a successful reply and its usage,
 under ``sha256(canonical JSON of endpoint, model, messages, parameters, response schema)``;
 for embeddings, the float32 vector under ``sha256(endpoint, model, dimensions, text)``; the
-structured-output mode found to work for each (endpoint, model); and the runner's finished
-``ok`` cells (see :mod:`rageval.runner._cells`). Failed calls are never stored, and neither are
-API keys or the prompts themselves (only their hash).
+structured-output mode found to work for each (endpoint, model); and ``records``: text values
+other layers keep beside the requests they came from, under keys of their own (the runner keeps
+its finished cells there, see :mod:`rageval.runner._cells`; this module knows nothing of them:
+they share the file so that one ``rageval cache clear`` forgets everything). Failed calls are
+never stored, and neither are API keys or the prompts themselves (only their hash).
 
 Lookups run inline on the caller's thread (a primary-key read in WAL mode takes microseconds and
 never waits for a writer), so a request costs no thread hop. Writes are queued and committed by
@@ -41,6 +43,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rageval import _env
+
 __all__ = [
     "CACHE_FILE_NAME",
     "RequestCache",
@@ -60,20 +64,22 @@ _SCHEMA = (
     " usage TEXT NOT NULL, created REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS embeddings ("
     " key TEXT PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL, created REAL NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS cells ("
+    "CREATE TABLE IF NOT EXISTS records ("
     " key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS modes ("
     " endpoint TEXT NOT NULL, model TEXT NOT NULL, mode TEXT NOT NULL, created REAL NOT NULL,"
     " PRIMARY KEY (endpoint, model))",
 )
-_TABLES = ("completions", "embeddings", "cells", "modes")
+_TABLES = ("completions", "embeddings", "records", "modes")
+#: tables earlier versions made, emptied by clear(): "cells" became "records"
+_OLD_TABLES = ("cells",)
 _GET_COMPLETION = "SELECT value, usage FROM completions WHERE key = ?"
 _PUT_COMPLETION = (
     "INSERT OR REPLACE INTO completions (key, model, value, usage, created) VALUES (?, ?, ?, ?, ?)"
 )
 _DELETE_COMPLETION = "DELETE FROM completions WHERE key = ?"
 _PUT_VECTOR = "INSERT OR REPLACE INTO embeddings (key, model, vector, created) VALUES (?, ?, ?, ?)"
-_PUT_CELL = "INSERT OR REPLACE INTO cells (key, value, created) VALUES (?, ?, ?)"
+_PUT_RECORD = "INSERT OR REPLACE INTO records (key, value, created) VALUES (?, ?, ?)"
 _PUT_MODE = "INSERT OR REPLACE INTO modes (endpoint, model, mode, created) VALUES (?, ?, ?, ?)"
 #: how often the writer thread commits what was queued, and how long it stays without work
 _WRITE_INTERVAL_S = 0.1
@@ -106,12 +112,8 @@ def _retry_locked(action: Callable[[], _T]) -> _T:
 
 
 def default_cache_dir() -> Path:
-    configured = os.environ.get("RAGEVAL_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "rageval"
+    """``RAGEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/rageval``, else ``~/.cache/rageval``."""
+    return _env.cache_dir()
 
 
 def cache_key(payload: Mapping[str, Any]) -> str:
@@ -149,7 +151,7 @@ class RequestCache:
         self._queued_completions: dict[str, tuple[str, str]] = {}
         self._queued_vectors: dict[str, bytes] = {}
         self._queued_modes: dict[tuple[str, str], str] = {}
-        self._queued_cells: dict[str, str] = {}
+        self._queued_records: dict[str, str] = {}
         self._writing = threading.Condition()
         self._writer_busy = False
         self._flush_wanted = False
@@ -286,8 +288,8 @@ class RequestCache:
                 queued, key, value = self._queued_completions, row[0], (row[2], row[3])
             elif sql is _PUT_VECTOR:
                 queued, key, value = self._queued_vectors, row[0], row[2]
-            elif sql is _PUT_CELL:
-                queued, key, value = self._queued_cells, row[0], row[1]
+            elif sql is _PUT_RECORD:
+                queued, key, value = self._queued_records, row[0], row[1]
             elif sql is _PUT_MODE:
                 queued, key, value = self._queued_modes, (row[0], row[1]), row[2]
             else:
@@ -374,17 +376,17 @@ class RequestCache:
             self._queued_vectors.update(vectors)
         self._enqueue([(_PUT_VECTOR, (key, model, blob, now)) for key, blob in vectors.items()])
 
-    # ------------------------------------------------------------------ cells
+    # ---------------------------------------------------------------- records
 
-    def get_cells(self, keys: Sequence[str]) -> dict[str, str]:
-        """Finished cells kept by the runner (rageval.runner._cells): key -> result JSON."""
-        found = self._get_many("cells", "value", keys, self._queued_cells)
+    def get_records(self, keys: Sequence[str]) -> dict[str, str]:
+        """The records stored under `keys` (those found): key -> value."""
+        found = self._get_many("records", "value", keys, self._queued_records)
         return {str(k): str(v) for k, v in found.items()}
 
-    def put_cell(self, key: str, value: str) -> None:
+    def put_record(self, key: str, value: str) -> None:
         with self._queue_lock():
-            self._queued_cells[key] = value
-        self._enqueue([(_PUT_CELL, (key, value, time.time()))])
+            self._queued_records[key] = value
+        self._enqueue([(_PUT_RECORD, (key, value, time.time()))])
 
     # ------------------------------------------------------------------ modes
 
@@ -438,6 +440,8 @@ class RequestCache:
             rows = self._read(f"SELECT COUNT(*) FROM {table}")
             removed[table] = int(rows[0][0]) if rows else 0
             self._read(f"DELETE FROM {table}")
+        for table in _OLD_TABLES:
+            self._read(f"DROP TABLE IF EXISTS {table}")
         self._read("VACUUM")
         return removed
 

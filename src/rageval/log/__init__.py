@@ -1,0 +1,91 @@
+"""The run log: the files of a run directory as a product, with a versioned schema.
+
+A run directory holds ``manifest.json`` (:class:`Manifest`: what was run, written before any
+row), ``results.jsonl`` (one :class:`SampleLine` per finished sample, appended as it finishes)
+and ``summary.json`` (:class:`Summary`, written at the end), plus ``report.html``. The models
+here are the one schema the runner writes and the runner (resume), ``load_run``, the report and
+``compare`` read; every file carries a ``format_version`` (see :mod:`rageval.log._models` for
+the formats and the NaN rule). Reading: :func:`read_manifest`, :func:`read_lines` (a torn last
+line is left out), :func:`read_line_at`, :func:`read_summary`. Writing: :class:`ResultsWriter`,
+:func:`write_atomic`.
+"""
+
+from rageval.log._io import (
+    MANIFEST_FILE,
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    LogEntry,
+    ResultsWriter,
+    model_json,
+    plain_json,
+    read_line_at,
+    read_lines,
+    read_manifest,
+    read_summary,
+    write_atomic,
+    written_format,
+)
+from rageval.log._models import (
+    FORMAT_VERSION,
+    CauseExample,
+    Cell,
+    DataInfo,
+    EmbeddingsInfo,
+    FailureGroup,
+    Inputs,
+    JudgeInfo,
+    Manifest,
+    MetricSpec,
+    MetricSummary,
+    RunLogError,
+    SampleLine,
+    Summary,
+    Usage,
+)
+from rageval.log._summary import (
+    EMBEDDINGS_USAGE,
+    SHARED_USAGE,
+    FailureTally,
+    MetricTally,
+    RunTally,
+    build_summary,
+    sum_usage,
+)
+
+__all__ = [
+    "EMBEDDINGS_USAGE",
+    "FORMAT_VERSION",
+    "MANIFEST_FILE",
+    "RESULTS_FILE",
+    "SHARED_USAGE",
+    "SUMMARY_FILE",
+    "CauseExample",
+    "Cell",
+    "DataInfo",
+    "EmbeddingsInfo",
+    "FailureGroup",
+    "FailureTally",
+    "Inputs",
+    "JudgeInfo",
+    "LogEntry",
+    "Manifest",
+    "MetricSpec",
+    "MetricSummary",
+    "MetricTally",
+    "ResultsWriter",
+    "RunLogError",
+    "RunTally",
+    "SampleLine",
+    "Summary",
+    "Usage",
+    "build_summary",
+    "model_json",
+    "plain_json",
+    "read_line_at",
+    "read_lines",
+    "read_manifest",
+    "read_summary",
+    "sum_usage",
+    "write_atomic",
+    "written_format",
+]

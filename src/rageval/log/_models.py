@@ -1,0 +1,298 @@
+"""The files of a run directory as pydantic models: one schema for the writers and the readers.
+
+Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and on every line of
+``results.jsonl``):
+
+* **1** -- written by rageval before the run log had a version (no ``format_version`` key).
+  Read as it is: cells carry no ``cause_kind`` (grouped as ``unknown``), and the summary's
+  ``causes`` (``"not measured: <cause>" -> count``) becomes ``failures`` of kind ``unknown``.
+  A run of format 1 can be read, reported and compared, not resumed.
+* **2** -- this rageval: each cell without a value has a ``cause_kind``; each line carries the
+  usage of the remote embeddings it paid for (``embeddings_usage``), so that the usage of a run
+  is the sum of its lines, interrupted or not; the summary groups cells without a value by
+  metric, status and kind (``failures``) with a few example causes and sample ids.
+
+A file of a later format is refused with a message that says so (:class:`RunLogError`).
+
+The NaN rule: a cell's value is a finite number or absent (None), never NaN. JSON has no NaN,
+so a non-finite number inside free-form evidence is written as the string ``"NaN"``,
+``"Infinity"`` or ``"-Infinity"`` (``ser_json_inf_nan="strings"``), by these models alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    SerializerFunctionWrapHandler,
+    computed_field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from rageval._client._usage import Usage
+from rageval.errors import CauseKind, RagevalError
+from rageval.metrics.base import MetricResult
+from rageval.samples import SAMPLE_FIELDS, Sample
+
+__all__ = [
+    "FORMAT_VERSION",
+    "CauseExample",
+    "Cell",
+    "DataInfo",
+    "EmbeddingsInfo",
+    "FailureGroup",
+    "Inputs",
+    "JudgeInfo",
+    "Manifest",
+    "MetricSpec",
+    "MetricSummary",
+    "RunLogError",
+    "SampleLine",
+    "Summary",
+    "Usage",
+]
+
+#: the format this rageval writes; it reads every format from 1 up to this one
+FORMAT_VERSION = 2
+#: the kind under which cells whose log does not say (format 1) are grouped
+UNKNOWN_KIND: CauseKind = "unknown"
+
+
+class RunLogError(RagevalError, ValueError):
+    """A run log that cannot be read: a damaged line, or a format this rageval does not know."""
+
+
+class _LogModel(BaseModel):
+    # extra keys are kept and shown (the report's configuration panel and detail view)
+    model_config = ConfigDict(extra="allow", ser_json_inf_nan="strings")
+
+
+class _Versioned(_LogModel):
+    format_version: int = FORMAT_VERSION
+
+    @field_validator("format_version")
+    @classmethod
+    def _known_format(cls, version: int) -> int:
+        if version > FORMAT_VERSION:
+            raise ValueError(
+                f"written by a newer rageval (run log format {version}; this rageval reads "
+                f"formats 1 to {FORMAT_VERSION}): upgrade rageval (pip install -U rageval)"
+            )
+        if version < 1:
+            raise ValueError(f"format_version must be >= 1, got {version}")
+        return version
+
+
+# ---------------------------------------------------------------------------- manifest.json
+
+
+class MetricSpec(_LogModel):
+    name: str
+    #: constructor parameters: with the name they re-create the metric
+    params: dict[str, Any] = Field(default_factory=dict)
+    #: the metric's own judge, when it is not the run's
+    judge: dict[str, Any] | None = None
+
+
+class JudgeInfo(_LogModel):
+    """What ``Judge.describe()`` says (never the key): model, endpoint, sampling settings..."""
+
+    model: str
+    base_url: str | None = None
+    temperature: float | None = None
+
+
+class EmbeddingsInfo(_LogModel):
+    name: str
+    #: the endpoint of remote embeddings
+    base_url: str | None = None
+
+
+class DataInfo(_LogModel):
+    source: str | None = None
+    #: the data file, absolute: `--resume DIR` alone reads it again
+    path: str | None = None
+    column_map: dict[str, str] | None = None
+    fingerprint: str | None = None
+    n_rows: int | None = None
+
+
+class Manifest(_Versioned):
+    """``manifest.json``: what was run, on what, by which rageval; written before any row."""
+
+    rageval_version: str
+    created_at: str
+    resumed_at: list[str] = Field(default_factory=list)
+    metrics: list[MetricSpec] = Field(default_factory=list)
+    judge: JudgeInfo | None = None
+    embeddings: EmbeddingsInfo | None = None
+    data: DataInfo = Field(default_factory=DataInfo)
+    on_invalid: str | None = None
+
+
+# ---------------------------------------------------------------------------- results.jsonl
+
+
+class Inputs(_LogModel):
+    """The sample's fields (its id is on the line)."""
+
+    user_input: str | None = None
+    response: str | None = None
+    retrieved_contexts: list[str] | None = None
+    reference: str | None = None
+    reference_contexts: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _present_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a field the sample does not have is left out, not written as null
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+    @classmethod
+    def of(cls, sample: Sample | None) -> Inputs:
+        if sample is None:
+            return cls()
+        fields = {f: getattr(sample, f) for f in SAMPLE_FIELDS}
+        return cls(**fields, metadata=sample.metadata or None)
+
+
+class Cell(MetricResult):
+    """One metric on one sample, as logged: the metric's result, the kind of its cause (for a
+    cell without a value) and the usage of the requests it made."""
+
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
+    cause_kind: CauseKind | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+    @classmethod
+    def of(cls, result: MetricResult, usage: Usage) -> Cell:
+        """`result` with its usage; the kind the metric gave its cause is kept."""
+        fields = dict(result)
+        fields["usage"] = usage
+        return cls(**fields)
+
+
+class SampleLine(_Versioned):
+    """One line of ``results.jsonl``: a finished sample and a cell per metric."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    row: int
+    id: str
+    inputs: Inputs = Field(default_factory=Inputs)
+    #: by metric name (the key in the file is "metrics")
+    cells: dict[str, Cell] = Field(
+        default_factory=dict, validation_alias="metrics", serialization_alias="metrics"
+    )
+    #: this sample's share of work done once for several metrics (statement extraction)
+    shared_usage: Usage = Field(default_factory=Usage)
+    #: remote embedding requests paid for since the line before (their batches mix samples,
+    #: so they are booked on the line written next); None when there were none
+    embeddings_usage: Usage | None = None
+
+    @property
+    def usage(self) -> Usage:
+        """Everything this line paid for: its cells, its shared work, its embeddings."""
+        total = sum((c.usage for c in self.cells.values()), self.shared_usage)
+        return total if self.embeddings_usage is None else total + self.embeddings_usage
+
+    def sample(self) -> Sample:
+        """The sample again, as the run read it."""
+        return Sample.model_validate({**self.inputs.model_dump(exclude_none=True), "id": self.id})
+
+
+# ---------------------------------------------------------------------------- summary.json
+
+
+class CauseExample(_LogModel):
+    cause: str
+    #: cells of the group with exactly this cause
+    count: int
+    #: the first few of them
+    sample_ids: list[str] = Field(default_factory=list)
+
+
+class FailureGroup(_LogModel):
+    """Cells of one metric without a value, of one status and one kind of cause."""
+
+    status: Literal["not_measured", "skipped"]
+    kind: CauseKind
+    count: int
+    #: the most frequent causes of the group
+    examples: list[CauseExample] = Field(default_factory=list)
+
+
+class MetricSummary(_LogModel):
+    """Aggregate of one metric: mean and CI over the measured cells, and every count."""
+
+    mean: FiniteFloat | None = None
+    ci_low: FiniteFloat | None = None
+    ci_high: FiniteFloat | None = None
+    ci_method: str | None = None
+    n_measured: int = 0
+    n_not_measured: int = 0
+    n_skipped: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    #: cells without a value, by status and kind, largest group first
+    failures: list[FailureGroup] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def n_cells(self) -> int:
+        return self.n_measured + self.n_not_measured + self.n_skipped
+
+    @property
+    def causes(self) -> dict[str, int]:
+        """``"<status>: <cause>" -> cells`` for the example causes of every group (all the
+        causes when a group has few; its most frequent ones when it has many)."""
+        return {
+            f"{group.status.replace('_', ' ')}: {example.cause}": example.count
+            for group in self.failures
+            for example in group.examples
+        }
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        # n_cells is computed (kept out of the extra keys); format 1 counted
+        # "not measured: <cause>" -> cells, of kinds it did not record
+        data = {k: v for k, v in data.items() if k != "n_cells"}
+        if "failures" not in data and "causes" in data:
+            data["failures"] = _failures_of_format_1(data.pop("causes") or {})
+        return data
+
+
+def _failures_of_format_1(causes: Mapping[str, int]) -> list[dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+    for text, count in causes.items():
+        head, _, cause = text.partition(": ")
+        status = "skipped" if head == "skipped" else "not_measured"
+        group = groups.setdefault(
+            status, {"status": status, "kind": UNKNOWN_KIND, "count": 0, "examples": []}
+        )
+        group["count"] += count
+        group["examples"].append({"cause": cause or text, "count": count})
+    return sorted(groups.values(), key=lambda g: -int(g["count"]))
+
+
+class Summary(_Versioned):
+    """``summary.json``: per metric aggregates, and the usage of the whole run."""
+
+    metrics: dict[str, MetricSummary] = Field(default_factory=dict)
+    #: everything the run paid for: cells, shared work and remote embeddings
+    usage: Usage = Field(default_factory=Usage)
+    #: label (e.g. "shared:statements", "embeddings") -> usage of work no one metric owns
+    shared_usage: dict[str, Usage] = Field(default_factory=dict)
+    duration_s: FiniteFloat | None = None
+    n_rows: int | None = None
+    n_finished: int | None = None

@@ -1,0 +1,208 @@
+"""Aggregating cells into a run's summary: the one implementation the runner's summary.json,
+``EvaluationResult.summary()`` and the report of a run without a summary all use.
+
+Sums of usage are exact (``math.fsum`` of the costs), so they do not depend on the order of
+the cells: a summary built from a result's columns and one built while streaming the log give
+the same totals to the last bit. A cost that is unknown anywhere makes the sum unknown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rageval._client._usage import Usage, sum_usage
+from rageval.errors import CauseKind
+from rageval.log._models import (
+    UNKNOWN_KIND,
+    CauseExample,
+    Cell,
+    FailureGroup,
+    MetricSummary,
+    SampleLine,
+    Summary,
+)
+from rageval.metrics._statements import SHARED_TAG
+
+__all__ = [
+    "EMBEDDINGS_USAGE",
+    "MAX_EXAMPLES",
+    "MAX_EXAMPLE_IDS",
+    "SHARED_USAGE",
+    "FailureTally",
+    "MetricTally",
+    "RunTally",
+    "build_summary",
+    "sum_usage",
+]
+
+#: the summary's label for statement extraction, done once per sample for several metrics
+SHARED_USAGE = SHARED_TAG
+#: the summary's label for the usage of remote embeddings (not split by metric)
+EMBEDDINGS_USAGE = "embeddings"
+#: example causes kept per group of failures, and sample ids kept per example
+MAX_EXAMPLES = 3
+MAX_EXAMPLE_IDS = 3
+
+
+class FailureTally:
+    """Cells of one metric without a value, by (status, kind, cause), with their first ids."""
+
+    __slots__ = ("_causes",)
+
+    def __init__(self) -> None:
+        # (status, kind, cause) -> [count, first sample ids]
+        self._causes: dict[tuple[str, str, str], list[Any]] = {}
+
+    def add(self, status: str, kind: str | None, cause: str | None, sample_id: str) -> None:
+        key = (status, kind or UNKNOWN_KIND, cause or "no cause given")
+        entry = self._causes.get(key)
+        if entry is None:
+            self._causes[key] = [1, [sample_id]]
+            return
+        entry[0] += 1
+        if len(entry[1]) < MAX_EXAMPLE_IDS:
+            entry[1].append(sample_id)
+
+    def groups(self) -> list[FailureGroup]:
+        """One group per (status, kind), largest first, each with its most frequent causes."""
+        by_group: dict[tuple[str, str], list[tuple[str, int, list[str]]]] = {}
+        for (status, kind, cause), (count, ids) in self._causes.items():
+            by_group.setdefault((status, kind), []).append((cause, count, ids))
+        groups = []
+        for (status, kind), causes in by_group.items():
+            causes.sort(key=lambda c: -c[1])  # stable: equal counts keep their first-seen order
+            groups.append(
+                FailureGroup(
+                    status=status,  # type: ignore[arg-type]  # only ever a cell status
+                    kind=kind,  # type: ignore[arg-type]  # a CauseKind, or "unknown"
+                    count=sum(c[1] for c in causes),
+                    examples=[
+                        CauseExample(cause=cause, count=count, sample_ids=ids)
+                        for cause, count, ids in causes[:MAX_EXAMPLES]
+                    ],
+                )
+            )
+        groups.sort(key=lambda g: -g.count)
+        return groups
+
+
+class MetricTally:
+    """One metric's cells, added one at a time: counts, usage, failures and the plain mean."""
+
+    __slots__ = ("_usages", "_values", "failures", "n_measured", "n_not_measured", "n_skipped")
+
+    def __init__(self) -> None:
+        self.n_measured = self.n_not_measured = self.n_skipped = 0
+        self._values: list[float] = []
+        self._usages: list[Usage] = []
+        self.failures = FailureTally()
+
+    def add(
+        self,
+        status: str,
+        value: float | None,
+        cause: str | None,
+        kind: CauseKind | None,
+        usage: Usage | None,
+        sample_id: str,
+    ) -> None:
+        if status == "ok":
+            self.n_measured += 1
+            assert value is not None
+            self._values.append(value)
+        else:
+            if status == "not_measured":
+                self.n_not_measured += 1
+            else:
+                self.n_skipped += 1
+            self.failures.add(status, kind, cause, sample_id)
+        if usage is not None:
+            self._usages.append(usage)
+
+    def add_cell(self, cell: Cell, sample_id: str) -> None:
+        self.add(cell.status, cell.value, cell.cause, cell.cause_kind, cell.usage, sample_id)
+
+    def summary(
+        self,
+        *,
+        mean: float | None = None,
+        ci: tuple[float | None, float | None, str] | None = None,
+    ) -> MetricSummary:
+        """The summary; without `ci` the mean is the plain mean of the values and there is
+        no interval (a report of a run whose summary was never written)."""
+        if ci is None:
+            mean = math.fsum(self._values) / len(self._values) if self._values else None
+        low, high, method = ci if ci is not None else (None, None, None)
+        return MetricSummary(
+            mean=mean,
+            ci_low=low,
+            ci_high=high,
+            ci_method=method,
+            n_measured=self.n_measured,
+            n_not_measured=self.n_not_measured,
+            n_skipped=self.n_skipped,
+            usage=sum_usage(self._usages),
+            failures=self.failures.groups(),
+        )
+
+
+def build_summary(
+    metrics: Mapping[str, MetricSummary],
+    *,
+    shared: Mapping[str, Usage],
+    duration_s: float | None,
+    n_rows: int | None,
+    n_finished: int,
+) -> Summary:
+    """The summary of a run: its metrics, the usage of work no metric owns (shared work,
+    remote embeddings; zero entries left out) and the total of both."""
+    shared = {label: u for label, u in shared.items() if u != _ZERO}
+    total = sum_usage([*(s.usage for s in metrics.values()), *shared.values()])
+    return Summary(
+        metrics=dict(metrics),
+        usage=total,
+        shared_usage=shared,
+        duration_s=duration_s,
+        n_rows=n_rows,
+        n_finished=n_finished,
+    )
+
+
+_ZERO = Usage()
+
+
+class RunTally:
+    """A run summed up line by line while its log is read, for a run whose summary.json was
+    never written (it was killed): the same numbers ``load_run(...).summary()`` gives, except
+    the confidence intervals, which need every value at once."""
+
+    def __init__(self, metric_names: Iterable[str]) -> None:
+        self.metrics = {name: MetricTally() for name in metric_names}
+        self._shared: list[Usage] = []
+        self._embeddings: list[Usage] = []
+        self.n_finished = 0
+
+    def add(self, line: SampleLine) -> None:
+        self.n_finished += 1
+        for name, cell in line.cells.items():
+            tally = self.metrics.get(name)
+            if tally is None:
+                tally = self.metrics[name] = MetricTally()
+            tally.add_cell(cell, line.id)
+        self._shared.append(line.shared_usage)
+        if line.embeddings_usage is not None:
+            self._embeddings.append(line.embeddings_usage)
+
+    def summary(self, *, n_rows: int | None) -> Summary:
+        return build_summary(
+            {name: t.summary() for name, t in self.metrics.items()},
+            shared={
+                SHARED_USAGE: sum_usage(self._shared),
+                EMBEDDINGS_USAGE: sum_usage(self._embeddings),
+            },
+            duration_s=None,
+            n_rows=n_rows,
+            n_finished=self.n_finished,
+        )

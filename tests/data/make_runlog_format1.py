@@ -1,0 +1,63 @@
+"""Writes tests/data/runlog_format1/: a run directory in the first run-log format.
+
+The files were produced by the rageval of commit 8e64c28 (the last one before the run log had a
+``format_version``), against the project's own test server, with:
+
+    mkdir /tmp/rageval-8e64c28 && git archive 8e64c28 src | tar -x -C /tmp/rageval-8e64c28
+    PYTHONPATH=/tmp/rageval-8e64c28/src python tests/data/make_runlog_format1.py OUT_DIR
+
+then OUT_DIR's manifest.json, results.jsonl and summary.json copied here. Five samples, three
+metrics: faithfulness (not measured on s002: the judge never answers it validly), answer_accuracy
+and token_f1 (skipped on s003, which has no reference); a priced model, so costs are known.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from rageval.judge import Judge
+from rageval.runner import evaluate
+from rageval.testing import FakeOpenAI, RecordedRequest, Reply
+from rageval.testing.synthetic_judge import handle
+
+
+def rows() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(5):
+        row: dict[str, Any] = {
+            "id": f"s{i:03d}",
+            "user_input": f"What does sample s{i:03d} say about the sky?",
+            "response": f"Sample s{i:03d} says the sky is blue. The moon is made of cheese {i}.",
+            "retrieved_contexts": [f"Sample s{i:03d} says the sky is blue on clear days."],
+            "reference": f"Sample s{i:03d} says the sky is blue.",
+        }
+        if i == 3:
+            del row["reference"]
+        out.append(row)
+    return out
+
+
+def judge_reply(request: RecordedRequest) -> Any:
+    text = " ".join(str(m.get("content")) for m in request.messages)
+    if "s002" in text and "verdicts" in str(request.schema):
+        return Reply.json({"verdicts": []})  # never covers the statement ids
+    return handle(request)
+
+
+def main(out: Path) -> None:
+    with FakeOpenAI(judge_reply) as server:
+        judge = Judge("gpt-4o-mini", base_url=server.base_url, api_key="sk-test", cache=False)
+        evaluate(
+            rows(),
+            ["faithfulness", "answer_accuracy", "token_f1"],
+            llm=judge,
+            on_invalid="skip",
+            run_dir=out,
+            progress=False,
+        )
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

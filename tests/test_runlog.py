@@ -1,0 +1,279 @@
+"""The run log as a product: versioned files, one reader, logs of the first format, and the
+numbers the summary and the report give (the report's total is summary.json's)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rageval.judge import FatalJudgeError, Judge
+from rageval.log import (
+    FORMAT_VERSION,
+    RESULTS_FILE,
+    RunLogError,
+    SampleLine,
+    read_lines,
+    read_manifest,
+    read_summary,
+    written_format,
+)
+from rageval.report import write_report
+from rageval.report._model import RunData
+from rageval.results import load_run
+from rageval.runner import RunDirError, evaluate
+from rageval.stats import compare
+from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
+from runner_helpers import handle, rows, sample_id_of
+from test_report_render import embedded_payload
+
+FORMAT_1 = Path(__file__).parent / "data" / "runlog_format1"
+METRICS = ["faithfulness", "answer_accuracy", "token_f1"]
+
+
+def judge(server: FakeOpenAI, model: str = "gpt-4o-mini", **kw: Any) -> Judge:
+    return Judge(model, base_url=server.base_url, api_key="sk-test", cache=False, **kw)
+
+
+@pytest.fixture
+def server() -> Any:
+    with FakeOpenAI(handle) as srv:
+        yield srv
+
+
+def copy_of_format_1(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(FORMAT_1, tmp_path / "old"))
+
+
+def report_payload(run: Path) -> Any:
+    return embedded_payload(write_report(run).read_text(encoding="utf-8"))
+
+
+# ------------------------------------------------------------------ versions
+
+
+def test_every_file_and_every_line_carries_the_format_version(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    evaluate(rows(4), METRICS, llm=judge(server), run_dir=tmp_path / "run", progress=False)
+    run = tmp_path / "run"
+    for name in ("manifest.json", "summary.json"):
+        assert json.loads((run / name).read_text())["format_version"] == FORMAT_VERSION
+    lines = (run / RESULTS_FILE).read_text().splitlines()
+    assert len(lines) == 4
+    assert all(json.loads(line)["format_version"] == FORMAT_VERSION for line in lines)
+    assert written_format(read_manifest(run)) == FORMAT_VERSION
+
+
+def test_a_run_of_the_first_format_loads_reports_and_compares(tmp_path: Path) -> None:
+    run = copy_of_format_1(tmp_path)
+    assert written_format(read_manifest(run)) == 1
+    assert all(written_format(e.line) == 1 for e in read_lines(run / RESULTS_FILE))
+    result = load_run(run)
+    assert result.metrics == METRICS and result.complete
+    assert result.ids == ["s000", "s001", "s002", "s003", "s004"]
+    assert result.statuses("faithfulness")[2] == "not_measured"
+    assert result.statuses("token_f1")[3] == "skipped"
+    cell = result.sample("s002").cells["faithfulness"]
+    assert cell.cause_kind is None and "re-ask" in (cell.cause or "")
+    assert result.sample(0).cells["faithfulness"].evidence["statements"][0]["verdict"] is True
+    # cells of a log that records no kind are grouped as "unknown"
+    [group] = result.summary()["faithfulness"].failures
+    assert (group.status, group.kind, group.count) == ("not_measured", "unknown", 1)
+    assert group.examples[0].sample_ids == ["s002"]
+    # the summary it wrote reads too: its causes become failures of kind "unknown"
+    stored = read_summary(run)
+    assert stored is not None and written_format(stored) == 1
+    [skipped] = stored.metrics["token_f1"].failures
+    assert (skipped.status, skipped.kind, skipped.count) == ("skipped", "unknown", 1)
+    payload = report_payload(run)
+    assert payload["has_summary"] is True and len(payload["samples"]) == 5
+    assert payload["usage"] == json.loads((run / "summary.json").read_text())["usage"]
+    [faith] = [m for m in payload["metrics"] if m["name"] == "faithfulness"]
+    assert faith["failures"][0]["kind"] == "unknown"
+    [comparison, *_] = compare(result, load_run(run))
+    assert comparison.diff.n_pairs == 4 and comparison.diff.mean_diff == 0
+
+
+def test_a_run_of_the_first_format_cannot_be_resumed(tmp_path: Path) -> None:
+    run = copy_of_format_1(tmp_path)
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    data = json.loads((run / RESULTS_FILE).read_text().splitlines()[0])  # only for the shape
+    assert "format_version" not in data
+    with pytest.raises(RunDirError, match=r"older rageval \(run log format 1.*new run"):
+        evaluate(rows(5), METRICS, run_dir=run, resume=True, progress=False)
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before  # untouched
+
+
+def test_a_newer_format_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    run = copy_of_format_1(tmp_path)
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "format_version": 3}))
+    with pytest.raises(RunLogError, match=r"newer rageval \(run log format 3.*upgrade"):
+        load_run(run)
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    lines = (run / RESULTS_FILE).read_text().splitlines()
+    lines[2] = json.dumps({**json.loads(lines[2]), "format_version": 9})
+    (run / RESULTS_FILE).write_text("\n".join(lines) + "\n")
+    with pytest.raises(RunLogError, match=r"results.jsonl:3: .*newer rageval"):
+        load_run(run)
+
+
+# ------------------------------------------------------------------ the one reader
+
+
+def test_the_reader_leaves_out_a_torn_last_line_and_refuses_a_damaged_one(
+    tmp_path: Path,
+) -> None:
+    run = copy_of_format_1(tmp_path)
+    log = run / RESULTS_FILE
+    whole = log.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    complete = [json.loads(line)["id"] for line in lines[:-1]]
+    for torn in (lines[-1][:-1], lines[-1][:50], lines[-1][:50] + b"\n"):
+        log.write_bytes(b"".join(lines[:-1]) + torn)
+        assert [e.line.id for e in read_lines(log)] == complete
+        entries = list(read_lines(log))
+        assert entries[-1].end == len(b"".join(lines[:-1]))
+    log.write_bytes(lines[0] + lines[1][:40] + b"\n" + b"".join(lines[2:]))
+    with pytest.raises(RunLogError, match=r"results.jsonl:2: damaged line"):
+        list(read_lines(log))
+    with pytest.raises(ValueError):  # RunLogError is still a ValueError
+        load_run(run)
+
+
+def test_a_line_reads_back_as_it_was_written(server: FakeOpenAI, tmp_path: Path) -> None:
+    result = evaluate(rows(3), METRICS, llm=judge(server), run_dir=tmp_path / "r", progress=False)
+    for entry in read_lines(tmp_path / "r" / RESULTS_FILE):
+        again = result.sample(entry.line.id)
+        assert entry.line.cells == again.cells
+        assert entry.line.inputs == again.inputs
+        assert entry.line.sample() == result.samples[entry.line.row]
+        assert SampleLine.model_validate_json(entry.line.model_dump_json(by_alias=True)) == (
+            entry.line
+        )
+
+
+# ------------------------------------------------------------------ one total, everywhere
+
+
+def totals(run: Path) -> tuple[Any, Any]:
+    """(the report's total usage, summary.json's)."""
+    return report_payload(run)["usage"], json.loads((run / "summary.json").read_text())["usage"]
+
+
+def test_the_reports_total_is_the_summarys(server: FakeOpenAI, tmp_path: Path) -> None:
+    result = evaluate(rows(6), METRICS, llm=judge(server), run_dir=tmp_path / "r", progress=False)
+    in_report, in_summary = totals(tmp_path / "r")
+    assert in_report == in_summary == result.usage.to_dict()
+    assert in_summary["cost_usd"] > 0 and in_summary["reasks"] == result.usage.reasks
+
+
+def test_unknown_prices_are_unknown_in_the_summary_and_the_report(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    # a model priced nowhere: cost unknown, never a partial sum of the known parts
+    partly = judge(server, model="no-such-price")
+    result = evaluate(rows(3), METRICS, llm=partly, run_dir=tmp_path / "r", progress=False)
+    in_report, in_summary = totals(tmp_path / "r")
+    assert in_report == in_summary
+    assert in_summary["cost_usd"] is None and in_summary["requests"] > 0
+    assert result.summary()["token_f1"].usage.cost_usd == 0  # no request: nothing to price
+    assert "unknown" in result.summary_table()
+
+
+def test_an_interrupted_run_reports_the_total_of_what_finished(tmp_path: Path) -> None:
+    # The endpoint refuses for good (401) any sample from s032 on: the first 32 samples (the
+    # runner's window) are scored, and the first later sample to start stops the run.
+    def refuse_late(request: RecordedRequest) -> Any:
+        sid = sample_id_of(request)
+        return Fault.status(401) if sid is not None and int(sid[1:]) >= 32 else handle(request)
+
+    with FakeOpenAI(refuse_late) as srv, pytest.raises(FatalJudgeError):
+        evaluate(rows(40), METRICS, llm=judge(srv), run_dir=tmp_path / "r", progress=False)
+    run = tmp_path / "r"
+    summary = read_summary(run)
+    assert summary is not None and summary.n_rows == 40 and 0 < summary.n_finished <= 32
+    in_report, in_summary = totals(run)
+    assert in_report == in_summary and in_summary["cost_usd"] > 0
+    # the summary is the sum of the finished lines: nothing booked twice, nothing lost
+    assert in_summary == load_run(run).usage.to_dict()
+    # a run killed before it could write its summary: the report sums the log the same way
+    (run / "summary.json").unlink()
+    payload = report_payload(run)
+    assert payload["has_summary"] is False
+    assert payload["usage"] == in_summary
+
+
+def test_the_report_of_a_killed_run_sums_every_row_not_only_those_it_shows(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    evaluate(rows(12), METRICS, llm=judge(server), run_dir=tmp_path / "r", progress=False)
+    run = tmp_path / "r"
+    want = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").unlink()
+    data = RunData.load(run, max_samples=5)
+    assert len(data.results) == 5 and data.samples_left_out == 7
+    assert data.summary.usage.to_dict() == want["usage"]
+    for name in METRICS:
+        got = data.summary.metrics[name]
+        assert got.n_cells == want["metrics"][name]["n_cells"] == 12
+        assert got.usage.to_dict() == want["metrics"][name]["usage"]
+        assert got.mean == pytest.approx(want["metrics"][name]["mean"])
+        assert got.ci_low is None  # intervals need every value at once
+
+
+def test_remote_embeddings_are_booked_on_the_lines(server: FakeOpenAI, tmp_path: Path) -> None:
+    from rageval.embeddings.openai import OpenAIEmbeddings
+
+    embeddings = OpenAIEmbeddings(
+        "text-embedding-3-small", base_url=server.base_url, api_key="sk-test", cache=False
+    )
+    result = evaluate(
+        rows(5),
+        ["semantic_similarity"],
+        embeddings=embeddings,
+        run_dir=tmp_path / "r",
+        progress=False,
+    )
+    lines = [e.line for e in read_lines(tmp_path / "r" / RESULTS_FILE)]
+    booked = [line.embeddings_usage for line in lines if line.embeddings_usage is not None]
+    assert sum(u.requests for u in booked) == len(server.embedding_requests) > 0
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    spent = summary["shared_usage"]["embeddings"]
+    assert spent["requests"] == len(server.embedding_requests)
+    assert spent["cost_usd"] > 0 and summary["usage"]["cost_usd"] == spent["cost_usd"]
+    assert result.usage_by_metric["embeddings"].requests == spent["requests"]
+    assert totals(tmp_path / "r")[0] == summary["usage"]
+
+
+# ------------------------------------------------------------------ failures by kind
+
+
+def test_many_failures_of_one_kind_are_one_group_with_a_few_examples(tmp_path: Path) -> None:
+    def garbage(request: RecordedRequest) -> Any:
+        if "verdicts" in json.dumps(request.schema):
+            return Reply.json({"verdicts": []})  # never a valid verdict list
+        return handle(request)
+
+    with FakeOpenAI(garbage) as srv:
+        result = evaluate(
+            rows(200),
+            ["faithfulness", "token_f1"],
+            llm=judge(srv),
+            run_dir=tmp_path / "r",
+            progress=False,
+        )
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    [group] = summary["metrics"]["faithfulness"]["failures"]
+    assert group["status"] == "not_measured" and group["count"] == 200
+    assert 1 <= len(group["examples"]) <= 3
+    assert sum(e["count"] for e in group["examples"]) <= 200
+    assert all(len(e["sample_ids"]) <= 3 for e in group["examples"])
+    assert group["examples"][0]["sample_ids"][0] in result.ids
+    assert summary["metrics"]["token_f1"]["failures"] == []
+    assert len(json.dumps(summary)) < 4000  # a handful of lines, not two hundred
+    assert result.summary()["faithfulness"].failures[0].count == 200
