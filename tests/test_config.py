@@ -165,3 +165,24 @@ def test_bad_settings_are_usage_errors(
     assert "not a Judge setting" in capsys.readouterr().err
     assert main([*base, "--config", str(tmp_path / "missing.toml")]) == 2
     assert "config file not found" in capsys.readouterr().err
+
+
+def test_the_judge_settings_objects_as_tables(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / "d.jsonl", rows(2))
+    (tmp_path / "rageval.toml").write_text(
+        f'[judge]\nmodel = "m"\nbase_url = "{server.base_url}"\n'
+        "[judge.limits]\nrequests_per_minute = 1200\n[judge.retry]\ntimeout = 12.5\n"
+    )
+    assert main(["evaluate", "d.jsonl", "-m", "faithfulness", "-o", "r", "-q"]) == 0
+    judge = _manifest(tmp_path / "r")["judge"]
+    assert (judge["requests_per_minute"], judge["timeout"]) == (1200, 12.5)
+
+    (tmp_path / "rageval.toml").write_text(
+        f'[judge]\nmodel = "m"\nbase_url = "{server.base_url}"\n[judge.retry]\ntimeout = -1\n'
+    )
+    assert main(["evaluate", "d.jsonl", "-m", "faithfulness", "-o", "r2", "-q"]) == 2
+    assert "rageval.toml: [judge]: timeout must be > 0" in capsys.readouterr().err

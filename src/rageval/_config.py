@@ -241,21 +241,28 @@ def configured_judge(
     model = _env.judge_model(model) or file.pop("model", None)
     base_url = _env.base_url(base_url, fallback=file.pop("base_url", None))
     file.pop("model", None)
-    if "prices" in file:
-        file["prices"] = _price_table(file["prices"], settings.source)
     try:
+        if "prices" in file:
+            file["prices"] = _price_table(file["prices"])
+        # [judge.limits] and [judge.retry]: the settings objects the Python API takes
+        from rageval.judge import Limits, RetryPolicy
+
+        for key, kind in (("limits", Limits), ("retry", RetryPolicy)):
+            if key in file:
+                file[key] = kind(**file[key])
         return judge_from_env(model, base_url=base_url, **{**file, **overrides})
-    except TypeError as e:  # a value of the wrong type in the file
+    except (TypeError, ValueError) as e:  # a value of the wrong type or range in the file
+        if isinstance(e, RagevalError):
+            raise  # already says what is wrong (no key for OpenAI...)
         raise ConfigError(f"{settings.source}: [judge]: {e}") from None
 
 
-def _price_table(prices: Any, source: Path | None) -> Any:
+def _price_table(prices: Any) -> Any:
     from rageval.judge import PriceTable
 
     try:
         return PriceTable({name: (float(p[0]), float(p[1])) for name, p in prices.items()})
     except (AttributeError, TypeError, ValueError, IndexError) as e:
-        raise ConfigError(
-            f"{source}: [judge] prices must map a model to [input, output] USD per million "
-            f"tokens ({e})"
+        raise ValueError(
+            f"prices must map a model to [input, output] USD per million tokens ({e})"
         ) from None
