@@ -92,20 +92,7 @@ class RunDir:
 
     def check_same_run(self, manifest: Manifest) -> Manifest:
         """The stored manifest, if `manifest` describes the same run; else RunDirError."""
-        head = f"cannot resume {self.path}:"
-        try:
-            stored = read_manifest(self.path)
-        except FileNotFoundError:
-            raise RunDirError(f"{head} it holds no run (no {MANIFEST_FILE})") from None
-        except RunLogError as e:
-            raise RunDirError(f"{head} {e}") from None
-        if written_format(stored) != FORMAT_VERSION:
-            raise RunDirError(
-                f"{head} it was written by an older rageval (run log format "
-                f"{written_format(stored)}; this rageval writes format {FORMAT_VERSION}). It can "
-                f"still be read (load_run, rageval report, rageval compare); to finish it, start "
-                f"a new run in another directory"
-            )
+        stored = resumable_manifest(self.path)
         _check_same_run(self.path, stored, manifest)
         return stored
 
@@ -153,6 +140,26 @@ class RunDir:
         from rageval.report import write_report
 
         return write_report(self.path)
+
+
+def resumable_manifest(path: Path) -> Manifest:
+    """The manifest of the run in `path`, which this rageval can continue; else RunDirError
+    (no run there, an unreadable manifest, or an older format: older runs are read, reported
+    and compared, never continued)."""
+    try:
+        stored = read_manifest(path)
+    except FileNotFoundError:
+        raise RunDirError(f"cannot resume {path}: it holds no run (no {MANIFEST_FILE})") from None
+    except RunLogError as e:
+        raise RunDirError(f"cannot resume {path}: {e}") from None
+    if written_format(stored) != FORMAT_VERSION:
+        raise RunDirError(
+            f"cannot resume {path}: it was written by an older rageval (run log format "
+            f"{written_format(stored)}; this rageval writes format {FORMAT_VERSION}). It can "
+            f"still be read (load_run, rageval report, rageval compare); to finish it, start "
+            f"a new run in another directory"
+        )
+    return stored
 
 
 def _metric_specs(manifest: Manifest) -> list[tuple[str, str]]:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rageval.log import MANIFEST_FILE, Manifest, RunLogError, read_manifest
+from rageval.log import Manifest
 from rageval.runner._probe import key_variable
-from rageval.runner._rundir import RunDirError
+from rageval.runner._rundir import RunDirError, resumable_manifest
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
@@ -132,12 +132,7 @@ class StoredRun:
 def read_stored_run(run_dir: str | os.PathLike[str]) -> StoredRun:
     """The stored configuration of the run in `run_dir` (RunDirError if there is none)."""
     path = Path(run_dir)
-    try:
-        manifest = read_manifest(path)
-    except FileNotFoundError:
-        raise RunDirError(f"cannot resume {path}: it holds no run (no {MANIFEST_FILE})") from None
-    except RunLogError as e:
-        raise RunDirError(f"cannot resume {path}: {e}") from None
+    manifest = resumable_manifest(path)
     data, embeddings = manifest.data, manifest.embeddings
     return StoredRun(
         path=path,
