@@ -310,7 +310,7 @@ def _wide_summary_run(folder: Path) -> Path:
         n: {**s, "usage": big, "n_measured": 123_456, "n_not_measured": 12_345, "n_skipped": 12_345}
         for n, s in zip(names, summary["metrics"].values(), strict=True)
     }
-    summary["usage"] = {**big, "retries": 2}
+    summary["usage"] = {**big, "retries": 2, "reasks": 3}
     for r in results:
         r["metrics"] = dict(zip(names, r["metrics"].values(), strict=True))
     return write_report(write_run(folder, man, results, summary))
@@ -327,6 +327,8 @@ def test_the_summary_fits_common_screens(browser: Browser, tmp_path: Path, width
         assert cost is not None and cost["x"] + cost["width"] <= width
         params = view.page.locator("#summary .params").first
         assert "RelevanceScore" in (params.get_attribute("title") or "")  # cut, not lost
+        note = view.page.locator("#summary .footnote").inner_text()
+        assert "2 retries in total" in note and "3 re-asks in total" in note
     finally:
         view.close()
 
