@@ -1,7 +1,8 @@
 """Session-wide test isolation: no network beyond loopback, no shared cache, no telemetry.
 
 Fixtures: ``fake_openai`` (a running FakeOpenAI), ``openai_env`` (the OpenAI environment
-variables pointed at it).
+variables pointed at it), ``browser`` (a headless Chromium for the report's browser tests, one
+per test module).
 """
 
 from __future__ import annotations
@@ -9,10 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, install_network_guard
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 # Libraries read these when imported, so they are set for the whole process, not per test.
 _QUIET_ENV = {"HF_HUB_OFFLINE": "1", "DO_NOT_TRACK": "1"}
@@ -69,3 +74,13 @@ def openai_env(monkeypatch: pytest.MonkeyPatch, fake_openai: FakeOpenAI) -> Fake
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
     return fake_openai
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """A headless Chromium, closed after the module's tests (Playwright is imported only by
+    the tests that use it)."""
+    from browser_helpers import chromium
+
+    with chromium() as b:
+        yield b

@@ -326,6 +326,21 @@ def test_options_taking_several_values_never_eat_data(
     assert code == 2 and "unexpected argument(s): extra" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["calibrate", "--labels", "human=faithfulness", "FILE"],
+        ["calibrate", "--label-kind", "human=binary", "FILE", "--labels", "human=faithfulness"],
+        ["evaluate", "--human-labels", "human=faithfulness", "FILE"],
+        ["evaluate", "--column-map", "q=user_input", "a=response", "FILE", "-m", "token_f1"],
+    ],
+)
+def test_no_option_eats_data_in_any_command(argv: list[str]) -> None:
+    from rageval.cli import _positional_data, build_parser
+
+    assert _positional_data(build_parser().parse_args(argv)) == "FILE"
+
+
 def test_a_wrong_or_reversed_column_map_is_an_error(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -17,6 +17,7 @@ PUBLIC = [
     ("RunConfigError", "rageval.runner", ValueError),
     ("RunDirError", "rageval.runner", ValueError),
     ("RunLogError", "rageval.log", ValueError),
+    ("DatasetError", "rageval.calibration.datasets", ValueError),
     ("JudgeError", "rageval.judge", Exception),
     ("FatalJudgeError", "rageval.judge", Exception),
     ("JudgeCallFailed", "rageval.judge", Exception),

@@ -15,6 +15,8 @@ PACKAGES = (
     "rageval.embeddings",
     "rageval.log",
     "rageval.stats",
+    "rageval.calibration",
+    "rageval.labels",
 )
 
 
@@ -39,3 +41,9 @@ def test_the_names_of_the_judge_and_results_people_import() -> None:
     assert results.MetricComparison is stats.MetricComparison
     assert results.SampleRecord is log.SampleLine
     assert results.Cell is log.Cell and results.MetricSummary is log.MetricSummary
+    assert results.PPIComparison is stats.PPIComparison
+    calibration = importlib.import_module("rageval.calibration")
+    assert calibration.CalibrationReport is log.CalibrationReport
+    rageval = importlib.import_module("rageval")
+    assert rageval.CalibrationReport is log.CalibrationReport
+    assert rageval.calibrate is importlib.import_module("rageval.runner").calibrate

@@ -1,21 +1,17 @@
-"""The HTML report in a real headless Chromium (Debian's, driven by Playwright).
-
-Without chromium (``/usr/bin/chromium``, or the binary ``RAGEVAL_CHROMIUM`` names) these tests
-are skipped with that reason on a developer's machine; under CI (``.ci/run`` installs chromium
-and sets ``RAGEVAL_REQUIRE_BROWSER=1``) they are required and fail instead.
-"""
+"""The HTML report in a real headless Chromium (Debian's, driven by Playwright; the
+``browser`` fixture is tests/conftest.py's, see browser_helpers)."""
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser
 
+from browser_helpers import Opened
 from rageval.report import write_report
 from test_report_render import (
     ATTACK_QUESTION,
@@ -25,36 +21,7 @@ from test_report_render import (
     write_run,
 )
 
-CHROMIUM = Path(os.environ.get("RAGEVAL_CHROMIUM") or "/usr/bin/chromium")
-#: set by .ci/run: a missing browser is a failure there, not a skip
-REQUIRE_BROWSER = os.environ.get("RAGEVAL_REQUIRE_BROWSER") == "1"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 N = 24
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        missing = (
-            f"{CHROMIUM} is missing: run .ci/install-browser.sh (installs Debian chromium) "
-            "for the report's browser tests"
-        )
-        if REQUIRE_BROWSER:
-            pytest.fail(f"{missing} (required: RAGEVAL_REQUIRE_BROWSER=1)")
-        pytest.skip(missing)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
@@ -65,34 +32,6 @@ def run() -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory, run: Any) -> Path:
     return write_report(write_run(tmp_path_factory.mktemp("run"), *run))
-
-
-class Opened:
-    """A page with the report loaded, and everything the page complained about."""
-
-    def __init__(self, browser: Browser, path: Path, width: int = 1280) -> None:
-        self.page: Page = browser.new_page(viewport={"width": width, "height": 900})
-        self.page.set_default_timeout(5000)
-        self.problems: list[str] = []
-        self.requests: list[str] = []
-        self.page.on(
-            "console",
-            lambda m: (
-                self.problems.append(f"console {m.type}: {m.text}")
-                if m.type in ("error", "warning")
-                else None
-            ),
-        )
-        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.goto(path.as_uri())
-
-    def row_ids(self) -> list[str]:
-        return self.page.locator("#samples-table tbody tr[data-i] td.id").all_inner_texts()
-
-    def close(self) -> None:
-        self.page.close()
-        assert self.problems == []
 
 
 @pytest.fixture

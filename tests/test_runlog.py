@@ -3,9 +3,11 @@ numbers the summary and the report give (the report's total is summary.json's)."
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -31,6 +33,7 @@ from runner_helpers import handle, rows, sample_id_of
 from test_report_render import embedded_payload
 
 FORMAT_1 = Path(__file__).parent / "data" / "runlog_format1"
+FORMAT_2 = Path(__file__).parent / "data" / "runlog_format2"
 METRICS = ["faithfulness", "answer_accuracy", "token_f1"]
 
 
@@ -108,11 +111,65 @@ def test_a_run_of_the_first_format_cannot_be_resumed(tmp_path: Path) -> None:
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before  # untouched
 
 
+def make_runlog() -> ModuleType:
+    """tests/data/make_runlog.py: the data and the judge the old runs were made with."""
+    path = Path(__file__).parent / "data" / "make_runlog.py"
+    spec = importlib.util.spec_from_file_location("make_runlog", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_run_of_the_second_format_loads_reports_compares_and_resumes(tmp_path: Path) -> None:
+    run = Path(shutil.copytree(FORMAT_2, tmp_path / "old"))
+    assert written_format(read_manifest(run)) == 2
+    # what format 3 adds reads as what format 2 meant: no human labels, one scoring per cell
+    result = load_run(run)
+    assert result.complete and result.human_labels == [] and result.repeats == 1
+    assert result.statuses("faithfulness")[2] == "not_measured"
+    assert "re-ask" in (result.sample("s002").cells["faithfulness"].cause or "")
+    stored = read_summary(run)
+    assert stored is not None and written_format(stored) == 2
+    assert stored.metrics["faithfulness"].ppi == {}
+    assert stored.metrics["faithfulness"].judge_noise is None
+    payload = report_payload(run)
+    assert payload["has_summary"] is True and payload["calibration"] is None
+    [comparison, *_] = compare(result, load_run(run))
+    assert comparison.diff.n_pairs == 4 and comparison.ppi == []
+    # an interrupted run of format 2 is finished by this rageval: the lines it has are kept,
+    # the new ones and the manifest are of this format
+    log = run / RESULTS_FILE
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:3]))
+    (run / "summary.json").unlink()
+    old = make_runlog()
+    with FakeOpenAI(old.judge_reply) as server:
+        resumed = evaluate(
+            old.rows(),
+            METRICS,
+            llm=judge(server),
+            on_invalid="skip",
+            run_dir=run,
+            resume=True,
+            progress=False,
+        )
+        assert server.chat_requests  # the two rows left were scored
+    assert resumed.complete and resumed["token_f1"] == result["token_f1"]
+    manifest = read_manifest(run)
+    assert written_format(manifest) == FORMAT_VERSION and len(manifest.resumed_at) == 1
+    assert [written_format(e.line) for e in read_lines(log)] == [2, 2, 2, 3, 3]
+    assert load_run(run).summary() == resumed.summary()
+
+
 def test_a_newer_format_is_refused_with_a_clear_message(tmp_path: Path) -> None:
     run = copy_of_format_1(tmp_path)
     manifest = json.loads((run / "manifest.json").read_text())
-    (run / "manifest.json").write_text(json.dumps({**manifest, "format_version": 3}))
-    with pytest.raises(RunLogError, match=r"newer rageval \(run log format 3.*upgrade"):
+    (run / "manifest.json").write_text(
+        json.dumps({**manifest, "format_version": FORMAT_VERSION + 1})
+    )
+    with pytest.raises(
+        RunLogError, match=rf"newer rageval \(run log format {FORMAT_VERSION + 1}.*upgrade"
+    ):
         load_run(run)
     (run / "manifest.json").write_text(json.dumps(manifest))
     lines = (run / RESULTS_FILE).read_text().splitlines()

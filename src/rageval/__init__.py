@@ -15,6 +15,9 @@ _EXPORTS: dict[str, str] = {
     # running an evaluation
     "evaluate": "rageval.runner",
     "aevaluate": "rageval.runner",
+    "calibrate": "rageval.runner",
+    "acalibrate": "rageval.runner",
+    "CalibrationReport": "rageval.calibration",
     "EvaluationResult": "rageval.results",
     # data
     "Sample": "rageval.samples",
@@ -71,6 +74,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from rageval.calibration import CalibrationReport as CalibrationReport
     from rageval.embeddings import (
         Embeddings as Embeddings,
         embedding_factory as embedding_factory,
@@ -109,7 +113,9 @@ if TYPE_CHECKING:
         EvaluationResult as EvaluationResult,
     )
     from rageval.runner import (
+        acalibrate as acalibrate,
         aevaluate as aevaluate,
+        calibrate as calibrate,
         evaluate as evaluate,
     )
     from rageval.samples import (

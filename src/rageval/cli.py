@@ -4,8 +4,9 @@ Only the standard library is imported at module level so that `rageval --help` a
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
 Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage, input or configuration error, 3 fatal
-judge error (endpoint unreachable, bad key, unknown model...), 130 interrupted (Ctrl-C),
-143 terminated (SIGTERM). A reader that stops reading (`| head`) changes none of them.
+judge error (endpoint unreachable, bad key, unknown model...), 4 a `calibrate --min-kappa` gate
+failed, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). A reader that stops reading
+(`| head`) changes none of them.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ if TYPE_CHECKING:
     from rageval.judge import Judge
     from rageval.results import EvaluationResult
     from rageval.runner._stored import StoredRun
+    from rageval.stats import MetricComparison
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: `rageval calibrate --min-kappa`: the judge disagrees with the people more than allowed
+EXIT_CALIBRATION_GATE = 4
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
@@ -144,14 +148,14 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         # resuming, the run's manifest holds its settings: no config file applies
         settings = Settings() if args.resume else _load_settings(args.config)
         stored = _stored_run(args.resume) if args.resume else None
-        metrics = _metric_names(args.metric) or settings.metrics
         cli_params = parse_params(args.param)
-        params = merged_params(settings.params, cli_params)
-        judge = _judge(args, stored, settings)
-        embeddings = _embeddings(args, settings)
-    except ValueError as e:  # a bad config, base URL, model name, embeddings spec, run dir
+    except ValueError as e:  # a bad config file, -p or run directory
         raise _UsageError(str(e)) from None
+    metrics = _metric_names(args.metric) or settings.metrics
+    params = merged_params(settings.params, cli_params)
+    judge, embeddings = _judge_and_embeddings(args, settings, stored)
     column_map = dict(_pairs(args.column_map, "--column-map")) or settings.column_map
+    human_labels = _pairs(args.human_labels, "--human-labels")
     gates = _gates(args.fail_under)
     # the config file's gates are general: those on metrics this run has apply
     file_gates = {m: v for m, v in settings.fail_under.items() if m not in dict(gates)}
@@ -176,6 +180,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 overwrite=args.overwrite,
                 progress=False if args.quiet else None,
                 probe=not args.no_probe and settings.probe is not False,
+                human_labels=human_labels or None,
+                repeats=args.repeats,
             )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         _discard_unused(copy, run_dir)
@@ -204,15 +210,20 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     )
 
 
-def _data_argument(args: argparse.Namespace) -> str | None:
+def _positional_data(args: argparse.Namespace) -> str | None:
     """DATA, wherever argparse found it: an option taking several values (--column-map,
-    --fail-under) hands over the words after its NAME=VALUE pairs, which are DATA."""
+    --fail-under...) hands over the words after its NAME=VALUE pairs, which are DATA."""
     spilled: list[str] = args.spilled
     if args.data is not None and spilled:
         raise _UsageError(f"unexpected argument(s): {' '.join(spilled)} (DATA is {args.data})")
     if len(spilled) > 1:
         raise _UsageError(f"unexpected argument(s): {' '.join(spilled[1:])}")
-    data: str | None = args.data if args.data is not None else (spilled[0] if spilled else None)
+    return args.data if args.data is not None else (spilled[0] if spilled else None)
+
+
+def _data_argument(args: argparse.Namespace) -> str | None:
+    """`evaluate`'s DATA: required unless resuming; not stdin when resuming."""
+    data = _positional_data(args)
     if data is None and not args.resume:
         raise _UsageError("DATA is required (a data file, or - for stdin), or --resume DIR")
     if data == "-" and args.resume:
@@ -353,6 +364,20 @@ def _discard_unused(copy: Path | None, run_dir: Path) -> None:
         run_dir.rmdir()
 
 
+def _judge_and_embeddings(
+    args: argparse.Namespace, settings: Settings | None = None, stored: StoredRun | None = None
+) -> tuple[Judge | None, Embeddings | None]:
+    """The judge and embeddings of the options added by :func:`_add_judge_options`, the
+    environment and the config file (`settings`, else the file `--config` or the search
+    finds); resuming, the run's own (`stored`) with what the command line changes."""
+    try:
+        if settings is None:
+            settings = _load_settings(args.config)
+        return _judge(args, stored, settings), _embeddings(args, settings)
+    except ValueError as e:  # a bad config, base URL, model name or embeddings spec
+        raise _UsageError(str(e)) from None
+
+
 def _fresh_run_dir() -> Path:
     """rageval-runs/<timestamp>, with a suffix if a run of the same second exists."""
     base = Path("rageval-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -462,12 +487,42 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         "\npaired over samples (matched by id) measured in both runs; CI: paired percentile "
         "bootstrap; p-value: sign-flip permutation test of no difference"
     )
+    _print_ppi_comparisons(comparisons)
     for c in comparisons:
         if c.movers:
             _out(f"\n{c.metric}: samples that moved most")
             for sid, x, y in c.movers:
                 _out(f"  {sid}: {x:.4f} -> {y:.4f} ({y - x:+.4f})")
     return EXIT_OK
+
+
+def _print_ppi_comparisons(comparisons: Sequence[MetricComparison]) -> None:
+    """The human-label (PPI++) means of both runs, and their paired difference."""
+    rows = []
+    for c in comparisons:
+        for p in c.ppi:
+            d = p.diff
+            rows.append(
+                (
+                    f"{c.metric} <- {p.column}",
+                    _fmt_interval(p.a.mean, p.a.ci_low, p.a.ci_high),
+                    _fmt_interval(p.b.mean, p.b.ci_low, p.b.ci_high),
+                    _fmt(d.mean_diff, signed=True),
+                    "-" if d.low is None or d.high is None else f"[{d.low:+.4f}, {d.high:+.4f}]",
+                    f"{d.n_labelled} + {d.n_unlabelled}",
+                )
+            )
+    if not rows:
+        return
+    print("\nhuman labels: the mean label by PPI++ (the judge rectified by the labelled rows)")
+    header = ("metric <- label", "A [95% CI]", "B [95% CI]", "B - A", "95% CI", "rows (lab. + not)")
+    print(_table(header, rows))
+
+
+def _fmt_interval(mean: float | None, low: float | None, high: float | None) -> str:
+    if mean is None:
+        return "-"
+    return f"{mean:.4f}" + ("" if low is None or high is None else f" [{low:.4f}, {high:.4f}]")
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
@@ -572,8 +627,7 @@ class _PairsThenData(argparse.Action):
         first_plain = next((i for i, w in enumerate(words) if "=" not in w), len(words))
         pairs, rest = words[:first_plain], words[first_plain:]
         if not pairs or any("=" in w for w in rest):
-            bad = next((w for w in words if "=" not in w), words[0])
-            parser.error(f"{option_string} takes NAME=VALUE pairs, got {bad!r}")
+            pairs, rest = words, []  # not pairs then DATA: the command reports the bad word
         setattr(namespace, self.dest, [*getattr(namespace, self.dest), *pairs])
         namespace.spilled = [*namespace.spilled, *rest]
 
@@ -612,21 +666,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="metric to run (repeat, or comma-separate); default: every metric "
         "whose fields the data has",
     )
-    ev.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
-    ev.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI)",
-    )
-    ev.add_argument(
-        "--embeddings",
-        metavar="local|openai:MODEL",
-        default=None,
-        help="embedding model (default: the local all-MiniLM-L6-v2)",
-    )
-    ev.add_argument(
-        "-o", "--output", metavar="DIR", help="run directory (default: rageval-runs/<timestamp>)"
-    )
+    _add_judge_options(ev)
     ev.add_argument(
         "--resume",
         metavar="DIR",
@@ -635,28 +675,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--overwrite", action="store_true", help="replace the run already in the -o DIR"
-    )
-    ev.add_argument(
-        "--concurrency",
-        type=_positive_int,
-        metavar="N",
-        help="judge requests in flight at most (default 16)",
-    )
-    ev.add_argument(
-        "--no-cache", action="store_true", help="do not read or write the request cache"
-    )
-    ev.add_argument(
-        "--column-map",
-        nargs="+",
-        action=_PairsThenData,
-        default=[],
-        metavar="THEIRS=OURS",
-        help="rename columns, e.g. query=user_input",
-    )
-    ev.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="skip cells of rows that lack a required field instead of stopping",
     )
     ev.add_argument(
         "--fail-under",
@@ -676,13 +694,6 @@ def build_parser() -> argparse.ArgumentParser:
         "(VALUE read as TOML: numbers, true/false, lists, quoted text; else text)",
     )
     ev.add_argument(
-        "--config",
-        metavar="FILE",
-        default=None,
-        help="config file (default: the nearest rageval.toml, or pyproject.toml with "
-        "[tool.rageval], here or above); the command line and the environment win over it",
-    )
-    ev.add_argument(
         "--format",
         choices=_FORMATS,
         default=None,
@@ -693,8 +704,30 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not check first, with one quick request, that each endpoint is reachable",
     )
+    ev.add_argument(
+        "--human-labels",
+        nargs="+",
+        action=_PairsThenData,
+        default=[],
+        metavar="COLUMN=METRIC",
+        help="a column of human scores for METRIC (empty where not labelled): the summary adds "
+        "the PPI++ mean of the label, the judge's scores rectified by the labelled rows",
+    )
+    ev.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=None,
+        metavar="K",
+        help="score every judge cell K times (default 1; resuming, the run's): the repeats "
+        "bypass the cache, the value is their mean, and the summary says how much of the CI "
+        "is the judge's own noise",
+    )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     ev.set_defaults(func=_cmd_evaluate)
+
+    from rageval._calibrate_cli import add_calibrate_command
+
+    add_calibrate_command(sub, _add_judge_options)
 
     rep = sub.add_parser("report", help="(re)build report.html of a run directory")
     rep.add_argument("run_dir", metavar="DIR")
@@ -722,6 +755,55 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cache.set_defaults(func=_cmd_cache)
     return parser
+
+
+def _add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that scores data: judge, embeddings, run directory, input."""
+    parser.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI)",
+    )
+    parser.add_argument(
+        "--embeddings",
+        metavar="local|openai:MODEL",
+        default=None,
+        help="embedding model (default: the local all-MiniLM-L6-v2)",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="DIR", help="run directory (default: rageval-runs/<timestamp>)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="judge requests in flight at most (default 16)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the request cache"
+    )
+    parser.add_argument(
+        "--column-map",
+        nargs="+",
+        action=_PairsThenData,
+        default=[],
+        metavar="THEIRS=OURS",
+        help="rename columns, e.g. query=user_input",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help="config file (default: the nearest rageval.toml, or pyproject.toml with "
+        "[tool.rageval], here or above); the command line and the environment win over it",
+    )
+    parser.set_defaults(spilled=[])
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip cells of rows that lack a required field instead of stopping",
+    )
 
 
 def _positive_int(text: str) -> int:

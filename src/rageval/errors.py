@@ -14,6 +14,8 @@ The tree, and where each error is raised::
     │                                       (occupied, another run, not resumable)
     ├── RunLogError (ValueError)            rageval.log: a run log that cannot be read (damaged
     │                                       line, written by a newer rageval)
+    ├── DatasetError (ValueError)           rageval.calibration.datasets: a public labelled
+    │                                       dataset missing or not in its expected layout
     ├── JudgeError                          rageval.judge (defined here: rageval._client raises
     │   │                                   them for the judge and remote embeddings alike)
     │   ├── FatalJudgeError                 the endpoint refused for good (key, model, request):

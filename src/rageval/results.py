@@ -10,6 +10,11 @@ a :class:`~rageval.log.SampleLine`, a cell a :class:`~rageval.log.Cell`, an aggr
 :class:`~rageval.log.MetricSummary`. Large runs keep values, statuses, causes and reasons in
 memory, column by column; the evidence (statements, verdicts, ratings...) of a run with a run
 directory stays in its `results.jsonl` and is read back when asked for (`sample()`, `cells()`).
+
+Human labels (`evaluate(human_labels=...)`): a label column of the data paired with a metric
+adds the PPI++ mean of the label to that metric's summary, the metric's values on every row
+rectified by the labelled rows. Repeats (`evaluate(repeats=K)`): a cell scored K times keeps its
+scores, and the summary says how much of the interval the judge's own noise makes.
 """
 
 from __future__ import annotations
@@ -21,14 +26,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.errors import CauseKind
+from rageval.labels import parse_label
 from rageval.log import (
     EMBEDDINGS_USAGE,
     RESULTS_FILE,
     SHARED_USAGE,
     Cell,
     Inputs,
+    JudgeNoiseSummary,
     MetricSummary,
     MetricTally,
+    PPISummary,
+    RepeatedScores,
     SampleLine,
     Summary,
     Usage,
@@ -41,10 +50,12 @@ from rageval.log import (
 )
 from rageval.metrics.base import CellStatus
 from rageval.samples import SAMPLE_FIELDS, Sample
-from rageval.stats import MetricComparison, compare
+from rageval.stats import MetricComparison, PPIComparison, compare
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from rageval.stats import JudgeNoise, PPIEstimate
 
 __all__ = [
     "EMBEDDINGS_USAGE",
@@ -53,6 +64,7 @@ __all__ = [
     "EvaluationResult",
     "MetricComparison",
     "MetricSummary",
+    "PPIComparison",
     "SampleRecord",
     "compare",
     "load_run",
@@ -78,7 +90,7 @@ SUMMARY_COLUMNS = (
 class _Column:
     """One metric's cells, by row, without their evidence."""
 
-    __slots__ = ("causes", "kinds", "reasons", "statuses", "usage", "values")
+    __slots__ = ("causes", "kinds", "reasons", "repeats", "statuses", "usage", "values")
 
     def __init__(self, n: int) -> None:
         self.values: list[float | None] = [None] * n
@@ -87,6 +99,8 @@ class _Column:
         self.kinds: list[CauseKind | None] = [None] * n
         self.reasons: list[str | None] = [None] * n
         self.usage: list[Usage | None] = [None] * n
+        #: row -> the scores of a cell scored several times (evaluate(repeats=K))
+        self.repeats: dict[int, RepeatedScores] = {}
 
 
 _EMPTY_USAGE = Usage()
@@ -110,6 +124,8 @@ class EvaluationResult:
         metric_params: Mapping[str, Mapping[str, Any]] | None = None,
         judge: Mapping[str, Any] | None = None,
         embeddings: str | None = None,
+        human_labels: Sequence[tuple[str, str]] = (),
+        repeats: int = 1,
     ) -> None:
         if len(ids) != len(samples):
             raise ValueError("ids and samples must have the same length")
@@ -120,6 +136,10 @@ class EvaluationResult:
         self.metric_params = {k: dict(v) for k, v in (metric_params or {}).items()}
         self.judge = dict(judge) if judge is not None else None
         self.embeddings = embeddings
+        #: (label column, metric) pairs whose labels rectify the metric (PPI++ in the summary)
+        self.human_labels = [(column, metric) for column, metric in human_labels]
+        #: scorings per judge cell (evaluate(repeats=K))
+        self.repeats = repeats
         self.duration_s: float | None = None
         n = len(self.ids)
         self._columns = {m: _Column(n) for m in self.metrics}
@@ -154,6 +174,10 @@ class EvaluationResult:
             col.kinds[row] = cell.cause_kind
             col.reasons[row] = cell.reason
             col.usage[row] = None if cell.usage == _EMPTY_USAGE else cell.usage
+            if cell.repeats is None:
+                col.repeats.pop(row, None)
+            else:
+                col.repeats[row] = cell.repeats
         self._shared[row] = None if record.shared_usage == _EMPTY_USAGE else record.shared_usage
         self._embedding_usage[row] = record.embeddings_usage
         self._done[row] = True
@@ -244,7 +268,16 @@ class EvaluationResult:
             reason=col.reasons[row],
             evidence=dict(evidence),
             usage=col.usage[row] or _EMPTY_USAGE,
+            repeats=col.repeats.get(row),
         )
+
+    def label_values(self, column: str) -> list[float | None]:
+        """The human labels of `column` (a column of the data) by row; None where a row is not
+        labelled or not finished."""
+        return [
+            parse_label(s.metadata.get(column)) if done and s is not None else None
+            for s, done in zip(self.samples, self._done, strict=True)
+        ]
 
     def cells(self, metric: str) -> list[Cell | None]:
         """The metric's cells by row, evidence included (None for rows not finished)."""
@@ -306,7 +339,33 @@ class EvaluationResult:
                     self.ids[row],
                 )
         ci = bootstrap_ci([v for v, s in zip(col.values, col.statuses, strict=True) if s == "ok"])
-        return tally.summary(mean=ci.mean, ci=(ci.low, ci.high, ci.method))
+        return tally.summary(
+            mean=ci.mean,
+            ci=(ci.low, ci.high, ci.method),
+            ppi=self._ppi(metric, col),
+            judge_noise=self._judge_noise(col),
+        )
+
+    def _ppi(self, metric: str, col: _Column) -> dict[str, PPISummary]:
+        """The PPI++ mean of each label column paired with `metric`."""
+        columns = [column for column, m in self.human_labels if m == metric]
+        if not columns:
+            return {}
+        from rageval.stats import ppi_mean
+
+        values = [v if s == "ok" else None for v, s in zip(col.values, col.statuses, strict=True)]
+        return {c: _ppi_summary(ppi_mean(self.label_values(c), values)) for c in columns}
+
+    @staticmethod
+    def _judge_noise(col: _Column) -> JudgeNoiseSummary | None:
+        """How much of the interval the judge's noise makes, from the cells scored repeatedly."""
+        if not col.repeats:
+            return None
+        from rageval.stats import judge_noise
+
+        scored = [col.repeats[row].values for row in sorted(col.repeats)]
+        noise = judge_noise(scored)
+        return None if noise is None else _noise_summary(noise)
 
     @property
     def embeddings_usage(self) -> Usage:
@@ -350,7 +409,8 @@ class EvaluationResult:
     def to_pandas(self) -> pd.DataFrame:
         """One row per sample: id, inputs, and per metric `<metric>` (NaN where not measured),
         `<metric>_status`, `<metric>_reason` (the cause when not measured or skipped) and
-        `<metric>_cause_kind` (the kind of that cause)."""
+        `<metric>_cause_kind` (the kind of that cause); with repeats, `<metric>_sd`: the spread
+        (standard deviation) of the cell's scores."""
         try:
             import pandas as pd
         except ImportError as e:
@@ -371,6 +431,8 @@ class EvaluationResult:
                 for s, r, c in zip(col.statuses, col.reasons, col.causes, strict=True)
             ]
             data[f"{name}_cause_kind"] = list(col.kinds)
+            if col.repeats:
+                data[f"{name}_sd"] = [_sd(col.repeats.get(row)) for row in range(len(self.ids))]
         return pd.DataFrame(data)
 
     def summary_table(self) -> str:
@@ -406,6 +468,7 @@ class EvaluationResult:
         cache_hits = summary.usage.cache_hits
         if cache_hits:
             lines.append(f"({cache_hits} requests answered from the cache)")
+        lines += _human_and_noise_lines(summary)
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -445,6 +508,82 @@ class EvaluationResult:
         )
 
 
+def _ppi_summary(e: PPIEstimate) -> PPISummary:
+    return PPISummary(
+        mean=e.mean,
+        ci_low=e.low,
+        ci_high=e.high,
+        labelled_mean=e.classical_mean,
+        labelled_ci_low=e.classical_low,
+        labelled_ci_high=e.classical_high,
+        lam=e.lam,
+        n_labelled=e.n_labelled,
+        n_unlabelled=e.n_unlabelled,
+        n_labelled_without_judge=e.n_labelled_without_judge,
+        confidence=e.confidence,
+        method=e.method,
+    )
+
+
+def _noise_summary(n: JudgeNoise) -> JudgeNoiseSummary:
+    return JudgeNoiseSummary(
+        repeats=n.repeats,
+        n_cells=n.n_cells,
+        mean_cell_sd=n.mean_cell_sd,
+        within_variance=n.within_variance,
+        cell_variance=n.cell_variance,
+        noise_variance_share=n.noise_variance_share,
+        ci_width_share=n.ci_width_share,
+    )
+
+
+def _sd(scores: RepeatedScores | None) -> float:
+    """The spread of a cell's scores; NaN (pandas' empty) for fewer than two."""
+    sd = scores.sd if scores is not None else None
+    return math.nan if sd is None else sd
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
+def _describe_ppi(metric: str, column: str, p: PPISummary) -> str:
+    head = f"{metric} <- {column}: "
+    if p.mean is None or p.lam is None or p.labelled_mean is None:
+        return head + f"no estimate ({p.n_labelled} rows with a label and a judge value)"
+    text = (
+        f"{head}{p.mean:.3f} {_interval(p.ci_low, p.ci_high)} from {p.n_labelled:,} labelled + "
+        f"{p.n_unlabelled:,} judge-only rows, λ {p.lam:.2f}; labelled rows alone "
+        f"{p.labelled_mean:.3f} {_interval(p.labelled_ci_low, p.labelled_ci_high)}"
+    )
+    if p.n_labelled_without_judge:
+        text += f" ({p.n_labelled_without_judge} labelled rows without a judge value left out)"
+    return text
+
+
+def _describe_noise(metric: str, n: JudgeNoiseSummary) -> str:
+    return (
+        f"{metric}: {n.repeats} scores per cell, mean spread (SD) {n.mean_cell_sd:.3f}; "
+        f"judge noise is {n.noise_variance_share:.0%} of the variance of the mean, "
+        f"{n.ci_width_share:.0%} of its CI width"
+    )
+
+
+def _human_and_noise_lines(summary: Summary) -> list[str]:
+    """The summary table's lines on human labels (PPI++) and judge noise, if any."""
+    metrics = summary.metrics.items()
+    ppi = [_describe_ppi(m, c, p) for m, s in metrics for c, p in s.ppi.items()]
+    noise = [_describe_noise(m, s.judge_noise) for m, s in metrics if s.judge_noise is not None]
+    lines = []
+    if ppi:
+        lines += ["", "human labels: the mean label, PPI++ (judge rectified by the labels):"]
+        lines += [f"  {line}" for line in ppi]
+    if noise:
+        lines += ["", "judge noise (each cell scored several times, its value their mean):"]
+        lines += [f"  {line}" for line in noise]
+    return lines
+
+
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -482,6 +621,8 @@ def load_run(run_dir: str | Path) -> EvaluationResult:
         metric_params={m.name: m.params for m in manifest.metrics},
         judge=manifest.judge.model_dump() if manifest.judge is not None else None,
         embeddings=manifest.embeddings.name if manifest.embeddings is not None else None,
+        human_labels=[(h.column, h.metric) for h in manifest.human_labels],
+        repeats=manifest.repeats,
     )
     # line by line: a 100k-row log never holds more than one line's evidence in memory
     for entry in entries:

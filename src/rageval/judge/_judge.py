@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
@@ -168,6 +169,17 @@ class Judge:
     async def aclose(self) -> None:
         """Close the HTTP connections this judge opened on the running loop."""
         await self._endpoint.aclose()
+
+    def uncached(self) -> Judge:
+        """This judge without its request cache: every call is sent to the endpoint (to score
+        a cell again, ``evaluate(repeats=K)``). The view shares everything else with this
+        judge -- endpoint, limiter, usage ledger, prices and settings -- so its calls are
+        limited and accounted as this judge's."""
+        if self.cache is None:
+            return self
+        view = copy.copy(self)
+        view.cache = None
+        return view
 
     # ------------------------------------------------------------------ ask
 

@@ -2,15 +2,24 @@
 
 A run directory holds ``manifest.json`` (:class:`Manifest`: what was run, written before any
 row), ``results.jsonl`` (one :class:`SampleLine` per finished sample, appended as it finishes)
-and ``summary.json`` (:class:`Summary`, written at the end), plus ``report.html``. The models
-here are the one schema the runner writes and the runner (resume), ``load_run``, the report and
-``compare`` read; every file carries a ``format_version`` (see :mod:`rageval.log._models` for
+and ``summary.json`` (:class:`Summary`, written at the end), plus ``report.html``; a
+calibration run adds ``calibration.json`` (:class:`CalibrationReport`). The models here are the
+one schema the runner writes and the runner (resume), ``load_run``, the report, ``compare`` and
+``calibrate`` read; every file carries a ``format_version`` (see :mod:`rageval.log._models` for
 the formats and the NaN rule). Reading: :func:`read_manifest`, :func:`read_lines` (a torn last
-line is left out), :func:`read_line_at`, :func:`read_summary`. Writing: :class:`ResultsWriter`,
-:func:`write_atomic`.
+line is left out), :func:`read_line_at`, :func:`read_summary`, :func:`read_calibration`.
+Writing: :class:`ResultsWriter`, :func:`write_atomic`.
 """
 
+from rageval.log._calibration import (
+    STATISTIC_TITLES,
+    CalibrationReport,
+    Confusion,
+    LabelAgreement,
+    StatisticResult,
+)
 from rageval.log._io import (
+    CALIBRATION_FILE,
     MANIFEST_FILE,
     RESULTS_FILE,
     SUMMARY_FILE,
@@ -18,6 +27,7 @@ from rageval.log._io import (
     ResultsWriter,
     model_json,
     plain_json,
+    read_calibration,
     read_line_at,
     read_lines,
     read_manifest,
@@ -27,16 +37,21 @@ from rageval.log._io import (
 )
 from rageval.log._models import (
     FORMAT_VERSION,
+    RESUMABLE_FORMAT,
     CauseExample,
     Cell,
     DataInfo,
     EmbeddingsInfo,
     FailureGroup,
+    HumanLabels,
     Inputs,
     JudgeInfo,
+    JudgeNoiseSummary,
     Manifest,
     MetricSpec,
     MetricSummary,
+    PPISummary,
+    RepeatedScores,
     RunLogError,
     SampleLine,
     Summary,
@@ -53,34 +68,46 @@ from rageval.log._summary import (
 )
 
 __all__ = [
+    "CALIBRATION_FILE",
     "EMBEDDINGS_USAGE",
     "FORMAT_VERSION",
     "MANIFEST_FILE",
     "RESULTS_FILE",
+    "RESUMABLE_FORMAT",
     "SHARED_USAGE",
+    "STATISTIC_TITLES",
     "SUMMARY_FILE",
+    "CalibrationReport",
     "CauseExample",
     "Cell",
+    "Confusion",
     "DataInfo",
     "EmbeddingsInfo",
     "FailureGroup",
     "FailureTally",
+    "HumanLabels",
     "Inputs",
     "JudgeInfo",
+    "JudgeNoiseSummary",
+    "LabelAgreement",
     "LogEntry",
     "Manifest",
     "MetricSpec",
     "MetricSummary",
     "MetricTally",
+    "PPISummary",
+    "RepeatedScores",
     "ResultsWriter",
     "RunLogError",
     "RunTally",
     "SampleLine",
+    "StatisticResult",
     "Summary",
     "Usage",
     "build_summary",
     "model_json",
     "plain_json",
+    "read_calibration",
     "read_line_at",
     "read_lines",
     "read_manifest",

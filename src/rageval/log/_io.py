@@ -19,9 +19,11 @@ from typing import IO, Any, NamedTuple, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from rageval.log._calibration import CalibrationReport
 from rageval.log._models import Manifest, RunLogError, SampleLine, Summary, _Versioned
 
 __all__ = [
+    "CALIBRATION_FILE",
     "MANIFEST_FILE",
     "RESULTS_FILE",
     "SUMMARY_FILE",
@@ -30,6 +32,7 @@ __all__ = [
     "line_json",
     "model_json",
     "plain_json",
+    "read_calibration",
     "read_line_at",
     "read_lines",
     "read_manifest",
@@ -41,6 +44,7 @@ __all__ = [
 MANIFEST_FILE = "manifest.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
+CALIBRATION_FILE = "calibration.json"
 
 V = TypeVar("V", bound=_Versioned)
 
@@ -87,6 +91,12 @@ def read_summary(run_dir: str | os.PathLike[str]) -> Summary | None:
     """The summary of `run_dir`, or None when the run never wrote one (it was killed)."""
     path = Path(run_dir) / SUMMARY_FILE
     return _read_json_file(Summary, path) if path.exists() else None
+
+
+def read_calibration(run_dir: str | os.PathLike[str]) -> CalibrationReport | None:
+    """The agreement with human labels `run_dir` holds, or None when it was no calibration."""
+    path = Path(run_dir) / CALIBRATION_FILE
+    return _read_json_file(CalibrationReport, path) if path.exists() else None
 
 
 class LogEntry(NamedTuple):

@@ -7,10 +7,19 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   Read as it is: cells carry no ``cause_kind`` (grouped as ``unknown``), and the summary's
   ``causes`` (``"not measured: <cause>" -> count``) becomes ``failures`` of kind ``unknown``.
   A run of format 1 can be read, reported and compared, not resumed.
-* **2** -- this rageval: each cell without a value has a ``cause_kind``; each line carries the
-  usage of the remote embeddings it paid for (``embeddings_usage``), so that the usage of a run
-  is the sum of its lines, interrupted or not; the summary groups cells without a value by
-  metric, status and kind (``failures``) with a few example causes and sample ids.
+* **2** -- each cell without a value has a ``cause_kind``; each line carries the usage of the
+  remote embeddings it paid for (``embeddings_usage``), so that the usage of a run is the sum of
+  its lines, interrupted or not; the summary groups cells without a value by metric, status and
+  kind (``failures``) with a few example causes and sample ids.
+* **3** -- this rageval: human labels and judge noise (``evaluate(human_labels=, repeats=)``).
+  The manifest says which label column rectifies which metric (``human_labels``) and how many
+  times each judge cell was scored (``repeats``); a cell scored several times keeps its scores
+  (``repeats``, left out of the line otherwise); a metric's summary gives the PPI++ mean of each
+  label column (``ppi``) and, with repeats, the share of the interval due to the judge's own
+  noise (``judge_noise``). A calibration run adds ``calibration.json``
+  (:class:`~rageval.log.CalibrationReport`). Everything format 3 adds is optional and its
+  absence means what format 2 meant (no labels, one scoring per cell), so a run of format 2
+  reads as it is and can be resumed (the resumed run's manifest is then of format 3).
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
@@ -21,6 +30,7 @@ so a non-finite number inside free-form evidence is written as the string ``"NaN
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -43,16 +53,21 @@ from rageval.samples import SAMPLE_FIELDS, Sample
 
 __all__ = [
     "FORMAT_VERSION",
+    "RESUMABLE_FORMAT",
     "CauseExample",
     "Cell",
     "DataInfo",
     "EmbeddingsInfo",
     "FailureGroup",
+    "HumanLabels",
     "Inputs",
     "JudgeInfo",
+    "JudgeNoiseSummary",
     "Manifest",
     "MetricSpec",
     "MetricSummary",
+    "PPISummary",
+    "RepeatedScores",
     "RunLogError",
     "SampleLine",
     "Summary",
@@ -60,7 +75,9 @@ __all__ = [
 ]
 
 #: the format this rageval writes; it reads every format from 1 up to this one
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+#: the oldest format a run can be resumed from (format 1 lines lack what a summary needs now)
+RESUMABLE_FORMAT = 2
 #: the kind under which cells whose log does not say (format 1) are grouped
 UNKNOWN_KIND: CauseKind = "unknown"
 
@@ -124,6 +141,13 @@ class DataInfo(_LogModel):
     n_rows: int | None = None
 
 
+class HumanLabels(_LogModel):
+    """A column of human labels in the data and the metric whose mean it rectifies (PPI++)."""
+
+    column: str
+    metric: str
+
+
 class Manifest(_Versioned):
     """``manifest.json``: what was run, on what, by which rageval; written before any row."""
 
@@ -135,6 +159,12 @@ class Manifest(_Versioned):
     embeddings: EmbeddingsInfo | None = None
     data: DataInfo = Field(default_factory=DataInfo)
     on_invalid: str | None = None
+    #: label columns whose human labels rectify a metric's mean; they change no cell, so a
+    #: resumed run takes the ones it is given
+    human_labels: list[HumanLabels] = Field(default_factory=list)
+    #: how many times each judge cell is scored (its value is the mean of the scores); a run
+    #: is resumed only with the same count
+    repeats: int = Field(default=1, ge=1)
 
 
 # ---------------------------------------------------------------------------- results.jsonl
@@ -163,14 +193,40 @@ class Inputs(_LogModel):
         return cls(**fields, metadata=sample.metadata or None)
 
 
+class RepeatedScores(_LogModel):
+    """The scorings of a cell scored several times (``repeats`` > 1); its value is their mean."""
+
+    #: the measured scores, in the order they were made
+    values: list[FiniteFloat]
+    #: scorings that gave no value (the cell is not measured when none did)
+    not_measured: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def sd(self) -> float | None:
+        """The sample standard deviation of the scores (None for fewer than two)."""
+        return statistics.stdev(self.values) if len(self.values) >= 2 else None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, data: Any) -> Any:
+        # sd is computed (kept out of the extra keys)
+        if isinstance(data, Mapping) and "sd" in data:
+            return {k: v for k, v in data.items() if k != "sd"}
+        return data
+
+
 class Cell(MetricResult):
     """One metric on one sample, as logged: the metric's result, the kind of its cause (for a
-    cell without a value) and the usage of the requests it made."""
+    cell without a value), the usage of the requests it made and, for a cell scored several
+    times, its scores."""
 
     model_config = ConfigDict(ser_json_inf_nan="strings")
 
     cause_kind: CauseKind | None = None
     usage: Usage = Field(default_factory=Usage)
+    #: written only for a cell scored several times
+    repeats: RepeatedScores | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod
     def of(cls, result: MetricResult, usage: Usage) -> Cell:
@@ -230,6 +286,46 @@ class FailureGroup(_LogModel):
     examples: list[CauseExample] = Field(default_factory=list)
 
 
+class PPISummary(_LogModel):
+    """The mean of a human label column by PPI++: the metric's values on every finished row,
+    rectified by the rows that carry a label (:func:`rageval.stats.ppi_mean`), next to the
+    labelled rows' own mean. The means are None with fewer than two rows that carry both a
+    label and a value."""
+
+    mean: FiniteFloat | None = None
+    ci_low: FiniteFloat | None = None
+    ci_high: FiniteFloat | None = None
+    labelled_mean: FiniteFloat | None = None
+    labelled_ci_low: FiniteFloat | None = None
+    labelled_ci_high: FiniteFloat | None = None
+    #: λ, the weight power tuning gave the judge (0: the labelled rows alone; 1: classic PPI)
+    lam: FiniteFloat | None = None
+    #: rows with a label and a value; rows with a value only
+    n_labelled: int = 0
+    n_unlabelled: int = 0
+    #: labelled rows the metric has no value for (not measured, skipped): left out
+    n_labelled_without_judge: int = 0
+    confidence: FiniteFloat = 0.95
+    method: str | None = None
+
+
+class JudgeNoiseSummary(_LogModel):
+    """How much of a metric's interval is the judge's own randomness, from its cells scored
+    several times (:func:`rageval.stats.judge_noise`)."""
+
+    #: scorings per cell, and cells with at least two scores
+    repeats: int
+    n_cells: int
+    #: the mean over cells of the standard deviation of their scores
+    mean_cell_sd: FiniteFloat
+    #: pooled variance of one cell's scores; variance of the cell values across rows
+    within_variance: FiniteFloat
+    cell_variance: FiniteFloat
+    #: share of the variance of the mean due to the judge's noise, and of the CI's width
+    noise_variance_share: FiniteFloat
+    ci_width_share: FiniteFloat
+
+
 class MetricSummary(_LogModel):
     """Aggregate of one metric: mean and CI over the measured cells, and every count."""
 
@@ -243,6 +339,10 @@ class MetricSummary(_LogModel):
     usage: Usage = Field(default_factory=Usage)
     #: cells without a value, by status and kind, largest group first
     failures: list[FailureGroup] = Field(default_factory=list)
+    #: label column -> the PPI++ mean of its human labels (evaluate(human_labels=...))
+    ppi: dict[str, PPISummary] = Field(default_factory=dict)
+    #: the judge's own noise in the interval (evaluate(repeats=K) with K > 1)
+    judge_noise: JudgeNoiseSummary | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -19,7 +19,9 @@ from rageval.log._models import (
     CauseExample,
     Cell,
     FailureGroup,
+    JudgeNoiseSummary,
     MetricSummary,
+    PPISummary,
     SampleLine,
     Summary,
 )
@@ -129,9 +131,13 @@ class MetricTally:
         *,
         mean: float | None = None,
         ci: tuple[float | None, float | None, str] | None = None,
+        ppi: Mapping[str, PPISummary] | None = None,
+        judge_noise: JudgeNoiseSummary | None = None,
     ) -> MetricSummary:
         """The summary; without `ci` the mean is the plain mean of the values and there is
-        no interval (a report of a run whose summary was never written)."""
+        no interval (a report of a run whose summary was never written). The PPI++ means of
+        human labels and the judge noise, like the interval, need every value at once: the
+        caller computes them."""
         if ci is None:
             mean = math.fsum(self._values) / len(self._values) if self._values else None
         low, high, method = ci if ci is not None else (None, None, None)
@@ -145,6 +151,8 @@ class MetricTally:
             n_skipped=self.n_skipped,
             usage=sum_usage(self._usages),
             failures=self.failures.groups(),
+            ppi=dict(ppi or {}),
+            judge_noise=judge_noise,
         )
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import CAUSE_KINDS
-from rageval.log import MetricSummary, SampleLine, model_json, plain_json
+from rageval.log import STATISTIC_TITLES, MetricSummary, SampleLine, model_json, plain_json
 from rageval.report._model import RunData
 
 __all__ = ["REPORT_FILE", "RunData", "render_report", "write_report"]
@@ -101,4 +101,16 @@ def _payload(run: RunData) -> dict[str, Any]:
         "has_summary": run.has_summary,
         "samples_left_out": run.samples_left_out,
         "cause_kinds": dict(CAUSE_KINDS),
+        "calibration": _calibration(run),
     }
+
+
+def _calibration(run: RunData) -> dict[str, Any] | None:
+    """calibration.json as the page reads it: each statistic with its display title."""
+    if run.calibration is None:
+        return None
+    out = run.calibration.model_dump(mode="json")
+    for agreement in out["agreements"]:
+        for name, stat in agreement["statistics"].items():
+            stat["title"] = STATISTIC_TITLES.get(name, name)
+    return out

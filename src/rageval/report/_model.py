@@ -3,7 +3,8 @@
 The summary comes from ``summary.json`` when the run wrote one; a run that never did (it was
 killed) is summed up line by line while its log is read, with the same aggregation the runner
 uses, so the totals -- cost included -- are those ``load_run(...).summary()`` gives. Only the
-confidence intervals are missing then: they need every value at once.
+confidence intervals (and the PPI++ means of human labels, and the judge noise) are missing
+then: they need every value at once. A calibration run's ``calibration.json`` is read too.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from pathlib import Path
 
 from rageval.log import (
     RESULTS_FILE,
+    CalibrationReport,
     Manifest,
     RunTally,
     SampleLine,
     Summary,
+    read_calibration,
     read_lines,
     read_manifest,
     read_summary,
@@ -28,7 +31,8 @@ __all__ = ["RunData"]
 @dataclass
 class RunData:
     """A run directory loaded: its manifest, its finished samples (by row, the first
-    `max_samples` rows only) and its summary."""
+    `max_samples` rows only), its summary and, for a calibration run, its agreement with the
+    human labels."""
 
     manifest: Manifest
     results: list[SampleLine]
@@ -37,6 +41,8 @@ class RunData:
     has_summary: bool = True
     #: finished samples past `max_samples` that were read but not kept
     samples_left_out: int = 0
+    #: agreement with human labels, when the run was a calibration (calibration.json)
+    calibration: CalibrationReport | None = None
 
     @classmethod
     def load(cls, run_dir: str | Path, *, max_samples: int | None = None) -> RunData:
@@ -77,6 +83,7 @@ class RunData:
             summary=summary,
             has_summary=tally is None,
             samples_left_out=len(left_out),
+            calibration=read_calibration(run_dir),
         )
 
     def metric_names(self) -> list[str]:

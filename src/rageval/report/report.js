@@ -328,7 +328,10 @@
   }
 
   function drawSummary() {
-    const bounds = METRICS.flatMap((r) => [r.mean, r.ci_low, r.ci_high]).filter((v) => v !== null);
+    const bounds = METRICS.flatMap((r) => [
+      r.mean, r.ci_low, r.ci_high,
+      ...Object.values(r.ppi || {}).flatMap((p) => [p.mean, p.ci_low, p.ci_high]),
+    ]).filter((v) => v !== null && v !== undefined);
     const [lo, hi] = domainOf(bounds);
     const numeric = (text, title) => h("td", { class: "num", title }, text);
     const usageCells = (x) => [
@@ -337,7 +340,26 @@
       numeric(fmtInt(x.cache_hits)),
       numeric(fmtCost(x.cost_usd)),
     ];
-    const body = METRICS.map((r) =>
+    // A human label's PPI++ mean sits under its metric: same columns, labelled rows counted.
+    const ppiRows = (r) =>
+      Object.entries(r.ppi || {}).map(([column, p]) =>
+        h(
+          "tr",
+          { class: "ppi", "data-metric": r.name, "data-label": column },
+          h(
+            "th",
+            { scope: "row", title: "The mean human label, PPI++: the judge's scores on every row rectified by the labelled rows" },
+            h("div", { class: "ppi-name" }, "↳ human label ", h("span", { class: "label-name" }, column)),
+            h("div", { class: "params" }, p.labelled_mean === null ? "PPI++" : `PPI++ · labelled rows alone ${fmtValue(p.labelled_mean)} [${fmtValue(p.labelled_ci_low)}, ${fmtValue(p.labelled_ci_high)}]`),
+          ),
+          numeric(p.mean === null ? "—" : fmtValue(p.mean)),
+          numeric(p.ci_low === null || p.ci_high === null ? "—" : `${fmtValue(p.ci_low)} – ${fmtValue(p.ci_high)}`),
+          h("td", { class: "plot" }, ciPlot(p, lo, hi)),
+          numeric(`${fmtInt(p.n_labelled)} labelled`, `${fmtInt(p.n_unlabelled)} rows with a judge value only`),
+          h("td", { colspan: 6 }),
+        ),
+      );
+    const body = METRICS.flatMap((r) => [
       h(
         "tr",
         null,
@@ -371,7 +393,8 @@
         numeric(fmtInt(r.n_skipped)),
         usageCells(r.usage),
       ),
-    );
+      ppiRows(r),
+    ]);
     const sum = (key) => METRICS.reduce((acc, r) => acc + (r[key] || 0), 0);
     const u = DATA.usage;
     const shared = Object.entries(DATA.shared_usage || {}).map(([label, x]) =>
@@ -397,8 +420,18 @@
     );
     const heads = ["Metric", "Mean", "95% CI", "", "Measured", "Not measured", "Skipped", "Requests", "Tokens", "Cache hits", "Cost"];
     const method = (METRICS.find((r) => r.ci_method) || {}).ci_method;
+    const noise = METRICS.filter((r) => r.judge_noise).map(
+      (r) =>
+        `${r.name}: ${r.judge_noise.repeats} scores per cell (the value is their mean), spread ` +
+        `${fmtValue(r.judge_noise.mean_cell_sd)}; judge noise is ${Math.round(r.judge_noise.noise_variance_share * 100)}% ` +
+        `of the variance of the mean, ${Math.round(r.judge_noise.ci_width_share * 100)}% of its CI width.`,
+    );
     const notes = [
       "Not-measured and skipped cells are left out of the mean and counted on their own, never as 0.",
+      METRICS.some((r) => Object.keys(r.ppi || {}).length)
+        ? "↳ rows: the mean human label by PPI++ (normal-approximation 95% CI), the judge rectified by the labelled rows."
+        : null,
+      noise.length ? `Judge noise — ${noise.join(" ")}` : null,
       method ? `CI: ${method}.` : null,
       u.retries ? `${fmtInt(u.retries)} ${u.retries === 1 ? "retry" : "retries"} in total (requests sent again after a transient error).` : null,
       u.reasks ? `${fmtInt(u.reasks)} ${u.reasks === 1 ? "re-ask" : "re-asks"} in total (replies asked again because they failed validation).` : null,
@@ -510,6 +543,126 @@
           ),
           h("tbody", null, rows),
         ),
+      ),
+    );
+  }
+
+  // ---- agreement with human labels (calibration.json) ----------------------------------
+
+  const fmtStat = (v) => (v === null || v === undefined ? "—" : v.toFixed(3));
+
+  // Rows: what people said; columns: the judge's verdict. A cell's shade is its share of
+  // the row, so each row reads as "of the answers people put here, where the judge put them".
+  function confusionChart(c) {
+    const k = c.levels.length;
+    const cell = k <= 3 ? 56 : k <= 6 ? 40 : 30;
+    const left = 64;
+    const top = 40;
+    const W = left + k * cell + 4;
+    const H = top + k * cell + 4;
+    const mid = top + (k * cell) / 2;
+    const chart = svg("svg", {
+      class: "confusion",
+      viewBox: `0 0 ${W} ${H}`,
+      width: W,
+      height: H,
+      role: "img",
+      "aria-label": "Confusion matrix: rows are the human labels, columns the judge's",
+    });
+    chart.append(
+      svg("text", { x: left + (k * cell) / 2, y: 12, class: "axis-title", "text-anchor": "middle" }, "judge"),
+      svg("text", { x: 14, y: mid, class: "axis-title", "text-anchor": "middle", transform: `rotate(-90 14 ${mid})` }, "human"),
+    );
+    c.levels.forEach((level, i) => {
+      chart.append(
+        svg("text", { x: left + i * cell + cell / 2, y: top - 8, class: "tick", "text-anchor": "middle" }, fmtNum(level)),
+        svg("text", { x: left - 8, y: top + i * cell + cell / 2 + 4, class: "tick", "text-anchor": "end" }, fmtNum(level)),
+      );
+    });
+    c.matrix.forEach((row, i) => {
+      const total = row.reduce((a, b) => a + b, 0);
+      row.forEach((n, j) => {
+        const share = total ? n / total : 0;
+        const x = left + j * cell;
+        const y = top + i * cell;
+        chart.append(
+          svg(
+            "g",
+            { class: i === j ? "cm-cell agree" : "cm-cell", "data-row": i, "data-col": j },
+            svg("title", null, `human ${fmtNum(c.levels[i])}, judge ${fmtNum(c.levels[j])}: ${plural(n, "pair")} (${Math.round(share * 100)}% of the row)`),
+            svg("rect", { x, y, width: cell - 2, height: cell - 2, class: "cm-shade", "fill-opacity": (0.06 + 0.84 * share).toFixed(3) }),
+            svg("text", { x: x + (cell - 2) / 2, y: y + (cell - 2) / 2 + 4, class: share > 0.55 ? "cm-count on-dark" : "cm-count", "text-anchor": "middle" }, fmtInt(n)),
+          ),
+        );
+      });
+    });
+    return chart;
+  }
+
+  function agreementCard(a, confidence) {
+    const rows = Object.entries(a.statistics).map(([name, s]) =>
+      h(
+        "tr",
+        { "data-statistic": name, class: name === a.kappa_statistic ? "headline" : null },
+        h("th", { scope: "row" }, s.title),
+        h("td", { class: "num value" }, fmtStat(s.value)),
+        h("td", { class: "num ci" }, s.low === null || s.high === null ? "—" : `${fmtStat(s.low)} – ${fmtStat(s.high)}`),
+        h("td", { class: "note" }, s.note || ""),
+      ),
+    );
+    const counts = [
+      plural(a.n_pairs, "pair"),
+      a.n_without_judge ? `${fmtInt(a.n_without_judge)} labelled rows not scored by the judge` : null,
+      a.human_mean !== null ? `human mean ${fmtStat(a.human_mean)}` : null,
+      a.judge_mean !== null ? `judge mean ${fmtStat(a.judge_mean)}` : null,
+    ];
+    return h(
+      "figure",
+      { class: "card agreement", "data-metric": a.metric, "data-label": a.label_column },
+      h(
+        "figcaption",
+        null,
+        h("span", { class: "metric-name" }, a.metric),
+        h("span", { class: "vs" }, " vs "),
+        h("span", { class: "label-name" }, a.label_column),
+        h("span", { class: "pill kind" }, `${a.kind} labels`),
+      ),
+      h("p", { class: "muted counts" }, counts.filter(Boolean).join(" · ")),
+      h(
+        "div",
+        { class: "agreement-body" },
+        h(
+          "table",
+          { class: "stats" },
+          h("thead", null, h("tr", null, h("th", { scope: "col" }, "Statistic"), h("th", { scope: "col", class: "num" }, "Value"), h("th", { scope: "col", class: "num" }, `${Math.round(confidence * 100)}% CI`), h("th", { scope: "col" }))),
+          h("tbody", null, rows),
+        ),
+        a.confusion ? h("div", { class: "confusion-wrap" }, confusionChart(a.confusion), h("p", { class: "muted mapping" }, a.confusion.judge_mapping)) : null,
+      ),
+      h("p", { class: "muted usage" }, `Judge calls of this metric: ${usageLine(a.usage)}`),
+    );
+  }
+
+  function drawCalibration() {
+    const cal = DATA.calibration;
+    if (!cal) return null;
+    const gate =
+      cal.min_kappa === null
+        ? null
+        : cal.gate_failures.length
+          ? h("div", { class: "notice warn gate" }, `κ gate ${cal.min_kappa} failed: `, cal.gate_failures.join("; "))
+          : h("p", { class: "notice info gate" }, `κ gate ${cal.min_kappa}: every κ reaches it.`);
+    return h(
+      "section",
+      { id: "calibration" },
+      h("h2", null, "Agreement with human labels"),
+      gate,
+      h("div", { class: "calib-grid" }, cal.agreements.map((a) => agreementCard(a, cal.confidence))),
+      h(
+        "p",
+        { class: "footnote" },
+        `Intervals: ${cal.interval_method}. The calibration run: ${usageLine(cal.usage)}. `,
+        "What each statistic means: docs/calibration.md.",
       ),
     );
   }
@@ -965,6 +1118,18 @@
     );
   }
 
+  // A cell scored several times (--repeats): its value is the mean of these scores.
+  function repeatsView(r) {
+    const unmeasured = r.not_measured ? ` · ${plural(r.not_measured, "scoring")} without a value` : "";
+    return h(
+      "div",
+      { class: "repeats" },
+      h("h4", null, "Repeated scores"),
+      h("div", { class: "chips" }, r.values.map((v) => h("span", { class: "chip" }, fmtValue(v)))),
+      h("p", { class: "muted" }, `spread (SD) ${r.sd === null ? "—" : fmtValue(r.sd)}${unmeasured}; the value is their mean`),
+    );
+  }
+
   function metricView(name, cell, focused) {
     const head = h(
       "div",
@@ -988,6 +1153,7 @@
           )
         : null,
       cell.reason ? h("div", { class: "reason" }, h("h4", null, "Reason"), textBlock(cell.reason)) : null,
+      cell.repeats ? repeatsView(cell.repeats) : null,
       evidenceView(cell.evidence),
       cell.usage ? h("p", { class: "usage muted" }, usageLine(cell.usage)) : null,
     );
@@ -1089,6 +1255,7 @@
   addKids(app, [
     drawHeader(),
     drawSummary(),
+    drawCalibration(),
     drawDistributions(),
     drawSamples(),
     h("footer", null, `Generated by rageval ${DATA.manifest.rageval_version}. This file is self-contained and works offline.`),

@@ -1,5 +1,6 @@
 """Running an evaluation: scheduling every (sample x metric) cell, the run directory, resume."""
 
+from rageval.runner._calibrate import acalibrate, calibrate
 from rageval.runner._evaluate import (
     RunConfigError,
     aevaluate,
@@ -15,7 +16,9 @@ __all__ = [
     "NO_JUDGE_CAUSE",
     "RunConfigError",
     "RunDirError",
+    "acalibrate",
     "aevaluate",
+    "calibrate",
     "embeddings_from_spec",
     "evaluate",
     "judge_from_env",

@@ -23,7 +23,15 @@ from rageval._sync import run_sync
 from rageval._version import __version__
 from rageval.errors import RagevalError
 from rageval.judge import RequestCache, Usage, UsageLedger, endpoint_limiter
-from rageval.log import DataInfo, EmbeddingsInfo, JudgeInfo, Manifest, MetricSpec, SampleLine
+from rageval.log import (
+    DataInfo,
+    EmbeddingsInfo,
+    HumanLabels,
+    JudgeInfo,
+    Manifest,
+    MetricSpec,
+    SampleLine,
+)
 from rageval.metrics.base import Metric, create_metric, registered_metrics
 from rageval.results import EvaluationResult
 from rageval.runner._cells import CellStore
@@ -155,6 +163,62 @@ def resolve_metrics(
     return chosen
 
 
+#: (label column, metric) pairs: {column: metric}, {column: [metrics]} or [(column, metric)]
+LabelsArg = Mapping[str, str | Metric | Sequence[str | Metric]] | Sequence[tuple[str, str | Metric]]
+
+
+def label_pairs(labels: LabelsArg) -> list[tuple[str, str | Metric]]:
+    """The (label column, metric) pairs of a labels argument, in order, each once."""
+    pairs: list[tuple[str, str | Metric]] = []
+    if isinstance(labels, Mapping):
+        for column, target in labels.items():
+            if isinstance(target, (str, Metric)):
+                pairs.append((column, target))
+            else:
+                pairs.extend((column, m) for m in target)
+    else:
+        pairs = [(column, metric) for column, metric in labels]
+    if not pairs:
+        raise RunConfigError("the labels name no (label column, metric) pair")
+    seen: set[tuple[str, str]] = set()
+    for column, metric in pairs:
+        key = (column, metric if isinstance(metric, str) else metric.name)
+        if key in seen:
+            raise RunConfigError(f"label column {column!r} is paired with {key[1]!r} twice")
+        seen.add(key)
+    return pairs
+
+
+def _human_labels(
+    human_labels: LabelsArg | None,
+    loaded: LoadedData,
+    ids: Sequence[str],
+    metrics: Sequence[Metric],
+) -> list[tuple[str, str]]:
+    """The (column, metric name) pairs of `human_labels=`, every label checked before spend."""
+    if human_labels is None:
+        return []
+    from rageval.labels import read_label_column
+
+    names = [m.name for m in metrics]
+    pairs = [(c, m if isinstance(m, str) else m.name) for c, m in label_pairs(human_labels)]
+    for _, metric in pairs:
+        if metric not in names:
+            raise RunConfigError(
+                f"human_labels names {metric!r}, which is not a metric of this run "
+                f"({', '.join(names)})"
+            )
+    problems: list[RowProblem] = []
+    for column in dict.fromkeys(c for c, _ in pairs):
+        try:
+            read_label_column(loaded.samples, ids, column, source=loaded.source)
+        except InvalidDataError as e:
+            problems.extend(e.problems)
+    if problems:
+        raise InvalidDataError(problems, source=loaded.source)
+    return pairs
+
+
 def _validate(
     loaded: LoadedData, ids: Sequence[str], metrics: Sequence[Metric]
 ) -> tuple[list[RowProblem], dict[int, str], dict[tuple[int, str], str]]:
@@ -198,6 +262,8 @@ def _manifest(
     embeddings: Embeddings | None,
     on_invalid: str,
     column_map: Mapping[str, str] | None,
+    human_labels: Sequence[tuple[str, str]],
+    repeats: int,
 ) -> Manifest:
     specs = []
     for m in metrics:
@@ -227,6 +293,8 @@ def _manifest(
             n_rows=len(loaded.samples),
         ),
         on_invalid=on_invalid,
+        human_labels=[HumanLabels(column=c, metric=m) for c, m in human_labels],
+        repeats=repeats,
     )
 
 
@@ -318,6 +386,8 @@ async def aevaluate(
     progress: bool | None = None,
     show_progress: bool | None = None,
     probe: bool = False,
+    human_labels: LabelsArg | None = None,
+    repeats: int | None = None,
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
@@ -331,11 +401,18 @@ async def aevaluate(
     cannot score into skipped cells instead of an :class:`InvalidDataError` (default
     "raise"). `run_dir` writes the run log there; `resume=True` continues the run in
     `run_dir`, and then whatever is not given (None: `data` too, the metrics, the judge, the
-    embeddings, `column_map`, `on_invalid`) is what the run was started with, as its
-    manifest records it. `progress` (alias `show_progress`): None shows a progress line only
-    when stderr is a terminal. `overwrite=True` replaces a run already in `run_dir` (by default
-    that is an error). `probe=True` first checks, with one quick request each, that
+    embeddings, `column_map`, `on_invalid`, `repeats`) is what the run was started with, as
+    its manifest records it. `progress` (alias `show_progress`): None shows a progress line
+    only when stderr is a terminal. `overwrite=True` replaces a run already in `run_dir` (by
+    default that is an error). `probe=True` first checks, with one quick request each, that
     every endpoint is there and takes its key (see :mod:`rageval.runner._probe`).
+
+    `human_labels` pairs label columns of the data (people's scores, on the metric's scale;
+    empty where a row is not labelled) with metrics: ``{"human_faithful": "faithfulness"}``;
+    the summary then gives each label's PPI++ mean, the judge's scores on every row rectified
+    by the labelled rows (docs/calibration.md). `repeats=K` scores every judge cell K times
+    (default 1), bypassing the request cache for the repeats; a cell's value is the mean of
+    its scores and the summary reports how much of the interval the judge's own noise makes.
     """
     if resume and run_dir is None:
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
@@ -343,10 +420,11 @@ async def aevaluate(
         raise RunConfigError("resume=True continues the run in run_dir; overwrite=True replaces it")
     own_judge = isinstance(llm, str) or llm is None
     if resume and run_dir is not None:
-        data, metrics, llm, embeddings, column_map, on_invalid = _from_manifest(
-            run_dir, data, metrics, llm, embeddings, column_map, on_invalid
+        data, metrics, llm, embeddings, column_map, on_invalid, repeats = _from_manifest(
+            run_dir, data, metrics, llm, embeddings, column_map, on_invalid, repeats
         )
     on_invalid = on_invalid or "raise"
+    repeats = 1 if repeats is None else repeats
     if on_invalid not in ("raise", "skip"):
         raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
     started = time.monotonic()
@@ -360,6 +438,9 @@ async def aevaluate(
     problems, invalid_rows, invalid_cells = _validate(loaded, ids, metric_objs)
     if problems and on_invalid == "raise":
         raise InvalidDataError(problems, source=loaded.source)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
 
     # resuming, no judge by now means the run had none (not one from the environment)
     judge: Judge | None = (
@@ -383,7 +464,17 @@ async def aevaluate(
         meter_judge(j)
     embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
 
-    manifest = _manifest(loaded, metric_objs, judge, judge_of, embedder, on_invalid, column_map)
+    manifest = _manifest(
+        loaded,
+        metric_objs,
+        judge,
+        judge_of,
+        embedder,
+        on_invalid,
+        column_map,
+        human_pairs,
+        repeats,
+    )
     rundir = RunDir(run_dir) if run_dir is not None else None
     if probe:  # after every local check: bad data or the wrong run directory cost nothing
         if rundir is not None and resume:
@@ -399,6 +490,8 @@ async def aevaluate(
         metric_params={m.name: m.params for m in manifest.metrics},
         judge=manifest.judge.model_dump() if manifest.judge is not None else None,
         embeddings=embedder.name if embedder is not None else None,
+        human_labels=human_pairs,
+        repeats=repeats,
     )
     if rundir is not None:
         if resume:
@@ -426,6 +519,7 @@ async def aevaluate(
         invalid_rows,
         invalid_cells,
         cells=CellStore(judge_of, shared_judge, embedder),
+        repeats=repeats,
     )
     scheduler = Scheduler(plan, loaded.samples, ids, window=_window(judges), on_record=on_record)
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
@@ -486,6 +580,7 @@ def _from_manifest(
     embeddings: Embeddings | str | None,
     column_map: Mapping[str, str] | None,
     on_invalid: OnInvalid | None,
+    repeats: int | None,
 ) -> tuple[
     Any,
     Sequence[Metric | str] | None,
@@ -493,6 +588,7 @@ def _from_manifest(
     Embeddings | str | None,
     Mapping[str, str] | None,
     OnInvalid | None,
+    int | None,
 ]:
     """The arguments of a resumed run, each as given, else as the run's manifest has it."""
     from rageval.runner._stored import read_stored_run
@@ -510,7 +606,9 @@ def _from_manifest(
         embeddings = stored.make_embeddings()
     if on_invalid is None and stored.on_invalid in ("raise", "skip"):
         on_invalid = "skip" if stored.on_invalid == "skip" else "raise"
-    return data, metrics, llm, embeddings, column_map, on_invalid
+    if repeats is None:
+        repeats = stored.manifest.repeats
+    return data, metrics, llm, embeddings, column_map, on_invalid, repeats
 
 
 def _flush(caches: Sequence[RequestCache]) -> None:
@@ -565,6 +663,8 @@ def evaluate(
     progress: bool | None = None,
     show_progress: bool | None = None,
     probe: bool = False,
+    human_labels: LabelsArg | None = None,
+    repeats: int | None = None,
 ) -> EvaluationResult:
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
     pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
@@ -583,11 +683,14 @@ def evaluate(
             progress=progress,
             show_progress=show_progress,
             probe=probe,
+            human_labels=human_labels,
+            repeats=repeats,
         )
     )
 
 
 __all__ = [
+    "LabelsArg",
     "OnInvalid",
     "RunConfigError",
     "RunDirError",
@@ -595,5 +698,6 @@ __all__ = [
     "embeddings_from_spec",
     "evaluate",
     "judge_from_env",
+    "label_pairs",
     "resolve_metrics",
 ]

@@ -21,6 +21,7 @@ from rageval.log import (
     FORMAT_VERSION,
     MANIFEST_FILE,
     RESULTS_FILE,
+    RESUMABLE_FORMAT,
     SUMMARY_FILE,
     Manifest,
     ResultsWriter,
@@ -121,7 +122,15 @@ class RunDir:
                 with self.results_path.open("r+b") as fh:
                     fh.truncate(good_end)
         resumed = [*stored.resumed_at, manifest.created_at]
-        write_atomic(self.manifest_path, stored.model_copy(update={"resumed_at": resumed}))
+        # human labels change no cell, only the summary: the resumed run takes the ones it is
+        # given; the manifest is rewritten in this rageval's format (an older one it resumes
+        # means what this format means by default)
+        update = {
+            "resumed_at": resumed,
+            "human_labels": manifest.human_labels,
+            "format_version": FORMAT_VERSION,
+        }
+        write_atomic(self.manifest_path, stored.model_copy(update=update))
         return sorted(lines.values(), key=lambda item: item[1].row)
 
     # ------------------------------------------------------------------ results log
@@ -152,7 +161,7 @@ def resumable_manifest(path: Path) -> Manifest:
         raise RunDirError(f"cannot resume {path}: it holds no run (no {MANIFEST_FILE})") from None
     except RunLogError as e:
         raise RunDirError(f"cannot resume {path}: {e}") from None
-    if written_format(stored) != FORMAT_VERSION:
+    if written_format(stored) < RESUMABLE_FORMAT:
         raise RunDirError(
             f"cannot resume {path}: it was written by an older rageval (run log format "
             f"{written_format(stored)}; this rageval writes format {FORMAT_VERSION}). It can "
@@ -182,6 +191,10 @@ def _check_same_run(path: Path, stored: Manifest, now: Manifest) -> None:
 
         raise RunDirError(
             f"{head} the metrics differ: the run has [{show(stored)}], now [{show(now)}]"
+        )
+    if stored.repeats != now.repeats:
+        raise RunDirError(
+            f"{head} the run scored each cell {stored.repeats} time(s), now {now.repeats}"
         )
     for what, old, new in (
         ("judge model", _judge_model(stored), _judge_model(now)),

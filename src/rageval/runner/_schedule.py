@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rageval.judge import FatalJudgeError, JudgeError, Usage, UsageLedger
-from rageval.log import Cell, Inputs, SampleLine
+from rageval.log import Cell, Inputs, RepeatedScores, SampleLine
 from rageval.metrics._statements import SHARED_TAG, SharedStatements
 from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext
 from rageval.samples import Sample
@@ -103,6 +103,8 @@ class Plan:
     invalid_cells: Mapping[tuple[int, str], str] = dataclasses.field(default_factory=dict)
     #: finished cells kept across runs (None: recompute every cell)
     cells: CellStore | None = None
+    #: scorings of each judge cell; the repeats after the first bypass every cache
+    repeats: int = 1
 
 
 class Scheduler:
@@ -120,6 +122,8 @@ class Scheduler:
         self.ids = ids
         self.window = max(1, window)
         self.on_record = on_record
+        # the judges the repeats ask: the run's, without their request cache
+        self._uncached_views: dict[int, Judge] = {}
 
     async def run(self, rows: Iterable[int]) -> None:
         """Score `rows`, handing each finished sample to `on_record` as soon as it is done.
@@ -178,6 +182,7 @@ class Scheduler:
                 to_run.append(m)
         meter = _SampleMeter()
         _CURRENT.set(meter)  # this task's own context: seen by every task started below
+        scored = [m for m in to_run if m.needs_llm]  # a judge's cells, before any was kept
         cells = self.plan.cells
         if cells is not None and to_run:
             kept = cells.lookup(sample, to_run)
@@ -190,19 +195,12 @@ class Scheduler:
             statements=SharedStatements(sample, self.plan.shared_judge, needs),
             tags={"sample": sid},
         )
-        tasks = [asyncio.ensure_future(self._cell(m, sample, ctx)) for m in to_run]
-        try:
-            outcomes = await asyncio.gather(*tasks)
-        except BaseException:
-            # gather leaves the other cells running when one raises (a fatal judge error)
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-        fresh = dict(zip((m.name for m in to_run), outcomes, strict=True))
+        fresh = await self._score(to_run, sample, ctx, self.plan.judge_of)
         results.update(fresh)
         if cells is not None and fresh:
             cells.keep(sample, to_run, fresh)
+        if self.plan.repeats > 1:
+            results.update(await self._repeat(scored, sample, sid, results))
         return SampleLine(
             row=row,
             id=sid,
@@ -211,10 +209,70 @@ class Scheduler:
             shared_usage=meter.take(SHARED_TAG),
         )
 
-    async def _cell(self, metric: Metric, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def _score(
+        self,
+        metrics: Sequence[Metric],
+        sample: Sample,
+        ctx: ScoringContext,
+        judge_of: Mapping[str, Judge | None],
+    ) -> dict[str, MetricResult]:
+        """Every cell of `metrics` on `sample` at once, each metric asking its judge."""
+        tasks = [asyncio.ensure_future(self._cell(m, sample, ctx, judge_of)) for m in metrics]
+        try:
+            outcomes = await asyncio.gather(*tasks)
+        except BaseException:
+            # gather leaves the other cells running when one raises (a fatal judge error)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return dict(zip((m.name for m in metrics), outcomes, strict=True))
+
+    def _uncached(self, judge: Judge | None) -> Judge | None:
+        """The view of `judge` that the repeats ask: every request sent again."""
+        if judge is None:
+            return None
+        view = self._uncached_views.get(id(judge))
+        if view is None:
+            view = self._uncached_views[id(judge)] = judge.uncached()
+        return view
+
+    async def _repeat(
+        self,
+        metrics: Sequence[Metric],
+        sample: Sample,
+        sid: str,
+        first: Mapping[str, MetricResult],
+    ) -> dict[str, MetricResult]:
+        """Score `metrics` repeats − 1 more times on `sample`, every request sent again (the
+        shared statements too); each cell becomes the combination of its scorings."""
+        if not metrics:
+            return {}
+        judge_of = {m.name: self._uncached(self.plan.judge_of[m.name]) for m in metrics}
+        shared = self._uncached(self.plan.shared_judge)
+        needs = frozenset().union(*(m.statement_needs for m in metrics))
+        scorings: dict[str, list[MetricResult]] = {m.name: [first[m.name]] for m in metrics}
+        for _ in range(self.plan.repeats - 1):
+            ctx = ScoringContext(
+                judge=shared,
+                embeddings=self.plan.embeddings,
+                statements=SharedStatements(sample, shared, needs),
+                tags={"sample": sid},
+            )
+            for name, outcome in (await self._score(metrics, sample, ctx, judge_of)).items():
+                scorings[name].append(outcome)
+        return {name: _combine_repeats(results) for name, results in scorings.items()}
+
+    async def _cell(
+        self,
+        metric: Metric,
+        sample: Sample,
+        ctx: ScoringContext,
+        judge_of: Mapping[str, Judge | None],
+    ) -> MetricResult:
         mctx = dataclasses.replace(
             ctx,
-            judge=self.plan.judge_of[metric.name],
+            judge=judge_of[metric.name],
             embeddings=metric.embeddings or ctx.embeddings,
         ).for_metric(metric.name)
         try:
@@ -229,3 +287,16 @@ class Scheduler:
             # A metric that breaks on one sample must not lose the whole run; the cell says so.
             cause = f"{metric.name} raised {type(e).__name__}: {e}"
             return Cell(status="not_measured", cause=cause, cause_kind="metric_error")
+
+
+def _combine_repeats(scorings: Sequence[MetricResult]) -> Cell:
+    """One cell from the scorings of a cell scored several times: the mean of the measured
+    values with the first measured scoring's reason and evidence, and every score (``repeats``);
+    when none was measured, the first scoring (its cause and kind) with the count."""
+    measured = [r.value for r in scorings if r.measured and r.value is not None]
+    repeats = RepeatedScores(values=measured, not_measured=len(scorings) - len(measured))
+    if not measured:
+        return Cell(**{**dict(scorings[0]), "repeats": repeats})
+    base = next(r for r in scorings if r.measured)
+    mean = sum(measured) / len(measured)
+    return Cell(**{**dict(base), "value": mean, "repeats": repeats})

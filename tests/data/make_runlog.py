@@ -1,14 +1,16 @@
-"""Writes tests/data/runlog_format1/: a run directory in the first run-log format.
+"""Writes the run directories of earlier run-log formats that tests/test_runlog.py reads.
 
-The files were produced by the rageval of commit 8e64c28 (the last one before the run log had a
-``format_version``), against the project's own test server, with:
+tests/data/runlog_format1/ was produced by the rageval of commit 8e64c28 (the last one before
+the run log had a ``format_version``), tests/data/runlog_format2/ by that of commit c0cc867
+(format 2, before human labels and repeats), against the project's own test server, with:
 
-    mkdir /tmp/rageval-8e64c28 && git archive 8e64c28 src | tar -x -C /tmp/rageval-8e64c28
-    PYTHONPATH=/tmp/rageval-8e64c28/src python tests/data/make_runlog_format1.py OUT_DIR
+    mkdir /tmp/rageval-OLD && git archive COMMIT src | tar -x -C /tmp/rageval-OLD
+    PYTHONPATH=/tmp/rageval-OLD/src python tests/data/make_runlog.py OUT_DIR
 
-then OUT_DIR's manifest.json, results.jsonl and summary.json copied here. Five samples, three
+then OUT_DIR's manifest.json, results.jsonl and summary.json copied there. Five samples, three
 metrics: faithfulness (not measured on s002: the judge never answers it validly), answer_accuracy
 and token_f1 (skipped on s003, which has no reference); a priced model, so costs are known.
+The tests resume such a run with :func:`rows` and :func:`judge_reply`.
 """
 
 from __future__ import annotations

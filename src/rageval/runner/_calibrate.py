@@ -1,0 +1,233 @@
+"""calibrate() / acalibrate(): score rows that carry human labels, and measure the agreement.
+
+The rows go through the normal evaluation (validation before spend, the request cache, usage
+and cost, a run directory with its report), then each (label column, metric) pair is compared
+by :mod:`rageval.calibration`. Every label is read and checked before the first judge request.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rageval._sync import run_sync
+from rageval._version import __version__
+from rageval.calibration._agreement import measure_agreement
+from rageval.labels import LabelColumn, LabelKind, read_label_column
+from rageval.log import CALIBRATION_FILE, CalibrationReport, write_atomic
+from rageval.metrics.base import Metric
+from rageval.runner._evaluate import (
+    LabelsArg,
+    OnInvalid,
+    RunConfigError,
+    _write_report,
+    aevaluate,
+    label_pairs,
+)
+from rageval.runner._rundir import RunDir
+from rageval.samples import InvalidDataError, RowProblem, load_samples, sample_ids
+from rageval.stats import KappaWeights
+
+if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
+
+
+def _metrics_of(pairs: Sequence[tuple[str, str | Metric]]) -> list[str | Metric]:
+    """Each metric once (by name), in order; two different objects with one name are refused."""
+    chosen: dict[str, str | Metric] = {}
+    for _, metric in pairs:
+        name = metric if isinstance(metric, str) else metric.name
+        known = chosen.get(name)
+        if isinstance(known, Metric) and isinstance(metric, Metric) and metric is not known:
+            raise RunConfigError(f"two different {name!r} metric objects in labels=")
+        if known is None or isinstance(metric, Metric):  # an object wins over its name
+            chosen[name] = metric
+    return list(chosen.values())
+
+
+def _rereadable(data: Any) -> Any:
+    """Data that can be read twice (labels first, then the evaluation)."""
+    return list(data) if isinstance(data, Iterator) else data
+
+
+async def acalibrate(
+    data: Any,
+    labels: LabelsArg,
+    llm: Judge | str | None = None,
+    embeddings: Embeddings | str | None = None,
+    *,
+    label_kinds: Mapping[str, LabelKind] | None = None,
+    label_levels: Mapping[str, Sequence[float]] | None = None,
+    threshold: float = 0.5,
+    kappa_weights: KappaWeights = "quadratic",
+    min_kappa: float | None = None,
+    column_map: Mapping[str, str] | None = None,
+    on_invalid: OnInvalid = "raise",
+    run_dir: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    progress: bool | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> CalibrationReport:
+    """How well each metric agrees with the human labels in `data`; see docs/calibration.md.
+
+    `labels` pairs label columns (extra columns of the data, e.g. ``human_correct``) with the
+    metric each one validates: ``{"human_correct": "answer_accuracy"}``. A label's kind
+    (binary, ordinal, continuous) is inferred from its values unless `label_kinds` says;
+    `label_levels` gives an ordinal column's whole scale when some level was never used.
+    Binary labels compare the judge's verdict `score ≥ threshold`; ordinal labels use the
+    weighted κ with `kappa_weights`. `min_kappa` sets a gate: every agreement that has a κ
+    (binary and ordinal labels) must reach it; failures are listed in `gate_failures`.
+    Intervals are percentile bootstraps over the labelled rows
+    (`confidence`, `n_resamples`, `seed`). The other arguments are :func:`rageval.evaluate`'s;
+    with `run_dir` the run directory also gets ``calibration.json`` and a calibration section
+    in its report.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise RunConfigError(f"confidence must be in (0, 1), got {confidence}")
+    if kappa_weights not in ("linear", "quadratic"):
+        raise RunConfigError(f"kappa_weights is 'linear' or 'quadratic', got {kappa_weights!r}")
+    pairs = label_pairs(labels)
+    unknown = set(label_kinds or {}) | set(label_levels or {})
+    unknown -= {column for column, _ in pairs}
+    if unknown:
+        raise RunConfigError(f"label_kinds/label_levels name columns not in labels=: {unknown}")
+    data = _rereadable(data)
+    loaded = load_samples(data, column_map=column_map)
+    whole_input = [p for p in loaded.problems if p.row is None]
+    if whole_input:
+        raise InvalidDataError(whole_input, source=loaded.source)
+    ids = sample_ids(loaded.samples)
+    columns: dict[str, LabelColumn] = {}
+    problems: list[RowProblem] = []
+    for column in dict.fromkeys(c for c, _ in pairs):
+        try:
+            columns[column] = read_label_column(
+                loaded.samples,
+                ids,
+                column,
+                kind=(label_kinds or {}).get(column),
+                source=loaded.source,
+            )
+        except InvalidDataError as e:
+            problems.extend(e.problems)
+    for column, scale in (label_levels or {}).items():
+        found = columns.get(column)
+        if found is not None and found.kind == "continuous":
+            problems.append(RowProblem(None, column, "continuous labels have no levels"))
+        elif found is not None and set(found.levels) - set(scale):
+            outside = sorted(set(found.levels) - set(scale))
+            problems.append(
+                RowProblem(None, column, f"labels {outside} are not among the levels {scale}")
+            )
+    if problems:
+        raise InvalidDataError(problems, source=loaded.source)
+    if min_kappa is not None and all(columns[c].kind == "continuous" for c, _ in pairs):
+        raise RunConfigError(
+            "min_kappa gates Cohen's κ, which binary or ordinal labels have; these labels are "
+            "continuous (their agreement is a correlation)"
+        )
+
+    result = await aevaluate(
+        data,
+        _metrics_of(pairs),
+        llm,
+        embeddings,
+        column_map=column_map,
+        on_invalid=on_invalid,
+        run_dir=run_dir,
+        resume=resume,
+        progress=progress,
+    )
+    summary = result.summary()
+    agreements = [
+        measure_agreement(
+            columns[column],
+            name,
+            result[name],
+            levels=(label_levels or {}).get(column),
+            threshold=threshold,
+            kappa_weights=kappa_weights,
+            confidence=confidence,
+            n_resamples=n_resamples,
+            seed=seed,
+            usage=summary[name].usage,
+        )
+        for column, name in ((c, m if isinstance(m, str) else m.name) for c, m in pairs)
+    ]
+    report = CalibrationReport(
+        rageval_version=__version__,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        data_source=loaded.source,
+        n_rows=len(loaded.samples),
+        judge=result.judge,
+        embeddings=result.embeddings,
+        run_dir=str(run_dir) if run_dir is not None else None,
+        confidence=confidence,
+        interval_method=(
+            f"percentile bootstrap over the labelled rows, {n_resamples} resamples, seed {seed}"
+        ),
+        agreements=agreements,
+        usage=result.usage,
+    )
+    if min_kappa is not None:
+        report = report.model_copy(
+            update={"min_kappa": min_kappa, "gate_failures": report.below_kappa(min_kappa)}
+        )
+    if run_dir is not None:
+        write_atomic(Path(run_dir) / CALIBRATION_FILE, report)
+        _write_report(RunDir(run_dir))
+    return report
+
+
+def calibrate(
+    data: Any,
+    labels: LabelsArg,
+    llm: Judge | str | None = None,
+    embeddings: Embeddings | str | None = None,
+    *,
+    label_kinds: Mapping[str, LabelKind] | None = None,
+    label_levels: Mapping[str, Sequence[float]] | None = None,
+    threshold: float = 0.5,
+    kappa_weights: KappaWeights = "quadratic",
+    min_kappa: float | None = None,
+    column_map: Mapping[str, str] | None = None,
+    on_invalid: OnInvalid = "raise",
+    run_dir: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    progress: bool | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> CalibrationReport:
+    """Synchronous :func:`acalibrate`. Inside a running event loop (Jupyter) it runs on a
+    private loop in a worker thread."""
+    return run_sync(
+        acalibrate(
+            data,
+            labels,
+            llm,
+            embeddings,
+            label_kinds=label_kinds,
+            label_levels=label_levels,
+            threshold=threshold,
+            kappa_weights=kappa_weights,
+            min_kappa=min_kappa,
+            column_map=column_map,
+            on_invalid=on_invalid,
+            run_dir=run_dir,
+            resume=resume,
+            progress=progress,
+            confidence=confidence,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+    )
+
+
+__all__ = ["acalibrate", "calibrate"]
