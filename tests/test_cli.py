@@ -584,3 +584,19 @@ def test_retries_and_reasks_are_shown_in_the_summary(
     parts = dict(p.rsplit(" ", 1) for p in each.rstrip(")").split(", "))
     assert set(parts) <= {"faithfulness", "shared:statements"}
     assert sum(int(n) for n in parts.values()) == injected
+
+
+def test_resume_alone_keeps_the_runs_repeats(
+    server: FakeOpenAI, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    write_jsonl(tmp_path / "d.jsonl", rows(3))
+    run = tmp_path / "r"
+    assert run_cli(
+        "evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "m", "--base-url",
+        server.base_url, "--repeats", "2", "-o", run, "-q", "--no-cache",
+    ) == 0  # fmt: skip
+    log = run / "results.jsonl"
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:1]))
+    capsys.readouterr()
+    assert run_cli("evaluate", "--resume", run, "-q") == 0, capsys.readouterr().err
+    assert json.loads((run / "manifest.json").read_text())["repeats"] == 2
