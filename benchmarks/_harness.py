@@ -49,8 +49,16 @@ def child_env() -> dict[str, str]:
 class JudgeServer:
     """``judge_server.py`` in its own process; ``stats()``/``reset()`` talk to it over stdin."""
 
-    def __init__(self, latency_ms: float, *, forget_every: float = 0.0) -> None:
+    def __init__(
+        self,
+        latency_ms: float,
+        *,
+        forget_every: float = 0.0,
+        judge: str = "synthetic",
+        fault_rate: float = 0.0,
+    ) -> None:
         cmd = [sys.executable, str(HERE / "judge_server.py"), "--latency-ms", str(latency_ms)]
+        cmd += ["--judge", judge, "--fault-rate", str(fault_rate)]
         if forget_every:
             cmd += ["--forget-every", str(forget_every)]
         self.latency_ms = latency_ms
@@ -219,6 +227,12 @@ class Row:
         """requests × latency / 16: the wall time 16 always-busy request slots would need
         (embedding requests carry the latency too, so they count)."""
         return self.http_requests * self.latency_ms / 1000 / 16
+
+    @property
+    def measured_share(self) -> float:
+        """Cells with a value / all cells."""
+        cells = self.samples * max(1, len(self.scores))
+        return 1 - self.unmeasured / cells
 
     @property
     def unmeasured(self) -> int:

@@ -9,7 +9,7 @@ included) over the sending loop, divided by the number of requests.
 * ``floor``: the judge's request bodies sent by a bare ``AsyncOpenAI.post(...,
   cast_to=httpx.Response)`` and ``json.loads`` of the reply: the SDK transport the judge sits on;
 * ``judge ask, cache off``: ``Judge.ask`` of a faithfulness verdict request (a real sample's
-  contexts and statements, the ``FaithfulnessVerdicts`` schema, the id check), no request cache;
+  contexts and statements, the per-statement-key verdict schema), no request cache;
 * ``judge ask, cache on``: the same with the sqlite request cache in a fresh directory (every
   call is a miss, then a write);
 * ``embeddings batch``: ``OpenAIEmbeddings.aembed_texts`` of 32 new texts per request,
@@ -31,7 +31,6 @@ import cProfile
 import functools
 import importlib
 import json
-import operator
 import os
 import resource
 import subprocess
@@ -98,19 +97,22 @@ def judge_server() -> Iterator[str]:
 
 
 def _faithfulness_call(index: int) -> tuple[list[dict[str, str]], Any, Any]:
-    from rageval.metrics._prompting import check_ids
+    from rageval.metrics.authoring import verdict_request
 
     # the module, not the metric instance that `rageval.metrics.faithfulness` names
     faithfulness = importlib.import_module("rageval.metrics.faithfulness")
 
     sample = make_sample(index)
     statements = [s.strip() for s in sample["response"].split(". ") if s.strip()]
-    check = check_ids(len(statements), operator.attrgetter("verdicts"), "statement")
-    return (
-        faithfulness.prompt(sample["retrieved_contexts"], statements),
-        faithfulness.FaithfulnessVerdicts,
-        check,
+    messages, model, _ = verdict_request(
+        statements,
+        faithfulness.prompt(sample["retrieved_contexts"]),
+        prefix="s",
+        verdict="supported",
+        meaning=faithfulness.SUPPORTED,
     )
+    # the rules are in the schema now: no separate check
+    return messages, model, None
 
 
 async def _measure(

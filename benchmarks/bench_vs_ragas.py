@@ -6,6 +6,11 @@ reset before and read after each run. The two tools alternate which goes first.
 
     python benchmarks/bench_vs_ragas.py --samples 200 --latency-ms 0 --sets each all
     python benchmarks/bench_vs_ragas.py --samples 100 --latency-ms 300 --sets all
+    python benchmarks/bench_vs_ragas.py --judge random --fault-rate 0.3 --tools rageval
+
+``--judge random`` is a judge that answers at random within each request's JSON schema and
+ignores the prompt's prose; ``--fault-rate`` injects transport and content faults (see
+``judge_server.py``).
 
 Writes the raw rows as JSON (``--json``) and prints markdown tables.
 """
@@ -51,6 +56,8 @@ def run_one(tool: str, server: JudgeServer, data: Path, metrics: list[str], samp
     scores = result["scores"]
     if tool == "ragas":
         stats["ragas_stderr_lines"] = result["stderr_lines"]
+    else:  # NaN or infinity among the values, or anywhere in results.jsonl / summary.json
+        stats["non_finite"] = result["non_finite"]
     return Row(
         tool,
         "+".join(metrics) if len(metrics) < 8 else "all eight",
@@ -84,6 +91,7 @@ def table(pairs: list[tuple[str, dict[str, Row]]], latency_ms: float) -> str:
         "CPU ms/HTTP req",
         "peak RSS MB",
         "no value",
+        "measured %",
         "speed vs ragas",
     ]
     if latency_ms:
@@ -109,6 +117,7 @@ def table(pairs: list[tuple[str, dict[str, Row]]], latency_ms: float) -> str:
                 fmt(r.cpu_ms_per_http_request, 2),
                 fmt(r.maxrss_mb, 0),
                 str(r.unmeasured),
+                f"{100 * r.measured_share:.1f}",
                 f"{ratio:.2f}×" if tool == "rageval" and ratio else "",
             ]
             if latency_ms:
@@ -149,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--judge", choices=("synthetic", "random", "garbage"), default="synthetic")
+    parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument(
         "--from-json",
         type=Path,
@@ -176,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
 
     pairs: list[tuple[str, dict[str, Row]]] = []
     raw: list[dict[str, Any]] = []
-    with JudgeServer(args.latency_ms) as server:
+    with JudgeServer(args.latency_ms, judge=args.judge, fault_rate=args.fault_rate) as server:
         for metrics in sets:
             name = "+".join(metrics) if len(metrics) < 8 else "all eight"
             runs: dict[str, list[Row]] = {t: [] for t in args.tools}
@@ -189,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"{name:>24} {tool:>8}: {row.samples_per_s:8.1f} samples/s, "
                         f"wall {row.wall_s:7.2f} s, {row.requests} requests, "
-                        f"cpu {fmt(row.cpu_ms_per_request, 2)} ms/req, load {row.load:.1f}",
+                        f"cpu {fmt(row.cpu_ms_per_request, 2)} ms/req, load {row.load:.1f}, "
+                        f"measured {100 * row.measured_share:.1f}%, "
+                        f"non-finite {row.server.get('non_finite', '-')}",
                         file=sys.stderr,
                         flush=True,
                     )
@@ -197,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(raw, indent=1))
+    print(f"judge: {args.judge}, fault rate {args.fault_rate:g}\n")
     print(table(pairs, args.latency_ms))
     loads = [r["load"] for r in raw]
     print(

@@ -1,9 +1,17 @@
-"""The benchmark's judge: ``FakeOpenAI`` with the synthetic judge, in its own process, counting.
+"""The benchmark's judge: ``FakeOpenAI`` with a judge, in its own process, counting.
 
 Run by the benchmark scripts (never in the evaluating process, so the server's CPU is not
 billed to the tool under test)::
 
     python benchmarks/judge_server.py --latency-ms 300
+    python benchmarks/judge_server.py --judge random --fault-rate 0.3
+
+``--judge synthetic`` (default) answers rageval's and ragas' prompts plausibly
+(``rageval.testing.synthetic_judge``); ``--judge random`` answers at random within the JSON
+schema of each request and ignores the prose (``rageval.testing.RandomJudge``: a
+constrained-decoding server in front of a model that reads only the schema); ``--judge
+garbage`` never answers JSON. ``--fault-rate R`` replaces a fraction R of the chat requests with
+one of 429 (retry-after 0), 500, 503, a garbage 200, a truncated 200 and a dropped connection.
 
 prints the base URL on its first stdout line, then reads one command per stdin line and answers
 each with one JSON line:
@@ -28,10 +36,31 @@ import resource
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from rageval.testing import FakeOpenAI, RecordedRequest, Reply, hash_embedding, synthetic_judge
+from rageval.testing import (
+    FakeOpenAI,
+    Fault,
+    FaultPlan,
+    GarbageJudge,
+    RandomJudge,
+    RecordedRequest,
+    Reply,
+    hash_embedding,
+    synthetic_judge,
+)
+
+#: the faults a --fault-rate injects, equally likely
+FAULTS = (
+    Fault.rate_limit(0.0),
+    Fault.status(500),
+    Fault.status(503),
+    Fault.garbage(),
+    Fault.truncated(),
+    Fault.drop(),
+)
 
 
 def _cpu() -> float:
@@ -58,6 +87,9 @@ class Counters:
     #: CPU (user+sys) of this server process: shows whether the fake judge kept up
     server_cpu_s: float = 0.0
     handler_errors: int = 0
+    #: every chat request the server received, those answered by an injected fault included
+    all_chat_requests: int = 0
+    faults_injected: int = 0
     #: requests per prompt kind the synthetic judge recognised (``ragas:fix_output`` = retries)
     kinds: Counter[str] = field(default_factory=Counter)
     #: the same, for the requests that asked for n > 1 choices
@@ -65,10 +97,17 @@ class Counters:
 
 
 class CountingJudge:
-    """The synthetic judge, plus the counts a benchmark reports."""
+    """A judge (synthetic, random or garbage), plus the counts a benchmark reports."""
 
-    def __init__(self, embed_dim: int) -> None:
+    def __init__(self, embed_dim: int, judge: str = "synthetic", seed: int = 0) -> None:
         self.embed_dim = embed_dim
+        self.answer: Callable[[str, RecordedRequest], Reply] = synthetic_judge.answer
+        if judge == "random":
+            random_judge = RandomJudge(seed)
+            self.answer = lambda kind, req: random_judge(req)
+        elif judge == "garbage":
+            garbage = GarbageJudge()
+            self.answer = lambda kind, req: garbage(req)
         self.counters = Counters()
         self.cpu_at_reset = _cpu()
         self.lock = threading.Lock()
@@ -76,15 +115,15 @@ class CountingJudge:
     def handle(self, req: RecordedRequest) -> Reply:
         kind = synthetic_judge.classify(req)
         try:
-            reply = synthetic_judge.answer(kind, req)
+            reply = self.answer(kind, req)
         except Exception:
             with self.lock:
                 self.counters.handler_errors += 1
             raise
-        text = (
-            reply.value
-            if isinstance(reply.value, str)
-            else json.dumps(reply.value, ensure_ascii=False)
+        parts = reply.value if reply.kind == "choices" else (reply,)
+        text = "".join(
+            p.value if isinstance(p.value, str) else json.dumps(p.value, ensure_ascii=False)
+            for p in parts
         )
         structured = req.body.get("tools") or req.body.get("response_format")
         n = req.body.get("n")
@@ -95,7 +134,7 @@ class CountingJudge:
             c.prompt_tokens += _tokens(req.prompt_chars)
             if structured:
                 c.schema_tokens += _tokens(len(json.dumps(structured)))
-            c.completion_tokens += _tokens(len(text)) * choices
+            c.completion_tokens += _tokens(len(text)) * (1 if reply.kind == "choices" else choices)
             c.kinds[kind] += 1
             if choices > 1:
                 c.multi_choice_requests += 1
@@ -129,10 +168,17 @@ def main(argv: list[str] | None = None) -> int:
         help="forget recorded request bodies every SECONDS (long runs: bounds the server's "
         "memory, but embedding_requests and max_in_flight are then not counted)",
     )
+    parser.add_argument("--judge", choices=("synthetic", "random", "garbage"), default="synthetic")
+    parser.add_argument("--judge-seed", type=int, default=0)
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--fault-seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    judge = CountingJudge(args.embed_dim)
-    server = FakeOpenAI(judge.handle, latency=args.latency_ms / 1000, embedder=judge.embed)
+    judge = CountingJudge(args.embed_dim, args.judge, args.judge_seed)
+    faults = FaultPlan(args.fault_rate, FAULTS, args.fault_seed) if args.fault_rate else None
+    server = FakeOpenAI(
+        judge.handle, latency=args.latency_ms / 1000, embedder=judge.embed, faults=faults
+    )
     with server:
         if args.forget_every > 0:
             _forget_periodically(server, args.forget_every)
@@ -151,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             embedding_requests = len(server.embedding_requests)
             with judge.lock:
                 judge.counters.embedding_requests = embedding_requests
+                judge.counters.all_chat_requests = len(server.chat_requests)
+                judge.counters.faults_injected = len(faults.injected) if faults else 0
                 judge.counters.max_in_flight = server.max_in_flight
                 judge.counters.server_cpu_s = _cpu() - judge.cpu_at_reset
                 # asdict() would rebuild the Counter from (key, value) pairs: copy it by hand
@@ -164,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                     judge.counters = Counters()
                     judge.cpu_at_reset = _cpu()
             if command == "reset":
-                server.reset()
+                server.reset()  # (the fault plan's draws start over too)
             print(json.dumps(out), flush=True)
     return 0
 

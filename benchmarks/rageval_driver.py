@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import sys
@@ -119,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     if profiler is not None:
         profiler.dump_stats(str(args.profile))
 
+    non_finite_seen: list[int] = []
     scores = {
         name: {
             "mean": s.mean,
@@ -130,6 +132,19 @@ def main(argv: list[str] | None = None) -> int:
         for name, s in result.summary().items()
     }
     usage = result.usage
+    non_finite = sum(
+        1 for name in result.metrics for v in result[name] if v is not None and not math.isfinite(v)
+    )
+    if args.run_dir is not None:  # and anywhere in what the run wrote, evidence included
+
+        def seen(_: str) -> None:
+            non_finite_seen.append(1)
+
+        log = (args.run_dir / "results.jsonl").read_text(encoding="utf-8")
+        for line in log.splitlines():
+            json.loads(line, parse_constant=seen)
+        json.loads((args.run_dir / "summary.json").read_text(encoding="utf-8"), parse_constant=seen)
+        non_finite += len(non_finite_seen)
     print(
         json.dumps(
             {
@@ -142,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                 "monotonic_start": mono0,
                 "monotonic_end": mono0 + wall,
                 "scores": scores,
+                "non_finite": non_finite,
                 "usage": {
                     "requests": usage.requests,
                     "prompt_tokens": usage.prompt_tokens,

@@ -54,6 +54,14 @@ def route(*rules: tuple[Sequence[str], Answer]) -> Callable[[RecordedRequest], R
     return handler
 
 
+def keyed(prefix: str, field: str, *flags: bool, first: int = 1, **extra: object) -> Reply:
+    """A verdict reply with one key per item, ``{prefix}1`` …: ``{"reason", field}``."""
+    body: dict[str, object] = dict(extra)
+    for i, flag in enumerate(flags, start=first):
+        body[f"{prefix}{i}"] = {"reason": f"because {i}", field: flag}
+    return Reply.json(body)
+
+
 def chat_count(server: FakeOpenAI) -> int:
     return len(server.chat_requests)
 

@@ -52,7 +52,9 @@ def test_evaluate_the_example_without_a_judge(
     assert code == 0
     table = out.split("\n\n")[0]
     assert "token_f1" in table and "rouge_l" in table and "faithfulness" in table
-    assert "skipped: needs an LLM judge" in out and "faithfulness (8 rows)" in out
+    # the default selection: the nine judge metrics of the data's fields, 8 rows each
+    assert "no_judge: 72 cells" in out and "faithfulness (8)" in out
+    assert "e.g. needs an LLM judge" in out
     assert out.count("RAGEVAL_LLM") == 1  # the hint once, not once per metric
     assert "RAGEVAL_LLM" in out and "OPENAI_BASE_URL" in out
     assert (tmp_path / "run" / "results.jsonl").exists()
@@ -175,7 +177,8 @@ def test_skip_invalid_runs_the_rest(
     )
     out, _ = capsys.readouterr()
     assert code == 0
-    assert "skipped: field 'reference'" in out and "context_recall (1 row)" in out
+    assert "missing_field: 1 cell" in out and "context_recall (1)" in out
+    assert "e.g. field 'reference'" in out
 
 
 def test_a_refused_key_exits_3_at_the_probe_before_any_judge_request(
@@ -247,14 +250,15 @@ def test_metrics_lists_fields_needs_and_defaults(capsys: pytest.CaptureFixture[s
     assert "user_input, response, retrieved_contexts" in line and "yes" in line
     line = next(ln for ln in out.splitlines() if ln.startswith("answer_accuracy"))
     assert "max_retries=5" in line
-    # a long default (rubric_score's rubric) is summarised, not printed whole
-    line = next(ln for ln in out.splitlines() if ln.startswith("rubric_score"))
-    assert "rubrics={...5 entries}" in line and len(line) < 160
+    # a long default is cut to one short line (every line fits a wide terminal)
+    line = next(ln for ln in out.splitlines() if ln.startswith("answer_relevance "))
+    assert 'response_model="rageval.metrics.answer_relevance:Re..."' in line
     assert max(len(ln) for ln in out.splitlines()) < 160
 
-    assert run_cli("metrics", "rubric_score") == 0
+    assert run_cli("metrics", "answer_relevance") == 0
     out = capsys.readouterr().out
-    assert "score5_description" in out and "required fields: response" in out
+    assert 'response_model = "rageval.metrics.answer_relevance:RelevanceScore"' in out
+    assert "required fields: user_input, response" in out
     assert run_cli("metrics", "rubric") == 2
     assert "did you mean rubric_score" in capsys.readouterr().err
 
@@ -300,6 +304,40 @@ def test_resume_on_the_command_line(
     assert summary["metrics"]["faithfulness"]["n_measured"] == 3
     capsys.readouterr()
     assert run_cli(*args, "-o", tmp_path / "other", "--resume", tmp_path / "r") == 2
+
+
+def test_a_judge_that_always_answers_garbage_fits_on_a_screen(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # every judged cell fails the same way: the summary groups them by kind, with counts and
+    # a few examples, instead of a line per cause (on main: no kinds, one block per cause)
+    from rageval.testing import GarbageJudge
+
+    path = tmp_path / "data.jsonl"
+    write_jsonl(path, rows(40))
+    metrics = "faithfulness,answer_correctness,context_precision,context_recall,answer_accuracy"
+    with FakeOpenAI(GarbageJudge()) as server:
+        code = run_cli(
+            "evaluate", path, "-m", metrics, "-m", "context_relevance,response_groundedness",
+            "-m", "answer_relevancy", "--llm", "m", "--base-url", server.base_url,
+            "-o", tmp_path / "run", "--embeddings", "local",
+        )  # fmt: skip
+        requests = len(server.chat_requests)
+    out, _ = capsys.readouterr()
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) <= 40, out  # a screenful
+    assert "invalid_reply: 320 cells" in out
+    assert out.count("e.g.") <= 2
+    # each call stops at its first repeated problem: the ask and one re-ask, no more
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    for metric in summary["metrics"].values():
+        assert metric["n_not_measured"] == 40
+        assert [(g["kind"], g["count"]) for g in metric["failures"]] == [("invalid_reply", 40)]
+    # per sample: the shared extraction (faithfulness, answer_correctness), context_precision
+    # and context_recall: ask + 1 re-ask each; three rating metrics: 2 templates x 2; and
+    # answer_relevancy: one n=3 request, then one re-ask per generation
+    assert requests == 40 * (3 * 2 + 3 * 4 + (1 + 3))
 
 
 # ---------------------------------------------------------------------- rough edges

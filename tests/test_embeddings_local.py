@@ -461,6 +461,9 @@ def test_tokenizer_matches_the_reference_token_ids() -> None:
     tokenizer = WordPieceTokenizer.from_vocab_file(MODEL_DIR / "vocab.txt")
     for text, ids in zip(REFERENCE["texts"], REFERENCE["token_ids"], strict=True):
         assert tokenizer.encode(text) == ids, repr(text)
+        # count() is the length before the cut at 256 (what a metric reports as truncated)
+        count = tokenizer.count(text)
+        assert count == len(ids) if count <= 256 else len(ids) == 256, repr(text)
     assert max(len(ids) for ids in REFERENCE["token_ids"]) == 256
 
 

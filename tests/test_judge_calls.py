@@ -103,17 +103,34 @@ async def test_check_failure_is_reasked(fake_openai: FakeOpenAI) -> None:
 
 
 async def test_reasks_are_bounded(fake_openai: FakeOpenAI) -> None:
-    fake_openai.script(*[Reply.text("no json here")] * 3)
+    fake_openai.script(*[Reply.text("no json here")] * 2)
     judge = make_judge(fake_openai, max_reasks=1)
     with pytest.raises(JudgeCallFailed) as info:
         await judge.ask(ask_text("q"), Verdict)
     assert "1 re-ask" in info.value.cause and "no valid JSON object" in info.value.cause
     assert len(fake_openai.chat_requests) == 2
     assert judge.usage.total.reasks == 1
-    fake_openai.script(*[Reply.text("still no json")] * 4)
-    with pytest.raises(JudgeCallFailed, match="3 re-ask"):
+    # four different problems: every re-ask the call allows is used
+    fake_openai.script(
+        Reply.text("still no json"),
+        Reply.json({"verdict": "x", "reason": "r"}),
+        Reply.json({"verdict": 1}),
+        Reply.json({"reason": "r"}),
+    )
+    with pytest.raises(JudgeCallFailed, match="3 re-ask") as info:
         await judge.ask(ask_text("per call"), Verdict, max_reasks=3)
+    assert info.value.kind == "invalid_reply"
     assert len(fake_openai.chat_requests) == 6
+
+
+async def test_reasks_stop_when_the_same_problem_repeats(fake_openai: FakeOpenAI) -> None:
+    # (on main this sent all 1 + 5 requests: a judge that answers garbage was asked 5 more times)
+    fake_openai.script(*[Reply.text("no json here")] * 6)
+    with pytest.raises(JudgeCallFailed) as info:
+        await make_judge(fake_openai).ask(ask_text("q"), Verdict, max_reasks=5)
+    assert info.value.kind == "invalid_reply"
+    assert "the same problem twice" in info.value.cause
+    assert len(fake_openai.chat_requests) == 2
 
 
 async def test_truncated_reply_gets_a_larger_budget(fake_openai: FakeOpenAI) -> None:
@@ -130,6 +147,7 @@ async def test_still_truncated_fails_with_the_token_limit_as_cause(
     with pytest.raises(JudgeCallFailed) as info:
         await make_judge(fake_openai, max_tokens=100).ask(ask_text("q"), Verdict)
     assert "token limit" in info.value.cause and "max_tokens=200" in info.value.cause
+    assert info.value.kind == "truncated"
     assert len(fake_openai.chat_requests) == 2
 
 
@@ -283,3 +301,60 @@ def test_base_url_is_normalised(fake_openai: FakeOpenAI) -> None:
     assert judge.base_url == "http://localhost:8000/v1"
     with pytest.raises(ValueError, match="http"):
         Judge("m", base_url="localhost:8000/v1", api_key="x")
+
+
+# ------------------------------------------------------------------ hopeless requests
+
+
+async def test_a_prompt_over_max_prompt_tokens_is_not_sent(fake_openai: FakeOpenAI) -> None:
+    judge = make_judge(fake_openai, max_prompt_tokens=1_000)
+    with pytest.raises(JudgeCallFailed) as info:
+        await judge.ask(ask_text("x" * 8_000), Verdict)
+    assert info.value.kind == "input_too_long" and "not sent" in info.value.cause
+    assert fake_openai.chat_requests == []
+    assert judge.usage.total.requests == 0
+    await judge.ask(ask_text("short"), Verdict)  # the judge still works
+
+
+async def test_a_prompt_over_a_known_context_window_is_not_sent(fake_openai: FakeOpenAI) -> None:
+    # gpt-4o-mini: 128,000 tokens; a 1 MB prompt is ~250,000
+    judge = make_judge(fake_openai, model="gpt-4o-mini-2024-07-18")
+    with pytest.raises(JudgeCallFailed) as info:
+        await judge.ask(ask_text("The harbour is large. " * 48_000), Verdict)
+    assert info.value.kind == "input_too_long" and "128,000-token" in info.value.cause
+    assert fake_openai.chat_requests == []
+    # a prompt that fits, but not with the whole reply budget: the budget shrinks to fit
+    await judge.ask(ask_text("y" * 4 * 127_000), Verdict, max_tokens=4_000)
+    (request,) = fake_openai.chat_requests
+    assert 256 <= request.body["max_tokens"] < 1_024
+
+
+async def test_a_server_context_length_error_is_input_too_long(fake_openai: FakeOpenAI) -> None:
+    fake_openai.context_window = 500
+    with pytest.raises(JudgeCallFailed) as info:
+        await make_judge(fake_openai, model="some-local-model").ask(ask_text("z" * 4_000), Verdict)
+    assert info.value.kind == "input_too_long" and "prompt too long" in info.value.cause
+    assert len(fake_openai.chat_requests) == 1  # not retried, not fatal
+
+
+async def test_transport_failures_after_the_retries_are_kind_transport(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.script(*[Fault.status(503)] * 3)
+    with pytest.raises(JudgeCallFailed) as info:
+        await make_judge(fake_openai, max_retries=2).ask(ask_text("q"), Verdict)
+    assert info.value.kind == "transport"
+
+
+async def test_refusal_and_content_filter_are_kind_refusal(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.json({"verdict": 1, "reason": "r"}, finish_reason="content_filter"))
+    with pytest.raises(JudgeCallFailed) as info:
+        await make_judge(fake_openai).ask(ask_text("q"), Verdict)
+    assert info.value.kind == "refusal"
+
+
+async def test_the_call_budget_is_never_below_the_judges_own(fake_openai: FakeOpenAI) -> None:
+    judge = make_judge(fake_openai, max_tokens=2_000)
+    await judge.ask(ask_text("a"), Verdict, max_tokens=500)
+    await judge.ask(ask_text("b"), Verdict, max_tokens=5_000)
+    assert [r.body["max_tokens"] for r in fake_openai.chat_requests] == [2_000, 5_000]

@@ -8,6 +8,7 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 from rageval.judge._modes import (
+    _untitled,
     build_request,
     error_text,
     parse_json_object,
@@ -50,7 +51,13 @@ def test_schemas_strict_mode_cannot_express_are_sent_loose() -> None:
     shape = shape_of(Loose)
     _, extra = build_request("json_schema", [{"role": "user", "content": "x"}], shape)
     fmt = extra["response_format"].value["json_schema"]
-    assert fmt["strict"] is False and fmt["schema"] == Loose.model_json_schema()
+    assert fmt["strict"] is False and fmt["schema"] == _untitled(Loose.model_json_schema())
+
+
+def test_schemas_are_sent_without_pydantic_titles() -> None:
+    schema = shape_of(Item).schema
+    assert "title" not in schema and all("title" not in p for p in schema["properties"].values())
+    assert set(schema["properties"]) == set(Item.model_fields)
 
 
 def test_json_mode_adds_a_system_message_when_there_is_none() -> None:

@@ -54,7 +54,7 @@ async def test_mean_of_both_templates_and_roles_swapped(fake_openai: FakeOpenAI)
 
 
 async def test_float_rating_4_0_is_accepted_as_4(fake_openai: FakeOpenAI) -> None:
-    fake_openai.handler = route((T1, rating(4.0)), (T2, rating("4.0")))
+    fake_openai.handler = route((T1, rating(4.0)), (T2, rating(4)))
     result = await AnswerAccuracy(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     assert result.value == 1.0
     assert result.evidence["ratings"] == {"template_1": 4, "template_2": 4}
@@ -72,7 +72,16 @@ async def test_off_scale_rating_is_re_asked(fake_openai: FakeOpenAI) -> None:
     assert len(prompts_with(fake_openai, *T1)) == 2
     reask = next(r for r in fake_openai.chat_requests if attempt(r) == 2)
     # the judge is told what was wrong
-    assert "must be exactly one of 0, 2, 4" in str(reask.messages[-1]["content"])
+    assert "Input should be 0, 2 or 4 (got 3)" in str(reask.messages[-1]["content"])
+
+
+async def test_the_schema_is_an_enum_of_the_scale(fake_openai: FakeOpenAI) -> None:
+    # (on main: {"rating": {"type": "number"}}, so a schema-obeying judge could send 0.805)
+    fake_openai.handler = route((T1, rating(4)), (T2, rating(4)))
+    await AnswerAccuracy(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
+    for request in fake_openai.chat_requests:
+        assert request.schema is not None
+        assert request.schema["properties"]["rating"]["enum"] == [0, 2, 4]
 
 
 async def test_one_template_never_valid_uses_the_other_alone(fake_openai: FakeOpenAI) -> None:
@@ -96,13 +105,17 @@ async def test_all_ratings_invalid_is_not_measured(fake_openai: FakeOpenAI) -> N
     assert result.status == "not_measured"
     assert result.value is None
     assert "no template gave a valid rating" in (result.cause or "")
-    # max_retries re-asks per template: 1 + 2 requests each
-    assert len(prompts_with(fake_openai, *T1)) == 3
-    assert len(prompts_with(fake_openai, *T2)) == 3
+    assert result.cause_kind == "invalid_reply"
+    # the same wrong rating twice ends the re-asks: 1 + 1 requests each, not 1 + max_retries
+    assert len(prompts_with(fake_openai, *T1)) == 2
+    assert len(prompts_with(fake_openai, *T2)) == 2
 
 
 async def test_default_max_retries_is_five(fake_openai: FakeOpenAI) -> None:
-    fake_openai.handler = route((T1, rating(1)), (T2, rating(4)))
+    def wrong_five_times(req: RecordedRequest) -> Reply:
+        return rating([1, 3, 5, 6, 7, 4][attempt(req) - 1])
+
+    fake_openai.handler = route((T1, wrong_five_times), (T2, rating(4)))
     result = await AnswerAccuracy(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     assert result.value == 1.0
     assert len(prompts_with(fake_openai, *T1)) == 6  # 1 ask + 5 re-asks
@@ -112,6 +125,21 @@ async def test_default_max_retries_is_five(fake_openai: FakeOpenAI) -> None:
 def test_negative_max_retries_is_rejected() -> None:
     with pytest.raises(ValueError, match="max_retries"):
         AnswerAccuracy(max_retries=-1)
+
+
+@pytest.mark.parametrize(
+    ("update", "status", "value"),
+    [({"reference": " "}, "not_measured", None), ({"response": ""}, "ok", 0.0)],
+)
+async def test_blank_reference_or_response_without_a_request(
+    fake_openai: FakeOpenAI, update: dict[str, str], status: str, value: float | None
+) -> None:
+    # the rules every metric follows (on main both were sent to the judge)
+    result = await AnswerAccuracy(llm=judge_for(fake_openai)).single_turn_ascore(
+        SAMPLE.model_copy(update=update)
+    )
+    assert (result.status, result.value) == (status, value)
+    assert chat_count(fake_openai) == 0
 
 
 async def test_accepts_a_plain_dict_sample(fake_openai: FakeOpenAI) -> None:

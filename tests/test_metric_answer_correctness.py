@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 
-from metric_helpers import attempt, chat_count, embeddings_for, judge_for, prompts_with, route
+from metric_helpers import (
+    attempt,
+    chat_count,
+    embeddings_for,
+    judge_for,
+    keyed,
+    prompts_with,
+    route,
+)
 from rageval.metrics import AnswerCorrectness, create_metric
 from rageval.metrics.answer_correctness import answer_correctness_score, fbeta
 from rageval.samples import Sample
@@ -34,24 +42,26 @@ REFERENCE_STATEMENTS = [
 ]
 # cos(response, reference) = 1·0.6 + 0·0.8 = 0.6
 VECTORS = {SAMPLE.response: [1.0, 0.0, 0.0], SAMPLE.reference: [0.6, 0.8, 0.0]}
-PAIR = ("answer", "reference")  # the shared extraction of both texts in one request
-VERDICTS = ("answer_statements", "reference_statements")
+EXTRACT = ("text",)  # the shared extraction of the response's statements
+VERDICTS = ("reference", "answer_statements")  # the one classification request
 
 
 def embedder(text: str) -> Sequence[float]:
     return VECTORS.get(text, [0.0, 1.0, 0.0])
 
 
-def statements(answer: list[str], reference: list[str]) -> Reply:
-    return Reply.json({"answer": answer, "reference": reference})
+def statements(answer: list[str]) -> Reply:
+    return Reply.json({"statements": answer})
 
 
-def verdicts(supported: list[bool], covered: list[bool], drop_reference: int = 0) -> Reply:
-    answer = [{"id": i, "reason": "r", "supported": s} for i, s in enumerate(supported, start=1)]
-    reference: list[dict[str, Any]] = [
-        {"id": i, "reason": "r", "covered": c} for i, c in enumerate(covered, start=1)
+def verdicts(
+    supported: list[bool], covered: list[bool], reference: list[str] = REFERENCE_STATEMENTS
+) -> Reply:
+    claims: list[dict[str, Any]] = [
+        {"statement": t, "reason": "r", "covered": c}
+        for t, c in zip(reference, covered, strict=True)
     ]
-    return Reply.json({"answer": answer, "reference": reference[drop_reference:]})
+    return keyed("s", "supported", *supported, reference_statements=claims)
 
 
 # R1 ✓, R2 ✓, R3 ✗ → TP=2, FP=1;  G1 covered, G2 and G3 not → FN=2
@@ -61,9 +71,7 @@ TP2_FP1_FN2 = verdicts([True, True, False], [True, False, False])
 @pytest.fixture
 def server(fake_openai: FakeOpenAI) -> FakeOpenAI:
     fake_openai.embedder = embedder
-    fake_openai.handler = route(
-        (PAIR, statements(ANSWER_STATEMENTS, REFERENCE_STATEMENTS)), (VERDICTS, TP2_FP1_FN2)
-    )
+    fake_openai.handler = route((VERDICTS, TP2_FP1_FN2), (EXTRACT, statements(ANSWER_STATEMENTS)))
     return fake_openai
 
 
@@ -104,15 +112,21 @@ async def test_default_weights_end_to_end(server: FakeOpenAI) -> None:
     ev = result.evidence
     assert ev["factuality"] == pytest.approx(4 / 7)
     assert ev["similarity"] == pytest.approx(0.6, rel=1e-6)
-    assert (ev["tp_ids"], ev["fp_ids"], ev["fn_ids"]) == ([1, 2], [3], [2, 3])
+    assert (ev["tp_ids"], ev["fp_ids"], ev["fn_ids"]) == (["s1", "s2"], ["s3"], ["f2", "f3"])
     assert [s["supported"] for s in ev["response_statements"]] == [True, True, False]
     assert [s["text"] for s in ev["reference_statements"]] == REFERENCE_STATEMENTS
-    # one shared extraction for both texts + one classification request; one embedding call
+    # the response's statements (shared extraction) + one classification request that also
+    # gets the reference's statements; one embedding call
     assert chat_count(server) == 2
-    assert len(prompts_with(server, *PAIR)) == 1
+    (extraction,) = prompts_with(server, *EXTRACT)
+    assert SAMPLE.reference not in extraction  # the extraction sees the response alone
     (classify,) = prompts_with(server, *VERDICTS)
-    assert "[3] The discovery was made in Paris." in classify
-    assert "[2] The discovery was made at St Mary's Hospital in London." in classify
+    assert "[s3] The discovery was made in Paris." in classify
+    assert SAMPLE.reference in classify
+    schema = server.chat_requests[-1].schema
+    assert schema is not None
+    assert schema["required"] == ["reference_statements", "s1", "s2", "s3"]
+    assert schema["additionalProperties"] is False
     assert len(server.embedding_requests) == 1
 
 
@@ -138,27 +152,33 @@ async def test_empty_response_scores_zero_without_any_request(server: FakeOpenAI
 
 
 async def test_response_without_statements_has_factuality_zero(server: FakeOpenAI) -> None:
-    server.handler = route((PAIR, statements([], REFERENCE_STATEMENTS)))
+    server.handler = route(
+        (VERDICTS, verdicts([], [False, False, False])), (EXTRACT, statements([]))
+    )
     sample = SAMPLE.model_copy(update={"response": "Good question!"})
     result = await metric(server).single_turn_ascore(sample)
     # TP=0, FP=0, FN=3 → F1 = 0; similarity cos((0,1,0), (0.6,0.8,0)) = 0.8; 0.25·0.8 = 0.2
     assert result.value == pytest.approx(0.2, rel=1e-6)
     assert result.evidence["factuality"] == 0.0
-    assert result.evidence["fn_ids"] == [1, 2, 3]
-    assert chat_count(server) == 1  # nothing to classify: no verdict request
+    assert result.evidence["fn_ids"] == ["f1", "f2", "f3"]
+    assert chat_count(server) == 2  # the reference's statements are still asked for
+    schema = server.chat_requests[-1].schema
+    assert schema is not None and schema["required"] == ["reference_statements"]
 
 
 async def test_reference_without_statements_has_factuality_zero(server: FakeOpenAI) -> None:
-    server.handler = route((PAIR, statements(ANSWER_STATEMENTS, [])))
+    server.handler = route(
+        (VERDICTS, verdicts([False, False, False], [], [])),
+        (EXTRACT, statements(ANSWER_STATEMENTS)),
+    )
     result = await metric(server, weights=[1, 0]).single_turn_ascore(SAMPLE)
     # TP=0, FP=3, FN=0 → F1 = 0
     assert result.value == 0.0
-    assert result.evidence["fp_ids"] == [1, 2, 3]
-    assert chat_count(server) == 1
+    assert result.evidence["fp_ids"] == ["s1", "s2", "s3"]
 
 
 async def test_no_claims_on_either_side_is_factuality_one(server: FakeOpenAI) -> None:
-    server.handler = route((PAIR, statements([], [])))
+    server.handler = route((VERDICTS, verdicts([], [], [])), (EXTRACT, statements([])))
     result = await metric(server).single_turn_ascore(SAMPLE)
     # TP=FP=FN=0 → factuality 1 (documented); 0.75·1 + 0.25·0.6 = 0.9
     assert result.value == pytest.approx(0.9, rel=1e-6)
@@ -180,27 +200,23 @@ async def test_zero_factuality_weight_makes_no_judge_call(server: FakeOpenAI) ->
 
 async def test_blank_reference_is_not_measured(server: FakeOpenAI) -> None:
     result = await metric(server).single_turn_ascore(SAMPLE.model_copy(update={"reference": ""}))
-    assert result.status == "not_measured"
+    assert result.status == "not_measured" and result.cause_kind == "undefined"
     assert chat_count(server) == 0
 
 
-async def test_missing_reference_id_is_re_asked(server: FakeOpenAI) -> None:
+async def test_missing_statement_key_is_re_asked(server: FakeOpenAI) -> None:
     def classify(req: RecordedRequest) -> Reply:
-        # first reply drops reference id 1; the re-ask gets a complete one
-        return (
-            verdicts([True, True, False], [True, False, False], drop_reference=1)
-            if attempt(req) == 1
-            else TP2_FP1_FN2
-        )
+        # the first reply leaves out s3 (a judge ignoring the schema); the re-ask is complete
+        if attempt(req) == 1:
+            return verdicts([True, True], [True, False, False])
+        return TP2_FP1_FN2
 
-    server.handler = route(
-        (PAIR, statements(ANSWER_STATEMENTS, REFERENCE_STATEMENTS)), (VERDICTS, classify)
-    )
+    server.handler = route((VERDICTS, classify), (EXTRACT, statements(ANSWER_STATEMENTS)))
     result = await metric(server).single_turn_ascore(SAMPLE)
     assert result.value == pytest.approx(0.75 * 4 / 7 + 0.15, rel=1e-6)
     reasks = [r for r in server.chat_requests if attempt(r) == 2]
     assert len(reasks) == 1
-    assert "reference statement" in str(reasks[0].messages[-1]["content"])
+    assert "s3" in str(reasks[0].messages[-1]["content"])
 
 
 @pytest.mark.parametrize(

@@ -69,12 +69,17 @@ async def test_metric_mean_of_three_dimensions(fake_openai: FakeOpenAI) -> None:
     # the judge is never asked for the overall score: we compute it
     assert request.schema is not None
     assert "overall_score" not in request.schema["properties"]
-    assert set(request.schema["properties"]) == {
+    # the reasoning first, then each dimension as an enum of tenths, nothing else allowed
+    assert list(request.schema["properties"]) == [
+        "reasoning",
         "topical_match",
         "completeness",
         "conciseness",
-        "reasoning",
-    }
+    ]
+    assert request.schema["additionalProperties"] is False
+    tenths = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    for name in ("topical_match", "completeness", "conciseness"):
+        assert request.schema["properties"][name]["enum"] == tenths
 
 
 async def test_rating_outside_0_1_is_re_asked(fake_openai: FakeOpenAI) -> None:
@@ -86,7 +91,9 @@ async def test_rating_outside_0_1_is_re_asked(fake_openai: FakeOpenAI) -> None:
         user_input=QUESTION, response=ANSWER
     )
     assert chat_count(fake_openai) == 2
-    assert "topical_match=9.0" in str(fake_openai.chat_requests[1].messages[-1]["content"])
+    assert "topical_match: Value error, must be a number from 0 to 1 (got 9)" in str(
+        fake_openai.chat_requests[1].messages[-1]["content"]
+    )
     assert result.value == pytest.approx(0.7)  # (0.6 + 0.6 + 0.9) / 3
 
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from metric_helpers import attempt, chat_count, embeddings_for, judge_for, route, user_text
+from metric_helpers import attempt, embeddings_for, judge_for, route, user_text
 from rageval.metrics import AnswerRelevancy, ResponseRelevancy, create_metric
 from rageval.metrics.answer_relevancy import answer_relevancy_score
 from rageval.samples import SingleTurnSample
-from rageval.testing import FakeOpenAI, RecordedRequest, Reply
+from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
 
 QUESTION = "When was the first Super Bowl?"
 RESPONSE = "The first superbowl was held on Jan 15, 1967"
@@ -28,8 +28,13 @@ VECTORS = {
 }
 
 
-def questions(*qs: str, noncommittal: bool = False) -> Reply:
-    return Reply.json({"questions": list(qs), "noncommittal": noncommittal})
+def q(text: str, noncommittal: bool = False) -> Reply:
+    return Reply.json({"question": text, "noncommittal": noncommittal})
+
+
+def generations(*replies: Reply) -> Reply:
+    """The n different choices of one request (the test server sends them as given)."""
+    return Reply.choices(*replies)
 
 
 @pytest.fixture
@@ -43,86 +48,142 @@ def scorer(server: FakeOpenAI, **kw: Any) -> AnswerRelevancy:
 
 
 def test_pure_score() -> None:
-    assert answer_relevancy_score([1.0, 0.0, 0.6], noncommittal=False) == pytest.approx(1.6 / 3)
-    assert answer_relevancy_score([1.0, 0.9], noncommittal=True) == 0.0
+    assert answer_relevancy_score([1.0, 0.0, 0.6], [False] * 3) == pytest.approx(1.6 / 3)
+    # noncommittal only when every generation says so
+    assert answer_relevancy_score([1.0, 0.9], [True, True]) == 0.0
+    assert answer_relevancy_score([1.0, 0.8], [True, False]) == pytest.approx(0.9)
     with pytest.raises(ValueError):
-        answer_relevancy_score([], noncommittal=False)
+        answer_relevancy_score([], [])
 
 
 async def test_seed_api_mean_cosine_by_hand(server: FakeOpenAI) -> None:
-    server.handler = route((("answer",), questions(Q1, Q2, Q3)))
+    server.handler = route((("answer",), generations(q(Q1), q(Q2), q(Q3))))
     result = await scorer(server).ascore(user_input=QUESTION, response=RESPONSE)
     # cos to (1,0): Q1 (1,0) → 1; Q2 (0,1) → 0; Q3 (3,4) → 3/5 = 0.6; mean = 1.6/3 = 0.5333
     assert result.value == pytest.approx(1.6 / 3)
     assert result.evidence["noncommittal"] is False
     assert result.evidence["questions"] == [
-        {"question": Q1, "cosine": pytest.approx(1.0)},
-        {"question": Q2, "cosine": pytest.approx(0.0)},
-        {"question": Q3, "cosine": pytest.approx(0.6)},
+        {"question": Q1, "noncommittal": False, "cosine": pytest.approx(1.0)},
+        {"question": Q2, "noncommittal": False, "cosine": pytest.approx(0.0)},
+        {"question": Q3, "noncommittal": False, "cosine": pytest.approx(0.6)},
     ]
-    # one judge request; the question and the three generated ones in ONE embedding call
-    assert chat_count(server) == 1
+    # ONE judge request for three independent generations (n=3, temperature 0.3); the
+    # question and the three generated ones in ONE embedding call
+    (request,) = server.chat_requests
+    assert (request.body["n"], request.body["temperature"]) == (3, 0.3)
     (embedding,) = server.embedding_requests
     assert sorted(embedding.body["input"]) == sorted([QUESTION, Q1, Q2, Q3])
-    # the judge writes questions from the response alone: it never sees the real question
-    prompt = user_text(server.chat_requests[0])
+    # each generation reverse-engineers ONE question from the response alone; the judge never
+    # sees the real question. (On main: "3 different questions" in one reply, temperature 0.)
+    prompt = user_text(request)
     assert RESPONSE in prompt and QUESTION not in prompt
-    assert "exactly 3 different questions" in prompt
+    assert "different questions" not in prompt
+    assert request.schema is not None
+    assert list(request.schema["properties"]) == ["question", "noncommittal"]
 
 
 async def test_cosine_is_not_clipped(server: FakeOpenAI) -> None:
-    server.handler = route((("answer",), questions(Q1, Q2, Q3_AWAY)))
+    server.handler = route((("answer",), generations(q(Q1), q(Q2), q(Q3_AWAY))))
     result = await scorer(server).ascore(user_input=QUESTION, response=RESPONSE)
     # Q3_AWAY (-3,4) → −3/5 = −0.6, kept negative: (1 + 0 − 0.6) / 3 = 0.1333
     assert result.value == pytest.approx(0.4 / 3)
 
 
-async def test_noncommittal_scores_0_without_embeddings_or_reask(server: FakeOpenAI) -> None:
-    server.handler = route((("answer",), questions(Q1, noncommittal=True)))
+async def test_a_negative_mean_is_not_clipped_at_0(server: FakeOpenAI) -> None:
+    # (the mean above is positive, so it could not catch a clip at 0)
+    server.handler = route((("answer",), generations(q(Q3_AWAY), q(Q2), q(Q3_AWAY))))
+    result = await scorer(server).ascore(user_input=QUESTION, response=RESPONSE)
+    # (−0.6 + 0 − 0.6) / 3 = −0.4
+    assert result.status == "ok"
+    assert result.value == pytest.approx(-0.4)
+
+
+async def test_noncommittal_only_when_every_generation_says_so(server: FakeOpenAI) -> None:
+    server.handler = route((("answer",), generations(q(Q1, True), q(Q1, True), q(Q1, True))))
     result = await scorer(server).ascore(user_input=QUESTION, response="I'm not sure, sorry.")
     assert result.value == 0.0
     assert result.evidence["noncommittal"] is True
-    # one question instead of three does not matter for a noncommittal reply: no re-ask
-    assert chat_count(server) == 1
+    assert result.evidence["noncommittal_votes"] == 3
     assert server.embedding_requests == []
 
 
-async def test_two_questions_when_three_asked_is_re_asked(server: FakeOpenAI) -> None:
-    def two_then_three(req: RecordedRequest) -> Reply:
-        return questions(Q1, Q2) if attempt(req) == 1 else questions(Q1, Q2, Q3)
-
-    server.handler = route((("answer",), two_then_three))
+async def test_one_noncommittal_flag_does_not_zero_the_score(server: FakeOpenAI) -> None:
+    # (on main one flag zeroed the score; ragas and the published method need all N to agree)
+    server.handler = route((("answer",), generations(q(Q1), q(Q2, True), q(Q3))))
     result = await scorer(server).ascore(user_input=QUESTION, response=RESPONSE)
-    assert chat_count(server) == 2
-    reask = server.chat_requests[1]
-    assert "give exactly 3 non-empty questions; got 2" in str(reask.messages[-1]["content"])
-    assert result.value == pytest.approx(1.6 / 3)  # from the complete second reply
-
-
-async def test_blank_question_is_re_asked(server: FakeOpenAI) -> None:
-    def blank_then_ok(req: RecordedRequest) -> Reply:
-        return questions(Q1, " ", Q3) if attempt(req) == 1 else questions(Q1, Q2, Q3)
-
-    server.handler = route((("answer",), blank_then_ok))
-    result = await scorer(server).ascore(user_input=QUESTION, response=RESPONSE)
-    assert chat_count(server) == 2
     assert result.value == pytest.approx(1.6 / 3)
+    assert result.evidence["noncommittal"] is False
+    assert result.evidence["noncommittal_votes"] == 1
 
 
-async def test_never_enough_questions_is_not_measured(server: FakeOpenAI) -> None:
-    server.handler = route((("answer",), questions(Q1)))
+async def test_a_blank_generated_question_counts_as_cosine_0(server: FakeOpenAI) -> None:
+    server.handler = route((("answer",), generations(q(Q1), q("  "), q(Q3))))
     result = await scorer(server).ascore(user_input=QUESTION, response=RESPONSE)
-    assert result.status == "not_measured"
+    assert result.value == pytest.approx(1.6 / 3)  # (1 + 0 + 0.6) / 3
+    (embedding,) = server.embedding_requests
+    assert "  " not in embedding.body["input"]
+
+
+async def test_an_invalid_generation_is_re_asked_on_its_own(server: FakeOpenAI) -> None:
+    def reply(req: RecordedRequest) -> Reply:
+        if req.body.get("n") == 3:
+            return generations(q(Q1), Reply.json({"question": Q2}), q(Q3))
+        return q(Q2)  # the re-ask of the second generation, alone
+
+    server.handler = route((("answer",), reply))
+    result = await scorer(server).ascore(user_input=QUESTION, response=RESPONSE)
+    assert result.value == pytest.approx(1.6 / 3)
+    first, reask = server.chat_requests
+    assert first.body["n"] == 3 and "n" not in reask.body and attempt(reask) == 2
+
+
+async def test_an_endpoint_that_ignores_n_gets_one_request_per_generation() -> None:
+    questions = iter([Q1, Q2, Q3, Q1, Q2, Q3])
+
+    def one_each(req: RecordedRequest) -> Reply:
+        return q(next(questions))
+
+    with FakeOpenAI(one_each, ignore_n=True) as server:  # one choice, whatever n asks for
+        server.embedder = lambda text: VECTORS.get(text, (1.0, 0.0))
+        result = await scorer(server).ascore(user_input=QUESTION, response=RESPONSE)
+        # the two generations the n=3 request did not return are asked for one by one
+        assert result.value == pytest.approx(1.6 / 3)
+        assert [r.body.get("n") for r in server.chat_requests] == [3, None, None]
+        # remembered: the next sample sends three plain requests
+        await scorer(server).ascore(user_input=QUESTION, response="Another answer.")
+        assert [r.body.get("n") for r in server.chat_requests[3:]] == [None, None, None]
+
+
+async def test_an_endpoint_that_rejects_n_gets_one_request_per_generation(
+    server: FakeOpenAI,
+) -> None:
+    def no_n(req: RecordedRequest) -> Reply | Fault:
+        if req.body.get("n", 1) > 1:
+            return Fault.status(400, "n must be 1 for this model")
+        return q(Q1)
+
+    server.handler = no_n
+    result = await scorer(server).ascore(user_input=QUESTION, response=RESPONSE)
+    assert result.value == pytest.approx(1.0)
+    assert [r.body.get("n") for r in server.chat_requests] == [3, None, None, None]
+    await scorer(server).ascore(user_input=QUESTION, response="Another answer.")
+    assert [r.body.get("n") for r in server.chat_requests[4:]] == [None, None, None]
+
+
+async def test_never_valid_is_not_measured(server: FakeOpenAI) -> None:
+    server.handler = route((("answer",), Reply.json({"question": Q1})))
+    result = await scorer(server).ascore(user_input=QUESTION, response=RESPONSE)
+    assert result.status == "not_measured" and result.cause_kind == "invalid_reply"
     assert str(result.cause).startswith("judge call failed")
-    assert chat_count(server) == 3  # the first ask and the judge's 2 re-asks
     assert server.embedding_requests == []
 
 
-async def test_strictness_sets_the_number_of_questions(server: FakeOpenAI) -> None:
-    server.handler = route((("answer",), questions(Q3)))
+async def test_strictness_sets_the_number_of_generations(server: FakeOpenAI) -> None:
+    server.handler = route((("answer",), q(Q3)))
     result = await scorer(server, strictness=1).ascore(user_input=QUESTION, response=RESPONSE)
     assert result.value == pytest.approx(0.6)  # the one question's cosine
-    assert "exactly one question" in user_text(server.chat_requests[0])
+    (request,) = server.chat_requests
+    assert "n" not in request.body
 
 
 async def test_empty_inputs(server: FakeOpenAI) -> None:
@@ -134,7 +195,7 @@ async def test_empty_inputs(server: FakeOpenAI) -> None:
 
 
 async def test_response_relevancy_single_turn(server: FakeOpenAI) -> None:
-    server.handler = route((("answer",), questions(Q1, Q2, Q3)))
+    server.handler = route((("answer",), generations(q(Q1), q(Q2), q(Q3))))
     sample = SingleTurnSample(
         user_input=QUESTION,
         response=RESPONSE,
@@ -146,7 +207,7 @@ async def test_response_relevancy_single_turn(server: FakeOpenAI) -> None:
 
 
 def test_sync_score(server: FakeOpenAI) -> None:
-    server.handler = route((("answer",), questions(Q1, Q2, Q3)))
+    server.handler = route((("answer",), generations(q(Q1), q(Q2), q(Q3))))
     assert scorer(server).score(user_input=QUESTION, response=RESPONSE).value == pytest.approx(
         1.6 / 3
     )
@@ -158,9 +219,18 @@ def test_strictness_validation(bad: Any) -> None:
         AnswerRelevancy(strictness=bad)
 
 
+@pytest.mark.parametrize("bad", [-0.1, 2.5, True, "0.3"])
+def test_temperature_validation(bad: Any) -> None:
+    with pytest.raises(ValueError, match="temperature"):
+        AnswerRelevancy(temperature=bad)
+
+
 def test_params_round_trip() -> None:
-    metric = create_metric("answer_relevancy", AnswerRelevancy(strictness=5).params())
+    original = AnswerRelevancy(strictness=5, temperature=0.7)
+    assert original.params() == {"strictness": 5, "temperature": 0.7}
+    metric = create_metric("answer_relevancy", original.params())
     assert isinstance(metric, AnswerRelevancy) and metric.strictness == 5
+    assert metric.temperature == 0.7
     assert AnswerRelevancy.needs_llm and AnswerRelevancy.needs_embeddings
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metric_helpers import attempt, chat_count, judge_for, prompts_with, route
+from metric_helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
 from rageval.metrics import ContextPrecision
 from rageval.metrics.context_precision import average_precision
 from rageval.samples import Sample
@@ -22,11 +22,8 @@ SAMPLE = Sample(
 TAGS = ("question", "reference", "contexts")
 
 
-def verdicts(*useful: bool, order: list[int] | None = None) -> Reply:
-    ids = order or list(range(1, len(useful) + 1))
-    return Reply.json(
-        {"verdicts": [{"id": i, "reason": "r", "useful": useful[i - 1]} for i in ids]}
-    )
+def verdicts(*useful: bool) -> Reply:
+    return keyed("c", "useful", *useful)
 
 
 @pytest.mark.parametrize(
@@ -54,13 +51,27 @@ async def test_one_request_for_all_contexts(fake_openai: FakeOpenAI) -> None:
     assert chat_count(fake_openai) == 1  # ragas: one request per context
     (prompt,) = prompts_with(fake_openai, *TAGS)
     for rank, text in enumerate(SAMPLE.retrieved_contexts or [], start=1):
-        assert f"[{rank}] {text}" in prompt
+        assert f"[c{rank}] {text}" in prompt
+    schema = fake_openai.chat_requests[0].schema
+    assert schema is not None and schema["required"] == ["c1", "c2", "c3"]
 
 
-async def test_same_verdicts_in_another_order_by_id(fake_openai: FakeOpenAI) -> None:
-    fake_openai.handler = route((TAGS, verdicts(False, False, True, order=[3, 1, 2])))
+async def test_same_verdicts_in_another_order_by_key(fake_openai: FakeOpenAI) -> None:
+    reply = {f"c{i}": {"reason": "r", "useful": i == 3} for i in (3, 1, 2)}
+    fake_openai.handler = route((TAGS, Reply.json(reply)))
     result = await ContextPrecision(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     assert result.value == pytest.approx(1 / 3)  # only rank 3 useful: p@3 = 1/3
+
+
+async def test_a_blank_context_takes_no_rank(fake_openai: FakeOpenAI) -> None:
+    # One rule for blank contexts, in every metric: they are left out. (On main a blank context
+    # took rank 1 here and ["", useful] scored 0.5; faithfulness dropped it.)
+    fake_openai.handler = route((TAGS, verdicts(True)))
+    sample = SAMPLE.model_copy(update={"retrieved_contexts": ["  ", "Paris is in France."]})
+    result = await ContextPrecision(llm=judge_for(fake_openai)).single_turn_ascore(sample)
+    assert result.value == 1.0
+    (prompt,) = prompts_with(fake_openai, *TAGS)
+    assert "[c1] Paris is in France." in prompt and "[c2]" not in prompt
 
 
 @pytest.mark.parametrize("contexts", [[], ["", "  \n"]])
@@ -77,14 +88,14 @@ async def test_no_context_scores_zero_without_a_request(
 async def test_blank_reference_is_not_measured(fake_openai: FakeOpenAI) -> None:
     sample = SAMPLE.model_copy(update={"reference": "  "})
     result = await ContextPrecision(llm=judge_for(fake_openai)).single_turn_ascore(sample)
-    assert result.status == "not_measured"
+    assert result.status == "not_measured" and result.cause_kind == "undefined"
     assert chat_count(fake_openai) == 0
 
 
 async def test_missing_context_id_is_re_asked(fake_openai: FakeOpenAI) -> None:
     def reply(req: RecordedRequest) -> Reply:
         if attempt(req) == 1:
-            return verdicts(True, True, order=[1, 2])  # context 3 left out
+            return verdicts(True, True)  # context 3 left out (a judge ignoring the schema)
         return verdicts(False, True, False)
 
     fake_openai.handler = route((TAGS, reply))

@@ -1,11 +1,12 @@
-"""context_recall: share of the reference's statements attributable to the retrieved contexts."""
+"""context_recall: share of the reference's sentences attributable to the retrieved contexts."""
 
 from __future__ import annotations
 
 import pytest
 
-from metric_helpers import attempt, chat_count, judge_for, prompts_with, route
+from metric_helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
 from rageval.metrics import ContextRecall
+from rageval.metrics.authoring import split_sentences
 from rageval.metrics.context_recall import context_recall_score
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
@@ -16,24 +17,20 @@ SAMPLE = Sample(
         "The Great Wall of China is over 21,000 km long.",
         "Construction began in the 7th century BC.",
     ],
-    reference="The Great Wall is over 21,000 km long, was begun in the 7th century BC, "
-    "is visible from low orbit and is a UNESCO site.",
+    reference="The Great Wall is over 21,000 km long. It was begun in the 7th century BC. "
+    "It is visible from low orbit.\nIt is a UNESCO site.",
 )
-STATEMENTS = [
+SENTENCES = [
     "The Great Wall is over 21,000 km long.",
-    "The Great Wall was begun in the 7th century BC.",
-    "The Great Wall is visible from low orbit.",
-    "The Great Wall is a UNESCO World Heritage Site.",
+    "It was begun in the 7th century BC.",
+    "It is visible from low orbit.",
+    "It is a UNESCO site.",
 ]
-VERDICT_TAGS = ("contexts", "statements")
-EXTRACT_TAGS = ("answer",)  # the single-text extraction prompt tags its text <answer>
+TAGS = ("contexts", "sentences")
 
 
-def verdicts(*attributed: bool, order: list[int] | None = None) -> Reply:
-    ids = order or list(range(1, len(attributed) + 1))
-    return Reply.json(
-        {"verdicts": [{"id": i, "reason": "r", "attributed": attributed[i - 1]} for i in ids]}
-    )
+def verdicts(*attributed: bool) -> Reply:
+    return keyed("r", "attributed", *attributed)
 
 
 def test_score_is_attributed_over_total() -> None:
@@ -41,57 +38,60 @@ def test_score_is_attributed_over_total() -> None:
     assert context_recall_score([]) is None
 
 
-async def test_three_of_four_statements_attributed(fake_openai: FakeOpenAI) -> None:
-    fake_openai.handler = route(
-        (VERDICT_TAGS, verdicts(True, True, False, True)),
-        (EXTRACT_TAGS, Reply.json({"statements": STATEMENTS})),
-    )
+def test_the_reference_is_split_into_its_sentences() -> None:
+    assert split_sentences(SAMPLE.text("reference")) == SENTENCES
+    assert split_sentences("Born in 1879 (approx. 3.5 km away), e.g. in Ulm. Next one!") == [
+        "Born in 1879 (approx. 3.5 km away), e.g. in Ulm.",
+        "Next one!",
+    ]
+    assert split_sentences("  \n ") == []
+
+
+async def test_one_request_classifies_every_reference_sentence(fake_openai: FakeOpenAI) -> None:
+    # the published method: sentences of the reference, one request. (On main: an extraction
+    # request for the reference's claims, then a verdict request: 2 per sample.)
+    fake_openai.handler = route((TAGS, verdicts(True, True, False, True)))
     result = await ContextRecall(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
-    # 3 attributed of 4 reference statements → 3/4 = 0.75
+    # 3 attributed of 4 reference sentences → 3/4 = 0.75
     assert result.value == pytest.approx(0.75)
-    assert [s["attributed"] for s in result.evidence["statements"]] == [True, True, False, True]
-    assert [s["text"] for s in result.evidence["statements"]] == STATEMENTS
-    # the reference alone is extracted (the response is not needed), then one verdict request
-    assert chat_count(fake_openai) == 2
-    (extraction,) = prompts_with(fake_openai, *EXTRACT_TAGS)
-    assert SAMPLE.text("reference") in extraction
-    (verdict_prompt,) = prompts_with(fake_openai, *VERDICT_TAGS)
-    assert "[4] The Great Wall is a UNESCO World Heritage Site." in verdict_prompt
-    assert "[2] Construction began in the 7th century BC." in verdict_prompt
-
-
-async def test_reference_without_statements_is_not_measured(fake_openai: FakeOpenAI) -> None:
-    fake_openai.handler = route((EXTRACT_TAGS, Reply.json({"statements": []})))
-    result = await ContextRecall(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
-    assert result.status == "not_measured"
+    assert [s["attributed"] for s in result.evidence["sentences"]] == [True, True, False, True]
+    assert [s["text"] for s in result.evidence["sentences"]] == SENTENCES
     assert chat_count(fake_openai) == 1
+    (prompt,) = prompts_with(fake_openai, *TAGS)
+    assert "[r4] It is a UNESCO site." in prompt
+    assert "[c2] Construction began in the 7th century BC." in prompt
+    schema = fake_openai.chat_requests[0].schema
+    assert schema is not None and schema["required"] == ["r1", "r2", "r3", "r4"]
 
 
-async def test_blank_reference_is_not_measured_without_a_request(fake_openai: FakeOpenAI) -> None:
-    sample = SAMPLE.model_copy(update={"reference": "\n"})
+@pytest.mark.parametrize("reference", ["\n", "   "])
+async def test_blank_reference_is_not_measured_without_a_request(
+    fake_openai: FakeOpenAI, reference: str
+) -> None:
+    sample = SAMPLE.model_copy(update={"reference": reference})
     result = await ContextRecall(llm=judge_for(fake_openai)).single_turn_ascore(sample)
-    assert result.status == "not_measured"
+    assert result.status == "not_measured" and result.cause_kind == "undefined"
     assert chat_count(fake_openai) == 0
 
 
-async def test_no_context_scores_zero_without_verdicts(fake_openai: FakeOpenAI) -> None:
-    fake_openai.handler = route((EXTRACT_TAGS, Reply.json({"statements": STATEMENTS})))
-    sample = SAMPLE.model_copy(update={"retrieved_contexts": []})
+@pytest.mark.parametrize("contexts", [[], ["", " "]])
+async def test_no_context_scores_zero_without_a_request(
+    fake_openai: FakeOpenAI, contexts: list[str]
+) -> None:
+    sample = SAMPLE.model_copy(update={"retrieved_contexts": contexts})
     result = await ContextRecall(llm=judge_for(fake_openai)).single_turn_ascore(sample)
-    # 0 of 4 statements can be attributed to nothing
+    # 0 of 4 sentences can be attributed to nothing
     assert result.value == 0.0
-    assert chat_count(fake_openai) == 1  # the extraction only
+    assert chat_count(fake_openai) == 0
 
 
-async def test_duplicate_id_is_re_asked(fake_openai: FakeOpenAI) -> None:
+async def test_missing_key_is_re_asked(fake_openai: FakeOpenAI) -> None:
     def reply(req: RecordedRequest) -> Reply:
         if attempt(req) == 1:
-            return verdicts(True, True, True, True, order=[1, 2, 2, 3, 4])
+            return verdicts(True, True, True)  # r4 missing
         return verdicts(True, False, False, False)
 
-    fake_openai.handler = route(
-        (VERDICT_TAGS, reply), (EXTRACT_TAGS, Reply.json({"statements": STATEMENTS}))
-    )
+    fake_openai.handler = route((TAGS, reply))
     result = await ContextRecall(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     assert result.value == pytest.approx(0.25)  # 1 of 4 after the re-ask
-    assert len(prompts_with(fake_openai, *VERDICT_TAGS)) == 2
+    assert len(prompts_with(fake_openai, *TAGS)) == 2

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from metric_helpers import chat_count, judge_for, prompts_with, route
+from metric_helpers import attempt, chat_count, judge_for, prompts_with, route
 from rageval.metrics import ContextRelevance
 from rageval.metrics.context_relevance import prompts
 from rageval.samples import SingleTurnSample
-from rageval.testing import FakeOpenAI, Reply
+from rageval.testing import FakeOpenAI, RecordedRequest, Reply
 
 SAMPLE = SingleTurnSample(
     user_input="When and Where Albert Einstein was born?",
@@ -69,12 +69,11 @@ async def test_both_templates_invalid_is_not_measured(fake_openai: FakeOpenAI) -
 @pytest.mark.parametrize(
     "update",
     [
-        {"user_input": "  "},
         {"retrieved_contexts": []},
         {"retrieved_contexts": ["", " \t"]},
     ],
 )
-async def test_empty_question_or_contexts_score_zero_without_a_call(
+async def test_empty_contexts_score_zero_without_a_call(
     fake_openai: FakeOpenAI, update: dict[str, object]
 ) -> None:
     result = await ContextRelevance(llm=judge_for(fake_openai)).single_turn_ascore(
@@ -83,6 +82,27 @@ async def test_empty_question_or_contexts_score_zero_without_a_call(
     assert result.status == "ok"
     assert result.value == 0.0
     assert chat_count(fake_openai) == 0
+
+
+async def test_blank_question_is_not_measured_without_a_call(fake_openai: FakeOpenAI) -> None:
+    # one rule for a blank question: the metrics that measure relevance *to the question*
+    # have nothing to measure. (On main this metric scored 0, answer_relevancy not measured.)
+    result = await ContextRelevance(llm=judge_for(fake_openai)).single_turn_ascore(
+        SAMPLE.model_copy(update={"user_input": "  "})
+    )
+    assert result.status == "not_measured" and result.cause_kind == "undefined"
+    assert chat_count(fake_openai) == 0
+
+
+async def test_json_true_is_not_a_rating_of_1(fake_openai: FakeOpenAI) -> None:
+    # (on main `true` validated as the rating 1 and scored 0.5)
+    def true_then_2(req: RecordedRequest) -> Reply:
+        return Reply.json({"rating": True}) if attempt(req) == 1 else Reply.json({"rating": 2})
+
+    fake_openai.handler = true_then_2
+    result = await ContextRelevance(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
+    assert result.value == 1.0
+    assert chat_count(fake_openai) == 4
 
 
 def test_templates_differ_in_wording_and_order() -> None:

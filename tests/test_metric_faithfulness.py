@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metric_helpers import attempt, chat_count, judge_for, prompts_with, route
+from metric_helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
 from rageval.metrics import Faithfulness
 from rageval.metrics.faithfulness import faithfulness_score
 from rageval.samples import Sample
@@ -23,10 +23,8 @@ STATEMENTS = [
 ]
 
 
-def verdicts(*pairs: tuple[int, bool]) -> Reply:
-    return Reply.json(
-        {"verdicts": [{"id": i, "reason": "because", "supported": s} for i, s in pairs]}
-    )
+def verdicts(*flags: bool) -> Reply:
+    return keyed("s", "supported", *flags)
 
 
 def test_score_is_supported_over_total() -> None:
@@ -37,8 +35,8 @@ def test_score_is_supported_over_total() -> None:
 
 async def test_end_to_end_three_of_four_supported(fake_openai: FakeOpenAI) -> None:
     fake_openai.handler = route(
-        (("answer",), Reply.json({"statements": STATEMENTS})),
-        (("contexts", "statements"), verdicts((1, True), (2, True), (3, False), (4, True))),
+        (("text",), Reply.json({"statements": STATEMENTS})),
+        (("contexts", "statements"), verdicts(True, True, False, True)),
     )
     result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     # 3 supported of 4 statements → 3/4
@@ -48,14 +46,33 @@ async def test_end_to_end_three_of_four_supported(fake_openai: FakeOpenAI) -> No
     assert [s["text"] for s in result.evidence["statements"]] == STATEMENTS
     assert chat_count(fake_openai) == 2  # extraction + one verdict request
     (verdict_prompt,) = prompts_with(fake_openai, "contexts", "statements")
-    assert "[3] Frank Herbert was Canadian." in verdict_prompt
-    assert "[2] Dune won the Hugo Award." in verdict_prompt
+    assert "[s3] Frank Herbert was Canadian." in verdict_prompt
+    assert "[c2] Dune won the Hugo Award." in verdict_prompt
 
 
-async def test_verdicts_are_mapped_by_id_not_by_order(fake_openai: FakeOpenAI) -> None:
+async def test_the_schema_requires_one_key_per_statement(fake_openai: FakeOpenAI) -> None:
+    # (on main the verdicts were a free list of {"id": int}: the schema let a judge skip,
+    # repeat or invent ids, and "one per id" was only in the prose)
     fake_openai.handler = route(
-        (("answer",), Reply.json({"statements": STATEMENTS})),
-        (("contexts", "statements"), verdicts((4, False), (2, True), (1, True), (3, True))),
+        (("text",), Reply.json({"statements": STATEMENTS})),
+        (("contexts", "statements"), verdicts(True, True, False, True)),
+    )
+    await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
+    verdict_request = fake_openai.chat_requests[-1]
+    schema = verdict_request.schema
+    assert schema is not None and verdict_request.strict
+    assert schema["required"] == ["s1", "s2", "s3", "s4"]
+    assert schema["additionalProperties"] is False
+    item = schema["$defs"]["SupportedVerdict"]
+    assert list(item["properties"]) == ["reason", "supported"]  # the judge reasons first
+    assert item["properties"]["supported"]["type"] == "boolean"
+
+
+async def test_verdicts_are_mapped_by_key_not_by_order(fake_openai: FakeOpenAI) -> None:
+    reply = {f"s{i}": {"reason": "r", "supported": i != 4} for i in (4, 2, 1, 3)}
+    fake_openai.handler = route(
+        (("text",), Reply.json({"statements": STATEMENTS})),
+        (("contexts", "statements"), Reply.json(reply)),
     )
     result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     assert result.value == pytest.approx(0.75)
@@ -72,26 +89,28 @@ async def test_empty_response_is_not_measured_without_a_request(fake_openai: Fak
 
 
 async def test_response_without_statements_is_not_measured(fake_openai: FakeOpenAI) -> None:
-    fake_openai.handler = route((("answer",), Reply.json({"statements": []})))
+    fake_openai.handler = route((("text",), Reply.json({"statements": []})))
     result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
-    assert result.status == "not_measured"
+    assert result.status == "not_measured" and result.cause_kind == "undefined"
     assert chat_count(fake_openai) == 1  # the extraction only
 
 
 @pytest.mark.parametrize(
     "bad",
     [
-        verdicts((1, True), (2, True), (4, True)),  # id 3 missing
-        verdicts((1, True), (2, True), (2, False), (3, True), (4, True)),  # id 2 twice
-        verdicts((1, True), (2, True), (3, True), (4, True), (5, True)),  # unknown id 5
+        Reply.json({"s1": {"reason": "r", "supported": True}}),  # s2..s4 missing
+        keyed("s", "supported", True, True, True, True, True),  # unknown key s5
+        keyed("s", "supported", True, True, True, True, extra=1),  # unknown key
+        Reply.json({f"s{i}": {"reason": "r", "supported": 1} for i in range(1, 5)}),  # not bool
     ],
 )
-async def test_bad_ids_are_re_asked(fake_openai: FakeOpenAI, bad: Reply) -> None:
+async def test_replies_outside_the_schema_are_re_asked(fake_openai: FakeOpenAI, bad: Reply) -> None:
+    # (a judge that ignores the schema: our own validation is the authority)
     def verdict_reply(req: RecordedRequest) -> Reply:
-        return bad if attempt(req) == 1 else verdicts((1, True), (2, False), (3, False), (4, True))
+        return bad if attempt(req) == 1 else verdicts(True, False, False, True)
 
     fake_openai.handler = route(
-        (("answer",), Reply.json({"statements": STATEMENTS})),
+        (("text",), Reply.json({"statements": STATEMENTS})),
         (("contexts", "statements"), verdict_reply),
     )
     result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
@@ -102,12 +121,12 @@ async def test_bad_ids_are_re_asked(fake_openai: FakeOpenAI, bad: Reply) -> None
 
 async def test_ids_never_fixed_is_not_measured(fake_openai: FakeOpenAI) -> None:
     fake_openai.handler = route(
-        (("answer",), Reply.json({"statements": STATEMENTS})),
-        (("contexts", "statements"), verdicts((1, True))),
+        (("text",), Reply.json({"statements": STATEMENTS})),
+        (("contexts", "statements"), verdicts(True)),
     )
     judge = judge_for(fake_openai, max_reasks=1)
     result = await Faithfulness(llm=judge).single_turn_ascore(SAMPLE)
-    assert result.status == "not_measured"
+    assert result.status == "not_measured" and result.cause_kind == "invalid_reply"
     assert result.cause and "judge call failed" in result.cause
     assert len(prompts_with(fake_openai, "contexts", "statements")) == 2  # ask + 1 re-ask
 
@@ -123,3 +142,38 @@ async def test_no_context_scores_zero_without_a_verdict_request(fake_openai: Fak
     assert result.value == 0.0
     assert [s["verdict"] for s in result.evidence["statements"]] == [False, False]
     assert len(fake_openai.chat_requests) == 1
+
+
+async def test_blank_contexts_are_left_out(fake_openai: FakeOpenAI) -> None:
+    fake_openai.handler = route(
+        (("text",), Reply.json({"statements": STATEMENTS})),
+        (("contexts", "statements"), verdicts(True, True, False, True)),
+    )
+    sample = SAMPLE.model_copy(update={"retrieved_contexts": ["", *SAMPLE.retrieved_contexts]})
+    result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(sample)
+    assert result.value == pytest.approx(0.75)
+    (verdict_prompt,) = prompts_with(fake_openai, "contexts", "statements")
+    assert "[c1] Dune is a 1965 novel" in verdict_prompt and "[c3]" not in verdict_prompt
+
+
+async def test_a_200_statement_answer_is_scored(fake_openai: FakeOpenAI) -> None:
+    # The reply budget grows with the items asked about. (On main: 1024 tokens, 2048 after a
+    # truncation; 200 verdicts do not fit, and the cell was not measured.)
+    from rageval.testing import RandomJudge
+
+    many = [f"Fact number {i} holds." for i in range(1, 201)]
+    judge = RandomJudge(seed=3)
+
+    def handler(req: RecordedRequest) -> Reply:
+        if "<text>" in req.messages[-1]["content"]:
+            return Reply.json({"statements": many})
+        return judge(req)
+
+    fake_openai.handler = handler
+    result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
+    assert result.status == "ok", result.cause
+    assert len(result.evidence["statements"]) == 200
+    verdict_requests = [r for r in fake_openai.chat_requests if r.schema and "s1" in str(r.schema)]
+    assert len(verdict_requests) == 2  # 100 statements per request
+    assert all(r.body["max_tokens"] >= 100 * 60 for r in verdict_requests)
+    assert all(r.body["max_tokens"] <= 16_384 for r in verdict_requests)

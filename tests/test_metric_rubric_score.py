@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,7 +38,7 @@ async def test_score_4_gives_0_75_with_raw_score_and_feedback(fake_openai: FakeO
     )
     assert result.value == 0.75  # (4 − 1) / 4
     assert result.evidence == {
-        "score": 4,
+        "raw_score": 4,
         "feedback": "Correct, but no unit spelled out.",
         "level_description": "level 4 text",
     }
@@ -55,9 +56,11 @@ async def test_score_7_is_re_asked(fake_openai: FakeOpenAI) -> None:
     result = await RubricScore(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     assert chat_count(fake_openai) == 2
     reask = fake_openai.chat_requests[1]
-    assert "score must be an integer from 1 to 5; got 7" in str(reask.messages[-1]["content"])
+    assert "score: Input should be 1, 2, 3, 4 or 5 (got 7)" in str(reask.messages[-1]["content"])
     assert result.value == 0.25  # (2 − 1) / 4; the 7 never counts
-    assert result.evidence["score"] == 2
+    assert result.evidence["raw_score"] == 2
+    schema = fake_openai.chat_requests[0].schema
+    assert schema is not None and schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
 
 
 async def test_fractional_score_is_re_asked(fake_openai: FakeOpenAI) -> None:
@@ -120,3 +123,20 @@ def test_params_round_trip() -> None:
     assert isinstance(metric, RubricScore)
     assert metric.rubric == parse_rubric(RUBRIC)
     assert RubricScore.required_fields == ("response",)
+
+
+def test_the_raw_level_is_a_column_of_to_pandas(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+    # ragas users compare raw 1..5 (on main to_pandas() had only (s-1)/4)
+    from rageval import evaluate
+    from rageval.results import load_run
+
+    fake_openai.handler = lambda req: grade(4 if "100 °C." in user_text(req) else 2)
+    rows = [{"response": "100 °C.", "id": "a"}, {"response": "", "id": "b"}]
+    result = evaluate(
+        rows, [RubricScore()], llm=judge_for(fake_openai), run_dir=tmp_path / "r", progress=False
+    )
+    for reread in (result, load_run(tmp_path / "r")):
+        frame = reread.to_pandas()
+        assert list(frame["rubric_score"]) == [0.75, 0.25]
+        assert list(frame["rubric_score_raw"]) == [4, 2]
+    assert set(frame.columns) >= {"rubric_score_status", "rubric_score_cause_kind"}

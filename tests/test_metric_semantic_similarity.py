@@ -83,7 +83,7 @@ async def test_shared_helper_for_answer_correctness(server: FakeOpenAI) -> None:
     ctx = ScoringContext(
         judge=None,
         embeddings=embeddings_for(server),
-        statements=SharedStatements(Sample(), None, ()),
+        statements=SharedStatements(Sample(), None),
     )
     assert await semantic_similarity_value(ctx, CLOSE, REFERENCE) == pytest.approx(0.96)
     assert await semantic_similarity_value(ctx, "", REFERENCE) == 0.0
@@ -102,3 +102,23 @@ def test_threshold_validation_and_params_round_trip() -> None:
         SemanticSimilarity(threshold=1.5)
     metric = create_metric("semantic_similarity", SemanticSimilarity(threshold=0.7).params())
     assert isinstance(metric, SemanticSimilarity) and metric.threshold == 0.7
+
+
+async def test_a_text_the_local_model_cuts_is_named_in_the_evidence() -> None:
+    # all-MiniLM-L6-v2 reads 256 tokens; on main a longer text was cut silently
+    from rageval.embeddings import embedding_factory
+
+    local = embedding_factory("local")
+    long = "The capital of France is Paris. " * 60  # 7 tokens x 60, [CLS] and [SEP]
+    tokenizer_count = local.truncated([long])[long]
+    assert tokenizer_count == 2 + 7 * 60  # the capital of france is paris .
+    metric = SemanticSimilarity(embeddings=local)
+    result = await metric.single_turn_ascore(SingleTurnSample(response=long, reference=REFERENCE))
+    assert result.status == "ok"
+    assert result.evidence["truncated"] == {"response": tokenizer_count}
+    assert "first 256 tokens only: response (422 tokens)" in (result.reason or "")
+    short = await metric.single_turn_ascore(SingleTurnSample(response=CLOSE, reference=REFERENCE))
+    assert "truncated" not in short.evidence
+    # a text just within the limit is not reported
+    fits = "word " * 254
+    assert local.truncated([fits, "x" * 10]) == {}

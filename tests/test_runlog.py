@@ -312,8 +312,8 @@ def test_remote_embeddings_are_booked_on_the_lines(server: FakeOpenAI, tmp_path:
 
 def test_many_failures_of_one_kind_are_one_group_with_a_few_examples(tmp_path: Path) -> None:
     def garbage(request: RecordedRequest) -> Any:
-        if "verdicts" in json.dumps(request.schema):
-            return Reply.json({"verdicts": []})  # never a valid verdict list
+        if "SupportedVerdict" in json.dumps(request.schema):
+            return Reply.json({})  # never a valid verdict per statement
         return handle(request)
 
     with FakeOpenAI(garbage) as srv:

@@ -11,8 +11,9 @@ from typing import Any, ClassVar
 import pytest
 
 from rageval.judge import FatalJudgeError, Judge
+from rageval.metrics import AnswerCorrectness, Faithfulness
 from rageval.metrics.base import Metric, MetricResult, ScoringContext
-from rageval.results import EvaluationResult
+from rageval.results import EvaluationResult, load_run
 from rageval.runner import NO_JUDGE_CAUSE, RunConfigError, aevaluate, evaluate
 from rageval.runner._schedule import MIN_WINDOW
 from rageval.samples import InvalidDataError, Sample
@@ -87,19 +88,18 @@ async def test_sync_evaluate_works_inside_a_running_event_loop(server: FakeOpenA
 def test_shared_statements_are_extracted_once_per_sample_and_booked_on_their_own_line(
     server: FakeOpenAI,
 ) -> None:
-    result = evaluate(
-        rows(5), ["faithfulness", "context_recall"], llm=make_judge(server), progress=False
-    )
+    metrics = [Faithfulness(), AnswerCorrectness(weights=(1.0, 0.0))]
+    result = evaluate(rows(5), metrics, llm=make_judge(server), progress=False)
     extraction = [
         r
         for r in server.chat_requests
-        if (r.schema or {}).get("title") in ("Statements", "StatementPair")
+        if (r.response_format or {}).get("json_schema", {}).get("name") == "Statements"
     ]
-    assert len(extraction) == 5  # one paired extraction per sample, shared by both metrics
+    assert len(extraction) == 5  # the response's statements, once per sample for both metrics
     usage = result.usage_by_metric
     assert usage["shared:statements"].requests == 5
     assert usage["faithfulness"].requests == 5
-    assert usage["context_recall"].requests == 5
+    assert usage["answer_correctness"].requests == 5
     assert result.usage.requests == len(server.chat_requests) == 15
     cell = result.sample("s002").cells["faithfulness"]
     assert cell.usage.requests == 1 and cell.usage.prompt_tokens > 0
@@ -242,16 +242,22 @@ def test_a_fatal_judge_error_stops_the_run_and_keeps_finished_rows(tmp_path: Pat
     assert (tmp_path / "run" / "report.html").exists()
 
 
-def test_judge_call_failures_are_not_measured_and_never_averaged_as_zero() -> None:
+def test_judge_call_failures_are_not_measured_and_never_averaged_as_zero(
+    tmp_path: Path,
+) -> None:
     def flaky(req: Any) -> Any:
         sid = sample_id_of(req)
-        if sid in ("s001", "s003") and "verdicts" in json.dumps(req.schema):
-            return Reply.json({"verdicts": []})  # never covers the ids: re-asked, then given up
+        if sid in ("s001", "s003") and "SupportedVerdict" in json.dumps(req.schema):
+            return Reply.json({})  # never covers the ids: re-asked, then given up
         return handle(req)
 
     with FakeOpenAI(flaky) as srv:
         result = evaluate(
-            rows(5), ["faithfulness"], llm=make_judge(srv, max_reasks=1), progress=False
+            rows(5),
+            ["faithfulness"],
+            llm=make_judge(srv, max_reasks=1),
+            progress=False,
+            run_dir=tmp_path / "run",
         )
     assert result.statuses("faithfulness") == ["ok", "not_measured", "ok", "not_measured", "ok"]
     assert result["faithfulness"] == [0.5, None, 0.5, None, 0.5]
@@ -261,6 +267,18 @@ def test_judge_call_failures_are_not_measured_and_never_averaged_as_zero() -> No
     assert "judge call failed" in (cell.cause or "")
     assert cell.usage.requests == 2  # the ask and its re-ask are booked to the cell
     assert "not measured" in result.summary_table() and "2" in result.summary_table()
+    # the cause's stable kind, everywhere a cause is: cells, summary, to_pandas, the run log
+    assert cell.cause_kind == "invalid_reply"
+    assert [(g.kind, g.count) for g in summary.failures] == [("invalid_reply", 2)]
+    frame = result.to_pandas()
+    kinds = frame["faithfulness_cause_kind"]
+    assert list(kinds[kinds.notna()].index) == [1, 3]
+    assert set(kinds.dropna()) == {"invalid_reply"}
+    stored = load_run(tmp_path / "run")
+    assert stored.sample("s003").cells["faithfulness"].cause_kind == "invalid_reply"
+    on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())
+    (group,) = on_disk["metrics"]["faithfulness"]["failures"]
+    assert (group["kind"], group["count"]) == ("invalid_reply", 2)
 
 
 def test_server_errors_that_are_not_fatal_are_retried(server: FakeOpenAI) -> None:
@@ -357,8 +375,8 @@ def test_progress_shows_retries_and_reasks_while_a_stall_lasts(
         return handle(req)
 
     with FakeOpenAI(flaky) as srv:
-        result = evaluate(rows(1), ["context_recall"], llm=make_judge(srv), progress=True)
-    assert result.statuses("context_recall") == ["ok"]
+        result = evaluate(rows(1), ["faithfulness"], llm=make_judge(srv), progress=True)
+    assert result.statuses("faithfulness") == ["ok"]
     draws = capsys.readouterr().err.split("\r")
 
     def count(what: str, draw: str) -> int:

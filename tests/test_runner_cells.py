@@ -183,3 +183,25 @@ def test_a_metric_without_a_source_file_is_never_kept(verdict_server: FakeOpenAI
     result = evaluate([{"response": "a"}], [custom], llm=judge(verdict_server), progress=False)
     assert result["custom"] == [1.0]
     assert shared_cache().stats()["entries"]["records"] == 0
+
+
+def test_a_cell_that_failed_is_tried_again_on_a_rerun() -> None:
+    # what the README promises: a re-run reuses the cells that were measured and sends
+    # requests only for the ones that were not (a failed request is never cached)
+    failing = {"s001"}
+
+    def flaky(req: Any) -> Any:
+        if sample_id_of(req) in failing and req.schema and "SupportedVerdict" in str(req.schema):
+            return Reply.text("not json")
+        return handle(req)
+
+    with FakeOpenAI(flaky) as srv:
+        first = evaluate(rows(3), ["faithfulness"], llm=judge(srv), progress=False)
+        assert first.statuses("faithfulness") == ["ok", "not_measured", "ok"]
+        before = len(srv.chat_requests)
+        failing.clear()  # the endpoint recovered
+        again = evaluate(rows(3), ["faithfulness"], llm=judge(srv), progress=False)
+        asked = [sample_id_of(r) for r in srv.chat_requests[before:]]
+    assert again.statuses("faithfulness") == ["ok", "ok", "ok"]
+    assert asked == ["s001"]  # its verdict request; its statements came from the cache
+    assert again.usage.cache_hits == 2 + 1  # two kept cells, one cached extraction

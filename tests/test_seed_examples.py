@@ -428,9 +428,10 @@ def test_seed_003_answer_correctness(judge_env: FakeOpenAI) -> None:
         assert cells[row].evidence["factuality"] == pytest.approx(factuality)
         assert cells[row].evidence["similarity"] == pytest.approx(similarity, abs=1e-5)
         assert df["answer_correctness"][row] == pytest.approx(combined, abs=1e-5)
-    # per sample: one shared extraction of both texts, one classification request
-    assert len(prompts_with(judge_env, "answer", "reference")) == 2
-    assert len(prompts_with(judge_env, "answer_statements", "reference_statements")) == 2
+    # per sample: the response's statements, then one request that classifies them and the
+    # reference's statements
+    assert len(prompts_with(judge_env, "text")) == 2
+    assert len(prompts_with(judge_env, "reference", "answer_statements")) == 2
     assert len(judge_env.chat_requests) == 4
 
 
@@ -554,3 +555,61 @@ def test_seed_004_mixed_ratings_average_on_the_unit_scale(server: FakeOpenAI) ->
         )
     )
     assert score.value == 0.75
+
+
+# -------------------------------------------------- every seed, against a schema-only judge
+
+
+def test_every_seed_example_is_finite_and_on_its_scale_with_a_random_judge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The seeds' examples, unchanged but for imports and the endpoint, against a judge that
+    answers at random within the schema sent and ignores the prose (issue 11): every value is
+    measured, finite, and on the scale the seed documents."""
+    import math
+
+    from rageval import SingleTurnSample
+    from rageval.metrics import (
+        AnswerAccuracy,
+        AnswerRelevance,
+        ContextRelevance,
+        ResponseGroundedness,
+    )
+    from rageval.testing import RandomJudge
+
+    def on(scale: tuple[float, float], *values: Any) -> None:
+        for value in values:
+            assert value is not None and math.isfinite(value), value
+            assert scale[0] <= value <= scale[1], (value, scale)
+
+    with FakeOpenAI(RandomJudge(seed=11)) as server:
+        monkeypatch.setenv("RAGEVAL_LLM", "gpt-4o-mini")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+        _, df = run_seed_000(as_dataset=False)  # seed 000
+        assert list(df["answer_relevancy_status"]) == ["ok", "ok"]
+        on((-1.0, 1.0), *df["answer_relevancy"])
+        scorer = seed_001_scorer(server)  # seed 001
+        result = scorer.score(user_input=SUPER_BOWL_Q, response=SUPER_BOWL_A)
+        on((-1.0, 1.0), result.value)
+        relevance = AnswerRelevance.grade(  # seed 002
+            question=MEDITATION_Q, answer=MEDITATION_A, context=MEDITATION_C,
+            client=seed_002_client("openai", server),
+        )  # fmt: skip
+        tenths = {round(i / 10, 1) for i in range(11)}
+        assert {relevance.topical_match, relevance.completeness, relevance.conciseness} <= tenths
+        on((0.0, 1.0), relevance.overall_score)
+        _, df = run_seed_003()  # seed 003
+        assert list(df["answer_correctness_status"]) == ["ok", "ok"]
+        on((-0.25, 1.0), *df["answer_correctness"])
+        llm = evaluator_llm_for(server)  # seed 004
+        einstein = SingleTurnSample(
+            user_input="When was Einstein born?",
+            response="Albert Einstein was born in 1879.",
+            reference="Albert Einstein was born in 1879.",
+            retrieved_contexts=["Albert Einstein was born March 14, 1879."],
+        )
+        for metric in (AnswerAccuracy, ContextRelevance, ResponseGroundedness):
+            score = metric(llm=llm).single_turn_score(einstein)
+            assert score.value in {0.0, 0.25, 0.5, 0.75, 1.0}, (metric, score)
+        assert not server.handler_errors

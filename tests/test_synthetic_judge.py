@@ -1,6 +1,6 @@
 """The synthetic judge answers rageval's real metric prompts with replies that pass the metrics'
-own validation (schema + id/scale checks), in every structured-output mode, and answers
-ragas-shaped prompts with the JSON ragas' parser expects."""
+own validation, in every structured-output mode, and answers ragas-shaped prompts with the
+JSON ragas' parser expects."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from rageval._client._transport import encode_body
 from rageval.judge._modes import Mode, build_request, shape_of
-from rageval.metrics._prompting import check_ids
+from rageval.metrics.authoring import rating_model, verdict_request
 from rageval.testing import RecordedRequest, Reply
 from rageval.testing.server import CHAT_PATH
 from rageval.testing.synthetic_judge import classify, handle, sentences, supported
@@ -50,10 +50,6 @@ REFERENCE = "The town of Varlen was founded in 1620."
 MODES: tuple[Mode, ...] = ("json_schema", "tools", "json")
 
 
-def verdicts_of(reply: Any) -> Any:
-    return reply.verdicts
-
-
 def ask(messages: list[dict[str, str]], model: type[BaseModel], mode: Mode) -> tuple[Any, str]:
     """The parsed reply of the synthetic judge to a rageval prompt sent in `mode`, and its kind."""
     sent, extra = build_request(mode, messages, shape_of(model))
@@ -65,51 +61,67 @@ def ask(messages: list[dict[str, str]], model: type[BaseModel], mode: Mode) -> t
     return model.model_validate(raw), classify(req)
 
 
+def ruled(reply: Any, prefix: str, field: str, count: int) -> list[bool]:
+    return [getattr(getattr(reply, f"{prefix}{i}"), field) for i in range(1, count + 1)]
+
+
 @pytest.mark.parametrize("mode", MODES)
-def test_faithfulness_covers_every_statement_and_follows_the_contexts(mode: Mode) -> None:
+def test_faithfulness_rules_on_every_statement_and_follows_the_contexts(mode: Mode) -> None:
     statements = [*sentences(RESPONSE), "Varlen has a famous opera house."]
-    reply, kind = ask(
-        faithfulness.prompt(CONTEXTS, statements), faithfulness.FaithfulnessVerdicts, mode
+    messages, model, _ = verdict_request(
+        statements,
+        faithfulness.prompt(CONTEXTS),
+        prefix="s",
+        verdict="supported",
+        meaning=faithfulness.SUPPORTED,
     )
-    check_ids(len(statements), verdicts_of, "statement")(reply)
-    verdicts = {v.id: v.supported for v in reply.verdicts}
-    assert verdicts == {1: True, 2: True, 3: False, 4: False}
-    assert kind == ("rageval-json:reply" if mode == "json" else "rageval:FaithfulnessVerdicts")
+    reply, kind = ask(messages, model, mode)
+    assert ruled(reply, "s", "supported", 4) == [True, True, False, False]
+    assert kind == ("rageval-json:reply" if mode == "json" else "rageval:SupportedVerdicts")
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_answer_correctness_covers_both_statement_lists(mode: Mode) -> None:
+def test_answer_correctness_rules_on_both_sides(mode: Mode) -> None:
     answer = sentences(RESPONSE)
-    reference = [REFERENCE, "The town of Varlen has a stone bridge."]
-    reply, _ = ask(
-        answer_correctness.prompt(QUESTION, answer, reference),
-        answer_correctness.CorrectnessVerdicts,
-        mode,
+    reference = f"{REFERENCE} The town of Varlen has a stone bridge."
+    messages, model, _ = verdict_request(
+        answer,
+        answer_correctness.prompt(QUESTION, reference),
+        prefix="s",
+        verdict="supported",
+        meaning=answer_correctness.SUPPORTED,
+        base=answer_correctness.ReferenceCoverage,
     )
-    answer_correctness.check_verdicts(len(answer), len(reference))(reply)
-    assert [v.supported for v in sorted(reply.answer, key=lambda v: v.id)] == [True, False, False]
-    assert [v.covered for v in sorted(reply.reference, key=lambda v: v.id)] == [True, False]
+    reply, _ = ask(messages, model, mode)
+    assert ruled(reply, "s", "supported", 3) == [True, False, False]
+    claims = reply.reference_statements
+    assert [c.statement for c in claims] == sentences(reference)
+    assert [c.covered for c in claims] == [True, False]
 
 
 def test_context_precision_marks_only_the_answering_context_useful() -> None:
-    reply, _ = ask(
-        context_precision.prompt(QUESTION, REFERENCE, CONTEXTS),
-        context_precision.ContextVerdicts,
-        "json_schema",
+    messages, model, _ = verdict_request(
+        CONTEXTS,
+        context_precision.prompt(QUESTION, REFERENCE),
+        prefix="c",
+        verdict="useful",
+        meaning=context_precision.USEFUL,
     )
-    check_ids(len(CONTEXTS), verdicts_of, "context")(reply)
-    assert {v.id: v.useful for v in reply.verdicts} == {1: False, 2: True, 3: False}
+    reply, _ = ask(messages, model, "json_schema")
+    assert ruled(reply, "c", "useful", 3) == [False, True, False]
 
 
-def test_context_recall_rules_on_the_statements_not_the_contexts() -> None:
-    statements = [REFERENCE, "The town of Varlen hosts a salt market."]
-    reply, _ = ask(
-        context_recall.prompt(QUESTION, CONTEXTS, statements),
-        context_recall.RecallVerdicts,
-        "tools",
+def test_context_recall_rules_on_the_sentences_not_the_contexts() -> None:
+    reference = [REFERENCE, "The town of Varlen hosts a salt market."]
+    messages, model, _ = verdict_request(
+        reference,
+        context_recall.prompt(QUESTION, CONTEXTS),
+        prefix="r",
+        verdict="attributed",
+        meaning=context_recall.ATTRIBUTED,
     )
-    check_ids(len(statements), verdicts_of, "statement")(reply)
-    assert {v.id: v.attributed for v in reply.verdicts} == {1: True, 2: False}
+    reply, _ = ask(messages, model, "tools")
+    assert ruled(reply, "r", "attributed", 2) == [True, False]
 
 
 @pytest.mark.parametrize(
@@ -123,41 +135,29 @@ def test_context_recall_rules_on_the_statements_not_the_contexts() -> None:
 def test_ratings_stay_on_the_scale_the_prompt_states(
     prompts: list[list[dict[str, str]]], scale: tuple[int, ...]
 ) -> None:
-    from rageval.metrics._ratings import Rating
-
     for messages in prompts:
         for mode in MODES:
-            reply, _ = ask(messages, Rating, mode)
+            reply, _ = ask(messages, rating_model(scale), mode)
             assert reply.rating in scale
 
 
-@pytest.mark.parametrize("n", [1, 3, 5])
-def test_answer_relevancy_writes_as_many_questions_as_asked(n: int) -> None:
+def test_answer_relevancy_writes_a_question_from_the_answer() -> None:
     reply, _ = ask(
-        answer_relevancy.prompt(RESPONSE, n), answer_relevancy.GeneratedQuestions, "json_schema"
+        answer_relevancy.prompt(RESPONSE), answer_relevancy.GeneratedQuestion, "json_schema"
     )
-    assert len(reply.questions) == n and all(q.strip() for q in reply.questions)
+    assert reply.question.strip().endswith("?")
     assert reply.noncommittal is False
 
 
-def test_statement_extraction_returns_the_sentences_of_each_text() -> None:
-    single, _ = ask(
-        _statements.single_prompt(QUESTION, RESPONSE), _statements.Statements, "json_schema"
-    )
+def test_statement_extraction_returns_the_sentences_of_the_text() -> None:
+    single, _ = ask(_statements.prompt(QUESTION, RESPONSE), _statements.Statements, "json_schema")
     assert single.statements == sentences(RESPONSE)
     assert 2 <= len(single.statements) <= 4
-    pair, _ = ask(
-        _statements.pair_prompt(QUESTION, RESPONSE, REFERENCE), _statements.StatementPair, "tools"
-    )
-    assert pair.answer == sentences(RESPONSE)
-    assert pair.reference == [REFERENCE]
 
 
 def test_replies_are_deterministic() -> None:
     messages = answer_accuracy.prompts(QUESTION, RESPONSE, REFERENCE)[0]
-    from rageval.metrics._ratings import Rating
-
-    first = [ask(messages, Rating, "json_schema")[0] for _ in range(3)]
+    first = [ask(messages, rating_model(answer_accuracy.SCALE), "json_schema")[0] for _ in range(3)]
     assert len({r.rating for r in first}) == 1
 
 
@@ -267,6 +267,6 @@ async def test_metrics_score_against_the_synthetic_judge_without_reasks() -> Non
     assert faith.status == "ok" and faith.value == pytest.approx(2 / 3)
     assert accuracy.status == "ok" and accuracy.value in {0.0, 0.25, 0.5, 0.75, 1.0}
     assert kinds.count("rageval:Statements") == 1
-    assert kinds.count("rageval:FaithfulnessVerdicts") == 1
+    assert kinds.count("rageval:SupportedVerdicts") == 1
     assert kinds.count("rageval:Rating") == 2
     assert len(kinds) == 4  # no re-ask anywhere

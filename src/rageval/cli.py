@@ -388,21 +388,38 @@ def _fresh_run_dir() -> Path:
     return candidate
 
 
-def _print_causes(result: EvaluationResult, limit: int = 10) -> None:
-    """Why cells were not measured or skipped: each cause once, with the metrics it hit."""
-    hits: dict[str, list[tuple[str, int]]] = {}
-    for name, s in result.summary().items():
-        for cause, count in s.causes.items():
-            hits.setdefault(cause, []).append((name, count))
-    if not hits:
+def _print_causes(result: EvaluationResult, examples: int = 2, width: int = 300) -> None:
+    """Why cells were not measured or skipped, grouped by cause kind: the count, what the kind
+    means, the metrics it hit and a few example causes. However many cells failed, this is at
+    most four lines per kind (there are eleven kinds); a line is cut at `width` characters."""
+    from collections import Counter
+
+    from rageval.errors import CAUSE_KINDS
+
+    per_metric: dict[str, Counter[str]] = {}
+    causes: dict[str, Counter[str]] = {}
+    for name, summary in result.summary().items():
+        for group in summary.failures:
+            per_metric.setdefault(group.kind, Counter())[name] += group.count
+            found = causes.setdefault(group.kind, Counter())
+            for example in group.examples:
+                found[example.cause] += example.count
+    if not per_metric:
         return
-    ranked = sorted(hits.items(), key=lambda item: -sum(n for _, n in item[1]))
-    _out("\nnot measured / skipped:")
-    for cause, metrics in ranked[:limit]:
-        _out(f"  {cause}")
-        _out("    " + ", ".join(f"{m} ({n} {'row' if n == 1 else 'rows'})" for m, n in metrics))
-    if len(ranked) > limit:
-        _out(f"  ... and {len(ranked) - limit} other causes (see the report)")
+    _out("\nnot measured / skipped, by kind:")
+    for kind, metrics in sorted(per_metric.items(), key=lambda item: -item[1].total()):
+        total = metrics.total()
+        meaning = CAUSE_KINDS.get(kind, kind)  # type: ignore[call-overload]
+        _out(_clip(f"  {kind}: {total:,} {'cell' if total == 1 else 'cells'} -- {meaning}", width))
+        hit = ", ".join(f"{m} ({n:,})" for m, n in metrics.most_common())
+        _out(_clip(f"    {hit}", width))
+        for cause, _ in causes[kind].most_common(examples):
+            _out(_clip(f"    e.g. {' '.join(cause.split())}", width))
+    _out("  (every cause, per sample: the report and results.jsonl)")
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _print_retries(result: EvaluationResult) -> None:

@@ -80,12 +80,15 @@ class FatalJudgeError(JudgeError):
 class JudgeCallFailed(JudgeError):
     """One call could not produce a usable reply (retries or re-asks exhausted, truncation...).
 
-    ``cause`` is a short human-readable reason; the metric cell becomes "not measured" with it.
+    ``cause`` is a short human-readable reason and ``kind`` its stable code (one of
+    :data:`CauseKind`: ``invalid_reply``, ``truncated``, ``input_too_long``, ``transport``,
+    ``refusal``); the metric cell becomes "not measured" with both.
     """
 
-    def __init__(self, cause: str) -> None:
+    def __init__(self, cause: str, kind: CauseKind) -> None:
         super().__init__(cause)
         self.cause = cause
+        self.kind: CauseKind = kind
 
 
 CauseKind = Literal[

@@ -72,6 +72,9 @@ __all__ = [
 
 #: a finished sample, as the run log stores it (the name this module has always used)
 SampleRecord = SampleLine
+#: the evidence key of a value on the metric's own scale (rubric_score's 1..5), shown by
+#: to_pandas() as the column <metric>_raw
+RAW_SCORE = "raw_score"
 
 #: columns of the summary table, in the terminal and in notebooks
 SUMMARY_COLUMNS = (
@@ -90,13 +93,15 @@ SUMMARY_COLUMNS = (
 class _Column:
     """One metric's cells, by row, without their evidence."""
 
-    __slots__ = ("causes", "kinds", "reasons", "repeats", "statuses", "usage", "values")
+    __slots__ = ("causes", "kinds", "raws", "reasons", "repeats", "statuses", "usage", "values")
 
     def __init__(self, n: int) -> None:
         self.values: list[float | None] = [None] * n
         self.statuses: list[CellStatus | None] = [None] * n  # None: row not finished
         self.causes: list[str | None] = [None] * n
         self.kinds: list[CauseKind | None] = [None] * n
+        #: the value on the metric's own scale, for metrics that have one (evidence raw_score)
+        self.raws: list[float | None] = [None] * n
         self.reasons: list[str | None] = [None] * n
         self.usage: list[Usage | None] = [None] * n
         #: row -> the scores of a cell scored several times (evaluate(repeats=K))
@@ -172,6 +177,9 @@ class EvaluationResult:
             col.statuses[row] = cell.status
             col.causes[row] = None if cell.cause is None else self._shared_str(cell.cause)
             col.kinds[row] = cell.cause_kind
+            raw = cell.evidence.get(RAW_SCORE)
+            number = isinstance(raw, (int, float)) and not isinstance(raw, bool)
+            col.raws[row] = raw if number else None
             col.reasons[row] = cell.reason
             col.usage[row] = None if cell.usage == _EMPTY_USAGE else cell.usage
             if cell.repeats is None:
@@ -410,7 +418,8 @@ class EvaluationResult:
         """One row per sample: id, inputs, and per metric `<metric>` (NaN where not measured),
         `<metric>_status`, `<metric>_reason` (the cause when not measured or skipped) and
         `<metric>_cause_kind` (the kind of that cause); with repeats, `<metric>_sd`: the spread
-        (standard deviation) of the cell's scores."""
+        (standard deviation) of the cell's scores; for a metric with a raw scale (rubric_score's
+        1..5), `<metric>_raw`."""
         try:
             import pandas as pd
         except ImportError as e:
@@ -431,6 +440,8 @@ class EvaluationResult:
                 for s, r, c in zip(col.statuses, col.reasons, col.causes, strict=True)
             ]
             data[f"{name}_cause_kind"] = list(col.kinds)
+            if any(r is not None for r in col.raws):
+                data[f"{name}_raw"] = [math.nan if r is None else r for r in col.raws]
             if col.repeats:
                 data[f"{name}_sd"] = [_sd(col.repeats.get(row)) for row in range(len(self.ids))]
         return pd.DataFrame(data)

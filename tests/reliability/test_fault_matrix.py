@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import random
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -82,12 +83,12 @@ def embedder() -> Embeddings:
 
 
 # ---------------------------------------------------------------------- content faults
-def _id_lists(value: dict[str, Any]) -> list[str]:
-    return [
-        k
-        for k, v in value.items()
-        if isinstance(v, list) and v and all(isinstance(x, dict) and "id" in x for x in v)
-    ]
+_ITEM_KEY = re.compile(r"^[a-z]\d+$")
+
+
+def _item_keys(value: dict[str, Any]) -> list[str]:
+    """The per-item verdict keys of a reply ("s1", "c2", ...)."""
+    return [k for k, v in value.items() if _ITEM_KEY.match(k) and isinstance(v, dict)]
 
 
 def _cut_json(reply: Reply) -> Reply:
@@ -106,21 +107,17 @@ def _invalid_rating(reply: Reply) -> Reply | None:
 
 
 def _missing_id(reply: Reply) -> Reply | None:
-    keys = _id_lists(reply.value) if isinstance(reply.value, dict) else []
+    keys = _item_keys(reply.value) if isinstance(reply.value, dict) else []
     if not keys:
         return None
-    value = dict(reply.value)
-    value[keys[0]] = value[keys[0]][:-1]
-    return Reply.json(value)
+    return Reply.json({k: v for k, v in reply.value.items() if k != keys[-1]})
 
 
-def _duplicate_id(reply: Reply) -> Reply | None:
-    keys = _id_lists(reply.value) if isinstance(reply.value, dict) else []
+def _unknown_id(reply: Reply) -> Reply | None:
+    keys = _item_keys(reply.value) if isinstance(reply.value, dict) else []
     if not keys:
         return None
-    value = dict(reply.value)
-    value[keys[0]] = [*value[keys[0]], value[keys[0]][0]]
-    return Reply.json(value)
+    return Reply.json({**reply.value, f"{keys[0][0]}999": reply.value[keys[0]]})
 
 
 CONTENT_FAULTS: dict[str, Callable[[Reply], Reply | None]] = {
@@ -128,7 +125,7 @@ CONTENT_FAULTS: dict[str, Callable[[Reply], Reply | None]] = {
     "schema_invalid": _schema_invalid,
     "invalid_rating": _invalid_rating,
     "missing_id": _missing_id,
-    "duplicate_id": _duplicate_id,
+    "unknown_id": _unknown_id,
 }
 
 
@@ -183,11 +180,11 @@ CONTENT_CASES = {
     "malformed_json": Case(content=("malformed_json",), cause="re-ask(s)"),
     "schema_invalid": Case(content=("schema_invalid",), cause="re-ask(s)"),
     "invalid_rating": Case(
-        content=("invalid_rating",), cause="rating must be exactly one of", hits=RATING_METRICS
+        content=("invalid_rating",), cause="rating: Input should be", hits=RATING_METRICS
     ),
-    "missing_ids": Case(content=("missing_id",), cause="missing ids", hits=VERDICT_METRICS),
-    "duplicated_ids": Case(
-        content=("duplicate_id",), cause="given more than once", hits=VERDICT_METRICS
+    "missing_ids": Case(content=("missing_id",), cause="Field required", hits=VERDICT_METRICS),
+    "unknown_ids": Case(
+        content=("unknown_id",), cause="Extra inputs are not permitted", hits=VERDICT_METRICS
     ),
 }
 CASES = {**TRANSPORT_CASES, **CONTENT_CASES}

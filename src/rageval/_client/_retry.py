@@ -146,13 +146,15 @@ async def call_with_retries(
                 )
             raise JudgeCallFailed(
                 f"{target.kind} at {target.base_url} failed {tally.retries + 1} times; "
-                f"last error: {outcome.reason}"
+                f"last error: {outcome.reason}",
+                "transport",
             )
         if outcome.retry_after is not None:
             if outcome.retry_after > MAX_RETRY_AFTER:
                 raise JudgeCallFailed(
                     f"rate limited by {target.base_url}: the server asked to wait "
-                    f"{outcome.retry_after:.0f} s"
+                    f"{outcome.retry_after:.0f} s",
+                    "transport",
                 )
             delay = outcome.retry_after
             limiter.pause(delay)
@@ -272,7 +274,9 @@ def _classify_status(exc: Any, target: Target) -> _Transient | FatalJudgeError |
         )
     elif any(marker in f"{code} {detail}".lower() for marker in _CONTEXT_TOO_LONG):
         # One over-long sample must not stop the whole run.
-        return JudgeCallFailed(f"prompt too long for model {target.model!r} ({status}): {detail}")
+        return JudgeCallFailed(
+            f"prompt too long for model {target.model!r} ({status}): {detail}", "input_too_long"
+        )
     else:
         message = f"{where} rejected the request to model {target.model!r} ({status}): {detail}"
     return FatalJudgeError(message, status=status, detail=detail)

@@ -170,6 +170,10 @@ class WordPieceTokenizer:
 
     # ---------------------------------------------------------------- public
 
+    def count(self, text: str) -> int:
+        """How many tokens `text` has, [CLS] and [SEP] included, before any truncation."""
+        return 2 + sum(len(self._wordpiece(w)) for w in self._words(self._normalize(text)))
+
     def encode(self, text: str) -> list[int]:
         """Token ids with [CLS] and [SEP], truncated to ``max_length``."""
         budget = self.max_length - 2

@@ -88,6 +88,9 @@ class Embeddings(abc.ABC):
     name: str
     dim: int | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
+    #: the most tokens of a text the model reads, when it cuts longer texts silently (None:
+    #: it does not cut; a remote endpoint refuses an over-long input instead)
+    max_tokens: int | None = None
 
     def __init__(
         self, *, batch_size: int | None = None, cache_size: int = DEFAULT_CACHE_SIZE
@@ -150,6 +153,11 @@ class Embeddings(abc.ABC):
     def embed_text(self, text: str) -> FloatArray:
         """Synchronous :meth:`aembed_text`."""
         return self.embed_texts([text]).reshape(-1)
+
+    def truncated(self, texts: Sequence[str]) -> dict[str, int]:
+        """The texts among `texts` that the model cuts to :attr:`max_tokens`, each with its
+        whole length in tokens (so a metric can say its value was computed on a cut text)."""
+        return {}
 
     def clear_cache(self) -> None:
         self._cache.clear()

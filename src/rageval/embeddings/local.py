@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,6 +130,7 @@ class LocalEmbeddings(Embeddings):
 
     name = f"local:{MODEL_ID}"
     dim = 384
+    max_tokens = MAX_TOKENS
 
     def __init__(
         self,
@@ -163,6 +164,17 @@ class LocalEmbeddings(Embeddings):
         self.load()
         assert self._loaded is not None
         return self._loaded.embed_batches(batches)
+
+    def truncated(self, texts: Sequence[str]) -> dict[str, int]:
+        # a token takes at least one character: a shorter text cannot be cut, and is not
+        # tokenized again
+        long = [t for t in texts if len(t) > MAX_TOKENS - 2]
+        if not long:
+            return {}
+        self.load()
+        assert self._loaded is not None
+        counts = {t: self._loaded.tokenizer.count(t) for t in long}
+        return {t: n for t, n in counts.items() if n > MAX_TOKENS}
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import functools
 import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
@@ -32,10 +34,12 @@ from rageval.judge._modes import (
     build_request,
     error_text,
     known_mode,
+    known_n_support,
     parse_json_object,
     probe_lock,
     reask_messages,
     remember_mode,
+    remember_n_support,
     reply_text,
     shape_of,
 )
@@ -43,7 +47,14 @@ from rageval.judge._modes import (
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["Judge", "JudgeReply", "llm_factory"]
+__all__ = [
+    "CONTEXT_WINDOWS",
+    "Judge",
+    "JudgeReplies",
+    "JudgeReply",
+    "context_window",
+    "llm_factory",
+]
 
 log = logging.getLogger("rageval.judge")
 
@@ -52,14 +63,52 @@ R = TypeVar("R")
 
 # A reply cut off at max_tokens is asked again once with twice the budget, up to this many.
 MAX_GROWN_BUDGET = 16_384
-# 2: the schema enters the key as its canonical JSON text, the messages as length-prefixed text
-_CACHE_FORMAT = 2
+# A prompt is estimated at this many characters per token before it is sent (English text runs
+# at about 4; an underestimate is caught by the server's own "context length" error).
+CHARS_PER_TOKEN = 4
+# A reply needs at least this much room: a prompt that leaves less is not sent.
+MIN_REPLY_TOKENS = 256
+# 3: the call's own budget, temperature and number of choices are part of the key
+_CACHE_FORMAT = 3
 _ROLES = frozenset({"system", "user", "assistant"})
+
+#: context windows (prompt + reply, in tokens) of common models, by family name; a dated
+#: snapshot ("gpt-4o-mini-2024-07-18") has its family's. Other models: ``max_prompt_tokens``.
+CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o3-mini": 200_000,
+    "o4-mini": 200_000,
+}
+_SNAPSHOT_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+def context_window(model: str) -> int | None:
+    """The context window of ``model`` (prompt and reply together), if it is a known one."""
+    found = CONTEXT_WINDOWS.get(model)
+    return found if found is not None else CONTEXT_WINDOWS.get(_SNAPSHOT_SUFFIX.sub("", model))
 
 
 @dataclass(frozen=True)
 class JudgeReply(Generic[T]):
     value: T
+    usage: Usage
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class JudgeReplies(Generic[T]):
+    """The ``n`` validated replies of :meth:`Judge.ask_n`, in the order they came."""
+
+    values: list[T]
     usage: Usage
     cached: bool = False
 
@@ -72,6 +121,19 @@ class _Raw:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     counted: bool = False  # the reply reported its token usage
+
+
+@dataclass(frozen=True)
+class _Call(Generic[T]):
+    """One ask: what is sent, what a reply must be, and the call's own settings."""
+
+    convo: list[dict[str, str]]
+    shape: Shape
+    model: type[T]
+    check: Callable[[T], None] | None
+    max_reasks: int
+    budget: int
+    temperature: float
 
 
 class Judge:
@@ -87,6 +149,11 @@ class Judge:
     ``timeout``. Successful replies are cached (:mod:`rageval._client._cache`) unless
     ``cache=False``. ``mode`` picks the structured-output mode; ``"auto"`` probes (see
     :mod:`rageval.judge._modes`).
+
+    ``max_tokens`` is the smallest reply budget of a request: a call that asks for more (a
+    metric sizes it from the number of items it asks about) gets more. A prompt estimated to
+    exceed ``max_prompt_tokens``, or the model's context window when it is a known model
+    (:data:`CONTEXT_WINDOWS`), is not sent: the call fails with kind ``input_too_long``.
     """
 
     def __init__(
@@ -111,6 +178,7 @@ class Judge:
         prices: PriceTable | None = None,
         mode: Literal["auto", "json_schema", "tools", "json"] = "auto",
         max_reasks: int = 2,
+        max_prompt_tokens: int | None = None,
     ) -> None:
         if mode != "auto" and mode not in MODES:
             raise ValueError(f"mode must be 'auto' or one of {MODES}, got {mode!r}")
@@ -118,6 +186,8 @@ class Judge:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         if max_reasks < 0:
             raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
+        if max_prompt_tokens is not None and max_prompt_tokens < 1:
+            raise ValueError(f"max_prompt_tokens must be >= 1 or None, got {max_prompt_tokens}")
         settings = endpoint_settings(
             base_url=base_url,
             api_key=api_key,
@@ -140,12 +210,14 @@ class Judge:
         self.seed = seed
         self.mode = mode
         self.max_reasks = max_reasks
+        self.max_prompt_tokens = max_prompt_tokens
         self.prices = prices if prices is not None else PriceTable()
         self.usage = UsageLedger()
         self.cache: RequestCache | None = resolve_cache(cache)
         self._settings_keys: dict[tuple[Any, ...], str] = {}
-        # the calls in progress, by id: what each consumed so far (see pending_usage)
-        self._pending: dict[int, Tally] = {}
+        # the calls in progress, by id: the tallies of what each consumed so far (see
+        # pending_usage)
+        self._pending: dict[int, list[Tally]] = {}
 
     def describe(self) -> dict[str, Any]:
         """Settings for run manifests (never the API key)."""
@@ -154,6 +226,8 @@ class Judge:
             **self._endpoint.describe(),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
+            "max_prompt_tokens": self.max_prompt_tokens,
+            "context_window": context_window(self.model),
             "seed": self.seed,
             "mode": self.mode,
             "structured_output": self.mode
@@ -191,61 +265,158 @@ class Judge:
         tags: Mapping[str, str] | None = None,
         check: Callable[[T], None] | None = None,
         max_reasks: int | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
     ) -> JudgeReply[T]:
         """Ask for a reply that validates as ``response_model`` and passes ``check``.
 
-        ``max_reasks`` overrides the judge's own bound on re-asks for this call.
+        ``max_reasks`` overrides the judge's own bound on re-asks for this call; ``max_tokens``
+        asks for a larger reply budget than the judge's ``max_tokens`` (never a smaller one);
+        ``temperature`` overrides the judge's sampling temperature for this call.
 
         Raises :class:`FatalJudgeError` when the endpoint refuses for good (and from then on at
         once), :class:`JudgeCallFailed` when this call cannot produce a usable reply.
         """
-        self._endpoint.check_fatal()
-        reasks = self.max_reasks if max_reasks is None else max_reasks
-        if reasks < 0:
-            raise ValueError(f"max_reasks must be >= 0, got {reasks}")
-        convo = _clean_messages(messages)
-        shape = shape_of(response_model)
+        call = self._call(messages, response_model, check, max_reasks, max_tokens, temperature)
+
+        async def solve(tallies: list[Tally]) -> tuple[T, str]:
+            tallies.append(tally := Tally())
+            return await self._solve(call, tally)
+
+        revalidate = functools.partial(_revalidate, response_model=response_model, check=check)
+        value, usage, cached = await self._answer(call, "", tags, revalidate, solve)
+        return JudgeReply(value, usage, cached)
+
+    async def ask_n(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        response_model: type[T],
+        n: int,
+        *,
+        tags: Mapping[str, str] | None = None,
+        check: Callable[[T], None] | None = None,
+        max_reasks: int | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> JudgeReplies[T]:
+        """``n`` independent replies to the same messages, each validated (and re-asked on its
+        own) like :meth:`ask`. Use a ``temperature`` above 0, or the replies may be identical.
+
+        One request with the ``n`` parameter where the endpoint honours it: whether it does is
+        learnt from the first such request per (endpoint, model) and remembered for the
+        process. A server that answers with fewer choices, or refuses ``n`` (a 400/422 that the
+        same request without ``n`` does not get), gets one request per missing generation, now
+        and from then on. The set is cached as a whole.
+        """
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        call = self._call(messages, response_model, check, max_reasks, max_tokens, temperature)
+
+        async def solve(tallies: list[Tally]) -> tuple[list[T], str]:
+            solved = await self._solve_n(call, n, tallies)
+            return [value for value, _ in solved], "[" + ",".join(raw for _, raw in solved) + "]"
+
+        revalidate = functools.partial(
+            _revalidate_all, response_model=response_model, check=check, n=n
+        )
+        values, usage, cached = await self._answer(call, f"n={n}", tags, revalidate, solve)
+        return JudgeReplies(values, usage, cached)
+
+    async def _answer(
+        self,
+        call: _Call[Any],
+        variant: str,
+        tags: Mapping[str, str] | None,
+        revalidate: Callable[[str], R | None],
+        solve: Callable[[list[Tally]], Awaitable[tuple[R, str]]],
+    ) -> tuple[R, Usage, bool]:
+        """The cached answer to `call` if it still validates, else `solve`'s (then cached);
+        the usage of every request it took is booked under `tags` either way."""
         cache = self.cache
-        key = self._cache_key(convo, shape) if cache is not None else ""
+        key = self._cache_key(call, variant) if cache is not None else ""
         if cache is not None:
             hit = cache.get(key)
-            value = _revalidate(hit, response_model, check) if hit is not None else None
+            value = revalidate(hit[0]) if hit is not None else None
             if value is not None:
                 usage = Usage(cache_hits=1)
                 self.usage.record(usage, tags)
-                return JudgeReply(value, usage, cached=True)
-        tally = Tally()
-        self._pending[id(tally)] = tally
+                return value, usage, True
+        tallies: list[Tally] = []
+        self._pending[id(tallies)] = tallies
         try:
-            value, raw = await self._solve(convo, shape, response_model, check, reasks, tally)
+            value, raw = await solve(tallies)
         except FatalJudgeError as exc:
             self._endpoint.remember_fatal(exc)
             raise
         finally:
             # moved from pending to the ledger in one step: a reader never counts it twice
-            del self._pending[id(tally)]
-            usage = self._usage_of(tally)
-            if tally.requests:
+            del self._pending[id(tallies)]
+            usage = self._usage_of(tallies)
+            if usage.requests:
                 self.usage.record(usage, tags)
         if cache is not None:
             cache.put(key, self.model, raw, usage.to_dict())
-        return JudgeReply(value, usage)
+        return value, usage, False
 
-    async def _solve(
+    def _call(
         self,
-        convo: list[dict[str, str]],
-        shape: Shape,
+        messages: Sequence[Mapping[str, str]],
         response_model: type[T],
         check: Callable[[T], None] | None,
-        max_reasks: int,
-        tally: Tally,
+        max_reasks: int | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> _Call[T]:
+        self._endpoint.check_fatal()
+        reasks = self.max_reasks if max_reasks is None else max_reasks
+        if reasks < 0:
+            raise ValueError(f"max_reasks must be >= 0, got {reasks}")
+        return _Call(
+            convo=_clean_messages(messages),
+            shape=shape_of(response_model),
+            model=response_model,
+            check=check,
+            max_reasks=reasks,
+            budget=max(self.max_tokens, max_tokens or 0),
+            temperature=self.temperature if temperature is None else float(temperature),
+        )
+
+    async def _solve_n(self, call: _Call[T], n: int, tallies: list[Tally]) -> list[tuple[T, str]]:
+        firsts: list[_Raw | None] = []
+        if n > 1 and known_n_support(self.base_url, self.model) is not False:
+            tallies.append(tally := Tally())
+            firsts = list((await self._complete(call.convo, call, call.budget, tally, n))[:n])
+        # generations the endpoint did not return are asked for one by one
+        firsts += [None] * (n - len(firsts))
+        return await self._solve_each(call, firsts, tallies)
+
+    async def _solve_each(
+        self, call: _Call[T], firsts: Sequence[_Raw | None], tallies: list[Tally]
+    ) -> list[tuple[T, str]]:
+        """Each generation validated (and re-asked) on its own; None: ask for it afresh."""
+        mine = [Tally() for _ in firsts]
+        tallies.extend(mine)
+        return list(
+            await asyncio.gather(
+                *(self._solve(call, t, first) for t, first in zip(mine, firsts, strict=True))
+            )
+        )
+
+    async def _solve(
+        self, call: _Call[T], tally: Tally, first: _Raw | None = None
     ) -> tuple[T, str]:
-        budget = self.max_tokens
+        convo, budget = call.convo, call.budget
         grown = False
+        last_problem: str | None = None
         while True:
-            raw = await self._complete(convo, shape, budget, tally)
+            if first is not None:
+                raw, first = first, None
+            else:
+                raw = (await self._complete(convo, call, budget, tally))[0]
             if raw.refusal:
-                raise JudgeCallFailed(f"the model refused to answer: {_shorten(raw.refusal)}")
+                raise JudgeCallFailed(
+                    f"the model refused to answer: {_shorten(raw.refusal)}", "refusal"
+                )
             if raw.finish_reason == "length":
                 bigger = min(budget * 2, max(MAX_GROWN_BUDGET, budget))
                 if not grown and bigger > budget:
@@ -256,53 +427,59 @@ class Judge:
                     continue
                 raise JudgeCallFailed(
                     f"reply truncated: it hit the output token limit (max_tokens={budget})"
-                    + (f" even after raising it from {self.max_tokens}" if grown else "")
+                    + (f" even after raising it from {call.budget}" if grown else ""),
+                    "truncated",
                 )
             if raw.finish_reason == "content_filter":
-                raise JudgeCallFailed("reply withheld by the endpoint's content filter")
+                raise JudgeCallFailed("reply withheld by the endpoint's content filter", "refusal")
             try:
                 obj = parse_json_object(raw.text)
-                value = response_model.model_validate(obj)
-                if check is not None:
-                    check(value)
+                value = call.model.model_validate(obj)
+                if call.check is not None:
+                    call.check(value)
             except ValueError as exc:  # JSON, pydantic and check errors are all ValueErrors
                 problem = error_text(exc)
-                if tally.reasks >= max_reasks:
+                if tally.reasks >= call.max_reasks or problem == last_problem:
+                    again = " (the same problem twice)" if problem == last_problem else ""
                     raise JudgeCallFailed(
-                        f"no valid reply after {tally.reasks} re-ask(s): {_shorten(problem)}"
+                        f"no valid reply after {tally.reasks} re-ask(s){again}: "
+                        f"{_shorten(problem)}",
+                        "invalid_reply",
                     ) from exc
+                last_problem = problem
                 tally.reasks += 1
                 convo = [*convo, *reask_messages(raw.text, problem)]
                 continue
             return value, json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
     async def _complete(
-        self, convo: list[dict[str, str]], shape: Shape, budget: int, tally: Tally
-    ) -> _Raw:
+        self, convo: list[dict[str, str]], call: _Call[Any], budget: int, tally: Tally, n: int = 1
+    ) -> list[_Raw]:
         if self.mode != "auto":
-            return await self._request(self.mode, convo, shape, budget, tally)
+            return await self._request_n(self.mode, convo, call, budget, tally, n)
         mode = known_mode(self.base_url, self.model)
         if mode is None:
             async with probe_lock(self.base_url, self.model).hold():
                 mode = known_mode(self.base_url, self.model) or await self._stored_mode()
                 if mode is None:
-                    return await self._try_modes(MODES, convo, shape, budget, tally)
+                    return await self._try_modes(MODES, convo, call, budget, tally, n)
         # The remembered mode first; if it is refused now (another server on that address, an
         # upgrade), the others in order of preference.
         candidates = [mode, *(m for m in MODES if m != mode)]
-        return await self._try_modes(candidates, convo, shape, budget, tally)
+        return await self._try_modes(candidates, convo, call, budget, tally, n)
 
     async def _try_modes(
         self,
         candidates: Sequence[Mode],
         convo: list[dict[str, str]],
-        shape: Shape,
+        call: _Call[Any],
         budget: int,
         tally: Tally,
-    ) -> _Raw:
+        n: int,
+    ) -> list[_Raw]:
         for i, mode in enumerate(candidates):
             try:
-                raw = await self._request(mode, convo, shape, budget, tally)
+                raws = await self._request_n(mode, convo, call, budget, tally, n)
             except FatalJudgeError as exc:
                 if exc.status in (400, 422) and i + 1 < len(candidates):
                     log.info(
@@ -319,8 +496,36 @@ class Judge:
                 remember_mode(self.base_url, self.model, mode)
                 if self.cache is not None:
                     self.cache.set_mode(self.base_url, self.model, mode)
-            return raw
+            return raws
         raise AssertionError("unreachable: the last candidate mode returns or raises")
+
+    async def _request_n(
+        self,
+        mode: Mode,
+        convo: list[dict[str, str]],
+        call: _Call[Any],
+        budget: int,
+        tally: Tally,
+        n: int,
+    ) -> list[_Raw]:
+        """A request for ``n`` choices; whether the endpoint honours ``n`` is learnt here: a
+        reply with fewer choices, or a 400/422 that the same request without ``n`` does not
+        get, means it does not (then the one choice it gave is returned)."""
+        if n == 1:
+            return await self._request(mode, convo, call, budget, tally)
+        try:
+            raws = await self._request(mode, convo, call, budget, tally, n)
+        except FatalJudgeError as exc:
+            if exc.status not in (400, 422):
+                raise
+            # n may be what was refused; if the mode was, this raises too and the mode goes
+            raws = await self._request(mode, convo, call, budget, tally)
+            log.info("%s at %s refused n=%d (%s); one generation per request from now on",
+                     self.model, self.base_url, n, exc.detail)  # fmt: skip
+            remember_n_support(self.base_url, self.model, False)
+            return raws
+        remember_n_support(self.base_url, self.model, len(raws) >= n)
+        return raws
 
     async def _stored_mode(self) -> Mode | None:
         if self.cache is None:
@@ -333,40 +538,74 @@ class Judge:
         return None
 
     async def _request(
-        self, mode: Mode, convo: list[dict[str, str]], shape: Shape, budget: int, tally: Tally
-    ) -> _Raw:
-        messages, extra = build_request(mode, convo, shape)
+        self,
+        mode: Mode,
+        convo: list[dict[str, str]],
+        call: _Call[Any],
+        budget: int,
+        tally: Tally,
+        n: int = 1,
+    ) -> list[_Raw]:
+        """One HTTP request (with its retries); its choices (one unless ``n`` > 1)."""
+        messages, extra = build_request(mode, convo, call.shape)
+        # json mode carries the schema in the messages, the other modes in `extra`
+        prompt = _estimate_prompt(messages, len(call.shape.schema_json) if extra else 0)
+        budget = self._fit(prompt, budget)
         params: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
-            "temperature": self.temperature,
+            "temperature": call.temperature,
             "max_tokens": budget,
             **extra,
         }
+        if n > 1:
+            params["n"] = n
         if self.seed is not None:
             params["seed"] = self.seed
-        # json mode carries the schema in the messages, the other modes in `extra`
-        estimate = _estimate_tokens(messages, len(shape.schema_json) if extra else 0, budget)
-        raw = await self._endpoint.post_json(
+        estimate = prompt + budget * n
+        raws = await self._endpoint.post_json(
             "/chat/completions",
             params,
-            read=functools.partial(_read_completion, mode=mode),
+            read=functools.partial(_read_completion, mode=mode, n=n),
             estimated_tokens=estimate,
             tally=tally,
         )
-        tally.prompt_tokens += raw.prompt_tokens
-        tally.completion_tokens += raw.completion_tokens
-        used = raw.prompt_tokens + raw.completion_tokens
-        self._endpoint.limiter.settle(estimate, used if raw.counted else estimate)
-        return raw
+        head = raws[0]
+        tally.prompt_tokens += head.prompt_tokens
+        tally.completion_tokens += head.completion_tokens
+        used = head.prompt_tokens + head.completion_tokens
+        self._endpoint.limiter.settle(estimate, used if head.counted else estimate)
+        return raws
+
+    def _fit(self, prompt_tokens: int, budget: int) -> int:
+        """The reply budget that fits beside the prompt, or JudgeCallFailed(input_too_long)
+        when the prompt is over the limits: then nothing is sent and nothing is paid."""
+        limit = self.max_prompt_tokens
+        if limit is not None and prompt_tokens > limit:
+            raise JudgeCallFailed(
+                f"the prompt is about {prompt_tokens:,} tokens, over max_prompt_tokens="
+                f"{limit:,}: not sent",
+                "input_too_long",
+            )
+        window = context_window(self.model)
+        if window is not None and prompt_tokens + budget > window:
+            room = window - prompt_tokens
+            if room < min(budget, MIN_REPLY_TOKENS):
+                raise JudgeCallFailed(
+                    f"the prompt is about {prompt_tokens:,} tokens, too long for the "
+                    f"{window:,}-token context window of {self.model}: not sent",
+                    "input_too_long",
+                )
+            budget = room
+        return budget
 
     # -------------------------------------------------------------- helpers
 
-    def _cache_key(self, convo: list[dict[str, str]], shape: Shape) -> str:
+    def _cache_key(self, call: _Call[Any], variant: str) -> str:
         # The configured mode, not the probed one: a lookup must not need a probe first.
         # (memoised per settings: they are public attributes a caller may change)
-        memo = (shape.schema_json, self.base_url, self.model, self.temperature, self.max_tokens,
-                self.seed, self.mode)  # fmt: skip
+        memo = (call.shape.schema_json, self.base_url, self.model, call.temperature, call.budget,
+                self.seed, self.mode, variant)  # fmt: skip
         settings = self._settings_keys.get(memo)
         if settings is None:
             settings = self._settings_keys[memo] = cache_key(
@@ -374,17 +613,18 @@ class Judge:
                     "format": _CACHE_FORMAT,
                     "endpoint": self.base_url,
                     "model": self.model,
-                    "temperature": self.temperature,
-                    "max_tokens": self.max_tokens,
+                    "temperature": call.temperature,
+                    "max_tokens": call.budget,
                     "seed": self.seed,
                     "mode": self.mode,
-                    "schema": shape.schema_json,
+                    "schema": call.shape.schema_json,
+                    "variant": variant,
                 }
             )
         # The messages are hashed as length-prefixed text rather than as JSON: the prompts are
         # most of a request, and escaping them to JSON cost more than the rest of a cache hit.
         digest = hashlib.sha256(settings.encode())
-        for message in convo:
+        for message in call.convo:
             content = message["content"].encode("utf-8", "surrogatepass")
             digest.update(f"\0{message['role']}\0{len(content)}\0".encode())
             digest.update(content)
@@ -394,16 +634,19 @@ class Judge:
         """What the calls still in progress consumed so far: requests sent, retries after
         transient errors, re-asks (the ledger has each call once it ends). A progress display
         adds it to `usage.total` to show a stall's retries while it lasts."""
-        return sum((self._usage_of(t) for t in list(self._pending.values())), Usage())
+        calls = [list(tallies) for tallies in list(self._pending.values())]
+        return sum((self._usage_of(tallies) for tallies in calls), Usage())
 
-    def _usage_of(self, tally: Tally) -> Usage:
+    def _usage_of(self, tallies: Sequence[Tally]) -> Usage:
+        prompt = sum(t.prompt_tokens for t in tallies)
+        completion = sum(t.completion_tokens for t in tallies)
         return Usage(
-            prompt_tokens=tally.prompt_tokens,
-            completion_tokens=tally.completion_tokens,
-            requests=tally.requests,
-            retries=tally.retries,
-            reasks=tally.reasks,
-            cost_usd=self.prices.cost(self.model, tally.prompt_tokens, tally.completion_tokens),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            requests=sum(t.requests for t in tallies),
+            retries=sum(t.retries for t in tallies),
+            reasks=sum(t.reasks for t in tallies),
+            cost_usd=self.prices.cost(self.model, prompt, completion),
         )
 
 
@@ -412,24 +655,31 @@ def llm_factory(model: str, client: Any = None, **kw: Any) -> Judge:
     return Judge(model, client=client, **kw)
 
 
-def _read_completion(data: dict[str, Any], mode: Mode) -> _Raw:
+def _read_completion(data: dict[str, Any], mode: Mode, n: int = 1) -> list[_Raw]:
+    """The first ``n`` choices of a chat completion (a server may send fewer); the usage of the
+    whole reply is booked on the first."""
     choices = data.get("choices")
-    choice = choices[0] if isinstance(choices, list) and choices else None
-    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+    if not isinstance(choices, list) or not choices:
         raise BadBody("no choices[0].message in a chat completion")
-    message = choice["message"]
-    finish_reason = choice.get("finish_reason")
-    refusal = message.get("refusal")
     usage = data.get("usage")
-    counted = isinstance(usage, dict)
-    return _Raw(
-        reply_text(message, mode),
-        finish_reason if isinstance(finish_reason, str) else None,
-        refusal if isinstance(refusal, str) else None,
-        prompt_tokens=_count(usage, "prompt_tokens"),
-        completion_tokens=_count(usage, "completion_tokens"),
-        counted=counted,
-    )
+    out = []
+    for i, choice in enumerate(choices[:n]):
+        if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+            raise BadBody(f"no choices[{i}].message in a chat completion")
+        message = choice["message"]
+        finish_reason = choice.get("finish_reason")
+        refusal = message.get("refusal")
+        out.append(
+            _Raw(
+                reply_text(message, mode),
+                finish_reason if isinstance(finish_reason, str) else None,
+                refusal if isinstance(refusal, str) else None,
+                prompt_tokens=_count(usage, "prompt_tokens") if i == 0 else 0,
+                completion_tokens=_count(usage, "completion_tokens") if i == 0 else 0,
+                counted=isinstance(usage, dict),
+            )
+        )
+    return out
 
 
 def _count(usage: Any, field: str) -> int:
@@ -451,12 +701,10 @@ def _clean_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str
     return out
 
 
-def _revalidate(
-    hit: tuple[str, dict[str, Any]], response_model: type[T], check: Callable[[T], None] | None
-) -> T | None:
+def _revalidate(text: str, response_model: type[T], check: Callable[[T], None] | None) -> T | None:
     """A cached value, if it still validates (the model or the check may have changed)."""
     try:
-        value = response_model.model_validate_json(hit[0])
+        value = response_model.model_validate_json(text)
         if check is not None:
             check(value)
     except ValueError:
@@ -464,9 +712,28 @@ def _revalidate(
     return value
 
 
-def _estimate_tokens(messages: list[dict[str, Any]], schema_chars: int, budget: int) -> int:
+def _revalidate_all(
+    text: str, *, response_model: type[T], check: Callable[[T], None] | None, n: int
+) -> list[T] | None:
+    """The ``n`` cached values of an ``ask_n``, if every one still validates."""
+    try:
+        items = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(items, list) or len(items) != n:
+        return None
+    values = []
+    for item in items:
+        value = _revalidate(json.dumps(item), response_model=response_model, check=check)
+        if value is None:
+            return None
+        values.append(value)
+    return values
+
+
+def _estimate_prompt(messages: list[dict[str, Any]], schema_chars: int) -> int:
     chars = sum(len(str(m.get("content") or "")) for m in messages) + schema_chars
-    return chars // 4 + 4 * len(messages) + budget
+    return chars // CHARS_PER_TOKEN + 4 * len(messages)
 
 
 def _shorten(text: str, limit: int = 500) -> str:

@@ -44,10 +44,12 @@ __all__ = [
     "build_request",
     "error_text",
     "known_mode",
+    "known_n_support",
     "parse_json_object",
     "probe_lock",
     "reask_messages",
     "remember_mode",
+    "remember_n_support",
     "reply_text",
     "shape_of",
     "strict_schema",
@@ -93,7 +95,9 @@ class Shape:
 
     @cached_property  # once per response model (shapes are cached), not once per request
     def schema_json(self) -> str:
-        return json.dumps(self.schema, sort_keys=True, separators=(",", ":"))
+        # keys in the model's order, not sorted: in json mode the judge reads this text, and
+        # it should meet "reason" before the verdict and "s2" before "s10"
+        return json.dumps(self.schema, separators=(",", ":"))
 
     @cached_property
     def encoded_extras(self) -> dict[str, dict[str, Any]]:
@@ -101,11 +105,27 @@ class Shape:
         return {}
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=4096)  # metrics build a response model per number of items asked about
 def shape_of(response_model: type[Any]) -> Shape:
-    schema = response_model.model_json_schema()
+    schema = _untitled(response_model.model_json_schema())
     name = _NAME_CHARS.sub("_", response_model.__name__)[:64] or "reply"
     return Shape(name=name, schema=schema, strict=strict_schema(schema))
+
+
+def _untitled(node: Any) -> Any:
+    """The schema without pydantic's ``title`` keywords: they repeat the property and class
+    names, and every schema token is a prompt token the user pays for."""
+    if isinstance(node, list):
+        return [_untitled(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: _untitled(sub) for name, sub in value.items()}
+        elif key != "title" or not isinstance(value, str):
+            out[key] = _untitled(value)
+    return out
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -273,7 +293,14 @@ def error_text(exc: Exception, limit: int = 1500) -> str:
         lines = []
         for err in errors(include_url=False)[:10]:
             loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
-            lines.append(f"{loc}: {err.get('msg', 'invalid')}")
+            line = f"{loc}: {err.get('msg', 'invalid')}"
+            given = err.get("input")
+            if given is None or isinstance(given, (bool, int, float, str)):
+                # the value given tells the judge what to fix, and two replies failing the
+                # same way apart from two failing differently (re-asks stop on a repeat)
+                shown = json.dumps(given, ensure_ascii=False)
+                line += f" (got {shown if len(shown) <= 60 else shown[:57] + '...'})"
+            lines.append(line)
         text = "the JSON does not match the schema:\n" + "\n".join(lines)
     else:
         text = str(exc) or type(exc).__name__
@@ -296,6 +323,8 @@ def reask_messages(bad_reply: str, error: str) -> list[dict[str, str]]:
 # ------------------------------------------------------------- mode memory
 
 _KNOWN: dict[tuple[str, str], Mode] = {}
+#: whether an (endpoint, model) returns the ``n`` choices a request asks for
+_N_SUPPORT: dict[tuple[str, str], bool] = {}
 _PROBE_LOCKS: dict[tuple[str, str], Slots] = {}
 _MEMORY_LOCK = threading.Lock()
 
@@ -306,6 +335,15 @@ def known_mode(endpoint: str, model: str) -> Mode | None:
 
 def remember_mode(endpoint: str, model: str, mode: Mode) -> None:
     _KNOWN[(endpoint, model)] = mode
+
+
+def known_n_support(endpoint: str, model: str) -> bool | None:
+    """True/False once a request with ``n`` > 1 was answered (or refused), else None."""
+    return _N_SUPPORT.get((endpoint, model))
+
+
+def remember_n_support(endpoint: str, model: str, supported: bool) -> None:
+    _N_SUPPORT[(endpoint, model)] = supported
 
 
 def probe_lock(endpoint: str, model: str) -> Slots:

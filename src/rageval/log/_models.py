@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -116,6 +116,9 @@ class MetricSpec(_LogModel):
     params: dict[str, Any] = Field(default_factory=dict)
     #: the metric's own judge, when it is not the run's
     judge: dict[str, Any] | None = None
+    #: constructor arguments that cannot be recorded faithfully (a lambda...), with why: the
+    #: run cannot be resumed (written only when there are some)
+    uncaptured: dict[str, str] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 class JudgeInfo(_LogModel):
@@ -222,6 +225,8 @@ class Cell(MetricResult):
     times, its scores."""
 
     model_config = ConfigDict(ser_json_inf_nan="strings")
+    # a line of format 1 has cells without a kind (read as "unknown")
+    kind_required: ClassVar[bool] = False
 
     cause_kind: CauseKind | None = None
     usage: Usage = Field(default_factory=Usage)

@@ -1,21 +1,18 @@
 """Two-template ratings on a fixed scale (answer_accuracy, context_relevance,
-response_groundedness): each template is asked independently, a rating off the scale is
-re-asked (judge layer, `max_reasks`), and the valid ratings are normalised and averaged."""
+response_groundedness): each template is asked independently for a rating whose schema is an
+enum of exactly the scale's values (a reply off the scale is re-asked by the judge layer, up to
+`max_retries`), and the valid ratings are normalised and averaged."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
-
+from rageval.errors import CauseKind
 from rageval.judge import JudgeCallFailed
+from rageval.metrics.authoring import rating_model
 from rageval.metrics.base import Metric, MetricResult, ScoringContext
-
-
-class Rating(BaseModel):
-    rating: float = Field(description="one of the allowed ratings")
 
 
 def two_template_score(ratings: Sequence[int | None], scale_max: int) -> float | None:
@@ -26,29 +23,22 @@ def two_template_score(ratings: Sequence[int | None], scale_max: int) -> float |
     return sum(valid) / len(valid) if valid else None
 
 
-def _on_scale(scale: Sequence[int]) -> Callable[[Rating], None]:
-    def check(reply: Rating) -> None:
-        if reply.rating not in scale:
-            allowed = ", ".join(str(s) for s in scale)
-            raise ValueError(f"rating must be exactly one of {allowed}; got {reply.rating!r}")
-
-    return check
-
-
 async def rate_with_templates(
     ctx: ScoringContext,
     prompts: Sequence[list[dict[str, str]]],
-    scale: Sequence[int],
+    scale: tuple[int, ...],
     max_retries: int,
 ) -> MetricResult:
     """Ask every template concurrently and combine the valid ratings."""
+    model = rating_model(scale)
 
-    async def one(msgs: list[dict[str, str]]) -> int | str:
+    async def one(msgs: list[dict[str, str]]) -> int | JudgeCallFailed:
         try:
-            reply = await ctx.ask(msgs, Rating, check=_on_scale(scale), max_reasks=max_retries)
+            reply = await ctx.ask(msgs, model, max_reasks=max_retries)
         except JudgeCallFailed as e:
-            return e.cause
-        return int(reply.rating)
+            return e
+        rating: int = reply.rating  # type: ignore[attr-defined]
+        return rating
 
     outcomes = await asyncio.gather(*(one(p) for p in prompts))
     ratings = [o if isinstance(o, int) else None for o in outcomes]
@@ -56,13 +46,19 @@ async def rate_with_templates(
         "ratings": {f"template_{i}": r for i, r in enumerate(ratings, start=1)},
         "scale": list(scale),
     }
-    failures = {f"template_{i}": o for i, o in enumerate(outcomes, start=1) if isinstance(o, str)}
-    if failures:
-        evidence["failures"] = failures
+    failed = {
+        f"template_{i}": o for i, o in enumerate(outcomes, start=1) if isinstance(o, Exception)
+    }
+    if failed:
+        evidence["failures"] = {k: e.cause for k, e in failed.items()}
     value = two_template_score(ratings, max(scale))
     if value is None:
-        causes = "; ".join(f"{k}: {v}" for k, v in failures.items())
-        return MetricResult.not_measured(f"no template gave a valid rating ({causes})", **evidence)
+        causes = "; ".join(f"{k}: {e.cause}" for k, e in failed.items())
+        # the kind of the first template's failure (both failed; usually for the same reason)
+        kind: CauseKind = next(iter(failed.values())).kind
+        return MetricResult.not_measured(
+            f"no template gave a valid rating ({causes})", cause_kind=kind, **evidence
+        )
     valid = [r for r in ratings if r is not None]
     reason = (
         f"ratings {', '.join(str(r) for r in valid)} on the scale {'/'.join(map(str, scale))}"
@@ -81,9 +77,6 @@ class RatingMetric(Metric):
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         self.max_retries = max_retries
-
-    def params(self) -> dict[str, Any]:
-        return {"max_retries": self.max_retries}
 
     async def rate(
         self, ctx: ScoringContext, prompts: Sequence[list[dict[str, str]]]

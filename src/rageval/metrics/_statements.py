@@ -1,18 +1,19 @@
-"""Atomic statements of the response and of the reference, extracted once per sample.
+"""Atomic statements of a sample's text, extracted once per sample and shared by the metrics.
 
-faithfulness and answer_correctness read the response's statements; answer_correctness and
-context_recall read the reference's. When a run needs both lists they come from one request.
+faithfulness and answer_correctness both read the response's statements. The extraction
+request depends only on the text and the question — never on which other metrics run — so a
+metric's value is the same alone or in any combination; metrics that need the same list wait
+on the same request.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from rageval.metrics._prompting import messages, tagged
+from rageval.metrics.authoring import messages, reply_budget, tagged
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ Which = Literal["response", "reference"]
 #: usage of the shared extraction is booked under this tag, not under whichever metric came first
 SHARED_TAG = "shared:statements"
 
-_RULES = (
+RULES = (
     "Split the text into its atomic factual claims. Each claim is one short, self-contained "
     "sentence: replace pronouns and vague references with what they stand for (use the "
     "question for context), keep each fact once, and leave out greetings, hedges and "
@@ -31,35 +32,24 @@ _RULES = (
 
 
 class Statements(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     statements: list[str] = Field(description="atomic claims of the text, in order")
 
 
-class StatementPair(BaseModel):
-    answer: list[str] = Field(description="atomic claims of <answer>")
-    reference: list[str] = Field(description="atomic claims of <reference>")
-
-
-def single_prompt(question: str, text: str) -> list[dict[str, str]]:
+def prompt(question: str, text: str) -> list[dict[str, str]]:
     return messages(
-        f"{_RULES}\n\n{tagged('question', question)}\n{tagged('answer', text)}\n\n"
+        f"{RULES}\n\n{tagged('question', question)}\n{tagged('text', text)}\n\n"
         'Reply as {"statements": ["...", "..."]}.'
     )
 
 
-def pair_prompt(question: str, answer: str, reference: str) -> list[dict[str, str]]:
-    return messages(
-        f"{_RULES} Do this separately for <answer> and for <reference>.\n\n"
-        f"{tagged('question', question)}\n{tagged('answer', answer)}\n"
-        f"{tagged('reference', reference)}\n\n"
-        'Reply as {"answer": ["..."], "reference": ["..."]}.'
-    )
-
-
-def _clean(items: list[str]) -> list[str]:
+def clean(items: list[str]) -> list[str]:
+    """The non-blank items, stripped."""
     return [s.strip() for s in items if s.strip()]
 
 
-def _retrieve_exception(task: asyncio.Task[dict[str, list[str]]]) -> None:
+def _retrieve_exception(task: asyncio.Task[list[str]]) -> None:
     if not task.cancelled():
         task.exception()
 
@@ -67,51 +57,35 @@ def _retrieve_exception(task: asyncio.Task[dict[str, list[str]]]) -> None:
 class SharedStatements:
     """Per-sample memo of statement lists; concurrent metrics wait on the same request."""
 
-    def __init__(self, sample: Sample, judge: Judge | None, needs: Collection[str]) -> None:
+    def __init__(self, sample: Sample, judge: Judge | None) -> None:
         self._sample = sample
         self._judge = judge
-        self._needs = frozenset(needs)
-        self._task: dict[str, asyncio.Task[dict[str, list[str]]]] = {}
+        self._task: dict[Which, asyncio.Task[list[str]]] = {}
 
     async def get(self, which: Which) -> list[str]:
         if not self._sample.text(which).strip():
             return []
-        pair = self._pairable()
-        key = "pair" if pair else which
-        task = self._task.get(key)
+        task = self._task.get(which)
         if task is None:
-            task = asyncio.ensure_future(self._extract(pair, which))
+            task = asyncio.ensure_future(self._extract(which))
             # Metrics waiting on the task may be cancelled (e.g. a fatal judge error stops the
             # run) while it still fails later: mark its exception as seen so asyncio does not
             # log it as never retrieved. Waiting metrics still receive it through `await`.
             task.add_done_callback(_retrieve_exception)
-            self._task[key] = task
-        return (await asyncio.shield(task))[which]
+            self._task[which] = task
+        return await asyncio.shield(task)
 
-    def _pairable(self) -> bool:
-        s = self._sample
-        return {"response", "reference"} <= self._needs and bool(
-            s.text("response").strip() and s.text("reference").strip()
-        )
-
-    async def _extract(self, pair: bool, which: Which) -> dict[str, list[str]]:
+    async def _extract(self, which: Which) -> list[str]:
         if self._judge is None:
             from rageval.metrics.base import NoJudgeError
 
             raise NoJudgeError("statement extraction needs an LLM judge")
         s = self._sample
-        tags = {"metric": SHARED_TAG, "sample": s.id or "-"}
-        if pair:
-            reply = await self._judge.ask(
-                pair_prompt(s.text("user_input"), s.text("response"), s.text("reference")),
-                StatementPair,
-                tags=tags,
-            )
-            return {
-                "response": _clean(reply.value.answer),
-                "reference": _clean(reply.value.reference),
-            }
-        single = await self._judge.ask(
-            single_prompt(s.text("user_input"), s.text(which)), Statements, tags=tags
+        text = s.text(which)
+        reply = await self._judge.ask(
+            prompt(s.text("user_input"), text),
+            Statements,
+            tags={"metric": SHARED_TAG, "sample": s.id or "-"},
+            max_tokens=reply_budget(text=text),
         )
-        return {which: _clean(single.value.statements)}
+        return clean(reply.value.statements)

@@ -3,6 +3,8 @@
 Template 1 judges the response against the reference; template 2 swaps their roles. Each
 rating is divided by 4 and the valid ones averaged (one valid → that one; none → not measured).
 A rating off the scale is re-asked up to `max_retries` times per template.
+A blank reference leaves nothing to compare with → not measured; a blank response says nothing
+the reference says → 0 without a request (the rules every metric follows, docs/metrics.md).
 Judge requests: 2 (more only for re-asks).
 """
 
@@ -10,8 +12,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rageval.metrics._prompting import messages, tagged
 from rageval.metrics._ratings import RatingMetric
+from rageval.metrics.authoring import messages, tagged
 from rageval.metrics.base import MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
@@ -47,7 +49,9 @@ class AnswerAccuracy(RatingMetric):
     summary = "agreement of response and reference, two judge templates rating 0/2/4"
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        return await self.rate(
-            ctx,
-            prompts(sample.text("user_input"), sample.text("response"), sample.text("reference")),
-        )
+        response, reference = sample.text("response"), sample.text("reference")
+        if not reference.strip():
+            return MetricResult.not_measured("the reference is empty: nothing to compare with")
+        if not response.strip():
+            return MetricResult.ok(0.0, reason="the response is empty: it says nothing")
+        return await self.rate(ctx, prompts(sample.text("user_input"), response, reference))

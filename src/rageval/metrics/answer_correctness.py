@@ -1,9 +1,15 @@
 """answer_correctness: factual overlap with the reference, blended with semantic similarity.
 
-Both texts are split into atomic statements (the shared extraction: one request for the pair).
-One judge request then classifies every response statement as supported by the reference
-statements (TP) or not (FP), and every reference statement as covered by the response
-statements or not (FN). With `beta`=1 the factuality is the F1 of the statement sets:
+The response's atomic statements come from the shared extraction (the same request whether or
+not faithfulness runs too). Then ONE request shows the question, the reference text and the
+numbered response statements ``[s1] …``, and asks for
+
+* every response statement: supported by the reference (TP) or not (FP), one key per id;
+* the reference's own atomic statements, each covered by the response statements or not (FN).
+
+This is two steps of the published method (extract the reference's statements, then classify
+both lists) in one request: a deviation listed in docs/metrics.md. With `beta`=1 the
+factuality is the F1 of the statement sets:
 
     factuality  = (1+β²)·TP / ((1+β²)·TP + β²·FN + FP)     (= TP / (TP + 0.5·(FP+FN)) for β=1)
     similarity  = semantic_similarity(response, reference)  (a cosine, not clipped)
@@ -13,11 +19,10 @@ and with `threshold` set the value becomes 1.0 if score ≥ threshold else 0.0.
 
 Edge cases: a blank reference leaves nothing to compare with → not measured. A blank response
 scores 0 with no request at all: an empty answer is wrong, not vacuously right. A response
-without statements gives FN = all reference statements, hence factuality 0; a reference
-without statements gives FP = all response statements, hence 0; neither needs the
-classification request. TP=FP=FN=0 (neither text makes a factual claim) gives factuality 1.
+without statements gives TP = FP = 0 (the reference's statements are still asked for, so FN is
+known); TP=FP=FN=0 (neither text makes a factual claim) gives factuality 1.
 With w₁ = 0 no embedding is computed; with w₀ = 0 no judge request is made.
-Judge requests: 1 for the verdicts (+ the shared statement extraction); embeddings: 2 texts.
+Judge requests: 1 (+ the shared statement extraction); embeddings: 2 texts.
 """
 
 from __future__ import annotations
@@ -27,75 +32,64 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from rageval.metrics._prompting import check_ids, messages, numbered, tagged
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics._statements import RULES
+from rageval.metrics.authoring import (
+    judge_items,
+    reply_budget,
+    split_sentences,
+    tagged,
+    verdict_evidence,
+)
+from rageval.metrics.base import (
+    Metric,
+    MetricResult,
+    ScoringContext,
+    note_truncation,
+    register,
+)
 from rageval.metrics.semantic_similarity import semantic_similarity_value
 from rageval.samples import Sample
 
+SUPPORTED = "true if the reference states it or directly implies it"
 
-class AnswerVerdict(BaseModel):
-    id: int
+
+class ReferenceStatement(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    statement: str = Field(description="one atomic claim of the reference")
     reason: str = Field(description="one short sentence")
-    supported: bool = Field(description="true if the reference statements state or imply it")
+    covered: StrictBool = Field(description="true if the answer statements state or imply it")
 
 
-class ReferenceVerdict(BaseModel):
-    id: int
-    reason: str = Field(description="one short sentence")
-    covered: bool = Field(description="true if the answer statements state or imply it")
+class ReferenceCoverage(BaseModel):
+    """What the classification request returns besides the verdict per response statement."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    reference_statements: list[ReferenceStatement]
 
 
-class CorrectnessVerdicts(BaseModel):
-    answer: list[AnswerVerdict]
-    reference: list[ReferenceVerdict]
+def prompt(question: str, reference: str) -> Callable[[str], str]:
+    """The classification request's text, around the numbered response statements."""
 
+    def body(statements: str) -> str:
+        return (
+            "Compare an answer with a reference answer to the question.\n"
+            "1. reference_statements: split the reference into its atomic factual claims. "
+            f"{RULES} For each claim, covered = the numbered answer statements state it or "
+            "directly imply it.\n"
+            "2. For each numbered answer statement: supported = the reference states it or "
+            "directly implies it. A statement that conflicts with the reference is not "
+            "supported.\n\n"
+            f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
+            f"{tagged('answer_statements', statements)}\n\n"
+            'Reply with "reference_statements": [{"statement": "...", "reason": "...", '
+            '"covered": true or false}, ...].'
+        )
 
-def prompt(
-    question: str, answer_statements: Sequence[str], reference_statements: Sequence[str]
-) -> list[dict[str, str]]:
-    return messages(
-        "Compare an answer with a reference answer to the question, statement by statement.\n"
-        "For each numbered answer statement: supported = the reference statements state it or "
-        "directly imply it. For each numbered reference statement: covered = the answer "
-        "statements state it or directly imply it. A statement that conflicts is not "
-        "supported/covered.\n\n"
-        f"{tagged('question', question)}\n"
-        f"{tagged('answer_statements', numbered(answer_statements))}\n"
-        f"{tagged('reference_statements', numbered(reference_statements))}\n\n"
-        'Reply as {"answer": [{"id": 1, "reason": "...", "supported": true}, ...], '
-        '"reference": [{"id": 1, "reason": "...", "covered": false}, ...]} '
-        "with one entry per id in each list."
-    )
-
-
-def _answer_items(reply: CorrectnessVerdicts) -> list[AnswerVerdict]:
-    return reply.answer
-
-
-def _reference_items(reply: CorrectnessVerdicts) -> list[ReferenceVerdict]:
-    return reply.reference
-
-
-def check_verdicts(n_answer: int, n_reference: int) -> Callable[[CorrectnessVerdicts], None]:
-    """Both lists must carry every id exactly once; all problems are reported together."""
-    checks = (
-        check_ids(n_answer, _answer_items, "answer statement"),
-        check_ids(n_reference, _reference_items, "reference statement"),
-    )
-
-    def check(reply: CorrectnessVerdicts) -> None:
-        problems = []
-        for one in checks:
-            try:
-                one(reply)
-            except ValueError as e:
-                problems.append(str(e))
-        if problems:
-            raise ValueError("; ".join(problems))
-
-    return check
+    return body
 
 
 def fbeta(tp: int, fp: int, fn: int, beta: float = 1.0) -> float:
@@ -138,7 +132,7 @@ class AnswerCorrectness(Metric):
     needs_llm = True
     #: only when the similarity weight is positive; with weights[1] = 0 nothing is embedded
     needs_embeddings = True
-    statement_needs = frozenset({"response", "reference"})
+    statement_needs = frozenset({"response"})
     summary = "F1 of response vs reference statements, blended with semantic similarity"
 
     def __init__(
@@ -158,9 +152,6 @@ class AnswerCorrectness(Metric):
             raise ValueError(f"threshold must be a number in [0, 1] or None, got {threshold!r}")
         self.threshold = None if threshold is None else float(threshold)
 
-    def params(self) -> dict[str, Any]:
-        return {"weights": list(self.weights), "beta": self.beta, "threshold": self.threshold}
-
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
         if not reference.strip():
@@ -172,7 +163,7 @@ class AnswerCorrectness(Metric):
             self._factuality(sample, ctx) if w_fact > 0 else _skipped(),
             semantic_similarity_value(ctx, response, reference) if w_sim > 0 else _skipped(),
         )
-        return self._result(
+        result = self._result(
             answer_correctness_score(
                 None if facts is None else facts["factuality"], similarity, self.weights
             ),
@@ -180,6 +171,10 @@ class AnswerCorrectness(Metric):
             similarity,
             None,
         )
+        if similarity is None:
+            return result
+        cut = ctx.truncated({"response": response, "reference": reference})
+        return note_truncation(result, cut, ctx.embeddings.max_tokens if ctx.embeddings else None)
 
     def _result(
         self,
@@ -205,25 +200,22 @@ class AnswerCorrectness(Metric):
 
     async def _factuality(self, sample: Sample, ctx: ScoringContext) -> dict[str, Any]:
         answer = await ctx.statements.get("response")
-        reference = await ctx.statements.get("reference")
-        supported = [
-            AnswerVerdict(id=i, reason="", supported=False) for i in range(1, len(answer) + 1)
-        ]
-        covered = [
-            ReferenceVerdict(id=i, reason="", covered=False) for i in range(1, len(reference) + 1)
-        ]
-        # with one side empty every verdict is known without asking: nothing supports or covers
-        if answer and reference:
-            reply = await ctx.ask(
-                prompt(sample.text("user_input"), answer, reference),
-                CorrectnessVerdicts,
-                check=check_verdicts(len(answer), len(reference)),
-            )
-            supported = sorted(reply.answer, key=lambda v: v.id)
-            covered = sorted(reply.reference, key=lambda v: v.id)
-        tp_ids = [v.id for v in supported if v.supported]
-        fp_ids = [v.id for v in supported if not v.supported]
-        fn_ids = [v.id for v in covered if not v.covered]
+        reference = sample.text("reference")
+        verdicts, coverage = await judge_items(
+            ctx,
+            answer,
+            prompt(sample.text("user_input"), reference),
+            prefix="s",
+            verdict="supported",
+            meaning=SUPPORTED,
+            base=ReferenceCoverage,
+            base_tokens=reply_budget(len(split_sentences(reference)), text=reference),
+        )
+        assert isinstance(coverage, ReferenceCoverage)
+        claims = [c for c in coverage.reference_statements if c.statement.strip()]
+        tp_ids = [v.id for v in verdicts if v.verdict]
+        fp_ids = [v.id for v in verdicts if not v.verdict]
+        fn_ids = [f"f{i}" for i, c in enumerate(claims, start=1) if not c.covered]
         tp, fp, fn = len(tp_ids), len(fp_ids), len(fn_ids)
         return {
             "factuality": fbeta(tp, fp, fn, self.beta),
@@ -233,13 +225,15 @@ class AnswerCorrectness(Metric):
             "tp_ids": tp_ids,
             "fp_ids": fp_ids,
             "fn_ids": fn_ids,
-            "response_statements": [
-                {"id": v.id, "text": t, "supported": v.supported, "reason": v.reason or None}
-                for t, v in zip(answer, supported, strict=True)
-            ],
+            "response_statements": verdict_evidence(verdicts, "supported"),
             "reference_statements": [
-                {"id": v.id, "text": t, "covered": v.covered, "reason": v.reason or None}
-                for t, v in zip(reference, covered, strict=True)
+                {
+                    "id": f"f{i}",
+                    "text": c.statement.strip(),
+                    "covered": c.covered,
+                    "reason": c.reason or None,
+                }
+                for i, c in enumerate(claims, start=1)
             ],
         }
 

@@ -4,7 +4,8 @@ One judge call rates, each from 0 to 1 and regardless of factual accuracy:
 topical_match (the answer's subject is what was asked), completeness (every part of the
 question is covered) and conciseness (no irrelevant material), and explains them in
 `reasoning`. We compute overall_score = (topical_match + completeness + conciseness) / 3;
-the judge is never asked for it. A rating outside [0, 1] is re-asked.
+the judge is never asked for it. Each rating is sent as an enum of 0.0, 0.1, …, 1.0; a judge
+that ignores the schema may give any number from 0 to 1, anything else is re-asked.
 Empty response: it addresses nothing and scores 0 without a request. Empty user_input: not
 measured. The retrieved contexts are not shown to the default prompt (relevance is judged
 on question and answer alone).
@@ -18,8 +19,9 @@ Customising (the seed's "an evaluator is a prompt plus a pydantic response model
 The custom prompt replaces our instructions; the question, the answer and the context (when
 given: `context=` in grade, retrieved_contexts in an evaluation) are appended in tags. The
 judge fills every field of the response model except `overall_score`; the *score fields* are
-the model's fields annotated `float` other than `overall_score`, each must lie in [0, 1] (else
-re-asked), and their mean is the metric's value and, if the model has the field, its
+the model's fields annotated `float` other than `overall_score`; the schema sent makes each an
+enum of 0.0, 0.1, …, 1.0 (a judge that ignores the schema may give any number from 0 to 1;
+anything else is re-asked), and their mean is the metric's value and, if the model has the field, its
 `overall_score`. A response model needs at least one score field.
 """
 
@@ -27,15 +29,15 @@ from __future__ import annotations
 
 import functools
 import importlib
-import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, Generic, ParamSpec, TypeVar
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
 
 from rageval import _env
 from rageval._sync import run_sync
-from rageval.metrics._prompting import messages, numbered, tagged
+from rageval.metrics.authoring import UnitScore, messages, numbered, tagged
 from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext, register
 from rageval.samples import Sample
 
@@ -82,26 +84,22 @@ def score_fields(model: type[BaseModel]) -> list[str]:
 
 @functools.cache
 def judged_model(model: type[BaseModel]) -> type[BaseModel]:
-    """What the judge fills: `model` itself, or a copy without overall_score (we compute it)."""
-    if OVERALL not in model.model_fields:
-        return model
+    """What the judge fills: a copy of `model` without overall_score (we compute it), whose
+    score fields are :data:`~rageval.metrics.authoring.UnitScore` (in the schema an enum of
+    0.0, 0.1, …, 1.0; on our side any number from 0 to 1) and which forbids other keys."""
+    scores = score_fields(model)
+    # the other fields (the reasoning) first: the judge explains before it rates
     fields: dict[str, Any] = {
-        n: (f.annotation, f) for n, f in model.model_fields.items() if n != OVERALL
+        name: (info.annotation, info)
+        for name, info in model.model_fields.items()
+        if name != OVERALL and name not in scores
     }
-    return create_model(f"{model.__name__}Judgement", **fields)
-
-
-def _in_unit_range(names: Sequence[str]) -> Callable[[BaseModel], None]:
-    def check(reply: BaseModel) -> None:
-        bad = [
-            f"{n}={getattr(reply, n)!r}"
-            for n in names
-            if not (math.isfinite(getattr(reply, n)) and 0.0 <= getattr(reply, n) <= 1.0)
-        ]
-        if bad:
-            raise ValueError(f"every rating must be a number from 0 to 1; got {', '.join(bad)}")
-
-    return check
+    for name in scores:
+        info = model.model_fields[name]
+        fields[name] = (UnitScore, FieldInfo.merge_field_infos(info, annotation=UnitScore))
+    return create_model(
+        f"{model.__name__}Judgement", __config__=ConfigDict(extra="forbid"), **fields
+    )
 
 
 def _resolve_model(spec: type[BaseModel] | str) -> type[BaseModel]:
@@ -153,16 +151,14 @@ class AnswerRelevance(Metric):
             raise ValueError("prompt must be a non-empty instruction (or None for the default)")
         self.prompt = prompt
         self.response_model = _resolve_model(response_model)
+        # the class itself, also when given by name: its code is part of what the cells use
+        self.record_config("response_model", self.response_model)
         self._scores = score_fields(self.response_model)
         if not self._scores:
             raise ValueError(
                 f"response_model {self.response_model.__name__} has no float score field "
                 "(fields annotated float other than overall_score) to average"
             )
-
-    def params(self) -> dict[str, Any]:
-        model = self.response_model
-        return {"prompt": self.prompt, "response_model": f"{model.__module__}:{model.__qualname__}"}
 
     # ---- judging -------------------------------------------------------------------
 
@@ -189,14 +185,13 @@ class AnswerRelevance(Metric):
         context: str | Sequence[str] | None,
     ) -> tuple[BaseModel, float]:
         judged = await ctx.ask(
-            self.build_messages(question, answer, context),
-            judged_model(self.response_model),
-            check=_in_unit_range(self._scores),
+            self.build_messages(question, answer, context), judged_model(self.response_model)
         )
         value = overall_score([getattr(judged, n) for n in self._scores])
-        if judged_model(self.response_model) is self.response_model:
-            return judged, value
-        return self.response_model.model_validate({**judged.model_dump(), OVERALL: value}), value
+        fields = judged.model_dump()
+        if OVERALL in self.response_model.model_fields:
+            fields[OVERALL] = value
+        return self.response_model.model_validate(fields), value
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, answer = sample.text("user_input"), sample.text("response")
@@ -252,7 +247,7 @@ class AnswerRelevance(Metric):
         ctx = ScoringContext(
             judge=judge,
             embeddings=None,
-            statements=SharedStatements(Sample(), judge, ()),
+            statements=SharedStatements(Sample(), judge),
             tags={"metric": self.name, "sample": "-"},
         )
         result, _ = await self._evaluate(ctx, question, answer, context)

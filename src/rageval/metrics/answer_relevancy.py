@@ -1,68 +1,71 @@
 """answer_relevancy: does the response answer the question that was asked?
 
-The judge reads the response alone (never the question, which it could simply copy) and writes
-N = `strictness` questions that the response answers; it also flags a noncommittal response
-(evasive, vague, "I don't know"). Then
+The published method (seeds 000/001, and ragas): the judge reads the response alone (never the
+question, which it could simply copy) and reverse-engineers the question it answers, N =
+`strictness` times independently; each generation also says whether the response is
+noncommittal (evasive, vague, "I don't know"). Then
 
-    score = (1/N) Σ_i cos(E(q_i), E(user_input))      (0 if noncommittal)
+    score = (1/N) Σ_i cos(E(q_i), E(user_input))      (0 if every generation finds it noncommittal)
 
 with the cosine not clipped: the range is −1..1, although sentence embeddings almost always
-give 0..1. The reply must hold exactly N non-empty questions, otherwise it is re-asked
-(a noncommittal reply scores 0 whatever its questions). The N questions and the user_input
-are embedded in one call.
+give 0..1. The N generations are one request with the `n` parameter where the endpoint
+honours it (else N requests), at `temperature` 0.3 — at temperature 0 they would be N copies
+of one question (ragas uses 0.3 when n > 1 as well).
+
+Noncommittal: the score is 0 only when all N generations agree that the response is
+noncommittal, as in ragas. One stray flag out of N samples of the judge's opinion is noise,
+not a verdict; an answer that at least one generation could turn into a committed question
+is scored by its questions. A generated question that is blank reconstructs nothing of the
+user input: its cosine counts as 0.
 Empty response: it answers nothing, so it scores 0 without a request. Empty user_input: there
 is no question to be relevant to, so the sample is not measured.
-Judge requests: 1 (more only for re-asks). Embedding calls: 1.
+Judge requests: 1 (N where the endpoint ignores or refuses `n`). Embedding calls: 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from rageval.metrics._prompting import messages, tagged
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics.authoring import messages, tagged
+from rageval.metrics.base import (
+    Metric,
+    MetricResult,
+    ScoringContext,
+    note_truncation,
+    register,
+)
 from rageval.samples import Sample
 
 
-class GeneratedQuestions(BaseModel):
-    questions: list[str] = Field(description="questions the answer responds to")
-    noncommittal: bool = Field(description="true if the answer is evasive, vague or declines")
+class GeneratedQuestion(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-
-def prompt(response: str, n: int) -> list[dict[str, str]]:
-    what = "one question" if n == 1 else f"{n} different questions"
-    return messages(
-        f"Write exactly {what} that the answer below responds to, each phrased as a user "
-        "would ask it. Also set noncommittal to true if the answer is evasive, vague or "
-        'declines to answer ("I don\'t know", "I\'m not sure"), else false.\n\n'
-        f"{tagged('answer', response)}\n\n"
-        'Reply as {"questions": ["..."], "noncommittal": false}.'
+    question: str = Field(description="the question the answer responds to")
+    noncommittal: StrictBool = Field(
+        description="true if the answer is evasive, vague or declines to answer"
     )
 
 
-def _exactly(n: int) -> Callable[[GeneratedQuestions], None]:
-    def check(reply: GeneratedQuestions) -> None:
-        if reply.noncommittal:
-            return  # scores 0 whatever the questions: re-asking would only cost money
-        blank = sum(1 for q in reply.questions if not q.strip())
-        if len(reply.questions) != n or blank:
-            raise ValueError(
-                f"give exactly {n} non-empty questions; got {len(reply.questions)}"
-                + (f" ({blank} empty)" if blank else "")
-            )
-
-    return check
+def prompt(response: str) -> list[dict[str, str]]:
+    return messages(
+        "Write the question that the answer below responds to, phrased as a user would ask "
+        "it. Also set noncommittal to true if the answer is evasive, vague or declines to "
+        'answer ("I don\'t know", "I\'m not sure"), else false.\n\n'
+        f"{tagged('answer', response)}\n\n"
+        'Reply as {"question": "...", "noncommittal": false}.'
+    )
 
 
-def answer_relevancy_score(cosines: Sequence[float], noncommittal: bool) -> float:
-    """Mean cosine of the generated questions to the user input; 0 for a noncommittal answer."""
-    if noncommittal:
+def answer_relevancy_score(cosines: Sequence[float], noncommittal: Sequence[bool]) -> float:
+    """Mean cosine of the generated questions to the user input; 0 when every generation
+    found the answer noncommittal."""
+    if not cosines or len(cosines) != len(noncommittal):
+        raise ValueError("answer relevancy needs one cosine and one flag per generated question")
+    if all(noncommittal):
         return 0.0
-    if not cosines:
-        raise ValueError("answer relevancy needs at least one generated question")
     return sum(cosines) / len(cosines)
 
 
@@ -74,16 +77,20 @@ class AnswerRelevancy(Metric):
     needs_embeddings = True
     summary = "mean cosine of questions generated from the response to the user input"
 
-    def __init__(self, *, strictness: int = 3, **kw: Any) -> None:
+    def __init__(self, *, strictness: int = 3, temperature: float = 0.3, **kw: Any) -> None:
         super().__init__(**kw)
         if isinstance(strictness, bool) or not isinstance(strictness, int) or strictness < 1:
             raise ValueError(
-                f"strictness (questions to write) must be an int >= 1, got {strictness!r}"
+                f"strictness (questions to generate) must be an int >= 1, got {strictness!r}"
             )
+        if (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not 0.0 <= temperature <= 2.0
+        ):
+            raise ValueError(f"temperature must be a number from 0 to 2, got {temperature!r}")
         self.strictness = strictness
-
-    def params(self) -> dict[str, Any]:
-        return {"strictness": self.strictness}
+        self.temperature = float(temperature)
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, response = sample.text("user_input"), sample.text("response")
@@ -91,29 +98,54 @@ class AnswerRelevancy(Metric):
             return MetricResult.not_measured("the user input is empty: no question to answer")
         if not response.strip():
             return MetricResult.ok(0.0, reason="the response is empty: it answers nothing")
-        reply = await ctx.ask(
-            prompt(response, self.strictness), GeneratedQuestions, check=_exactly(self.strictness)
+        replies = await ctx.ask_n(
+            prompt(response), GeneratedQuestion, self.strictness, temperature=self.temperature
         )
-        if reply.noncommittal:
+        flags = [r.noncommittal for r in replies]
+        votes = sum(flags)
+        if all(flags):
             return MetricResult.ok(
-                answer_relevancy_score([], noncommittal=True),
-                reason="the response is noncommittal (evasive or declines to answer)",
+                answer_relevancy_score([0.0] * len(flags), flags),
+                reason=f"all {len(flags)} generations find the response noncommittal "
+                "(evasive or declining to answer)",
                 noncommittal=True,
-                questions=[{"question": q, "cosine": None} for q in reply.questions],
+                noncommittal_votes=votes,
+                questions=[
+                    {"question": r.question, "noncommittal": r.noncommittal, "cosine": None}
+                    for r in replies
+                ],
             )
-        from rageval.embeddings import cosine
-
-        vectors = await ctx.embed([question, *reply.questions])
-        cosines = [cosine(vectors[0], v) for v in vectors[1:]]
-        value = answer_relevancy_score(cosines, noncommittal=False)
-        return MetricResult.ok(
+        cosines = await self._cosines(ctx, question, [r.question for r in replies])
+        value = answer_relevancy_score(cosines, flags)
+        named = {"user_input": question}
+        named.update({f"question_{i}": r.question for i, r in enumerate(replies, start=1)})
+        cut = ctx.truncated(named)
+        limit = ctx.embeddings.max_tokens if ctx.embeddings else None
+        result = MetricResult.ok(
             value,
-            reason=f"mean cosine of {len(cosines)} generated questions to the user input",
+            reason=f"mean cosine of {len(cosines)} generated questions to the user input"
+            + (f" ({votes} of {len(flags)} generations found it noncommittal)" if votes else ""),
             noncommittal=False,
+            noncommittal_votes=votes,
             questions=[
-                {"question": q, "cosine": c} for q, c in zip(reply.questions, cosines, strict=True)
+                {"question": r.question, "noncommittal": r.noncommittal, "cosine": c}
+                for r, c in zip(replies, cosines, strict=True)
             ],
         )
+        return note_truncation(result, cut, limit)
+
+    @staticmethod
+    async def _cosines(ctx: ScoringContext, question: str, generated: list[str]) -> list[float]:
+        """Cosine of each generated question to the user input; 0 for a blank one (it
+        reconstructs nothing, and embedding endpoints reject empty input)."""
+        from rageval.embeddings import cosine
+
+        asked = [q for q in generated if q.strip()]
+        if not asked:
+            return [0.0] * len(generated)
+        vectors = await ctx.embed([question, *asked])
+        by_text = {q: cosine(vectors[0], v) for q, v in zip(asked, vectors[1:], strict=True)}
+        return [by_text[q] if q.strip() else 0.0 for q in generated]
 
 
 #: ragas' newer name for the same metric

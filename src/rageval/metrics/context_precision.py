@@ -1,49 +1,43 @@
 """context_precision: are the useful contexts ranked first?
 
-One judge request sees every retrieved context, numbered in rank order, and gives a verdict per
-context id: useful for arriving at the reference answer (v_k = 1) or not (v_k = 0). The score is
-the average precision over the ranks:
+One judge request sees every (non-blank) retrieved context, numbered in rank order ``[c1] …``,
+and gives a verdict per context id: useful for arriving at the reference answer (v_k = 1) or
+not (v_k = 0). The score is the average precision over the ranks:
 
     AP = Σ_k precision@k · v_k / Σ_k v_k,    precision@k = (v_1 + … + v_k) / k
 
 so [1,0,0] → 1, [0,0,1] → 1/3, [1,0,1] → (1 + 2/3)/2. No useful context → 0.
-An empty retrieval (no context, or only blank ones) has no useful context either → 0 without
-a request. A blank reference gives nothing to judge usefulness against → not measured.
+Blank contexts hold nothing: like every metric, this one leaves them out (they take no rank).
+An empty retrieval (no non-blank context) has no useful context either → 0 without a request.
+A blank reference gives nothing to judge usefulness against → not measured.
 Judge requests: 1 (ragas makes one per context).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
-
-from rageval.metrics._prompting import check_ids, messages, numbered, tagged
+from rageval.metrics.authoring import judge_items, nonblank, tagged
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
-
-class ContextVerdict(BaseModel):
-    id: int
-    reason: str = Field(description="one short sentence")
-    useful: bool = Field(description="true if it gives information used in the reference answer")
+USEFUL = "true if it gives information the reference answer relies on"
 
 
-class ContextVerdicts(BaseModel):
-    verdicts: list[ContextVerdict]
+def prompt(question: str, reference: str) -> Callable[[str], str]:
+    """The verdict request's text, around the numbered contexts."""
 
+    def body(contexts: str) -> str:
+        return (
+            "For each numbered context, decide whether it was useful for arriving at the "
+            "reference answer to the question: it gives information the reference answer relies "
+            "on. A context that is merely on topic is not useful.\n\n"
+            f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
+            f"{tagged('contexts', contexts)}"
+        )
 
-def prompt(question: str, reference: str, contexts: Sequence[str]) -> list[dict[str, str]]:
-    return messages(
-        "For each numbered context, decide whether it was useful for arriving at the reference "
-        "answer to the question: it gives information the reference answer relies on. A context "
-        "that is merely on topic is not useful.\n\n"
-        f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
-        f"{tagged('contexts', numbered(contexts))}\n\n"
-        'Reply as {"verdicts": [{"id": 1, "reason": "...", "useful": true}, ...]} with one '
-        "entry per context id."
-    )
+    return body
 
 
 def average_precision(verdicts: Sequence[bool]) -> float:
@@ -57,10 +51,6 @@ def average_precision(verdicts: Sequence[bool]) -> float:
     return total / hits if hits else 0.0
 
 
-def _verdict_items(reply: ContextVerdicts) -> list[ContextVerdict]:
-    return reply.verdicts
-
-
 @register
 class ContextPrecision(Metric):
     name = "context_precision"
@@ -71,31 +61,32 @@ class ContextPrecision(Metric):
     )
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        contexts = sample.retrieved_contexts or []
         reference = sample.text("reference")
         if not reference.strip():
             return MetricResult.not_measured(
                 "the reference is empty: nothing to judge usefulness by"
             )
-        if not any(c.strip() for c in contexts):
+        contexts = nonblank(sample.retrieved_contexts)
+        if not contexts:
             return MetricResult.ok(0.0, reason="no context was retrieved", contexts=[])
-        reply = await ctx.ask(
-            prompt(sample.text("user_input"), reference, contexts),
-            ContextVerdicts,
-            check=check_ids(len(contexts), _verdict_items, "context"),
+        verdicts, _ = await judge_items(
+            ctx,
+            contexts,
+            prompt(sample.text("user_input"), reference),
+            prefix="c",
+            verdict="useful",
+            meaning=USEFUL,
         )
-        by_id = {v.id: v for v in reply.verdicts}
-        verdicts = [by_id[k].useful for k in range(1, len(contexts) + 1)]
-        useful_ranks = [k for k, v in enumerate(verdicts, start=1) if v]
+        useful_ranks = [k for k, v in enumerate(verdicts, start=1) if v.verdict]
         return MetricResult.ok(
-            average_precision(verdicts),
+            average_precision([v.verdict for v in verdicts]),
             reason=(
                 f"useful contexts at ranks {useful_ranks} of {len(contexts)}"
                 if useful_ranks
                 else f"none of the {len(contexts)} contexts is useful for the reference"
             ),
             contexts=[
-                {"rank": k, "useful": by_id[k].useful, "reason": by_id[k].reason}
-                for k in range(1, len(contexts) + 1)
+                {"id": v.id, "rank": k, "useful": v.verdict, "reason": v.reason}
+                for k, v in enumerate(verdicts, start=1)
             ],
         )

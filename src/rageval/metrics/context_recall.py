@@ -1,59 +1,55 @@
-"""context_recall: the share of the reference's claims that the retrieved contexts contain.
+"""context_recall: the share of the reference's sentences that the retrieved contexts support.
 
-The reference is split into atomic statements (extracted once per sample, shared with
-answer_correctness); one judge request rules on each statement id: attributable to the contexts
-(stated in them or directly implied) or not.
+The published method: the reference is split into sentences — here by our own deterministic
+splitter (:func:`rageval.metrics.authoring.split_sentences`), so each sentence has an id
+``[r1] …`` the reply's schema can require — and one judge request classifies each sentence as
+attributable to the contexts (stated in them or directly implied) or not.
 
-    score = attributed / total
+    score = attributed sentences / total sentences
 
-A reference with no statements (blank, or no factual claim) is not measured. With no
-non-blank context nothing can be attributed → 0 without the verdict request.
-Judge requests: 1 for the verdicts (+ the shared statement extraction).
+A blank reference has nothing to look for → not measured. With no non-blank context nothing
+can be attributed → 0 without a request.
+Judge requests: 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
-
-from rageval.metrics._prompting import check_ids, messages, numbered, tagged
+from rageval.metrics.authoring import (
+    judge_items,
+    nonblank,
+    numbered,
+    split_sentences,
+    tagged,
+    unjudged,
+    verdict_evidence,
+)
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
-
-class AttributionVerdict(BaseModel):
-    id: int
-    reason: str = Field(description="one short sentence")
-    attributed: bool = Field(description="true if the contexts state or directly imply it")
+ATTRIBUTED = "true if the contexts state it or it follows directly from them"
 
 
-class RecallVerdicts(BaseModel):
-    verdicts: list[AttributionVerdict]
+def prompt(question: str, contexts: Sequence[str]) -> Callable[[str], str]:
+    """The verdict request's text, around the numbered reference sentences."""
 
+    def body(sentences: str) -> str:
+        return (
+            "The numbered sentences come from a reference answer to the question. For each one, "
+            "decide whether it can be attributed to the retrieved contexts: they state it or it "
+            "follows directly from them. Background knowledge does not count.\n\n"
+            f"{tagged('question', question)}\n{tagged('contexts', numbered(contexts, 'c'))}\n"
+            f"{tagged('sentences', sentences)}"
+        )
 
-def prompt(
-    question: str, contexts: Sequence[str], statements: Sequence[str]
-) -> list[dict[str, str]]:
-    return messages(
-        "The numbered statements come from a reference answer to the question. For each one, "
-        "decide whether it can be attributed to the retrieved contexts: they state it or it "
-        "follows directly from them. Background knowledge does not count.\n\n"
-        f"{tagged('question', question)}\n{tagged('contexts', numbered(contexts))}\n"
-        f"{tagged('statements', numbered(statements))}\n\n"
-        'Reply as {"verdicts": [{"id": 1, "reason": "...", "attributed": true}, ...]} with one '
-        "entry per statement id."
-    )
+    return body
 
 
 def context_recall_score(attributed: Sequence[bool]) -> float | None:
-    """attributed / total; None when the reference has no statement to look for."""
+    """attributed / total; None when the reference has no sentence to look for."""
     return sum(attributed) / len(attributed) if attributed else None
-
-
-def _verdict_items(reply: RecallVerdicts) -> list[AttributionVerdict]:
-    return reply.verdicts
 
 
 @register
@@ -61,40 +57,28 @@ class ContextRecall(Metric):
     name = "context_recall"
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "reference")
     needs_llm = True
-    statement_needs = frozenset({"reference"})
-    summary = "share of the reference's claims found in the retrieved contexts"
+    summary = "share of the reference's sentences supported by the retrieved contexts"
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        statements = await ctx.statements.get("reference")
-        if not statements:
-            return MetricResult.not_measured("the reference makes no factual statement to look for")
-        contexts = sample.retrieved_contexts or []
-        retrieved = any(c.strip() for c in contexts)
-        verdicts = [
-            AttributionVerdict(id=i, reason="", attributed=False)
-            for i, _ in enumerate(statements, start=1)
-        ]
-        # with no context to look in, every verdict is known without asking
-        if retrieved:
-            reply = await ctx.ask(
-                prompt(sample.text("user_input"), contexts, statements),
-                RecallVerdicts,
-                check=check_ids(len(statements), _verdict_items, "statement"),
+        sentences = split_sentences(sample.text("reference"))
+        if not sentences:
+            return MetricResult.not_measured("the reference is empty: nothing to look for")
+        contexts = nonblank(sample.retrieved_contexts)
+        if contexts:
+            verdicts, _ = await judge_items(
+                ctx,
+                sentences,
+                prompt(sample.text("user_input"), contexts),
+                prefix="r",
+                verdict="attributed",
+                meaning=ATTRIBUTED,
             )
-            verdicts = sorted(reply.verdicts, key=lambda v: v.id)
-        attributed = [v.attributed for v in verdicts]
-        value = context_recall_score(attributed)
+            found = sum(v.verdict for v in verdicts)
+            reason = f"{found} of {len(sentences)} reference sentences are found in the contexts"
+        else:
+            verdicts, reason = unjudged(sentences, "r"), "no context was retrieved"
+        value = context_recall_score([v.verdict for v in verdicts])
         assert value is not None
         return MetricResult.ok(
-            value,
-            reason=(
-                f"{sum(attributed)} of {len(statements)} reference statements are found in the "
-                "contexts"
-                if retrieved
-                else "no context was retrieved"
-            ),
-            statements=[
-                {"id": v.id, "text": t, "attributed": v.attributed, "reason": v.reason or None}
-                for t, v in zip(statements, verdicts, strict=True)
-            ],
+            value, reason=reason, sentences=verdict_evidence(verdicts, "attributed")
         )

@@ -3,8 +3,9 @@
 Template 1 asks, question first, how relevant the passages are; template 2 shows the passages
 first and asks whether a reader holding only them could answer. Each rating is divided by 2 and
 the valid ones averaged (one valid → that one; none → not measured). A rating off the scale is
-re-asked up to `max_retries` times per template. A blank question, or no non-blank context,
-scores 0 without a request.
+re-asked up to `max_retries` times per template. A blank question leaves nothing to be
+relevant to → not measured; no non-blank context → 0 without a request (blank contexts are
+left out, as by every metric).
 Judge requests: 2 (more only for re-asks).
 """
 
@@ -13,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rageval.metrics._prompting import messages, numbered, tagged
 from rageval.metrics._ratings import RatingMetric
+from rageval.metrics.authoring import messages, nonblank, numbered, tagged
 from rageval.metrics.base import MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
@@ -52,9 +53,11 @@ class ContextRelevance(RatingMetric):
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question = sample.text("user_input")
-        contexts = sample.retrieved_contexts or []
+        contexts = nonblank(sample.retrieved_contexts)
         if not question.strip():
-            return MetricResult.ok(0.0, reason="the question is empty")
-        if not any(c.strip() for c in contexts):
+            return MetricResult.not_measured(
+                "the user input is empty: no question to be relevant to"
+            )
+        if not contexts:
             return MetricResult.ok(0.0, reason="no context was retrieved")
         return await self.rate(ctx, prompts(question, contexts))

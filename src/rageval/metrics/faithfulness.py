@@ -1,41 +1,44 @@
 """faithfulness: the share of the response's claims that the retrieved contexts support.
 
 score = supported / total over the response's atomic statements (extracted once per sample and
-shared with answer_correctness). A response with no statements is not measured; with no
-non-blank context nothing can be supported, so the score is 0 without a verdict request.
+shared with answer_correctness). One request shows the (non-blank) contexts and the statements
+``[s1] …`` and gets one verdict per statement id. A response with no statements is not
+measured (0/0); with no non-blank context nothing can be supported, so the score is 0 without
+a verdict request.
 Judge requests: 1 for the verdicts (+ the shared statement extraction).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
-from pydantic import BaseModel, Field
-
-from rageval.metrics._prompting import check_ids, messages, numbered, tagged
+from rageval.metrics.authoring import (
+    judge_items,
+    nonblank,
+    numbered,
+    tagged,
+    unjudged,
+    verdict_evidence,
+)
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
-
-class StatementVerdict(BaseModel):
-    id: int
-    reason: str = Field(description="one short sentence")
-    supported: bool = Field(description="true only if the contexts state or directly imply it")
+SUPPORTED = "true only if the contexts state it or it follows directly from them"
 
 
-class FaithfulnessVerdicts(BaseModel):
-    verdicts: list[StatementVerdict]
+def prompt(contexts: list[str]) -> Callable[[str], str]:
+    """The verdict request's text, around the numbered statements."""
 
+    def body(statements: str) -> str:
+        return (
+            "For each numbered statement, decide whether the contexts support it: it is stated "
+            "in them or follows directly from them. Anything the contexts do not give is "
+            "unsupported, even if it is true.\n\n"
+            f"{tagged('contexts', numbered(contexts, 'c'))}\n{tagged('statements', statements)}"
+        )
 
-def prompt(contexts: list[str], statements: list[str]) -> list[dict[str, str]]:
-    return messages(
-        "For each numbered statement, decide whether the contexts support it: it is stated "
-        "in them or follows directly from them. Anything the contexts do not give is "
-        "unsupported, even if it is true.\n\n"
-        f"{tagged('contexts', numbered(contexts))}\n{tagged('statements', numbered(statements))}\n\n"
-        'Reply as {"verdicts": [{"id": 1, "reason": "...", "supported": true}, ...]} with '
-        "one entry per statement id."
-    )
+    return body
 
 
 def faithfulness_score(verdicts: list[bool]) -> float | None:
@@ -55,29 +58,23 @@ class Faithfulness(Metric):
         statements = await ctx.statements.get("response")
         if not statements:
             return MetricResult.not_measured("the response makes no factual statement to check")
-        contexts = [c for c in sample.retrieved_contexts or [] if c.strip()]
-        if not contexts:
-            return MetricResult.ok(
-                0.0,
-                reason="no context was retrieved, so none of the statements is supported",
-                statements=[
-                    {"id": i, "text": t, "verdict": False} for i, t in enumerate(statements, 1)
-                ],
+        contexts = nonblank(sample.retrieved_contexts)
+        if contexts:
+            verdicts, _ = await judge_items(
+                ctx,
+                statements,
+                prompt(contexts),
+                prefix="s",
+                verdict="supported",
+                meaning=SUPPORTED,
             )
-        reply = await ctx.ask(
-            prompt(contexts, statements),
-            FaithfulnessVerdicts,
-            check=check_ids(len(statements), lambda r: r.verdicts, "statement"),
-        )
-        by_id = {v.id: v for v in reply.verdicts}
-        verdicts = [by_id[i].supported for i in range(1, len(statements) + 1)]
-        value = faithfulness_score(verdicts)
+            supported = sum(v.verdict for v in verdicts)
+            reason = f"{supported} of {len(verdicts)} statements are supported by the contexts"
+        else:
+            verdicts = unjudged(statements, "s")
+            reason = "no context was retrieved, so none of the statements is supported"
+        value = faithfulness_score([v.verdict for v in verdicts])
         assert value is not None
         return MetricResult.ok(
-            value,
-            reason=f"{sum(verdicts)} of {len(verdicts)} statements are supported by the contexts",
-            statements=[
-                {"id": i, "text": t, "verdict": by_id[i].supported, "reason": by_id[i].reason}
-                for i, t in enumerate(statements, start=1)
-            ],
+            value, reason=reason, statements=verdict_evidence(verdicts, "verdict")
         )

@@ -5,7 +5,8 @@ Template 1 shows the response and asks whether each of its claims is found in th
 template 2 shows the sources first and casts the judge as a fact-checker tracing a text back to
 them. Each rating is divided by 2 and the valid ones averaged (one valid → that one; none → not
 measured). A rating off the scale is re-asked up to `max_retries` times per template. A blank
-response, or no non-blank context, scores 0 without a request.
+response, or no non-blank context (blank contexts are left out, as by every metric), scores 0
+without a request.
 Judge requests: 2 (more only for re-asks).
 """
 
@@ -14,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rageval.metrics._prompting import messages, numbered, tagged
 from rageval.metrics._ratings import RatingMetric
+from rageval.metrics.authoring import messages, nonblank, numbered, tagged
 from rageval.metrics.base import MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
@@ -50,9 +51,9 @@ class ResponseGroundedness(RatingMetric):
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response = sample.text("response")
-        contexts = sample.retrieved_contexts or []
+        contexts = nonblank(sample.retrieved_contexts)
         if not response.strip():
             return MetricResult.ok(0.0, reason="the response is empty")
-        if not any(c.strip() for c in contexts):
+        if not contexts:
             return MetricResult.ok(0.0, reason="no context was retrieved")
         return await self.rate(ctx, prompts(response, contexts))

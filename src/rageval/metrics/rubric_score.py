@@ -4,8 +4,9 @@ The user's rubric describes each level (`score1_description` … `score5_descrip
 … `score5`); without one a general answer-quality rubric is used. The judge sees the response
 and whichever of user_input, reference, retrieved_contexts and reference_contexts the sample
 has (blank ones are left out), and returns an integer `score` in 1..5 and `feedback`; a score
-off the scale is re-asked. value = (score − 1) / 4, so 1 → 0.0, 3 → 0.5, 5 → 1.0; the raw
-score and the feedback are kept in the evidence. An empty response is still judged: the rubric,
+off the scale is re-asked (the schema sent is an enum of 1..5). value = (score − 1) / 4, so
+1 → 0.0, 3 → 0.5, 5 → 1.0; the raw level is kept in the evidence as `raw_score` (and in
+`to_pandas()` as the column `rubric_score_raw`), with the feedback. An empty response is still judged: the rubric,
 not this module, decides what it deserves.
 Judge requests: 1 (more only for re-asks).
 """
@@ -14,11 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from rageval.metrics._prompting import messages, numbered, tagged
+from rageval.metrics.authoring import messages, nonblank, number_only, numbered, tagged
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
@@ -67,21 +68,20 @@ def parse_rubric(rubrics: Mapping[str, str]) -> dict[int, str]:
 
 
 class RubricGrade(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     feedback: str = Field(description="why this level fits, in one to three sentences")
-    score: int = Field(description="the rubric level, an integer from 1 to 5")
-
-
-def _on_scale(reply: RubricGrade) -> None:
-    if reply.score not in LEVELS:
-        raise ValueError(f"score must be an integer from 1 to 5; got {reply.score}")
+    score: Annotated[Literal[1, 2, 3, 4, 5], BeforeValidator(number_only)] = Field(
+        description="the rubric level"
+    )
 
 
 def prompt(sample: Sample, rubric: Mapping[int, str]) -> list[dict[str, str]]:
     blocks = []
     for field, tag in _SHOWN:
         value = getattr(sample, field)
-        if isinstance(value, list) and any(c.strip() for c in value):
-            blocks.append(tagged(tag, numbered(value)))
+        if isinstance(value, list) and nonblank(value):
+            blocks.append(tagged(tag, numbered(nonblank(value))))
         elif isinstance(value, str) and (value.strip() or field == "response"):
             blocks.append(tagged(tag, value))
     # the rubric is the user's own instruction, so it is not tagged as material
@@ -112,15 +112,12 @@ class RubricScore(Metric):
         super().__init__(**kw)
         self.rubric = parse_rubric(DEFAULT_RUBRIC if rubrics is None else rubrics)
 
-    def params(self) -> dict[str, Any]:
-        return {"rubrics": {f"score{n}_description": text for n, text in self.rubric.items()}}
-
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        reply = await ctx.ask(prompt(sample, self.rubric), RubricGrade, check=_on_scale)
+        reply = await ctx.ask(prompt(sample, self.rubric), RubricGrade)
         return MetricResult.ok(
             rubric_value(reply.score),
             reason=reply.feedback,
-            score=reply.score,
+            raw_score=reply.score,
             feedback=reply.feedback,
             level_description=self.rubric[reply.score],
         )

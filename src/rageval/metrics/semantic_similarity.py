@@ -4,6 +4,10 @@ score = cos(E_response, E_reference) = E_r·E_g / (‖E_r‖‖E_g‖), not clip
 sentence embeddings it is almost always 0..1). With `threshold` set the score is binary:
 1.0 if cos ≥ threshold, else 0.0. Both texts are embedded in one call. No judge requests.
 
+The local embedding model reads the first 256 tokens of a text (its [CLS] and [SEP] included);
+when a text is longer, the evidence says so: ``truncated`` maps it to its whole length in
+tokens, and the reason notes it.
+
 Empty input (blank after stripping whitespace): an empty reference leaves nothing to compare
 with, so the sample is not measured; an empty response carries none of the reference's meaning
 and scores 0.0 without embedding anything (OpenAI-compatible endpoints reject empty input, and
@@ -14,7 +18,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics.base import (
+    Metric,
+    MetricResult,
+    ScoringContext,
+    note_truncation,
+    register,
+)
 from rageval.samples import Sample
 
 
@@ -51,9 +61,6 @@ class SemanticSimilarity(Metric):
             raise ValueError(f"threshold must be a cosine in [-1, 1] or None, got {threshold!r}")
         self.threshold = threshold
 
-    def params(self) -> dict[str, Any]:
-        return {"threshold": self.threshold}
-
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
         if not reference.strip():
@@ -69,4 +76,6 @@ class SemanticSimilarity(Metric):
         else:
             relation = "≥" if value == 1.0 else "<"
             reason = f"cosine similarity {cos:.4f} {relation} threshold {self.threshold}"
-        return MetricResult.ok(value, reason=reason, cosine=cos, threshold=self.threshold)
+        result = MetricResult.ok(value, reason=reason, cosine=cos, threshold=self.threshold)
+        cut = ctx.truncated({"response": response, "reference": reference})
+        return note_truncation(result, cut, ctx.embeddings.max_tokens if ctx.embeddings else None)

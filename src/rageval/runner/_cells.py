@@ -2,11 +2,14 @@
 
 A cell (one metric on one sample) that ended ``ok`` is kept, as a record of the runner's own,
 in the file of its judge's request cache (one file, so that clearing the cache forgets kept
-cells too), under ``cell:`` and the sha256 of everything its value depends on: the sample, the metric
-and its parameters, the judges it asks (endpoint, model, sampling settings, structured-output
-mode) and the embeddings it uses, and the code (rageval's version and a digest of its source
-files; for a metric defined outside rageval, a digest of its source file, and nothing is kept
-when that file cannot be read), so a changed prompt or metric never reuses an old value.
+cells too), under ``cell:`` and the sha256 of everything its value depends on: the sample, the
+metric and its configuration (its constructor's arguments, recorded automatically, and the
+code of any class they name), the judges it asks (endpoint, model, sampling settings,
+structured-output mode) and the embeddings it uses, and the code (rageval's version and a
+digest of its source files; for a metric defined outside rageval, a digest of its source
+file), so a changed prompt, argument or metric never reuses an old value. Nothing is kept for
+a metric whose configuration cannot be recorded faithfully (an argument that is a function,
+a lambda...) or whose source file cannot be read.
 Failed and skipped cells are never kept. A judge with ``cache=False`` keeps and reuses nothing.
 
 Without this, a re-run still sends no request (every judge call is answered by the request
@@ -17,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from rageval._version import __version__
 from rageval.judge import Usage
-from rageval.metrics.base import Metric, MetricResult
+from rageval.metrics.base import Metric, MetricResult, source_digest
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge, RequestCache
 
-_FORMAT = 1
+_FORMAT = 2  # 2: the metric's configuration is captured from its constructor
 
 
 class CellStore:
@@ -111,9 +113,10 @@ class CellStore:
         if metric.name in self._identities:
             return self._identities[metric.name]
         judge = self._judge_of.get(metric.name)
-        source = _metric_source(type(metric))
+        source = source_digest(type(metric))
+        config = metric.config_identity()
         identity = None
-        if judge is not None and judge.cache is not None and source is not None:
+        if judge is not None and judge.cache is not None and source is not None and config:
             embeddings = (
                 (metric.embeddings or self._embeddings) if metric.needs_embeddings else None
             )
@@ -123,7 +126,7 @@ class CellStore:
                     "code": _code_digest(),
                     "metric": [type(metric).__module__, type(metric).__qualname__, metric.name],
                     "metric_source": source,
-                    "params": metric.params(),
+                    "config": config,
                     "judge": _judge_identity(judge),
                     "statements": self._shared if metric.statement_needs else None,
                     "embeddings": _embeddings_identity(embeddings),
@@ -150,20 +153,6 @@ def _embeddings_identity(embeddings: Embeddings | None) -> list[Any] | None:
     # not `dim`: a remote model's is only known after its first reply
     return [type(embeddings).__qualname__, embeddings.name,
             getattr(embeddings, "dimensions", None), getattr(embeddings, "base_url", None)]  # fmt: skip
-
-
-@functools.cache
-def _metric_source(cls: type[Metric]) -> str | None:
-    """What stands for a metric class's code: "" for rageval's own (in the code digest), the
-    sha256 of its source file for one defined elsewhere, None (never kept) when that file
-    cannot be read, e.g. a class typed into a notebook or REPL."""
-    if cls.__module__.split(".")[0] == "rageval":
-        return ""
-    try:
-        path = inspect.getsourcefile(cls)
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
-    except (OSError, TypeError):
-        return None
 
 
 @functools.cache

@@ -273,6 +273,7 @@ def _manifest(
                 name=m.name,
                 params=json_normal(m.params()),
                 judge=json_normal(own.describe()) if own is not None and own is not judge else None,
+                uncaptured=m.uncaptured,
             )
         )
     base_url = getattr(embeddings, "base_url", None)

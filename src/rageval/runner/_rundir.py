@@ -184,6 +184,14 @@ def _check_same_run(path: Path, stored: Manifest, now: Manifest) -> None:
             f"{head} the data is not the same as that run's (fingerprint {new_fp}, the run has "
             f"{old_fp}); pass the same data, column map and file"
         )
+    for manifest in (stored, now):
+        for spec in manifest.metrics:
+            if spec.uncaptured:
+                why = "; ".join(f"{k}: {v}" for k, v in spec.uncaptured.items())
+                raise RunDirError(
+                    f"{head} metric {spec.name}'s configuration cannot be recorded ({why}), "
+                    "so the run cannot be checked to be the same; start a new run"
+                )
     if _metric_specs(stored) != _metric_specs(now):
 
         def show(m: Manifest) -> str:

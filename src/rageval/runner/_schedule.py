@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from rageval.judge import FatalJudgeError, JudgeError, Usage, UsageLedger
+from rageval.judge import FatalJudgeError, JudgeCallFailed, JudgeError, Usage, UsageLedger
 from rageval.log import Cell, Inputs, RepeatedScores, SampleLine
 from rageval.metrics._statements import SHARED_TAG, SharedStatements
 from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext
@@ -170,7 +170,8 @@ class Scheduler:
         for m in metrics:
             bad_field = self.plan.invalid_cells.get((row, m.name))
             if bad_field is not None:
-                results[m.name] = MetricResult.skipped(f"invalid row: {bad_field}")
+                cause = f"invalid row: {bad_field}"
+                results[m.name] = Cell(status="skipped", cause=cause, cause_kind="invalid_row")
                 continue
             problems = m.input_problems(sample)
             if problems:
@@ -188,11 +189,10 @@ class Scheduler:
             kept = cells.lookup(sample, to_run)
             results.update(kept)
             to_run = [m for m in to_run if m.name not in kept]
-        needs = frozenset().union(*(m.statement_needs for m in to_run))
         ctx = ScoringContext(
             judge=self.plan.shared_judge,
             embeddings=self.plan.embeddings,
-            statements=SharedStatements(sample, self.plan.shared_judge, needs),
+            statements=SharedStatements(sample, self.plan.shared_judge),
             tags={"sample": sid},
         )
         fresh = await self._score(to_run, sample, ctx, self.plan.judge_of)
@@ -250,13 +250,12 @@ class Scheduler:
             return {}
         judge_of = {m.name: self._uncached(self.plan.judge_of[m.name]) for m in metrics}
         shared = self._uncached(self.plan.shared_judge)
-        needs = frozenset().union(*(m.statement_needs for m in metrics))
         scorings: dict[str, list[MetricResult]] = {m.name: [first[m.name]] for m in metrics}
         for _ in range(self.plan.repeats - 1):
             ctx = ScoringContext(
                 judge=shared,
                 embeddings=self.plan.embeddings,
-                statements=SharedStatements(sample, shared, needs),
+                statements=SharedStatements(sample, shared),
                 tags={"sample": sid},
             )
             for name, outcome in (await self._score(metrics, sample, ctx, judge_of)).items():
@@ -281,8 +280,11 @@ class Scheduler:
             return _NO_JUDGE
         except FatalJudgeError:
             raise
+        except JudgeCallFailed as e:  # e.g. from the embeddings endpoint, outside a metric
+            cause = f"judge call failed: {e.cause}"
+            return Cell(status="not_measured", cause=cause, cause_kind=e.kind)
         except JudgeError as e:
-            return Cell(status="not_measured", cause=f"judge error: {e}")
+            return Cell(status="not_measured", cause=f"judge error: {e}", cause_kind="transport")
         except Exception as e:
             # A metric that breaks on one sample must not lose the whole run; the cell says so.
             cause = f"{metric.name} raised {type(e).__name__}: {e}"

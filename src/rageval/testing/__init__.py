@@ -1,6 +1,7 @@
 """Test support: an OpenAI-compatible fake server and a network guard.
 
-Used by rageval's own tests and benchmarks, and usable in your CI::
+Used by rageval's own tests and benchmarks, and usable in your CI (``RandomJudge``: random
+replies valid under each request's schema; ``GarbageJudge``: never JSON)::
 
     from rageval.testing import FakeOpenAI, Reply, Fault
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
         install_network_guard,
         is_local_address,
     )
+    from rageval.testing.random_judge import GarbageJudge, RandomJudge, random_instance
     from rageval.testing.schema import schema_instance, strict_schema_problem
     from rageval.testing.server import (
         FAKE_API_KEY,
@@ -41,19 +43,25 @@ __all__ = [
     "FakeOpenAI",
     "Fault",
     "FaultPlan",
+    "GarbageJudge",
     "Handler",
     "NetworkBlockedError",
+    "RandomJudge",
     "RecordedRequest",
     "Reply",
     "default_handler",
     "hash_embedding",
     "install_network_guard",
     "is_local_address",
+    "random_instance",
     "schema_instance",
     "strict_schema_problem",
 ]
 
 _HOMES = {
+    "GarbageJudge": "random_judge",
+    "RandomJudge": "random_judge",
+    "random_instance": "random_judge",
     "NetworkBlockedError": "netguard",
     "install_network_guard": "netguard",
     "is_local_address": "netguard",

@@ -195,9 +195,11 @@ class RecordedRequest:
 
 @dataclass(frozen=True)
 class Reply:
-    """A chat answer. Build with ``Reply.json``, ``Reply.text`` or ``Reply.tool_arguments``."""
+    """A chat answer. Build with ``Reply.json``, ``Reply.text``, ``Reply.tool_arguments``, or
+    ``Reply.choices`` for a request with ``n`` > 1 that should get different choices (a single
+    reply to such a request is repeated ``n`` times)."""
 
-    kind: Literal["json", "text", "tool_arguments"]
+    kind: Literal["json", "text", "tool_arguments", "choices"]
     value: Any
     finish_reason: str = "stop"
     prompt_tokens: int | None = None
@@ -237,12 +239,20 @@ class Reply:
         """A tool call whose ``arguments`` are exactly ``s`` (e.g. malformed JSON)."""
         return Reply("tool_arguments", s, finish_reason, prompt_tokens, completion_tokens)
 
+    @staticmethod
+    def choices(*replies: Reply) -> Reply:
+        """One choice per reply, in order (for a request with ``n`` = the number of replies;
+        a request that asked for fewer gets the first ones)."""
+        if not replies or any(r.kind == "choices" for r in replies):
+            raise ValueError("Reply.choices takes one or more plain replies")
+        return Reply("choices", tuple(replies))
+
 
 @dataclass(frozen=True)
 class Fault:
     """A failure the server produces instead of an answer."""
 
-    kind: Literal["status", "timeout", "drop", "malformed_http", "truncated"]
+    kind: Literal["status", "timeout", "drop", "malformed_http", "truncated", "garbage"]
     status_code: int = 0
     message: str = ""
     headers: tuple[tuple[str, str], ...] = ()
@@ -284,6 +294,11 @@ class Fault:
     def malformed_http() -> Fault:
         """A 200 whose body is not valid JSON."""
         return Fault("malformed_http")
+
+    @staticmethod
+    def garbage(content: str = "Sure! The answer looks fine to me.") -> Fault:
+        """A 200 whose message is prose instead of the JSON asked for (no tool call either)."""
+        return Fault("garbage", content=content)
 
     @staticmethod
     def truncated(content: str | None = None) -> Fault:
@@ -400,6 +415,10 @@ class FakeOpenAI:
     A request with ``strict: true`` whose schema OpenAI would refuse gets OpenAI's 400.
     ``embedder`` replaces the hash vectors (e.g. to give chosen texts chosen similarities);
     ``keep_records=False`` stops recording requests (for long benchmark runs).
+    ``context_window`` (tokens, estimated at 4 characters each) makes a chat request whose
+    prompt and ``max_tokens`` together exceed it get OpenAI's 400 ``context_length_exceeded``.
+    ``ignore_n=True`` answers every chat request with one choice whatever its ``n`` (as Ollama
+    does).
     """
 
     def __init__(
@@ -416,6 +435,8 @@ class FakeOpenAI:
         faults: FaultPlan | None = None,
         embedder: Callable[[str], Sequence[float]] | None = None,
         keep_records: bool = True,
+        context_window: int | None = None,
+        ignore_n: bool = False,
     ) -> None:
         unknown = set(supports) - {"json_schema", "tools", "json"}
         if unknown:
@@ -431,6 +452,8 @@ class FakeOpenAI:
         self.faults = faults
         self.embedder = embedder
         self.keep_records = keep_records
+        self.context_window = context_window
+        self.ignore_n = ignore_n
         self.handler_errors: list[BaseException] = []
         self.max_in_flight = 0
         self.in_flight = 0
@@ -716,6 +739,21 @@ class FakeOpenAI:
             param = "tools" if mode == "tools" else "response_format"
             return _error(400, f"Invalid schema for {param}: {problem}", param=param)
 
+        if self.context_window is not None:
+            budget = record.body.get("max_tokens")
+            wanted = _estimate_tokens(record.prompt_chars) + (
+                budget if isinstance(budget, int) else 0
+            )
+            if wanted > self.context_window:
+                return _error(
+                    400,
+                    f"This model's maximum context length is {self.context_window} tokens. "
+                    f"However, you requested {wanted} tokens. Please reduce the length of the "
+                    "messages or completion.",
+                    code="context_length_exceeded",
+                    param="messages",
+                )
+
         answer: Reply | Fault | None = self.faults.draw(record.path) if self.faults else None
         if answer is None:
             with self._lock:
@@ -758,6 +796,8 @@ class FakeOpenAI:
         await self._delay()
         if fault.kind == "malformed_http":
             return _Response(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choi')
+        if fault.kind == "garbage":
+            return self._completion(record, Reply.text(fault.content or ""))
         content = fault.content
         if content is None:
             schema = record.schema
@@ -768,34 +808,31 @@ class FakeOpenAI:
         return self._completion(record, Reply(kind, content, finish_reason="length"))
 
     def _completion(self, record: RecordedRequest, reply: Reply) -> _Response:
-        if reply.kind == "json":
-            text = json.dumps(reply.value, ensure_ascii=False)
-            as_tool = record.mode == "tools"
-        else:
-            text = str(reply.value)
-            as_tool = reply.kind == "tool_arguments"
         number = next(self._ids)
-        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
-        if as_tool:
-            call = {
-                "id": f"call_{number:08x}",
-                "type": "function",
-                "function": {"name": record.tool_name or "answer", "arguments": text},
-            }
-            message["content"] = None
-            message["tool_calls"] = [call]
-        prompt = reply.prompt_tokens
+        n = record.body.get("n")
+        count = n if isinstance(n, int) and n > 0 and not self.ignore_n else 1
+        if reply.kind == "choices":
+            replies: list[Reply] = list(reply.value)[:count]
+        else:
+            replies = [reply] * count
+        choices = []
+        completion = 0
+        for i, one in enumerate(replies):
+            message, text = self._message(record, one, number)
+            choices.append(
+                {
+                    "index": i,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": one.finish_reason,
+                }
+            )
+            tokens = one.completion_tokens
+            completion += tokens if tokens is not None else _estimate_tokens(len(text))
+        head = replies[0]
+        prompt = head.prompt_tokens
         if prompt is None:
             prompt = _estimate_tokens(record.prompt_chars)
-        completion = reply.completion_tokens
-        if completion is None:
-            completion = _estimate_tokens(len(text))
-        n = record.body.get("n")
-        count = n if isinstance(n, int) and n > 0 else 1
-        choices = [
-            {"index": i, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
-            for i in range(count)
-        ]
         payload = {
             "id": f"chatcmpl-fake{number:08x}",
             "object": "chat.completion",
@@ -805,11 +842,31 @@ class FakeOpenAI:
             "choices": choices,
             "usage": {
                 "prompt_tokens": prompt,
-                "completion_tokens": completion * count,
-                "total_tokens": prompt + completion * count,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
             },
         }
         return _json_response(200, payload, [("x-request-id", f"req_fake{number:08x}")])
+
+    @staticmethod
+    def _message(record: RecordedRequest, reply: Reply, number: int) -> tuple[dict[str, Any], str]:
+        """The assistant message of one choice, and its text."""
+        if reply.kind == "json":
+            text = json.dumps(reply.value, ensure_ascii=False)
+            as_tool = record.mode == "tools"
+        else:
+            text = str(reply.value)
+            as_tool = reply.kind == "tool_arguments"
+        message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+        if as_tool:
+            call = {
+                "id": f"call_{number:08x}",
+                "type": "function",
+                "function": {"name": record.tool_name or "answer", "arguments": text},
+            }
+            message["content"] = None
+            message["tool_calls"] = [call]
+        return message, text
 
     # --------------------------------------------------------------- embeddings
     async def _embeddings(self, record: RecordedRequest) -> _Response | _Close:
@@ -883,6 +940,8 @@ def _parse_fault(spec: str) -> Fault:
         return Fault.timeout(float(arg))
     if name == "truncated":
         return Fault.truncated()
+    if name == "garbage":
+        return Fault.garbage()
     if name in ("drop", "malformed_http"):
         return Fault.drop() if name == "drop" else Fault.malformed_http()
     raise argparse.ArgumentTypeError(f"unknown fault {spec!r}")
@@ -911,6 +970,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency-ms", type=float, default=0.0)
     parser.add_argument("--handler", type=_load_handler, default=None, help="MODULE:FUNC")
+    parser.add_argument(
+        "--judge",
+        choices=("default", "random", "garbage"),
+        default="default",
+        help="random: random replies valid under each request's JSON schema, ignoring the "
+        "prompt's prose (seeded by --judge-seed); garbage: prose instead of JSON, always; "
+        "default: a minimal schema-valid reply (ignored when --handler is given)",
+    )
+    parser.add_argument("--judge-seed", type=int, default=0)
+    parser.add_argument(
+        "--context-window", type=int, default=None, help="tokens; longer requests get a 400"
+    )
     parser.add_argument("--embed-dim", type=int, default=8)
     parser.add_argument("--api-key", default=None)
     parser.add_argument("--models", type=_csv, default=None, help="comma-separated allow-list")
@@ -921,13 +992,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=lambda v: [_parse_fault(s) for s in _csv(v)],
         default=[],
         help="comma-separated: rate_limit[:SECONDS], status:CODE, timeout:SECONDS, drop, "
-        "malformed_http, truncated",
+        "malformed_http, truncated, garbage",
     )
     parser.add_argument("--fault-seed", type=int, default=0)
     args = parser.parse_args(argv)
     plan = FaultPlan(args.fault_rate, args.faults, args.fault_seed) if args.fault_rate else None
+    handler = args.handler
+    if handler is None and args.judge != "default":
+        from rageval.testing.random_judge import GarbageJudge, RandomJudge
+
+        handler = RandomJudge(args.judge_seed) if args.judge == "random" else GarbageJudge()
     server = FakeOpenAI(
-        args.handler,
+        handler,
         latency=args.latency_ms / 1000,
         embed_dim=args.embed_dim,
         host=args.host,
@@ -937,6 +1013,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         supports=args.supports,
         faults=plan,
         keep_records=False,
+        context_window=args.context_window,
     )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())

@@ -9,10 +9,11 @@ What it answers:
 
 * rageval's structured requests (``response_format`` JSON schema or a forced tool, or the
   schema appended to the system message in JSON mode): an instance of the schema built from
-  the tagged blocks of the user message. An array of objects with an ``id`` covers the ids of
-  the matching numbered block (``[1] text``) exactly once; statements are the 2–4 sentences of
-  the tagged text; ``questions`` has as many entries as the prompt asks for; a ``rating`` is on
-  the scale the prompt states (``{"rating": 0|1|2}``).
+  the tagged blocks of the user message. A key named like a numbered item (``"s3"`` for the
+  line ``[s3] text``) gets the verdict on that item; statements are the 2–4 sentences of the
+  tagged text; ``reference_statements`` the sentences of ``<reference>``, each ruled on
+  against the numbered items; ``question`` is a question made from the answer; a ``rating`` is
+  on the scale the prompt states (``{"rating": 0|1|2}``).
 * ragas 0.4's ``PydanticPrompt`` prompts (instruction, output JSON schema, examples, then
   ``input: {json}``): the JSON its parser expects for each output model it uses, covering the
   statements and contexts of the input, so ragas never takes its "fix output" path.
@@ -39,7 +40,9 @@ from rageval.testing.server import RecordedRequest, Reply
 __all__ = ["answer", "classify", "handle", "sentences", "supported"]
 
 _BLOCK = re.compile(r"<([A-Za-z_]+)>\n(.*?)\n</\1>", re.DOTALL)
-_NUMBERED_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
+_NUMBERED_LINE = re.compile(r"^\[([a-z]?\d+)\] (.*)$", re.MULTILINE)
+_FIRST_ITEM = re.compile(r"^\[[a-z]?1\] ")
+_ITEM_KEY = re.compile(r"^[a-z]\d+$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[a-z0-9]+")
 _RATING_SCALE = re.compile(r'"rating":\s*(\d+(?:\s*\|\s*\d+)+)')
@@ -266,12 +269,15 @@ class _Structured:
         self.prompt = prompt
         self.seed = _seed(prompt)
         self.blocks = [(m.group(1), m.group(2)) for m in _BLOCK.finditer(prompt)]
-        self.numbered = [
-            (tag, [t for _, t in _NUMBERED_LINE.findall(body)])
+        #: numbered blocks: tag -> [(id, text)]
+        self.numbered = {
+            tag: _NUMBERED_LINE.findall(body)
             for tag, body in self.blocks
-            if body.startswith("[1] ")
-        ]
-        self.unclaimed = [tag for tag, _ in self.numbered]
+            if _FIRST_ITEM.match(body)
+        }
+        self.items = {
+            key: (tag, text) for tag, found in self.numbered.items() for key, text in found
+        }
 
     def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
         ref = node.get("$ref")
@@ -290,68 +296,62 @@ class _Structured:
 
     def build(self) -> dict[str, Any]:
         props: dict[str, Any] = self.root.get("properties", {})
-        id_arrays = [name for name, sub in props.items() if self._id_items(sub) is not None]
-        blocks = self._assign_blocks(id_arrays)
         out: dict[str, Any] = {}
         for name, sub in props.items():
             node = self.resolve(sub)
-            if name in blocks:
-                out[name] = self._verdicts(node, blocks[name])
+            if _ITEM_KEY.match(name) and name in self.items:
+                out[name] = self._verdict(node, *self.items[name])
+            elif self._ruled_list(node) is not None:
+                out[name] = self._ruled_statements(name, node)
             else:
                 out[name] = self._value(name, node)
         return out
 
-    def _id_items(self, node: dict[str, Any]) -> dict[str, Any] | None:
-        node = self.resolve(node)
+    def _fill(self, fields: dict[str, Any], ok: bool, text: str) -> dict[str, Any]:
+        item: dict[str, Any] = {}
+        for field, sub in fields.items():
+            leaf = self.resolve(sub)
+            if leaf.get("type") == "boolean":
+                item[field] = ok
+            elif leaf.get("type") == "string":
+                item[field] = text if field == "statement" else _reason(ok)
+            else:
+                item[field] = self._value(field, leaf)
+        return item
+
+    def _verdict(self, node: dict[str, Any], tag: str, text: str) -> dict[str, Any]:
+        evidence = [_words(unit) for unit in self._evidence(tag)]
+        return self._fill(node.get("properties", {}), _covered(_words(text), evidence), text)
+
+    def _ruled_list(self, node: dict[str, Any]) -> dict[str, Any] | None:
+        """The item schema of an array of {statement, reason, <bool>} objects, else None."""
         if node.get("type") != "array" or not isinstance(node.get("items"), dict):
             return None
         items = self.resolve(node["items"])
-        return items if "id" in items.get("properties", {}) else None
+        fields = items.get("properties", {})
+        kinds = {self.resolve(f).get("type") for f in fields.values()}
+        return items if "statement" in fields and "boolean" in kinds else None
 
-    def _assign_blocks(self, names: list[str]) -> dict[str, str]:
-        """Which numbered block each id-array covers: the block named after it
-        (``answer`` → ``<answer_statements>``), else the last unclaimed ones in order."""
-        chosen: dict[str, str] = {}
-        for name in names:
-            for tag in self.unclaimed:
-                if tag.startswith(name):
-                    chosen[name] = tag
-                    self.unclaimed.remove(tag)
-                    break
-        rest = [n for n in names if n not in chosen]
-        tail = self.unclaimed[len(self.unclaimed) - len(rest) :] if rest else []
-        chosen.update(zip(rest, tail, strict=False))
-        return chosen
-
-    def _verdicts(self, node: dict[str, Any], tag: str) -> list[dict[str, Any]]:
-        items_schema = self.resolve(node["items"])
-        fields: dict[str, Any] = items_schema.get("properties", {})
-        texts = next(t for name, t in self.numbered if name == tag)
-        evidence = [_words(unit) for unit in self._evidence(tag)]
-        out = []
-        for i, text in enumerate(texts, start=1):
-            verdict = _covered(_words(text), evidence)
-            item: dict[str, Any] = {}
-            for field, sub in fields.items():
-                leaf = self.resolve(sub)
-                if field == "id":
-                    item[field] = i
-                elif leaf.get("type") == "boolean":
-                    item[field] = verdict
-                elif leaf.get("type") == "string":
-                    item[field] = _reason(verdict)
-                else:
-                    item[field] = self._value(field, leaf)
-            out.append(item)
-        return out
+    def _ruled_statements(self, name: str, node: dict[str, Any]) -> list[dict[str, Any]]:
+        """The sentences of the block named like the list (``reference_statements`` →
+        ``<reference>``), each ruled on against the numbered items."""
+        items = self._ruled_list(node)
+        assert items is not None
+        source = name.split("_")[0]
+        text = dict(self.blocks).get(source, "")
+        units = [_words(t) for found in self.numbered.values() for _, t in found]
+        return [
+            self._fill(items.get("properties", {}), _covered(_words(sentence), units), sentence)
+            for sentence in sentences(text, limit=32)
+        ]
 
     def _evidence(self, tag: str) -> list[str]:
         units: list[str] = []
         for name, body in self.blocks:
             if name == tag or name in _QUESTION_TAGS:
                 continue
-            numbered = next((t for n, t in self.numbered if n == name), None)
-            units.extend(numbered if numbered is not None else [body])
+            numbered = self.numbered.get(name)
+            units.extend([t for _, t in numbered] if numbered is not None else [body])
         return units
 
     def _text_for(self, name: str) -> str:
@@ -364,25 +364,25 @@ class _Structured:
     def _value(self, name: str, node: dict[str, Any]) -> Any:
         kind = node.get("type")
         if kind == "array" and self.resolve(node.get("items", {})).get("type") == "string":
-            if name == "questions":
-                match = _HOW_MANY.search(self.prompt)
-                n = 1 if match is None or match.group(1) == "one" else int(match.group(1))
-                return _questions(self._text_for("answer"), n)
             return sentences(self._text_for(name))
         if kind == "boolean":
             if name == "noncommittal":
                 return "don't know" in self._text_for("answer").lower()
             return self.seed % 2 == 0
-        if kind in ("number", "integer"):
+        if kind in ("number", "integer") or "enum" in node:
             return self._number(name, node)
         if kind == "string":
+            if name == "question":
+                return _questions(self._text_for("answer"), 1)[0]
             return "Judged from the tagged material."
         return schema_instance({**node, "$defs": self.root.get("$defs", {})})
 
-    def _number(self, name: str, node: dict[str, Any]) -> int:
+    def _number(self, name: str, node: dict[str, Any]) -> Any:
         match = _RATING_SCALE.search(self.prompt) if name == "rating" else None
         if match is not None:
             return _rating([int(v) for v in match.group(1).split("|")], self.seed)
+        if "enum" in node:
+            return _rating(node["enum"], self.seed)
         low = int(node.get("minimum", 0))
         high = int(node.get("maximum", low + 1))
         return _rating(range(low, high + 1), self.seed)
