@@ -4,9 +4,9 @@ Only the standard library is imported at module level so that `rageval --help` a
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
 Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage, input or configuration error, 3 fatal
-judge error (endpoint unreachable, bad key, unknown model...), 4 a `calibrate --min-kappa` gate
-failed, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). A reader that stops reading
-(`| head`) changes none of them.
+judge error (endpoint unreachable, bad key, unknown model...) or a failed Ray job, 4 a
+`calibrate --min-kappa` gate failed, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). A
+reader that stops reading (`| head`) changes none of them.
 """
 
 from __future__ import annotations
@@ -134,6 +134,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rageval._config import Settings, merged_params, parse_params
     from rageval.judge import FatalJudgeError
     from rageval.runner import RunConfigError, RunDirError, evaluate
+    from rageval.runner.engines import RayEngineError
     from rageval.samples import InvalidDataError
 
     data = _data_argument(args)
@@ -163,6 +164,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     _check_gate_names(gates, metrics, stored)
     if judge is None and metrics:
         _require_a_judge_for(metrics)
+    if args.engine == "ray":
+        _show_ray_notices()
     copy = _stdin_to(run_dir, args) if data == "-" else None
     interrupted = f"finished rows are kept in {run_dir}; continue with --resume {run_dir}"
     try:
@@ -182,13 +185,17 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 probe=not args.no_probe and settings.probe is not False,
                 human_labels=human_labels or None,
                 repeats=args.repeats,
+                engine=args.engine,
+                ray_address=args.ray_address,
+                ray_actors=args.ray_actors,
             )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         _discard_unused(copy, run_dir)
         raise _UsageError(str(e)) from None
-    except FatalJudgeError as e:
+    except (FatalJudgeError, RayEngineError) as e:
         _discard_unused(copy, run_dir)
-        _err(f"the judge endpoint refused: {e}" if e.status else str(e))
+        refused = isinstance(e, FatalJudgeError) and e.status
+        _err(f"the judge endpoint refused: {e}" if refused else str(e))
         if (run_dir / "manifest.json").exists():
             _err(interrupted)
         return EXIT_FATAL
@@ -246,25 +253,39 @@ def _load_settings(path: str | None) -> Settings:
     return load_settings(path)
 
 
-def _judge(args: argparse.Namespace, stored: StoredRun | None, settings: Settings) -> Judge | None:
-    """The judge the command line, the environment and the config file configure; resuming,
-    the run's own judge (from its manifest) with what the command line changes."""
+def _judge(
+    args: argparse.Namespace, stored: StoredRun | None, settings: Settings
+) -> Judge | list[Judge] | None:
+    """The judge the command line, the environment and the config file configure, one per
+    --base-url (a list when there are several: the rows are spread over them); resuming, the
+    run's own judge (from its manifest, on its endpoints) with what the command line changes."""
     from rageval._config import configured_judge
     from rageval.runner._stored import judge_from_settings, judge_settings
 
     overrides: dict[str, Any] = {}
-    if args.concurrency is not None:
-        overrides["max_concurrency"] = args.concurrency
+    for option, setting in (
+        ("concurrency", "max_concurrency"),
+        ("requests_per_minute", "requests_per_minute"),
+        ("tokens_per_minute", "tokens_per_minute"),
+    ):
+        if getattr(args, option) is not None:
+            overrides[setting] = getattr(args, option)
     if args.no_cache:
         overrides["cache"] = False
+    judges: list[Judge | None]
     if stored is not None and args.llm is None:
         if stored.judge is None:
             return None
         resumed = {**judge_settings(stored.judge), **overrides}
-        if args.base_url:
-            resumed["base_url"] = args.base_url
-        return judge_from_settings(resumed)
-    return configured_judge(settings, model=args.llm, base_url=args.base_url, **overrides)
+        urls = args.base_url or stored.judge.get("base_urls") or [resumed.get("base_url")]
+        judges = [judge_from_settings({**resumed, "base_url": url}) for url in urls]
+    else:
+        urls = args.base_url or [None]
+        judges = [
+            configured_judge(settings, model=args.llm, base_url=url, **overrides) for url in urls
+        ]
+    found = [j for j in judges if j is not None]
+    return found if len(found) > 1 else next(iter(found), None)
 
 
 def _embeddings(args: argparse.Namespace, settings: Settings) -> Embeddings | None:
@@ -273,7 +294,8 @@ def _embeddings(args: argparse.Namespace, settings: Settings) -> Embeddings | No
     spec = args.embeddings or settings.embeddings
     if not spec:
         return None  # the local model if a metric needs one; resuming, the run's own
-    return embeddings_from_spec(spec, base_url=args.base_url, cache=not args.no_cache)
+    base_url = args.base_url[0] if args.base_url else None
+    return embeddings_from_spec(spec, base_url=base_url, cache=not args.no_cache)
 
 
 def _check_param_names(params: dict[str, dict[str, Any]], metrics: Sequence[str] | None) -> None:
@@ -366,7 +388,7 @@ def _discard_unused(copy: Path | None, run_dir: Path) -> None:
 
 def _judge_and_embeddings(
     args: argparse.Namespace, settings: Settings | None = None, stored: StoredRun | None = None
-) -> tuple[Judge | None, Embeddings | None]:
+) -> tuple[Judge | list[Judge] | None, Embeddings | None]:
     """The judge and embeddings of the options added by :func:`_add_judge_options`, the
     environment and the config file (`settings`, else the file `--config` or the search
     finds); resuming, the run's own (`stored`) with what the command line changes."""
@@ -376,6 +398,18 @@ def _judge_and_embeddings(
         return _judge(args, stored, settings), _embeddings(args, settings)
     except ValueError as e:  # a bad config, base URL, model name or embeddings spec
         raise _UsageError(str(e)) from None
+
+
+def _show_ray_notices() -> None:
+    """The Ray engine's own lines (start-up time, actors, nodes) on stderr: starting Ray takes
+    seconds before the first row is done."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("rageval: %(message)s"))
+    notices = logging.getLogger("rageval.ray")
+    notices.addHandler(handler)
+    notices.setLevel(logging.INFO)
 
 
 def _fresh_run_dir() -> Path:
@@ -739,6 +773,23 @@ def build_parser() -> argparse.ArgumentParser:
         "bypass the cache, the value is their mean, and the summary says how much of the CI "
         "is the judge's own noise",
     )
+    ev.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where rows are scored: this process (default) or Ray Data (needs rageval[ray])",
+    )
+    ev.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --engine ray: join this Ray cluster (host:port) instead of starting a local Ray",
+    )
+    ev.add_argument(
+        "--ray-actors",
+        type=_positive_int,
+        metavar="N",
+        help="with --engine ray: actors that score rows (default: from the cluster's CPUs)",
+    )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     ev.set_defaults(func=_cmd_evaluate)
 
@@ -780,7 +831,10 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base-url",
         metavar="URL",
-        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI)",
+        action="append",
+        default=[],
+        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI);"
+        " repeat it to spread the rows over several servers of the same model",
     )
     parser.add_argument(
         "--embeddings",
@@ -796,6 +850,19 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
         type=_positive_int,
         metavar="N",
         help="judge requests in flight at most (default 16)",
+    )
+    parser.add_argument(
+        "--requests-per-minute",
+        type=_positive_float,
+        metavar="N",
+        help="judge requests per minute at most, per endpoint (with --engine ray: for all "
+        "actors together)",
+    )
+    parser.add_argument(
+        "--tokens-per-minute",
+        type=_positive_float,
+        metavar="N",
+        help="judge tokens per minute at most, per endpoint (as --requests-per-minute)",
     )
     parser.add_argument(
         "--no-cache", action="store_true", help="do not read or write the request cache"
@@ -830,6 +897,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
 
 

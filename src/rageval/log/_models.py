@@ -127,6 +127,8 @@ class JudgeInfo(_LogModel):
     model: str
     base_url: str | None = None
     temperature: float | None = None
+    #: every endpoint of the model when the rows were spread over several (None: one)
+    base_urls: list[str] | None = None
 
 
 class EmbeddingsInfo(_LogModel):
@@ -168,6 +170,8 @@ class Manifest(_Versioned):
     #: how many times each judge cell is scored (its value is the mean of the scores); a run
     #: is resumed only with the same count
     repeats: int = Field(default=1, ge=1)
+    #: where the rows were scored: "local" or "ray" (None: a log from before it was recorded)
+    engine: str | None = None
 
 
 # ---------------------------------------------------------------------------- results.jsonl

@@ -3,7 +3,9 @@
 Order of work: the data is loaded and every (row, metric) is validated before the first judge
 request, so a bad row costs nothing. Then the run directory is created (or an interrupted run
 is resumed), and the samples not yet finished are scored by the scheduler, each finished
-sample being appended to the run log at once.
+sample being appended to the run log at once. The scheduler runs here (``engine="local"``) or
+in the actors of a Ray Data job (``engine="ray"``, :mod:`rageval.runner.engines`); either way
+this process writes the run directory.
 """
 
 from __future__ import annotations
@@ -34,10 +36,10 @@ from rageval.log import (
 )
 from rageval.metrics.base import Metric, create_metric, registered_metrics
 from rageval.results import EvaluationResult
-from rageval.runner._cells import CellStore
 from rageval.runner._probe import check_key, probe_endpoints
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
-from rageval.runner._schedule import MIN_WINDOW, Plan, Scheduler, meter_judge
+from rageval.runner._schedule import MIN_WINDOW, Scheduler, make_plans, meter_judge, usage_since
+from rageval.runner.engines import ENGINES, Engine, ray_missing
 from rageval.samples import (
     SAMPLE_FIELDS,
     InvalidDataError,
@@ -63,6 +65,8 @@ def judge_from_env(
     *,
     base_url: str | None = None,
     max_concurrency: int | None = None,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
     cache: bool | str = True,
     **settings: Any,
 ) -> Judge | None:
@@ -76,7 +80,13 @@ def judge_from_env(
     from rageval.judge import Judge
 
     judge = Judge(
-        model, base_url=base_url, max_concurrency=max_concurrency, cache=cache, **settings
+        model,
+        base_url=base_url,
+        max_concurrency=max_concurrency,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+        cache=cache,
+        **settings,
     )
     check_key(judge.describe(), what="judge")
     return judge
@@ -254,17 +264,56 @@ def _describe(p: RowProblem) -> str:
     return f"field {p.field!r}: {p.message}" if p.field else p.message
 
 
+def _run_judges(llm: Judge | str | Sequence[Judge] | None) -> list[Judge]:
+    """The run's judge: none, one, or one per endpoint of the same model (a list)."""
+    from rageval.judge import Judge
+
+    if isinstance(llm, str) or llm is None:
+        judge = judge_from_env(llm)
+        return [judge] if judge is not None else []
+    if isinstance(llm, Judge):
+        return [llm]
+    judges = list(llm)
+    if not judges or not all(isinstance(j, Judge) for j in judges):
+        raise RunConfigError("llm must be a Judge, a model name, or a non-empty list of Judges")
+    models = sorted({j.model for j in judges})
+    if len(models) > 1:
+        raise RunConfigError(
+            f"a list of judges spreads the rows over endpoints of one model, got {models}"
+        )
+    urls = [j.base_url for j in judges]
+    twice = sorted({u for u in urls if urls.count(u) > 1})
+    if twice:
+        raise RunConfigError(f"judge endpoint(s) given more than once: {', '.join(twice)}")
+    return judges
+
+
+def _check_engine(engine: str, ray_address: str | None, ray_actors: int | None) -> None:
+    if engine not in ENGINES:
+        raise RunConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine != "ray" and (ray_address is not None or ray_actors is not None):
+        raise RunConfigError("ray_address and ray_actors need engine='ray'")
+    if ray_actors is not None and ray_actors < 1:
+        raise RunConfigError(f"ray_actors must be at least 1, got {ray_actors}")
+    if engine == "ray":
+        missing = ray_missing()
+        if missing is not None:
+            raise RunConfigError(missing)
+
+
 def _manifest(
     loaded: LoadedData,
     metrics: Sequence[Metric],
-    judge: Judge | None,
+    judges: Sequence[Judge],
     judge_of: Mapping[str, Judge | None],
     embeddings: Embeddings | None,
     on_invalid: str,
     column_map: Mapping[str, str] | None,
     human_labels: Sequence[tuple[str, str]],
     repeats: int,
+    engine: str,
 ) -> Manifest:
+    judge = judges[0] if judges else None
     specs = []
     for m in metrics:
         own = judge_of.get(m.name)
@@ -281,7 +330,7 @@ def _manifest(
         rageval_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         metrics=specs,
-        judge=JudgeInfo(**json_normal(judge.describe())) if judge is not None else None,
+        judge=_judge_info(judges),
         embeddings=EmbeddingsInfo(name=embeddings.name, base_url=base_url)
         if embeddings is not None
         else None,
@@ -296,7 +345,17 @@ def _manifest(
         on_invalid=on_invalid,
         human_labels=[HumanLabels(column=c, metric=m) for c, m in human_labels],
         repeats=repeats,
+        engine=engine,
     )
+
+
+def _judge_info(judges: Sequence[Judge]) -> JudgeInfo | None:
+    if not judges:
+        return None
+    described: dict[str, Any] = json_normal(judges[0].describe())
+    if len(judges) > 1:  # rows spread over these endpoints of the same model
+        described["base_urls"] = [j.base_url for j in judges]
+    return JudgeInfo(**described)
 
 
 class _EmbeddingMeter:
@@ -316,7 +375,7 @@ class _EmbeddingMeter:
         if not self._ledgers:
             return None
         now = self._total()
-        spent, self._last = _since(now, self._last), now
+        spent, self._last = usage_since(now, self._last), now
         return None if spent == _NOTHING else spent
 
 
@@ -354,7 +413,7 @@ class _Progress:
     def refresh(self, *, force: bool = False) -> None:
         if self.line is None:
             return
-        u = _since(self._usage(), self._base)
+        u = usage_since(self._usage(), self._base)
         c = self.line.counters
         c.requests, c.tokens, c.cache_hits, c.cost_usd = (
             u.requests,
@@ -375,7 +434,7 @@ class _Progress:
 async def aevaluate(
     data: Any,
     metrics: Sequence[Metric | str] | None = None,
-    llm: Judge | str | None = None,
+    llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
@@ -389,6 +448,9 @@ async def aevaluate(
     probe: bool = False,
     human_labels: LabelsArg | None = None,
     repeats: int | None = None,
+    engine: Engine = "local",
+    ray_address: str | None = None,
+    ray_actors: int | None = None,
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
@@ -397,16 +459,18 @@ async def aevaluate(
     the constructor arguments of those made from a name, by name
     (`{"answer_correctness": {"weights": [0.5, 0.5]}}`). `llm`: a Judge or a
     model name (default: RAGEVAL_LLM from the environment, else no judge: metrics that need
-    one are skipped with a hint). `embeddings`: an Embeddings, `"local"` or `"openai:MODEL"`
-    (default: the local model, if a metric needs one). `on_invalid="skip"` turns rows a metric
-    cannot score into skipped cells instead of an :class:`InvalidDataError` (default
-    "raise"). `run_dir` writes the run log there; `resume=True` continues the run in
-    `run_dir`, and then whatever is not given (None: `data` too, the metrics, the judge, the
-    embeddings, `column_map`, `on_invalid`, `repeats`) is what the run was started with, as
-    its manifest records it. `progress` (alias `show_progress`): None shows a progress line
-    only when stderr is a terminal. `overwrite=True` replaces a run already in `run_dir` (by
-    default that is an error). `probe=True` first checks, with one quick request each, that
-    every endpoint is there and takes its key (see :mod:`rageval.runner._probe`).
+    one are skipped with a hint); a list of Judges of one model on several endpoints spreads
+    the rows over them (each row always to the same one). `embeddings`: an Embeddings,
+    `"local"` or `"openai:MODEL"` (default: the local model, if a metric needs one).
+    `on_invalid="skip"` turns rows a metric cannot score into skipped cells instead of an
+    :class:`InvalidDataError` (default "raise"). `run_dir` writes the run log there;
+    `resume=True` continues the run in `run_dir`, and then whatever is not given (None: `data`
+    too, the metrics, the judge, the embeddings, `column_map`, `on_invalid`, `repeats`) is
+    what the run was started with, as its manifest records it. `progress` (alias
+    `show_progress`): None shows a progress line only when stderr is a terminal.
+    `overwrite=True` replaces a run already in `run_dir` (by default that is an error).
+    `probe=True` first checks, with one quick request each, that every endpoint is there and
+    takes its key (see :mod:`rageval.runner._probe`).
 
     `human_labels` pairs label columns of the data (people's scores, on the metric's scale;
     empty where a row is not labelled) with metrics: ``{"human_faithful": "faithfulness"}``;
@@ -414,7 +478,12 @@ async def aevaluate(
     by the labelled rows (docs/calibration.md). `repeats=K` scores every judge cell K times
     (default 1), bypassing the request cache for the repeats; a cell's value is the mean of
     its scores and the summary reports how much of the interval the judge's own noise makes.
+
+    `engine="ray"` scores on Ray Data (the ``rageval[ray]`` extra): it joins the cluster at
+    `ray_address` (or the one this process is connected to), else starts a local Ray;
+    `ray_actors` overrides the number of actors (see docs/ray.md).
     """
+    _check_engine(engine, ray_address, ray_actors)
     if resume and run_dir is None:
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
     if resume and overwrite:
@@ -444,13 +513,10 @@ async def aevaluate(
     human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
 
     # resuming, no judge by now means the run had none (not one from the environment)
-    judge: Judge | None = (
-        judge_from_env(llm) if isinstance(llm, str) or (llm is None and not resume) else llm
-    )
-    judge_of = {m.name: (m.llm or judge) if m.needs_llm else m.llm for m in metric_objs}
-    shared_judge = judge or next((m.llm for m in metric_objs if m.statement_needs and m.llm), None)
+    run_judges = [] if llm is None and resume else _run_judges(llm)
+    judge = run_judges[0] if run_judges else None
     needs_embeddings = any(
-        m.needs_embeddings and m.embeddings is None and (judge_of[m.name] or not m.needs_llm)
+        m.needs_embeddings and m.embeddings is None and (not m.needs_llm or m.llm or judge)
         for m in metric_objs
     )
     embedder: Embeddings | None
@@ -460,21 +526,43 @@ async def aevaluate(
         embedder = embeddings_from_spec("local")
     else:
         embedder = embeddings
-    judges = [j for j in (*judge_of.values(), shared_judge) if j is not None]
+    plans = make_plans(
+        metric_objs, run_judges, embedder, invalid_rows, invalid_cells, repeats=repeats
+    )
+    judges = list(
+        {
+            id(j): j
+            for plan in plans
+            for j in (*plan.judge_of.values(), plan.shared_judge)
+            if j is not None
+        }.values()
+    )
     for j in judges:
         meter_judge(j)
     embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
+    ray_run = None
+    if engine == "ray":
+        from rageval.runner.engines._ray import RayRun
+        from rageval.runner.engines._ship import ShipError
+
+        try:  # whatever cannot be sent to the workers is refused before any work
+            ray_run = RayRun(
+                plans, run_judges, loaded.samples, ids, address=ray_address, actors=ray_actors
+            )
+        except ShipError as e:
+            raise RunConfigError(str(e)) from None
 
     manifest = _manifest(
         loaded,
         metric_objs,
-        judge,
-        judge_of,
+        run_judges,
+        plans[0].judge_of,
         embedder,
         on_invalid,
         column_map,
         human_pairs,
         repeats,
+        engine,
     )
     rundir = RunDir(run_dir) if run_dir is not None else None
     if probe:  # after every local check: bad data or the wrong run directory cost nothing
@@ -512,20 +600,14 @@ async def aevaluate(
         result.add(line, offset=offset)
         meter.row_done(line)
 
-    plan = Plan(
-        metric_objs,
-        judge_of,
-        shared_judge,
-        embedder,
-        invalid_rows,
-        invalid_cells,
-        cells=CellStore(judge_of, shared_judge, embedder),
-        repeats=repeats,
-    )
-    scheduler = Scheduler(plan, loaded.samples, ids, window=_window(judges), on_record=on_record)
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
     try:
-        await scheduler.run(todo)
+        if ray_run is not None:
+            await ray_run.run(todo, on_record)
+        else:
+            await Scheduler(
+                plans, loaded.samples, ids, window=_window(judges), on_record=on_record
+            ).run(todo)
     except Exception:
         # the run stops (a fatal judge error): the directory still says how far it got, unless
         # that fails too, which must not hide why the run stopped
@@ -553,8 +635,9 @@ async def aevaluate(
             rundir.close()
         # a judge made here from the environment is ours to close; pools opened on a loop that
         # evaluate() made are closed when that loop shuts down (rageval._sync.close_with_loop)
-        if own_judge and judge is not None:
-            await judge.aclose()
+        if own_judge:
+            for j in run_judges:
+                await j.aclose()
         # the request caches write behind: what this run learned is on disk when it returns
         caches = {
             id(c): c for c in _caches(judges, [embedder, *(m.embeddings for m in metric_objs)])
@@ -577,7 +660,7 @@ def _from_manifest(
     run_dir: str | os.PathLike[str],
     data: Any,
     metrics: Sequence[Metric | str] | None,
-    llm: Judge | str | None,
+    llm: Judge | str | Sequence[Judge] | None,
     embeddings: Embeddings | str | None,
     column_map: Mapping[str, str] | None,
     on_invalid: OnInvalid | None,
@@ -585,7 +668,7 @@ def _from_manifest(
 ) -> tuple[
     Any,
     Sequence[Metric | str] | None,
-    Judge | str | None,
+    Judge | str | Sequence[Judge] | None,
     Embeddings | str | None,
     Mapping[str, str] | None,
     OnInvalid | None,
@@ -622,19 +705,6 @@ def _caches(judges: Sequence[Judge], embedders: Sequence[Embeddings | None]) -> 
     return [c for c in found if isinstance(c, RequestCache)]
 
 
-def _since(now: Usage, base: Usage) -> Usage:
-    cost = None if now.cost_usd is None or base.cost_usd is None else now.cost_usd - base.cost_usd
-    return Usage(
-        prompt_tokens=now.prompt_tokens - base.prompt_tokens,
-        completion_tokens=now.completion_tokens - base.completion_tokens,
-        requests=now.requests - base.requests,
-        retries=now.retries - base.retries,
-        reasks=now.reasks - base.reasks,
-        cache_hits=now.cache_hits - base.cache_hits,
-        cost_usd=cost,
-    )
-
-
 def _write_report(rundir: RunDir) -> None:
     try:
         rundir.write_report()
@@ -652,7 +722,7 @@ def _write_report(rundir: RunDir) -> None:
 def evaluate(
     data: Any,
     metrics: Sequence[Metric | str] | None = None,
-    llm: Judge | str | None = None,
+    llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
@@ -666,6 +736,9 @@ def evaluate(
     probe: bool = False,
     human_labels: LabelsArg | None = None,
     repeats: int | None = None,
+    engine: Engine = "local",
+    ray_address: str | None = None,
+    ray_actors: int | None = None,
 ) -> EvaluationResult:
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
     pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
@@ -686,6 +759,9 @@ def evaluate(
             probe=probe,
             human_labels=human_labels,
             repeats=repeats,
+            engine=engine,
+            ray_address=ray_address,
+            ray_actors=ray_actors,
         )
     )
 

@@ -118,8 +118,14 @@ class StoredRun:
             made.append(metric)
         return made
 
-    def make_judge(self) -> Judge | None:
-        return judge_from_settings(judge_settings(self.judge)) if self.judge else None
+    def make_judge(self) -> Judge | list[Judge] | None:
+        """The run's judge; one per endpoint when its rows were spread over several."""
+        if not self.judge:
+            return None
+        settings = judge_settings(self.judge)
+        urls = self.judge.get("base_urls") or [settings.get("base_url")]
+        judges = [judge_from_settings({**settings, "base_url": url}) for url in urls]
+        return judges if len(judges) > 1 else judges[0]
 
     def make_embeddings(self) -> Embeddings | None:
         from rageval.runner._evaluate import embeddings_from_spec
