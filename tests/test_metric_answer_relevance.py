@@ -121,6 +121,19 @@ def test_seed_grade_with_a_sync_openai_client(fake_openai: FakeOpenAI) -> None:
     assert fake_openai.chat_requests[0].model == "judge-x"
 
 
+def test_seed_grade_with_positional_arguments(fake_openai: FakeOpenAI) -> None:
+    """rag_evals documents grade(question, answer, context, client) by position too."""
+    fake_openai.handler = route((("question", "answer"), dims(0.9, 0.7, 0.8)))
+    client = sdk_client(fake_openai, openai.OpenAI)
+    by_position = AnswerRelevance.grade(QUESTION, ANSWER, CONTEXT, client)
+    by_keyword = AnswerRelevance().grade(
+        question=QUESTION, answer=ANSWER, context=CONTEXT, client=client
+    )
+    assert isinstance(by_position, RelevanceScore)
+    assert by_position == by_keyword
+    assert by_position.overall_score == pytest.approx(0.8)
+
+
 async def test_agrade_with_async_client_and_default_model(
     fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -295,3 +308,20 @@ def test_two_customised_evaluators_need_names_of_their_own() -> None:
     one, two = ContextEvaluation(prompt="Rate the tone."), ContextEvaluation(prompt="Rate style.")
     with pytest.raises(RunConfigError, match=r"custom_relevance.*name="):
         evaluate([{"question": QUESTION, "answer": ANSWER}], metrics=[one, two])
+
+
+def test_a_run_resumed_from_its_directory_alone_rebuilds_a_named_evaluator(
+    fake_openai: FakeOpenAI, tmp_path: Any
+) -> None:
+    from rageval import evaluate
+
+    fake_openai.handler = lambda req: dims(0.3, 0.6, 0.9)
+    judge = judge_for(fake_openai)
+    rows = [{"question": QUESTION, "answer": ANSWER}, {"question": "Why?", "answer": "Because."}]
+    custom = ContextEvaluation(prompt="Rate the tone.", response_model=RelevanceScore, name="tone")
+    first = evaluate(rows, metrics=[custom], llm=judge, run_dir=tmp_path / "run")
+    asked = len(fake_openai.chat_requests)
+    # metrics (and everything else but the judge) come back from the manifest
+    again = evaluate(rows, llm=judge, run_dir=tmp_path / "run", resume=True)
+    assert again["tone"] == first["tone"] == [pytest.approx(0.6)] * 2
+    assert len(fake_openai.chat_requests) == asked  # nothing redone

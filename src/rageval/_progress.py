@@ -23,6 +23,8 @@ class Counters:
     cost_usd: float | None = 0.0
     cache_hits: int = 0
     not_measured: int = 0
+    retries: int = 0  # requests sent again after a transient error (429, 5xx, timeout)
+    reasks: int = 0  # replies asked again because they failed validation
 
 
 def wanted(progress: bool | None, stream: TextIO | None = None) -> bool:
@@ -68,6 +70,10 @@ class ProgressLine:
             parts.append(f"tokens {c.tokens:,}")
             parts.append("cost ?" if c.cost_usd is None else f"cost ${c.cost_usd:.4f}")
             parts.append(f"cache hits {c.cache_hits:,}")
+        if c.retries:
+            parts.append(f"retries {c.retries:,}")
+        if c.reasks:
+            parts.append(f"re-asks {c.reasks:,}")
         if c.not_measured:
             parts.append(f"not measured {c.not_measured:,}")
         eta = self.eta()

@@ -140,10 +140,15 @@ class JudgeInfo(_LogModel):
 
 class EmbeddingsInfo(_LogModel):
     name: str
+    #: the endpoint of remote embeddings
+    base_url: str | None = None
 
 
 class DataInfo(_LogModel):
     source: str | None = None
+    #: the data file, absolute: `--resume DIR` alone reads it again
+    path: str | None = None
+    column_map: dict[str, str] | None = None
     fingerprint: str | None = None
     n_rows: int | None = None
 

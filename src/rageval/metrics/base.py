@@ -593,15 +593,16 @@ def module_metric(module: ModuleType) -> type[Metric]:
     return found.pop()
 
 
-def module_default(module: ModuleType) -> Metric:
-    """The metric a metric module stands for: its class with default settings and the
-    ``llm`` / ``embeddings`` set on the module, if any. Any other setting made on the module
+def module_default(module: ModuleType, params: Mapping[str, Any] | None = None) -> Metric:
+    """The metric a metric module stands for: its class with default settings (or `params`,
+    constructor arguments) and the ``llm`` / ``embeddings`` set on the module, if any. Any
+    other setting made on the module
     (``answer_relevancy.strictness = 5``) would be ignored, so it is refused (ValueError):
     configuration goes through the class, ``AnswerRelevancy(strictness=5)``. A value equal to
     the default is let through (what monkeypatch leaves behind after undoing a change)."""
     cls = module_metric(module)
     attached = vars(module)
-    metric = cls(**{k: attached[k] for k in _ATTACHABLE if k in attached})
+    metric = cls(**{k: attached[k] for k in _ATTACHABLE if k in attached}, **dict(params or {}))
     ignored = sorted(
         n
         for n, value in vars(metric).items()
@@ -645,20 +646,22 @@ def forward_to_metric(module_name: str) -> Callable[[str], Any]:
 MetricLike: TypeAlias = "Metric | str | type[Metric] | ModuleType"
 
 
-def as_metric(spec: MetricLike) -> Metric:
-    """A metric object for `spec`: an instance as it is, a registry name or a class built with
-    default settings, a metric module as :func:`module_default`. TypeError / ValueError /
-    KeyError say what is wrong with `spec`."""
+def as_metric(spec: MetricLike, params: Mapping[str, Mapping[str, Any]] | None = None) -> Metric:
+    """A metric object for `spec`: an instance as it is; a registry name, a class or a metric
+    module (:func:`module_default`) built here, with the constructor arguments `params` holds
+    under its registry name, else with default settings. TypeError / ValueError / KeyError say
+    what is wrong with `spec` or its arguments."""
+    given = params or {}
     if isinstance(spec, Metric):
         return spec
     if isinstance(spec, str):
-        return create_metric(spec)
+        return create_metric(spec, given.get(spec))
     if isinstance(spec, ModuleType):
-        return module_default(spec)
+        return module_default(spec, given.get(module_metric(spec).name))
     if isinstance(spec, type) and issubclass(spec, Metric):
         if inspect.isabstract(spec):
             raise TypeError(f"{spec.__name__} is an abstract metric class")
-        return spec()
+        return spec(**dict(given.get(spec.name) or {}))
     raise TypeError(
         "a metric is a Metric instance, a Metric class, a metric module "
         f"(rageval.metrics.faithfulness) or a registry name, got {type(spec).__name__}"

@@ -42,6 +42,7 @@ from rageval.metrics.base import (
     registered_metrics,
 )
 from rageval.results import EvaluationResult
+from rageval.runner._probe import check_key, probe_endpoints
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
 from rageval.runner._schedule import MIN_WINDOW, Scheduler, make_plans, meter_judge, usage_since
 from rageval.runner.engines import ENGINES, Engine, ray_missing
@@ -72,24 +73,29 @@ def judge_from_env(
     max_concurrency: int | None = None,
     requests_per_minute: float | None = None,
     tokens_per_minute: float | None = None,
-    cache: bool = True,
+    cache: bool | str = True,
+    **settings: Any,
 ) -> Judge | None:
     """The judge configured by arguments or the environment (see :mod:`rageval._env`): the
     model from `model` or RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or
-    OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY. None when no model is named."""
+    OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY; `settings` are further Judge
+    keyword arguments. None when no model is named."""
     model = _env.judge_model(model)
     if model is None:
         return None
     from rageval.judge import Judge
 
-    return Judge(
+    judge = Judge(
         model,
         base_url=base_url,
         max_concurrency=max_concurrency,
         requests_per_minute=requests_per_minute,
         tokens_per_minute=tokens_per_minute,
         cache=cache,
+        **settings,
     )
+    check_key(judge.describe(), what="judge")
+    return judge
 
 
 def embeddings_from_spec(
@@ -103,18 +109,38 @@ def embeddings_from_spec(
     if provider == "local" and not model:
         return embedding_factory("local")
     if provider == "openai":
-        return embedding_factory("openai", model=model or None, base_url=base_url, cache=cache)
+        remote = embedding_factory("openai", model=model or None, base_url=base_url, cache=cache)
+        check_key(remote.describe(), what="embeddings model")
+        return remote
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
 
 
 def resolve_metrics(
-    metrics: Sequence[MetricLike] | MetricLike | None, loaded: LoadedData
+    metrics: Sequence[MetricLike] | MetricLike | None,
+    loaded: LoadedData,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Metric]:
     """Metric objects for `metrics`: instances as they are; registry names, classes and metric
-    modules (``from rageval.metrics import faithfulness``) as the metric with default settings
-    (see :func:`rageval.metrics.as_metric`). By default every registered metric whose required
+    modules (``from rageval.metrics import faithfulness``) built here (see
+    :func:`rageval.metrics.as_metric`). By default every registered metric whose required
     fields appear in the data (except opt-in ones such as rubric_score, whose built-in rubric
-    is only a placeholder for the user's own)."""
+    is only a placeholder for the user's own). `params` holds, by registry name, the
+    constructor arguments of any metric built here (a metric it names that the run does not
+    choose is passed over; a name that is no metric is an error)."""
+    params = dict(params or {})
+    known = registered_metrics()
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise RunConfigError(f"parameters for unknown metric(s): {', '.join(unknown)}")
+
+    def make(spec: MetricLike) -> Metric:
+        try:
+            return as_metric(spec, params)
+        except KeyError as e:
+            raise RunConfigError(str(e.args[0])) from None
+        except (TypeError, ValueError) as e:  # not a metric, or an invalid constructor argument
+            raise RunConfigError(f"{spec if isinstance(spec, str) else 'metrics'}: {e}") from None
+
     if metrics is None:
         present = {
             f
@@ -124,8 +150,8 @@ def resolve_metrics(
             if getattr(s, f) is not None
         }
         chosen: list[Metric] = [
-            cls()
-            for cls in registered_metrics().values()
+            make(name)
+            for name, cls in known.items()
             if cls.in_default_run and set(cls.required_fields) <= present
         ]
     else:
@@ -133,12 +159,12 @@ def resolve_metrics(
         specs: list[MetricLike] = [metrics] if one else list(metrics)  # type: ignore[list-item,arg-type]
         chosen = []
         for spec in specs:
-            try:
-                chosen.append(as_metric(spec))
-            except KeyError as e:
-                raise RunConfigError(str(e.args[0])) from None
-            except (TypeError, ValueError) as e:
-                raise RunConfigError(f"metrics: {e}") from None
+            if isinstance(spec, Metric) and spec.name in params:
+                raise RunConfigError(
+                    f"{spec.name} is given as an object: give its parameters to it, not in "
+                    "metric_params"
+                )
+            chosen.append(make(spec))
     if not chosen:
         raise RunConfigError("no metric to run: name some, or give data with the fields they need")
     names = [m.name for m in chosen]
@@ -209,20 +235,33 @@ def _human_labels(
 
 def _validate(
     loaded: LoadedData, ids: Sequence[str], metrics: Sequence[Metric]
-) -> tuple[list[RowProblem], dict[int, str]]:
-    """Every problem that stops a (row, metric) cell, and the reason per unusable row."""
-    problems = list(loaded.problems)
-    bad_rows: dict[int, list[str]] = {}
+) -> tuple[list[RowProblem], dict[int, str], dict[tuple[int, str], str]]:
+    """Every problem that stops a (row, metric) cell of this run; the reason for each row no
+    metric can read, and for each cell that a bad field of its row stops. A bad field that no
+    metric of the run reads stops nothing."""
+    by_row: dict[int, list[RowProblem]] = {}
     for p in loaded.problems:
         if p.row is not None:
-            bad_rows.setdefault(p.row, []).append(_describe(p))
+            by_row.setdefault(p.row, []).append(p)
+    problems: dict[int, RowProblem] = {}  # by id(): each problem once, in order
+    invalid_rows: dict[int, str] = {}
+    invalid_cells: dict[tuple[int, str], str] = {}
     for row, sample in enumerate(loaded.samples):
-        if sample is None or row in bad_rows:
+        found = by_row.get(row, [])
+        if sample is None:
+            problems.update((id(p), p) for p in found)
+            invalid_rows[row] = "; ".join(map(_describe, found)) or "could not be read"
             continue
         for m in metrics:
+            stopping = [p for p in found if p.blocks(m.required_fields)]
+            if stopping:
+                problems.update((id(p), p) for p in stopping)
+                invalid_cells[(row, m.name)] = "; ".join(map(_describe, stopping))
+                continue
             for field, message in m.input_problems(sample):
-                problems.append(RowProblem(row, field, message, ids[row], m.name))
-    return problems, {row: "; ".join(msgs) for row, msgs in bad_rows.items()}
+                problem = RowProblem(row, field, message, sample.id, m.name, loaded.line(row))
+                problems[id(problem)] = problem
+    return list(problems.values()), invalid_rows, invalid_cells
 
 
 def _describe(p: RowProblem) -> str:
@@ -273,6 +312,7 @@ def _manifest(
     judge_of: Mapping[str, Judge | None],
     embeddings: Embeddings | None,
     on_invalid: str,
+    column_map: Mapping[str, str] | None,
     human_labels: Sequence[tuple[str, str]],
     repeats: int,
     engine: str,
@@ -290,14 +330,20 @@ def _manifest(
                 uncaptured=m.uncaptured,
             )
         )
+    base_url = getattr(embeddings, "base_url", None)
     return Manifest(
         rageval_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         metrics=specs,
         judge=_judge_info(judges),
-        embeddings=EmbeddingsInfo(name=embeddings.name) if embeddings is not None else None,
+        embeddings=EmbeddingsInfo(name=embeddings.name, base_url=base_url)
+        if embeddings is not None
+        else None,
         data=DataInfo(
             source=loaded.source,
+            # where `--resume DIR` alone finds the data again
+            path=str(loaded.path.resolve()) if loaded.path is not None else None,
+            column_map=dict(column_map) if column_map else None,
             fingerprint=data_fingerprint(loaded),
             n_rows=len(loaded.samples),
         ),
@@ -357,7 +403,8 @@ class _Progress:
         self._base = self._usage()
 
     def _usage(self) -> Usage:
-        return sum((j.usage.total for j in self.judges), Usage())
+        # calls in progress count too: a fault stall's retries show while it lasts
+        return sum((j.usage.total + j.pending_usage() for j in self.judges), Usage())
 
     def row_done(self, record: SampleLine) -> None:
         if self.line is None:
@@ -379,6 +426,7 @@ class _Progress:
             u.cache_hits,
             u.cost_usd,
         )
+        c.retries, c.reasks = u.retries, u.reasks
         self.line.update(force=force)
 
     async def tick(self) -> None:
@@ -395,13 +443,16 @@ async def aevaluate(
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
-    on_invalid: OnInvalid = "raise",
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
+    on_invalid: OnInvalid | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    probe: bool = False,
     human_labels: LabelsArg | None = None,
-    repeats: int = 1,
+    repeats: int | None = None,
     engine: Engine = "local",
     ray_address: str | None = None,
     ray_actors: int | None = None,
@@ -410,49 +461,66 @@ async def aevaluate(
 
     `data`: anything :func:`rageval.load_samples` reads. `metrics`: Metric instances, and
     registry names, classes or metric modules (``from rageval.metrics import faithfulness``)
-    for a metric with default settings (default: every metric whose required fields the data
-    has). `llm`: a Judge or a model name (default: RAGEVAL_LLM from the environment, else no
-    judge: metrics that need one are skipped with a hint); a list of Judges of one model on several endpoints spreads
+    for a metric built here (default: every metric whose required fields the data has);
+    `metric_params` gives the constructor arguments of those built here, by registry name
+    (`{"answer_correctness": {"weights": [0.5, 0.5]}}`), else they have default settings.
+    `llm`: a Judge or a model name (default: RAGEVAL_LLM from the environment, else no judge:
+    metrics that need one are skipped with a hint); a list of Judges of one model on several
+    endpoints spreads
     the rows over them (each row always to the same one). `embeddings`: an Embeddings,
     `"local"` or `"openai:MODEL"` (default: the local model, if a metric needs one).
     `on_invalid="skip"` turns rows a metric cannot score into skipped cells instead of an
-    :class:`InvalidDataError`. `run_dir` writes the run log there; `resume=True` continues the
-    run in `run_dir`. `progress` (alias `show_progress`): None shows a progress line only when
-    stderr is a terminal.
+    :class:`InvalidDataError` (default "raise"). `run_dir` writes the run log there;
+    `resume=True` continues the run in `run_dir`, and then whatever is not given (None: `data`
+    too, the metrics, the judge, the embeddings, `column_map`, `on_invalid`, `repeats`) is
+    what the run was started with, as its manifest records it. `progress` (alias
+    `show_progress`): None shows a progress line only when stderr is a terminal.
+    `overwrite=True` replaces a run already in `run_dir` (by default that is an error).
+    `probe=True` first checks, with one quick request each, that every endpoint is there and
+    takes its key (see :mod:`rageval.runner._probe`).
 
     `human_labels` pairs label columns of the data (people's scores, on the metric's scale;
     empty where a row is not labelled) with metrics: ``{"human_faithful": "faithfulness"}``;
     the summary then gives each label's PPI++ mean, the judge's scores on every row rectified
-    by the labelled rows (docs/calibration.md). `repeats=K` scores every judge cell K times,
-    bypassing the request cache for the repeats; a cell's value is the mean of its scores and
-    the summary reports how much of the interval the judge's own noise makes.
+    by the labelled rows (docs/calibration.md). `repeats=K` scores every judge cell K times
+    (default 1), bypassing the request cache for the repeats; a cell's value is the mean of
+    its scores and the summary reports how much of the interval the judge's own noise makes.
 
     `engine="ray"` scores on Ray Data (the ``rageval[ray]`` extra): it joins the cluster at
     `ray_address` (or the one this process is connected to), else starts a local Ray;
     `ray_actors` overrides the number of actors (see docs/ray.md).
     """
-    if on_invalid not in ("raise", "skip"):
-        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
     _check_engine(engine, ray_address, ray_actors)
     if resume and run_dir is None:
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
+    if resume and overwrite:
+        raise RunConfigError("resume=True continues the run in run_dir; overwrite=True replaces it")
+    own_judge = isinstance(llm, str) or llm is None
+    if resume and run_dir is not None:
+        data, metrics, llm, embeddings, column_map, on_invalid, repeats = _from_manifest(
+            run_dir, data, metrics, llm, embeddings, column_map, on_invalid, repeats
+        )
+    on_invalid = on_invalid or "raise"
+    repeats = 1 if repeats is None else repeats
+    if on_invalid not in ("raise", "skip"):
+        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
     started = time.monotonic()
     loaded = load_samples(data, column_map=column_map)
     whole_input = [p for p in loaded.problems if p.row is None]
     if whole_input:
         raise InvalidDataError(whole_input, source=loaded.source)
     ids = sample_ids(loaded.samples)
-    metric_objs = resolve_metrics(metrics, loaded)
+    metric_objs = resolve_metrics(metrics, loaded, metric_params)
 
-    problems, invalid_rows = _validate(loaded, ids, metric_objs)
+    problems, invalid_rows, invalid_cells = _validate(loaded, ids, metric_objs)
     if problems and on_invalid == "raise":
         raise InvalidDataError(problems, source=loaded.source)
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
     human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
 
-    own_judge = isinstance(llm, str) or llm is None
-    run_judges = _run_judges(llm)
+    # resuming, no judge by now means the run had none (not one from the environment)
+    run_judges = [] if llm is None and resume else _run_judges(llm)
     judge = run_judges[0] if run_judges else None
     needs_embeddings = any(
         m.needs_embeddings and m.embeddings is None and (not m.needs_llm or m.llm or judge)
@@ -465,7 +533,9 @@ async def aevaluate(
         embedder = embeddings_from_spec("local")
     else:
         embedder = embeddings
-    plans = make_plans(metric_objs, run_judges, embedder, invalid_rows, repeats=repeats)
+    plans = make_plans(
+        metric_objs, run_judges, embedder, invalid_rows, invalid_cells, repeats=repeats
+    )
     judges = list(
         {
             id(j): j
@@ -496,10 +566,18 @@ async def aevaluate(
         plans[0].judge_of,
         embedder,
         on_invalid,
+        column_map,
         human_pairs,
         repeats,
         engine,
     )
+    rundir = RunDir(run_dir) if run_dir is not None else None
+    if probe:  # after every local check: bad data or the wrong run directory cost nothing
+        if rundir is not None and resume:
+            rundir.check_same_run(manifest)
+        elif rundir is not None and not overwrite:
+            rundir.check_vacant()
+        await probe_endpoints(judges, embedder)
     result = EvaluationResult(
         [m.name for m in metric_objs],
         ids,
@@ -511,13 +589,12 @@ async def aevaluate(
         human_labels=human_pairs,
         repeats=repeats,
     )
-    rundir = RunDir(run_dir) if run_dir is not None else None
     if rundir is not None:
         if resume:
             for offset, record in rundir.resume(manifest, ids):
                 result.add(record, offset=offset)
         else:
-            rundir.create(manifest)
+            rundir.create(manifest, overwrite=overwrite)
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
 
     show = _progress.wanted(progress if progress is not None else show_progress)
@@ -586,6 +663,45 @@ def _finish(rundir: RunDir, result: EvaluationResult) -> None:
     _write_report(rundir)
 
 
+def _from_manifest(
+    run_dir: str | os.PathLike[str],
+    data: Any,
+    metrics: Sequence[MetricLike] | None,
+    llm: Judge | str | Sequence[Judge] | None,
+    embeddings: Embeddings | str | None,
+    column_map: Mapping[str, str] | None,
+    on_invalid: OnInvalid | None,
+    repeats: int | None,
+) -> tuple[
+    Any,
+    Sequence[MetricLike] | None,
+    Judge | str | Sequence[Judge] | None,
+    Embeddings | str | None,
+    Mapping[str, str] | None,
+    OnInvalid | None,
+    int | None,
+]:
+    """The arguments of a resumed run, each as given, else as the run's manifest has it."""
+    from rageval.runner._stored import read_stored_run
+
+    stored = read_stored_run(run_dir)
+    if data is None:
+        data = stored.data_file()
+    if column_map is None:
+        column_map = stored.column_map
+    if metrics is None:
+        metrics = stored.make_metrics()
+    if llm is None:
+        llm = stored.make_judge()
+    if embeddings is None:
+        embeddings = stored.make_embeddings()
+    if on_invalid is None and stored.on_invalid in ("raise", "skip"):
+        on_invalid = "skip" if stored.on_invalid == "skip" else "raise"
+    if repeats is None:
+        repeats = stored.manifest.repeats
+    return data, metrics, llm, embeddings, column_map, on_invalid, repeats
+
+
 def _flush(caches: Sequence[RequestCache]) -> None:
     for cache in caches:
         cache.flush()
@@ -617,13 +733,16 @@ def evaluate(
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
-    on_invalid: OnInvalid = "raise",
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
+    on_invalid: OnInvalid | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    probe: bool = False,
     human_labels: LabelsArg | None = None,
-    repeats: int = 1,
+    repeats: int | None = None,
     engine: Engine = "local",
     ray_address: str | None = None,
     ray_actors: int | None = None,
@@ -637,11 +756,14 @@ def evaluate(
             llm,
             embeddings,
             column_map=column_map,
+            metric_params=metric_params,
             on_invalid=on_invalid,
             run_dir=run_dir,
             resume=resume,
+            overwrite=overwrite,
             progress=progress,
             show_progress=show_progress,
+            probe=probe,
             human_labels=human_labels,
             repeats=repeats,
             engine=engine,

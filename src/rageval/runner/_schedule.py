@@ -119,14 +119,15 @@ def meter_judge(judge: Judge) -> None:
 
 @dataclasses.dataclass
 class Plan:
-    """What to run: metrics, the judge of each, the shared statement judge, embeddings, and
-    the reason each invalid row is skipped."""
+    """What to run: metrics, the judge of each, the shared statement judge, embeddings, the
+    reason each invalid row is skipped, and each cell a bad field of its row stops."""
 
     metrics: Sequence[Metric]
     judge_of: Mapping[str, Judge | None]
     shared_judge: Judge | None
     embeddings: Embeddings | None
     invalid_rows: Mapping[int, str]
+    invalid_cells: Mapping[tuple[int, str], str] = dataclasses.field(default_factory=dict)
     #: finished cells kept across runs (None: recompute every cell)
     cells: CellStore | None = None
     #: scorings of each judge cell; the repeats after the first bypass every cache
@@ -138,6 +139,7 @@ def make_plans(
     judges: Sequence[Judge],
     embeddings: Embeddings | None,
     invalid_rows: Mapping[int, str],
+    invalid_cells: Mapping[tuple[int, str], str] | None = None,
     *,
     repeats: int = 1,
 ) -> list[Plan]:
@@ -156,7 +158,16 @@ def make_plans(
         shared = judge or next((m.llm for m in metrics if m.statement_needs and m.llm), None)
         cells = CellStore(judge_of, shared, embeddings)
         plans.append(
-            Plan(metrics, judge_of, shared, embeddings, invalid_rows, cells=cells, repeats=repeats)
+            Plan(
+                metrics,
+                judge_of,
+                shared,
+                embeddings,
+                invalid_rows,
+                dict(invalid_cells or {}),
+                cells=cells,
+                repeats=repeats,
+            )
         )
     return plans
 
@@ -232,6 +243,11 @@ class Scheduler:
         results: dict[str, MetricResult] = {}
         to_run: list[Metric] = []
         for m in metrics:
+            bad_field = plan.invalid_cells.get((row, m.name))
+            if bad_field is not None:
+                cause = f"invalid row: {bad_field}"
+                results[m.name] = Cell(status="skipped", cause=cause, cause_kind="invalid_row")
+                continue
             problems = m.input_problems(sample)
             if problems:
                 cause = "; ".join(f"field {f!r}: {msg}" for f, msg in problems)

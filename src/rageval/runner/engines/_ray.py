@@ -97,7 +97,11 @@ class RayRun:
         """Score `rows`, handing each finished row to `on_record` (on this event loop) as its
         batch comes back; a fatal judge error in any actor stops the job and is raised here."""
         invalid = self.plans[0].invalid_rows
-        unreadable = [r for r in rows if self.samples[r] is None or r in invalid]
+        # rows with a field some metric cannot read too: the actors' plans do not know it
+        invalid_in_part = {r for r, _ in self.plans[0].invalid_cells}
+        unreadable = [
+            r for r in rows if self.samples[r] is None or r in invalid or r in invalid_in_part
+        ]
         if unreadable:  # recorded without a single request
             await Scheduler(
                 self.plans, self.samples, self.ids, window=len(unreadable), on_record=on_record
