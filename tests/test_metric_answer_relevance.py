@@ -256,6 +256,10 @@ def test_a_customised_evaluator_reports_under_its_own_name() -> None:
     assert ContextEvaluation(response_model=Tone).name == "custom_relevance"
     tone = ContextEvaluation(prompt="Rate the tone.", response_model=Tone, name="tone")
     assert tone.name == "tone" and type(tone).name == "answer_relevance"
+    # recorded when given; without it the default follows from prompt and model
+    assert tone.params()["name"] == "tone"
+    assert "name" not in ContextEvaluation(prompt="Rate the tone.").params()
+    assert "name" not in AnswerRelevance().params()
 
     class Politeness(AnswerRelevance):  # a subclass's own class name stays its default
         name = "politeness"
@@ -263,7 +267,7 @@ def test_a_customised_evaluator_reports_under_its_own_name() -> None:
     assert Politeness(prompt="Rate the politeness.").name == "politeness"
     for bad in ("", "two words", "1st", 3):
         with pytest.raises(ValueError, match="name must be an identifier"):
-            ContextEvaluation(prompt="x", name=bad)  # type: ignore[arg-type]
+            ContextEvaluation(prompt="x", name=bad)
 
 
 def test_a_customised_evaluator_runs_next_to_the_builtin_one_and_is_recreated_from_the_log(

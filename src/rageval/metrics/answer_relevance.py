@@ -147,6 +147,10 @@ class _OnInstanceOrClass(Generic[E, P, R]):
 
 @register
 class AnswerRelevance(Metric):
+    """Relevance on three judged dimensions (see the module). ``ContextEvaluation(prompt=...,
+    response_model=..., name=...)`` customises it; `name` (an identifier) is what a customised
+    evaluator reports under, by default ``custom_relevance``."""
+
     name = "answer_relevance"
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response")
     needs_llm = True
@@ -157,9 +161,10 @@ class AnswerRelevance(Metric):
         *,
         prompt: str | None = None,
         response_model: type[BaseModel] | str = RelevanceScore,
-        name: str | None = None,
         **kw: Any,
     ) -> None:
+        # name=: recorded in params() only when given (its default follows from the others)
+        name = kw.pop("name", None)
         super().__init__(**kw)
         if prompt is not None and not prompt.strip():
             raise ValueError("prompt must be a non-empty instruction (or None for the default)")
