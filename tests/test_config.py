@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from helpers import handle, rows, write_jsonl
 from rageval._config import ConfigError, find_config, load_settings, parse_params
 from rageval.cli import main
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
-from runner_helpers import handle, rows, write_jsonl
 
 
 @pytest.fixture

@@ -529,7 +529,7 @@ def test_gelu_is_the_exact_erf_form() -> None:
     # of x and of the result adds a few ulps
     tolerance = 7.5e-8 * np.abs(x) + 4 * np.finfo(np.float32).eps * np.maximum(np.abs(x), 1e-30)
     assert np.all(np.abs(ours - exact) <= tolerance + 1e-12)
-    assert gelu_(np.float32([0.0, -20.0, 20.0])).tolist() == [0.0, 0.0, 20.0]
+    assert gelu_(np.array([0.0, -20.0, 20.0], dtype=np.float32)).tolist() == [0.0, 0.0, 20.0]
 
 
 @needs_model

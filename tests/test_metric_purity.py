@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
+from helpers import handle as scripted, rows
 from rageval.judge import Judge
 from rageval.metrics import AnswerCorrectness, ContextRecall, Faithfulness, create_metric
 from rageval.metrics.base import MetricResult, ScoringContext
 from rageval.runner import RunDirError, evaluate
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, RandomJudge
-from rageval.testing.synthetic_judge import handle as scripted
-from runner_helpers import rows
 
 EIGHT = [
     "answer_relevancy",
