@@ -54,7 +54,8 @@ def test_binary_agreement_matches_the_hand_worked_numbers(tmp_path: Path) -> Non
     assert stats["auroc"].value == pytest.approx(17 / 24)
     assert a.kappa_statistic == "cohen_kappa" and a.threshold == 0.5
     for s in stats.values():
-        assert s.low is not None and s.high is not None and s.low <= s.value <= s.high  # type: ignore[operator]
+        assert s.low is not None and s.value is not None and s.high is not None
+        assert s.low <= s.value <= s.high
     # the cost of the run: two templates per row, every request counted
     assert requests == 20 and report.usage.requests == 20 and a.usage.requests == 20
     assert report.usage.total_tokens > 0

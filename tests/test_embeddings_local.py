@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -72,9 +73,9 @@ class CountingModel(Embeddings):
         delay: float = 0.0,
         gate: threading.Event | None = None,
         fail_on: str | None = None,
-        **kw: object,
+        **kw: Any,
     ) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+        super().__init__(**kw)
         self.batches: list[list[str]] = []
         self.threads: set[str] = set()
         self.gate_opened: list[bool] = []
@@ -101,8 +102,8 @@ class CountingModel(Embeddings):
 class AsyncModel(Embeddings):
     name = "fake:async"
 
-    def __init__(self, **kw: object) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
         self.batches: list[list[str]] = []
 
     async def _aembed_batch(self, texts: list[str]) -> FloatArray:
