@@ -651,7 +651,7 @@ class Judge:
 
 
 def llm_factory(model: str, client: Any = None, **kw: Any) -> Judge:
-    """Build a :class:`Judge` (the name the seeds use): ``llm_factory("gpt-4o-mini", client=...)``."""
+    """Build a :class:`Judge` (ragas' name for it): ``llm_factory("gpt-4o-mini", client=...)``."""
     return Judge(model, client=client, **kw)
 
 

@@ -11,7 +11,7 @@ measured. The retrieved contexts are not shown to the default prompt (relevance 
 on question and answer alone).
 Judge requests: 1 (more only for re-asks).
 
-Customising (the seed's "an evaluator is a prompt plus a pydantic response model")::
+Customising (an evaluator is a prompt plus a pydantic response model)::
 
     CustomRelevance = ContextEvaluation(prompt="...", response_model=RelevanceScore)
     result = CustomRelevance.grade(question=q, answer=a, context=c, client=openai.OpenAI())
@@ -66,7 +66,7 @@ FALLBACK_MODEL = "gpt-4o-mini"
 
 
 class RelevanceScore(BaseModel):
-    """The seed's result: three dimensions in [0, 1], their mean and the judge's reasoning."""
+    """The evaluator's result: three dimensions in [0, 1], their mean and the judge's reasoning."""
 
     overall_score: float = Field(description="mean of the three dimensions (computed, not judged)")
     topical_match: float = Field(description="0-1: the answer's subject matches what was asked")
@@ -134,8 +134,8 @@ E = TypeVar("E", bound="AnswerRelevance")
 
 
 class _OnInstanceOrClass(Generic[E, P, R]):
-    """A method that also works when called on the class, then on a default instance: the seed
-    calls `AnswerRelevance.grade(...)` on the evaluator itself."""
+    """A method that also works when called on the class, then on a default instance: the
+    evaluator API calls `AnswerRelevance.grade(...)` on the evaluator class itself."""
 
     def __init__(self, method: Callable[Concatenate[E, P], R]) -> None:
         self._method = method
@@ -233,7 +233,7 @@ class AnswerRelevance(Metric):
         # not ok(**evidence): a user's model may have fields named like ok()'s own parameters
         return MetricResult(value=value, reason=f"mean of {parts}", evidence=evidence)
 
-    # ---- the seed's evaluator API ----------------------------------------------------
+    # ---- the evaluator API (ContextEvaluation) ----------------------------------------
 
     def _judge_for(
         self, client: Judge | openai.OpenAI | openai.AsyncOpenAI | None, model: str | None
@@ -292,7 +292,8 @@ class AnswerRelevance(Metric):
         )
 
 
-#: the seed's name for building a customised evaluator: ContextEvaluation(prompt=..., response_model=...)
+#: the evaluator API's name for building a customised evaluator:
+#: ContextEvaluation(prompt=..., response_model=...)
 ContextEvaluation = AnswerRelevance
 
 

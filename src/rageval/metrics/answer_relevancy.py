@@ -1,6 +1,6 @@
 """answer_relevancy: does the response answer the question that was asked?
 
-The published method (seeds 000/001, and ragas): the judge reads the response alone (never the
+The published method (as ragas implements it): the judge reads the response alone (never the
 question, which it could simply copy) and reverse-engineers the question it answers, N =
 `strictness` times independently; each generation also says whether the response is
 noncommittal (evasive, vague, "I don't know"). Then

@@ -485,7 +485,7 @@ class Metric(abc.ABC):
         except JudgeCallFailed as e:
             return MetricResult.not_measured(f"judge call failed: {e.cause}", cause_kind=e.kind)
 
-    # ---- the seeds' scorer API ---------------------------------------------------------
+    # ---- the ragas-compatible scorer API ----------------------------------------------
 
     async def single_turn_ascore(self, sample: Sample | Mapping[str, Any]) -> MetricResult:
         if not isinstance(sample, Sample):
