@@ -121,6 +121,7 @@ class _Raw:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     counted: bool = False  # the reply reported its token usage
+    cached_tokens: int = 0  # prompt tokens served from the provider's prompt cache
 
 
 @dataclass(frozen=True)
@@ -567,6 +568,7 @@ class Judge:
         head = raws[0]
         tally.prompt_tokens += head.prompt_tokens
         tally.completion_tokens += head.completion_tokens
+        tally.cached_tokens += head.cached_tokens
         used = head.prompt_tokens + head.completion_tokens
         self._endpoint.limiter.settle(estimate, used if head.counted else estimate)
         return raws
@@ -627,13 +629,15 @@ class Judge:
     def _usage_of(self, tallies: Sequence[Tally]) -> Usage:
         prompt = sum(t.prompt_tokens for t in tallies)
         completion = sum(t.completion_tokens for t in tallies)
+        cached = sum(t.cached_tokens for t in tallies)
         return Usage(
             prompt_tokens=prompt,
             completion_tokens=completion,
             requests=sum(t.requests for t in tallies),
             retries=sum(t.retries for t in tallies),
             reasks=sum(t.reasks for t in tallies),
-            cost_usd=self.prices.cost(self.model, prompt, completion),
+            cost_usd=self.prices.cost(self.model, prompt, completion, cached_tokens=cached),
+            cached_tokens=cached,
         )
 
 
@@ -664,6 +668,7 @@ def _read_completion(data: dict[str, Any], mode: Mode, n: int = 1) -> list[_Raw]
                 prompt_tokens=_count(usage, "prompt_tokens") if i == 0 else 0,
                 completion_tokens=_count(usage, "completion_tokens") if i == 0 else 0,
                 counted=isinstance(usage, dict),
+                cached_tokens=_cached_count(usage) if i == 0 else 0,
             )
         )
     return out
@@ -672,6 +677,13 @@ def _read_completion(data: dict[str, Any], mode: Mode, n: int = 1) -> list[_Raw]
 def _count(usage: Any, field: str) -> int:
     value = usage.get(field) if isinstance(usage, dict) else None
     return value if isinstance(value, int) and value > 0 else 0
+
+
+def _cached_count(usage: Any) -> int:
+    """``usage.prompt_tokens_details.cached_tokens``: the prompt tokens served from the
+    provider's prompt cache (never more than the prompt)."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    return min(_count(details, "cached_tokens"), _count(usage, "prompt_tokens"))
 
 
 def _clean_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:

@@ -504,6 +504,7 @@ def _since(now: Usage, base: Usage) -> Usage:
         reasks=now.reasks - base.reasks,
         cache_hits=now.cache_hits - base.cache_hits,
         cost_usd=cost,
+        cached_tokens=now.cached_tokens - base.cached_tokens,
     )
 
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, TypeAlias
 
+from rageval.testing.prompt_cache import PrefixCache
 from rageval.testing.schema import schema_instance, strict_schema_problem
 
 __all__ = [
@@ -192,6 +193,24 @@ class RecordedRequest:
     def prompt_chars(self) -> int:
         return sum(len(_text_of(m.get("content"))) for m in self.messages if isinstance(m, dict))
 
+    @property
+    def schema_text(self) -> str:
+        """The structured-output part of the request as compact JSON (``response_format``, or
+        ``tools`` and ``tool_choice``): a real API bills it as prompt tokens."""
+        parts = {k: self.body[k] for k in ("response_format", "tools", "tool_choice")
+                 if k in self.body}  # fmt: skip
+        return json.dumps(parts, ensure_ascii=False, separators=(",", ":")) if parts else ""
+
+    @property
+    def prompt_text(self) -> str:
+        """What the model reads, in order: the schema, then each message's role and text."""
+        messages = (
+            f"<{m.get('role')}>{_text_of(m.get('content'))}"
+            for m in self.messages
+            if isinstance(m, dict)
+        )
+        return self.schema_text + "".join(messages)
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -204,6 +223,8 @@ class Reply:
     finish_reason: str = "stop"
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    #: prompt tokens reported as served from the prompt cache (None: the server's simulation)
+    cached_tokens: int | None = None
 
     @staticmethod
     def json(
@@ -212,10 +233,11 @@ class Reply:
         finish_reason: str = "stop",
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
+        cached_tokens: int | None = None,
     ) -> Reply:
         """A structured answer, delivered as a tool call if the request used tools, else as
         message content holding the JSON text."""
-        return Reply("json", obj, finish_reason, prompt_tokens, completion_tokens)
+        return Reply("json", obj, finish_reason, prompt_tokens, completion_tokens, cached_tokens)
 
     @staticmethod
     def text(
@@ -224,9 +246,10 @@ class Reply:
         finish_reason: str = "stop",
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
+        cached_tokens: int | None = None,
     ) -> Reply:
         """Raw message content, in every mode (a model that ignored the tools answers this way)."""
-        return Reply("text", s, finish_reason, prompt_tokens, completion_tokens)
+        return Reply("text", s, finish_reason, prompt_tokens, completion_tokens, cached_tokens)
 
     @staticmethod
     def tool_arguments(
@@ -235,9 +258,12 @@ class Reply:
         finish_reason: str = "stop",
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
+        cached_tokens: int | None = None,
     ) -> Reply:
         """A tool call whose ``arguments`` are exactly ``s`` (e.g. malformed JSON)."""
-        return Reply("tool_arguments", s, finish_reason, prompt_tokens, completion_tokens)
+        return Reply(
+            "tool_arguments", s, finish_reason, prompt_tokens, completion_tokens, cached_tokens
+        )
 
     @staticmethod
     def choices(*replies: Reply) -> Reply:
@@ -419,6 +445,12 @@ class FakeOpenAI:
     prompt and ``max_tokens`` together exceed it get OpenAI's 400 ``context_length_exceeded``.
     ``ignore_n=True`` answers every chat request with one choice whatever its ``n`` (as Ollama
     does).
+
+    Usage, as OpenAI reports it: ``prompt_tokens`` counts the message texts and the
+    structured-output schema sent (``response_format`` or ``tools``), at 4 characters a token;
+    ``usage.prompt_tokens_details.cached_tokens`` says how much of the prompt an automatic
+    prefix cache served (:mod:`rageval.testing.prompt_cache`; ``prompt_cache=False`` reports
+    0). A ``Reply`` may set any of these counts itself.
     """
 
     def __init__(
@@ -437,6 +469,7 @@ class FakeOpenAI:
         keep_records: bool = True,
         context_window: int | None = None,
         ignore_n: bool = False,
+        prompt_cache: bool = True,
     ) -> None:
         unknown = set(supports) - {"json_schema", "tools", "json"}
         if unknown:
@@ -454,6 +487,7 @@ class FakeOpenAI:
         self.keep_records = keep_records
         self.context_window = context_window
         self.ignore_n = ignore_n
+        self.prompt_cache: PrefixCache | None = PrefixCache() if prompt_cache else None
         self.handler_errors: list[BaseException] = []
         self.max_in_flight = 0
         self.in_flight = 0
@@ -832,7 +866,11 @@ class FakeOpenAI:
         head = replies[0]
         prompt = head.prompt_tokens
         if prompt is None:
-            prompt = _estimate_tokens(record.prompt_chars)
+            prompt = _estimate_tokens(record.prompt_chars + len(record.schema_text))
+        cached = head.cached_tokens
+        if cached is None:
+            cache = self.prompt_cache
+            cached = cache.lookup(record.model or "", record.prompt_text, prompt) if cache else 0
         payload = {
             "id": f"chatcmpl-fake{number:08x}",
             "object": "chat.completion",
@@ -844,6 +882,7 @@ class FakeOpenAI:
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
+                "prompt_tokens_details": {"cached_tokens": cached},
             },
         }
         return _json_response(200, payload, [("x-request-id", f"req_fake{number:08x}")])
