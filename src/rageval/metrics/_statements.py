@@ -39,8 +39,8 @@ class Statements(BaseModel):
 
 def prompt(question: str, text: str) -> list[dict[str, str]]:
     return messages(
-        f"{RULES}\n\n{tagged('question', question)}\n{tagged('text', text)}\n\n"
-        'Reply as {"statements": ["...", "..."]}.'
+        f"{RULES}\n\n{tagged('question', question)}\n{tagged('text', text)}",
+        'Reply as {"statements": ["...", "..."]}.',
     )
 
 

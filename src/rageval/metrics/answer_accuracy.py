@@ -20,22 +20,26 @@ from rageval.samples import Sample
 SCALE = (0, 2, 4)
 _SCALE_TEXT = (
     "Rate 4 if it says the same as the {ref}, 2 if it agrees only in part, 0 if it is wrong, "
-    "contradicts the {ref} or answers a different question. "
-    'Reply as {{"rating": 0|2|4}}.'
+    "contradicts the {ref} or answers a different question."
 )
+REPLY = 'Reply as {"rating": 0|2|4}.'
 
 
 def prompts(question: str, response: str, reference: str) -> list[list[dict[str, str]]]:
     first = messages(
-        "Compare the candidate answer with the reference answer to the question.\n\n"
-        f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
-        f"{tagged('candidate', response)}\n\n" + _SCALE_TEXT.format(ref="reference")
+        "Compare the candidate answer with the reference answer to the question. "
+        + _SCALE_TEXT.format(ref="reference")
+        + f"\n\n{tagged('question', question)}\n{tagged('reference', reference)}\n"
+        f"{tagged('candidate', response)}",
+        REPLY,
     )
     # roles swapped: the reference is judged against the response
     second = messages(
-        "Judge how well the proposed answer matches the gold answer for the question.\n\n"
-        f"{tagged('question', question)}\n{tagged('gold', response)}\n"
-        f"{tagged('proposed', reference)}\n\n" + _SCALE_TEXT.format(ref="gold answer")
+        "Judge how well the proposed answer matches the gold answer for the question. "
+        + _SCALE_TEXT.format(ref="gold answer")
+        + f"\n\n{tagged('question', question)}\n{tagged('gold', response)}\n"
+        f"{tagged('proposed', reference)}",
+        REPLY,
     )
     return [first, second]
 

@@ -82,11 +82,11 @@ def prompt(question: str, reference: str) -> Callable[[str], str]:
             "directly imply it.\n"
             "2. For each numbered answer statement: supported = the reference states it or "
             "directly implies it. A statement that conflicts with the reference is not "
-            "supported.\n\n"
-            f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
-            f"{tagged('answer_statements', statements)}\n\n"
+            "supported.\n"
             'Reply with "reference_statements": [{"statement": "...", "reason": "...", '
-            '"covered": true or false}, ...].'
+            '"covered": true or false}, ...].\n\n'
+            f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
+            f"{tagged('answer_statements', statements)}"
         )
 
     return body

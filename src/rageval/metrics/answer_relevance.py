@@ -173,8 +173,8 @@ class AnswerRelevance(Metric):
         wanted = judged_model(self.response_model).model_fields
         fields = ", ".join(f"{n} (0 to 1)" if n in self._scores else n for n in wanted)
         return messages(
-            f"{self.prompt or DEFAULT_PROMPT}\n\n" + "\n".join(blocks) + "\n\n"
-            f"Reply as a JSON object with the fields: {fields}."
+            f"{self.prompt or DEFAULT_PROMPT}\n\n" + "\n".join(blocks),
+            f"Reply as a JSON object with the fields: {fields}.",
         )
 
     async def _evaluate(

@@ -54,8 +54,8 @@ def prompt(response: str) -> list[dict[str, str]]:
         "Write the question that the answer below responds to, phrased as a user would ask "
         "it. Also set noncommittal to true if the answer is evasive, vague or declines to "
         'answer ("I don\'t know", "I\'m not sure"), else false.\n\n'
-        f"{tagged('answer', response)}\n\n"
-        'Reply as {"question": "...", "noncommittal": false}.'
+        f"{tagged('answer', response)}",
+        'Reply as {"question": "...", "noncommittal": false}.',
     )
 
 

@@ -24,6 +24,13 @@ Untrusted text (question, answer, contexts, reference) always travels inside nam
 (:func:`tagged`), and the system message tells the judge that tagged text is material to
 assess, never instructions. Items the judge rules on are listed one per line as ``[id] text``
 (:func:`numbered`), so a context cannot start a line that looks like another item.
+
+Layout, for providers' automatic prompt caching (which serves a prompt's beginning from cache
+when an earlier request began the same way): what is fixed comes first and the sample's text
+last. The system message holds the evaluator's role and how to reply (:func:`messages`'
+`reply`; in ``json`` mode the judge appends the schema there too); the user message holds the
+metric's instructions first, then the tagged data and nothing after it. So every request of a
+metric begins with the same text whatever the sample.
 """
 
 from __future__ import annotations
@@ -71,6 +78,7 @@ __all__ = [
     "text_tokens",
     "unjudged",
     "verdict_evidence",
+    "verdict_format",
     "verdict_model",
     "verdict_request",
 ]
@@ -114,9 +122,11 @@ def numbered(items: Sequence[str], prefix: str = "", first: int = 1) -> str:
     return "\n".join(f"[{i}] {' '.join(t.split())}" for i, t in zip(ids, items, strict=True))
 
 
-def messages(user: str) -> list[dict[str, str]]:
-    """The system message every metric uses, then `user`."""
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+def messages(user: str, reply: str | None = None) -> list[dict[str, str]]:
+    """The system message every metric uses (followed by `reply`, the fixed words on how to
+    reply, when given), then `user`: the instructions, then the tagged data."""
+    system = SYSTEM if reply is None else f"{SYSTEM}\n{reply}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def nonblank(texts: Sequence[str] | None) -> list[str]:
@@ -249,10 +259,11 @@ def verdict_evidence(verdicts: Sequence[Verdict], field: str) -> list[dict[str, 
     ]
 
 
-def _reply_format(prefix: str, verdict: str, first: int, count: int) -> str:
-    last = f"{prefix}{first + count - 1}"
+def verdict_format(prefix: str, verdict: str) -> str:
+    """How to reply with one verdict per item: the same words for every request of a metric
+    (the schema sent names the exact ids)."""
     return (
-        f'Reply with one key per id, "{prefix}{first}" to "{last}", each as '
+        f'Reply with one key per numbered id ("{prefix}1", "{prefix}2", ...), each as '
         f'{{"reason": "one short sentence", "{verdict}": true or false}}.'
     )
 
@@ -269,13 +280,12 @@ def verdict_request(
     base_tokens: int = 0,
 ) -> tuple[list[dict[str, str]], type[BaseModel], int]:
     """One verdict request of :func:`judge_items`: its messages, its response model and its
-    reply budget, for `items` numbered from `first`."""
+    reply budget, for `items` numbered from `first`. The reply format goes in the system
+    message (:func:`verdict_format`), `prompt`'s text in the user message."""
     model = verdict_model(prefix, first, len(items), verdict, meaning, base)
     body = prompt(numbered(items, prefix, first))
-    if items:
-        body += "\n\n" + _reply_format(prefix, verdict, first, len(items))
     budget = min(reply_budget(len(items)) + base_tokens, MAX_REPLY_TOKENS)
-    return messages(body), model, budget
+    return messages(body, verdict_format(prefix, verdict) if items else None), model, budget
 
 
 async def judge_items(
@@ -291,8 +301,9 @@ async def judge_items(
 ) -> tuple[list[Verdict], BaseModel | None]:
     """The judge's verdict on each of `items`, in order.
 
-    `prompt` gets the numbered items (``[s1] …`` lines) and returns the request's text (tagged
-    data and the instructions); the reply format of the verdicts is appended here. The items go
+    `prompt` gets the numbered items (``[s1] …`` lines) and returns the request's text: the
+    instructions first, then the tagged data (the items among them); the reply format of the
+    verdicts is added to the system message here. The items go
     in requests of at most :data:`MAX_ITEMS_PER_REQUEST` (asked concurrently), each with a
     reply budget sized from its items. With `base`, the first request's reply also fills the
     fields of `base` (given `base_tokens` more of budget), which is returned with the verdicts.

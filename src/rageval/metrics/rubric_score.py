@@ -88,8 +88,8 @@ def prompt(sample: Sample, rubric: Mapping[int, str]) -> list[dict[str, str]]:
     levels = "\n".join(f"{n}: {' '.join(text.split())}" for n, text in rubric.items())
     return messages(
         "Grade the response with this rubric: choose the level whose description fits best.\n"
-        f"{levels}\n\n" + "\n".join(blocks) + "\n\n"
-        'Reply as {"feedback": "...", "score": 1|2|3|4|5}.'
+        f"{levels}\n\n" + "\n".join(blocks),
+        'Reply as {"feedback": "...", "score": 1|2|3|4|5}.',
     )
 
 
