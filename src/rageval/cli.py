@@ -20,7 +20,7 @@ from rageval._version import __version__
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
-    from rageval.judge import Judge
+    from rageval.judge import Judge, PriceTable
     from rageval.results import EvaluationResult
     from rageval.stats import MetricComparison
 
@@ -72,6 +72,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rageval.runner import RunConfigError, RunDirError, evaluate
     from rageval.samples import InvalidDataError
 
+    if args.json and not args.dry_run:
+        raise _UsageError("--json goes with --dry-run")
+    if args.dry_run:
+        return _dry_run(args)
     column_map = dict(_pairs(args.column_map, "--column-map"))
     gates = _gates(args.fail_under)
     metrics = _metric_names(args.metric) or None
@@ -115,6 +119,52 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return _check_gates(result, gates)
 
 
+def _dry_run(args: argparse.Namespace) -> int:
+    """`evaluate --dry-run`: validate, plan and price the run; send nothing, write nothing."""
+    from rageval.runner import RunConfigError, estimate
+    from rageval.samples import InvalidDataError
+
+    judge, embeddings = _judge_and_embeddings(args)
+    try:
+        found = estimate(
+            args.data,
+            metrics=_metric_names(args.metric) or None,
+            llm=judge,
+            embeddings=embeddings,
+            column_map=dict(_pairs(args.column_map, "--column-map")) or None,
+            on_invalid="skip" if args.skip_invalid else "raise",
+            batch=args.batch,
+        )
+    except (InvalidDataError, RunConfigError, FileNotFoundError) as e:
+        raise _UsageError(str(e)) from None
+    print(found.model_dump_json(indent=2) if args.json else found.table())
+    return EXIT_OK
+
+
+def _prices(values: Sequence[str]) -> PriceTable | None:
+    """--price MODEL=INPUT,OUTPUT[,CACHED_INPUT[,BATCH_INPUT,BATCH_OUTPUT]] (USD per million)."""
+    if not values:
+        return None
+    from rageval.judge import ModelPrice, PriceTable
+
+    table = {}
+    for model, spec in _pairs(values, "--price"):
+        try:
+            rates = [float(v) for v in spec.split(",")]
+            if len(rates) not in (2, 3, 5):
+                raise ValueError
+            inp, out, *more = rates
+            cached = more[0] if more else None
+            batch_in, batch_out = (more[1], more[2]) if len(more) == 3 else (None, None)
+            table[model] = ModelPrice(inp, out, cached, batch_in, batch_out)
+        except ValueError:
+            raise _UsageError(
+                f"--price {model}={spec}: give INPUT,OUTPUT[,CACHED_INPUT[,BATCH_INPUT,"
+                "BATCH_OUTPUT]] in USD per million tokens"
+            ) from None
+    return PriceTable(table)
+
+
 def _judge_and_embeddings(args: argparse.Namespace) -> tuple[Judge | None, Embeddings | None]:
     """The judge and embeddings of the options added by :func:`_add_judge_options`."""
     from rageval.runner import embeddings_from_spec, judge_from_env
@@ -125,6 +175,7 @@ def _judge_and_embeddings(args: argparse.Namespace) -> tuple[Judge | None, Embed
             base_url=args.base_url,
             max_concurrency=args.concurrency,
             cache=not args.no_cache,
+            prices=_prices(getattr(args, "price", [])),
         )
         embeddings = (
             embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
@@ -391,6 +442,20 @@ def build_parser() -> argparse.ArgumentParser:
         "mean, and the summary says how much of the CI is the judge's own noise",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    cost = ev.add_argument_group("cost control (README: Cost control)")
+    cost.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate the data and estimate the requests, tokens and cost of the run "
+        "(estimate and range, per metric); send nothing, write nothing",
+    )
+    cost.add_argument("--json", action="store_true", help="--dry-run's estimate as JSON")
+    cost.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the judge requests through the endpoint's Batch API (about half the "
+        "price; up to 24 hours)",
+    )
     ev.set_defaults(func=_cmd_evaluate)
 
     from rageval._calibrate_cli import add_calibrate_command
@@ -462,6 +527,15 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
         "--skip-invalid",
         action="store_true",
         help="skip cells of rows that lack a required field instead of stopping",
+    )
+    parser.add_argument(
+        "--price",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="MODEL=IN,OUT[,CACHED[,BATCH_IN,BATCH_OUT]]",
+        help="the judge model's price in USD per million tokens (input, output, cached input, "
+        "batch input and output), for a model the built-in table does not know",
     )
 
 

@@ -23,7 +23,7 @@ from rageval._client._settings import (
     RetryPolicy,
     endpoint_settings,
 )
-from rageval._client._transport import BadBody
+from rageval._client._transport import BadBody, encode_body
 from rageval._client._usage import PriceTable, Usage, UsageLedger
 from rageval._env import DEFAULT_API_KEY_ENV
 from rageval.errors import FatalJudgeError, JudgeCallFailed
@@ -252,6 +252,41 @@ class Judge:
         view = copy.copy(self)
         view.cache = None
         return view
+
+    # ------------------------------------------------------------- planning
+
+    def structured_mode(self) -> Mode:
+        """The structured-output mode requests are sent in: the configured one, else the one
+        probed (this process, or remembered in the request cache), else the first to try."""
+        if self.mode != "auto":
+            return self.mode
+        found = known_mode(self.base_url, self.model)
+        if found is None and self.cache is not None:
+            stored = self.cache.get_mode(self.base_url, self.model)
+            found = next((m for m in MODES if m == stored), None)
+        return found or MODES[0]
+
+    def request_size(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        response_model: type[BaseModel],
+        *,
+        max_tokens: int | None = None,
+    ) -> tuple[int, int]:
+        """(characters, reply budget) of the request that :meth:`ask` would send: the
+        characters of its messages and of the schema sent beside them, in the
+        :meth:`structured_mode`, and the reply budget it would ask for. Nothing is sent."""
+        shape = shape_of(response_model)
+        sent, extra = build_request(self.structured_mode(), _clean_messages(messages), shape)
+        chars = sum(len(str(m.get("content") or "")) for m in sent)
+        if extra:
+            chars += len(encode_body(extra))
+        return chars, max(self.max_tokens, max_tokens or 0)
+
+    def honours_n(self) -> bool | None:
+        """Whether the endpoint returns the ``n`` generations one request asks for (learnt
+        from the first such request; None before)."""
+        return known_n_support(self.base_url, self.model)
 
     # ------------------------------------------------------------------ ask
 

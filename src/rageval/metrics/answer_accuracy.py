@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rageval.metrics._ratings import RatingMetric
-from rageval.metrics.authoring import messages, tagged
+from rageval.metrics.authoring import PlannedRequest, messages, planned_ratings, tagged
 from rageval.metrics.base import MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
@@ -51,6 +51,12 @@ class AnswerAccuracy(RatingMetric):
     needs_llm = True
     scale = SCALE
     summary = "agreement of response and reference, two judge templates rating 0/2/4"
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        response, reference = sample.text("response"), sample.text("reference")
+        if not reference.strip() or not response.strip():
+            return []
+        return planned_ratings(prompts(sample.text("user_input"), response, reference), SCALE)
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")

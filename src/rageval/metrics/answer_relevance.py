@@ -37,7 +37,7 @@ from pydantic.fields import FieldInfo
 
 from rageval import _env
 from rageval._sync import run_sync
-from rageval.metrics.authoring import UnitScore, messages, numbered, tagged
+from rageval.metrics.authoring import PlannedRequest, UnitScore, messages, numbered, tagged
 from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext, register
 from rageval.samples import Sample
 
@@ -192,6 +192,17 @@ class AnswerRelevance(Metric):
         if OVERALL in self.response_model.model_fields:
             fields[OVERALL] = value
         return self.response_model.model_validate(fields), value
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        question, answer = sample.text("user_input"), sample.text("response")
+        if not question.strip() or not answer.strip():
+            return []
+        model = judged_model(self.response_model)
+        # a few tokens per score; a sentence or two per other field (the reasoning)
+        others = len(model.model_fields) - len(self._scores)
+        expected = 4 + 8 * len(self._scores) + 40 * others
+        messages = self.build_messages(question, answer, sample.retrieved_contexts)
+        return [PlannedRequest(messages, model, expected)]
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, answer = sample.text("user_input"), sample.text("response")

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from rageval.metrics.authoring import messages, tagged
+from rageval.metrics.authoring import PlannedRequest, messages, tagged, text_tokens
 from rageval.metrics.base import (
     Metric,
     MetricResult,
@@ -91,6 +91,14 @@ class AnswerRelevancy(Metric):
             raise ValueError(f"temperature must be a number from 0 to 2, got {temperature!r}")
         self.strictness = strictness
         self.temperature = float(temperature)
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        question, response = sample.text("user_input"), sample.text("response")
+        if not question.strip() or not response.strip():
+            return []
+        # each generation: a question about as long as the user's, and the flag
+        expected = 12 + text_tokens(question)
+        return [PlannedRequest(prompt(response), GeneratedQuestion, expected, n=self.strictness)]
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, response = sample.text("user_input"), sample.text("response")

@@ -58,19 +58,26 @@ if TYPE_CHECKING:
     from rageval.metrics.base import ScoringContext
 
 __all__ = [
+    "EXPECTED_ITEM_TOKENS",
+    "EXPECTED_RATING_TOKENS",
     "ITEM_REPLY_TOKENS",
     "MAX_ITEMS_PER_REQUEST",
     "MAX_REPLY_TOKENS",
     "SYSTEM",
     "UNIT_SCORES",
+    "PlannedRequest",
     "UnitScore",
     "Verdict",
+    "VerdictRequest",
     "item_ids",
     "judge_items",
     "messages",
     "nonblank",
     "number_only",
     "numbered",
+    "planned_ratings",
+    "planned_verdicts",
+    "predicted_statements",
     "rating_model",
     "reply_budget",
     "split_sentences",
@@ -81,6 +88,7 @@ __all__ = [
     "verdict_format",
     "verdict_model",
     "verdict_request",
+    "verdict_requests",
 ]
 
 SYSTEM = (
@@ -288,6 +296,52 @@ def verdict_request(
     return messages(body, verdict_format(prefix, verdict) if items else None), model, budget
 
 
+@dataclass(frozen=True)
+class VerdictRequest:
+    """One request of :func:`judge_items`: the items it asks about, numbered from
+    ``first``, its messages, its response model and its reply budget."""
+
+    first: int
+    items: list[str]
+    messages: list[dict[str, str]]
+    model: type[BaseModel]
+    budget: int
+
+
+def verdict_requests(
+    items: Sequence[str],
+    prompt: Callable[[str], str],
+    *,
+    prefix: str,
+    verdict: str,
+    meaning: str,
+    base: type[BaseModel] | None = None,
+    base_tokens: int = 0,
+) -> list[VerdictRequest]:
+    """The requests :func:`judge_items` sends for `items`: at most
+    :data:`MAX_ITEMS_PER_REQUEST` items each (one request when there are none), the first one
+    also asking for the fields of `base` (with `base_tokens` more of budget)."""
+    chunks = [
+        (start, list(items[start : start + MAX_ITEMS_PER_REQUEST]))
+        for start in range(0, len(items), MAX_ITEMS_PER_REQUEST)
+    ] or [(0, [])]
+    out = []
+    for index, (start, chunk) in enumerate(chunks):
+        own_base = base if index == 0 else None
+        msgs, model, budget = verdict_request(
+            chunk,
+            prompt,
+            prefix=prefix,
+            verdict=verdict,
+            meaning=meaning,
+            first=start + 1,
+            base=own_base,
+            base_tokens=base_tokens if own_base is not None else 0,
+        )
+        out.append(VerdictRequest(start + 1, chunk, msgs, model, budget))
+    return out
+
+
 async def judge_items(
     ctx: ScoringContext,
     items: Sequence[str],
@@ -303,37 +357,113 @@ async def judge_items(
 
     `prompt` gets the numbered items (``[s1] …`` lines) and returns the request's text: the
     instructions first, then the tagged data (the items among them); the reply format of the
-    verdicts is added to the system message here. The items go
-    in requests of at most :data:`MAX_ITEMS_PER_REQUEST` (asked concurrently), each with a
+    verdicts is added to the system message here. The items go in requests of at most
+    :data:`MAX_ITEMS_PER_REQUEST` (asked concurrently, :func:`verdict_requests`), each with a
     reply budget sized from its items. With `base`, the first request's reply also fills the
     fields of `base` (given `base_tokens` more of budget), which is returned with the verdicts.
     """
-    chunks = [
-        (start, list(items[start : start + MAX_ITEMS_PER_REQUEST]))
-        for start in range(0, len(items), MAX_ITEMS_PER_REQUEST)
-    ] or [(0, [])]
-
-    async def one(index: int, start: int, chunk: list[str]) -> BaseModel:
-        own_base = base if index == 0 else None
-        msgs, model, budget = verdict_request(
-            chunk,
-            prompt,
-            prefix=prefix,
-            verdict=verdict,
-            meaning=meaning,
-            first=start + 1,
-            base=own_base,
-            base_tokens=base_tokens if own_base is not None else 0,
-        )
-        return await ctx.ask(msgs, model, max_tokens=budget)
-
-    replies = await asyncio.gather(*(one(i, s, c) for i, (s, c) in enumerate(chunks)))
+    requests = verdict_requests(
+        items,
+        prompt,
+        prefix=prefix,
+        verdict=verdict,
+        meaning=meaning,
+        base=base,
+        base_tokens=base_tokens,
+    )
+    replies = await asyncio.gather(
+        *(ctx.ask(r.messages, r.model, max_tokens=r.budget) for r in requests)
+    )
     out: list[Verdict] = []
-    for (start, chunk), reply in zip(chunks, replies, strict=True):
-        for key, text in zip(item_ids(prefix, len(chunk), start + 1), chunk, strict=True):
+    for request, reply in zip(requests, replies, strict=True):
+        for key, text in zip(
+            item_ids(prefix, len(request.items), request.first), request.items, strict=True
+        ):
             ruling = getattr(reply, key)
             out.append(Verdict(key, text, getattr(ruling, verdict), ruling.reason))
     return out, (replies[0] if base is not None else None)
+
+
+# --------------------------------------------------------------- planned requests
+
+#: reply tokens expected per verdict (its id, a one-sentence reason, the verdict)
+EXPECTED_ITEM_TOKENS = 24
+#: reply tokens expected for a rating ({"rating": 2})
+EXPECTED_RATING_TOKENS = 6
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    """A judge request a metric will make for a sample, as :func:`rageval.estimate` (the
+    dry run) and the budget (``max_cost``) count it, declared by the metric's
+    ``planned_requests`` next to its scoring code.
+
+    `messages` are built with the metric's own prompt builders; a request of a later stage,
+    whose text depends on an earlier reply (verdicts on the statements the judge extracts), is
+    built from a prediction of that reply and says so (`predicted`). `reply_tokens` is the reply
+    expected per generation (not its budget, `max_tokens`, which the call may ask for above the
+    judge's own); `n` generations come in one request where the endpoint honours ``n``.
+    Requests with the same `shared` key are made once per sample whichever metrics need them
+    (the statement extraction)."""
+
+    messages: list[dict[str, str]]
+    response_model: type[BaseModel]
+    reply_tokens: int
+    max_tokens: int | None = None
+    n: int = 1
+    predicted: bool = False
+    shared: str | None = None
+
+
+def predicted_statements(text: str) -> list[str]:
+    """The atomic statements a judge is expected to extract from `text`: its sentences (a
+    statement restates about one sentence; the estimate's range covers the difference)."""
+    return split_sentences(text)
+
+
+def planned_verdicts(
+    items: Sequence[str],
+    prompt: Callable[[str], str],
+    *,
+    prefix: str,
+    verdict: str,
+    meaning: str,
+    base: type[BaseModel] | None = None,
+    base_tokens: int = 0,
+    base_reply_tokens: int = 0,
+    predicted: bool = False,
+) -> list[PlannedRequest]:
+    """The requests of :func:`judge_items` for `items`, as planned requests (the first one's
+    reply also fills `base`: `base_reply_tokens` more expected)."""
+    requests = verdict_requests(
+        items,
+        prompt,
+        prefix=prefix,
+        verdict=verdict,
+        meaning=meaning,
+        base=base,
+        base_tokens=base_tokens,
+    )
+    return [
+        PlannedRequest(
+            r.messages,
+            r.model,
+            reply_tokens=4
+            + EXPECTED_ITEM_TOKENS * len(r.items)
+            + (base_reply_tokens if i == 0 else 0),
+            max_tokens=r.budget,
+            predicted=predicted,
+        )
+        for i, r in enumerate(requests)
+    ]
+
+
+def planned_ratings(
+    prompts: Sequence[list[dict[str, str]]], scale: tuple[int, ...]
+) -> list[PlannedRequest]:
+    """One planned request per rating template."""
+    model = rating_model(scale)
+    return [PlannedRequest(p, model, reply_tokens=EXPECTED_RATING_TOKENS) for p in prompts]
 
 
 # ------------------------------------------------------------------ sentences

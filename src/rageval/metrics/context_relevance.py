@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rageval.metrics._ratings import RatingMetric
-from rageval.metrics.authoring import messages, nonblank, numbered, tagged
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    messages,
+    nonblank,
+    numbered,
+    planned_ratings,
+    tagged,
+)
 from rageval.metrics.base import MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
@@ -53,6 +60,13 @@ class ContextRelevance(RatingMetric):
     summary = (
         "relevance of the retrieved contexts to the question, two judge templates rating 0/1/2"
     )
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        question = sample.text("user_input")
+        contexts = nonblank(sample.retrieved_contexts)
+        if not question.strip() or not contexts:
+            return []
+        return planned_ratings(prompts(question, contexts), SCALE)
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question = sample.text("user_input")

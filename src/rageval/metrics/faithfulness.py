@@ -13,10 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
+from rageval.metrics import _statements
 from rageval.metrics.authoring import (
+    PlannedRequest,
     judge_items,
     nonblank,
     numbered,
+    planned_verdicts,
+    predicted_statements,
     tagged,
     unjudged,
     verdict_evidence,
@@ -53,6 +57,21 @@ class Faithfulness(Metric):
     needs_llm = True
     statement_needs = frozenset({"response"})
     summary = "share of the response's claims supported by the retrieved contexts"
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        plan = _statements.planned(sample, "response")
+        statements = predicted_statements(sample.text("response"))
+        contexts = nonblank(sample.retrieved_contexts)
+        if statements and contexts:
+            plan += planned_verdicts(
+                statements,
+                prompt(contexts),
+                prefix="s",
+                verdict="supported",
+                meaning=SUPPORTED,
+                predicted=True,
+            )
+        return plan
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         statements = await ctx.statements.get("response")

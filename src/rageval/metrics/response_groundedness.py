@@ -16,7 +16,14 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rageval.metrics._ratings import RatingMetric
-from rageval.metrics.authoring import messages, nonblank, numbered, tagged
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    messages,
+    nonblank,
+    numbered,
+    planned_ratings,
+    tagged,
+)
 from rageval.metrics.base import MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
@@ -52,6 +59,13 @@ class ResponseGroundedness(RatingMetric):
     needs_llm = True
     scale = SCALE
     summary = "how far the response is backed by the retrieved contexts, two templates rating 0/1/2"
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        response = sample.text("response")
+        contexts = nonblank(sample.retrieved_contexts)
+        if not response.strip() or not contexts:
+            return []
+        return planned_ratings(prompts(response, contexts), SCALE)
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response = sample.text("response")

@@ -19,7 +19,14 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from rageval.metrics.authoring import messages, nonblank, number_only, numbered, tagged
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    messages,
+    nonblank,
+    number_only,
+    numbered,
+    tagged,
+)
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
 from rageval.samples import Sample
 
@@ -111,6 +118,10 @@ class RubricScore(Metric):
     def __init__(self, *, rubrics: Mapping[str, str] | None = None, **kw: Any) -> None:
         super().__init__(**kw)
         self.rubric = parse_rubric(DEFAULT_RUBRIC if rubrics is None else rubrics)
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        # the feedback: one to three sentences
+        return [PlannedRequest(prompt(sample, self.rubric), RubricGrade, reply_tokens=50)]
 
     async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         reply = await ctx.ask(prompt(sample, self.rubric), RubricGrade)

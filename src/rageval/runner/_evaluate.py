@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -48,7 +49,7 @@ from rageval.samples import (
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
-    from rageval.judge import Judge
+    from rageval.judge import Judge, PriceTable
 
 OnInvalid = Literal["raise", "skip"]
 
@@ -63,6 +64,7 @@ def judge_from_env(
     base_url: str | None = None,
     max_concurrency: int | None = None,
     cache: bool = True,
+    prices: PriceTable | None = None,
 ) -> Judge | None:
     """The judge configured by arguments or the environment (see :mod:`rageval._env`): the
     model from `model` or RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or
@@ -72,7 +74,9 @@ def judge_from_env(
         return None
     from rageval.judge import Judge
 
-    return Judge(model, base_url=base_url, max_concurrency=max_concurrency, cache=cache)
+    return Judge(
+        model, base_url=base_url, max_concurrency=max_concurrency, cache=cache, prices=prices
+    )
 
 
 def embeddings_from_spec(
@@ -319,6 +323,61 @@ class _Progress:
             self.refresh(force=True)
 
 
+@dataclasses.dataclass
+class Prepared:
+    """An evaluation ready to score: its data (validated), metrics, judges and embeddings."""
+
+    loaded: LoadedData
+    ids: list[str]
+    metrics: list[Metric]
+    #: rows no metric can read, with why (skipped when on_invalid="skip")
+    invalid_rows: dict[int, str]
+    judge: Judge | None
+    judge_of: dict[str, Judge | None]
+    shared_judge: Judge | None
+    embedder: Embeddings | None
+
+
+def prepare(
+    data: Any,
+    metrics: Sequence[Metric | str] | None,
+    llm: Judge | str | None,
+    embeddings: Embeddings | str | None,
+    *,
+    column_map: Mapping[str, str] | None,
+    on_invalid: OnInvalid,
+) -> Prepared:
+    """Load and validate the data, make the metrics, the judges and the embeddings: every
+    check done before the first request, the same for :func:`aevaluate` and the dry run
+    (:func:`rageval.estimate`). Nothing is sent."""
+    loaded = load_samples(data, column_map=column_map)
+    whole_input = [p for p in loaded.problems if p.row is None]
+    if whole_input:
+        raise InvalidDataError(whole_input, source=loaded.source)
+    ids = sample_ids(loaded.samples)
+    metric_objs = resolve_metrics(metrics, loaded)
+    problems, invalid_rows = _validate(loaded, ids, metric_objs)
+    if problems and on_invalid == "raise":
+        raise InvalidDataError(problems, source=loaded.source)
+    judge: Judge | None = judge_from_env(llm) if isinstance(llm, str) or llm is None else llm
+    judge_of = {m.name: (m.llm or judge) if m.needs_llm else m.llm for m in metric_objs}
+    shared_judge = judge or next((m.llm for m in metric_objs if m.statement_needs and m.llm), None)
+    needs_embeddings = any(
+        m.needs_embeddings and m.embeddings is None and (judge_of[m.name] or not m.needs_llm)
+        for m in metric_objs
+    )
+    embedder: Embeddings | None
+    if isinstance(embeddings, str):
+        embedder = embeddings_from_spec(embeddings)
+    elif embeddings is None and needs_embeddings:
+        embedder = embeddings_from_spec("local")
+    else:
+        embedder = embeddings
+    return Prepared(
+        loaded, list(ids), metric_objs, invalid_rows, judge, judge_of, shared_judge, embedder
+    )
+
+
 async def aevaluate(
     data: Any,
     metrics: Sequence[Metric | str] | None = None,
@@ -356,36 +415,19 @@ async def aevaluate(
         raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
     if resume and run_dir is None:
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
-    started = time.monotonic()
-    loaded = load_samples(data, column_map=column_map)
-    whole_input = [p for p in loaded.problems if p.row is None]
-    if whole_input:
-        raise InvalidDataError(whole_input, source=loaded.source)
-    ids = sample_ids(loaded.samples)
-    metric_objs = resolve_metrics(metrics, loaded)
-
-    problems, invalid_rows = _validate(loaded, ids, metric_objs)
-    if problems and on_invalid == "raise":
-        raise InvalidDataError(problems, source=loaded.source)
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
-    human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
-
-    own_judge = isinstance(llm, str) or llm is None
-    judge: Judge | None = judge_from_env(llm) if isinstance(llm, str) or llm is None else llm
-    judge_of = {m.name: (m.llm or judge) if m.needs_llm else m.llm for m in metric_objs}
-    shared_judge = judge or next((m.llm for m in metric_objs if m.statement_needs and m.llm), None)
-    needs_embeddings = any(
-        m.needs_embeddings and m.embeddings is None and (judge_of[m.name] or not m.needs_llm)
-        for m in metric_objs
+    started = time.monotonic()
+    run = prepare(data, metrics, llm, embeddings, column_map=column_map, on_invalid=on_invalid)
+    loaded, ids, metric_objs, invalid_rows = run.loaded, run.ids, run.metrics, run.invalid_rows
+    judge, judge_of, shared_judge, embedder = (
+        run.judge,
+        run.judge_of,
+        run.shared_judge,
+        run.embedder,
     )
-    embedder: Embeddings | None
-    if isinstance(embeddings, str):
-        embedder = embeddings_from_spec(embeddings)
-    elif embeddings is None and needs_embeddings:
-        embedder = embeddings_from_spec("local")
-    else:
-        embedder = embeddings
+    human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
+    own_judge = isinstance(llm, str) or llm is None
     judges = [j for j in (*judge_of.values(), shared_judge) if j is not None]
     for j in judges:
         meter_judge(j)

@@ -1,0 +1,327 @@
+"""The dry run: what an evaluation will cost, before a single request is sent.
+
+:func:`estimate` loads and validates the data exactly as :func:`rageval.evaluate` does (a bad
+row is reported the same way), then asks every metric for the judge requests it would make on
+every sample (``Metric.planned_requests``: built with the metric's own prompt builders, next
+to its scoring code). A request whose text depends on an earlier reply -- the verdicts on the
+statements the judge extracts -- is built from a prediction of that reply (the statements of a
+text are predicted as its sentences) and marked as predicted. Cells already kept from an
+earlier run of the same evaluation (:mod:`rageval.runner._cells`) cost nothing, as in a run.
+
+Tokens: no tokenizer of the judge model is available offline, so every count is the documented
+approximation of one token per :data:`CHARS_PER_TOKEN` characters of what is sent -- the
+message texts and the structured-output schema sent beside them (a provider bills both), in
+the judge's structured-output mode -- and of the reply expected. English text runs at 3.5 to
+4.5 characters per token with OpenAI's tokenizers.
+
+Each figure comes with a range, ``low`` to ``high``: the tokenizer approximation (±15%), a
+predicted request's text (-25% to +35%), replies from half to twice the expected length, an
+endpoint that ignores ``n`` (one request per generation), and 10% more requests and prompt
+tokens at the top for re-asks and retries. Costs use the judge's price table (its batch rates
+in batch mode); prompt-cache discounts are not assumed, so a provider that caches prompt
+prefixes bills less.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from rageval.metrics._statements import SHARED_TAG
+from rageval.metrics.authoring import PlannedRequest
+from rageval.metrics.base import Metric
+from rageval.samples import Sample
+
+if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
+    from rageval.runner._evaluate import OnInvalid
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "CostEstimate",
+    "Range",
+    "UsageEstimate",
+    "estimate",
+    "plan_cost",
+]
+
+#: the approximation every token count of the estimate uses
+CHARS_PER_TOKEN = 4
+#: relative spread of a token count made with the approximation, of a predicted request's
+#: prompt, and of a reply around its expected length
+_TOKENIZER = (0.85, 1.15)
+_PREDICTED = (0.75, 1.35)
+_REPLY = (0.5, 2.0)
+#: the share of requests (and of their prompt tokens) re-asks and retries may add
+_REASKS = 0.10
+
+
+def tokens(chars: int) -> int:
+    """Tokens of `chars` characters, by the estimate's approximation."""
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+class Range(BaseModel):
+    """An estimated figure and its plausible range."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+class UsageEstimate(BaseModel):
+    """Requests, tokens and cost of part of an evaluation, each a :class:`Range`.
+    ``cost_usd`` is None when the price of a judge model is unknown; ``declared`` is False
+    when a metric does not declare its requests (then nothing of it is counted)."""
+
+    requests: Range
+    prompt_tokens: Range
+    completion_tokens: Range
+    cost_usd: Range | None
+    #: cells (or, for shared work, samples) that send at least one request
+    cells: int = 0
+    declared: bool = True
+
+
+class CostEstimate(UsageEstimate):
+    """What :func:`estimate` finds: the whole evaluation, and each metric (``metrics``) and
+    piece of shared work (``shared``, e.g. the statement extraction) on its own."""
+
+    metrics: dict[str, UsageEstimate] = Field(default_factory=dict)
+    shared: dict[str, UsageEstimate] = Field(default_factory=dict)
+    model: str | None = None
+    batch: bool = False
+    rows: int = 0
+    #: cells kept from an earlier run of the same evaluation: no request
+    cells_kept: int = 0
+    tokenizer: str = f"approximation: {CHARS_PER_TOKEN} characters per token"
+    notes: list[str] = Field(default_factory=list)
+
+    def table(self) -> str:
+        """The estimate as a plain-text table (what ``rageval evaluate --dry-run`` prints)."""
+        rows = [("metric", "requests", "prompt tokens", "completion tokens", "cost USD")]
+        parts = {**self.metrics, **self.shared}
+        for name, part in parts.items():
+            if not part.declared:
+                rows.append((name, "?", "?", "?", "?"))
+                continue
+            rows.append((name, *_cells(part)))
+        rows.append(("total", *_cells(self)))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+        lines.insert(1, "-" * len(lines[0]))
+        lines.insert(len(lines) - 1, "-" * len(lines[0]))
+        head = (
+            f"dry run: {self.rows} rows, judge {self.model or '(none)'}"
+            + (" (batch prices)" if self.batch else "")
+            + f"; nothing was sent. Estimate [low - high]; tokens by {self.tokenizer}."
+        )
+        if self.cells_kept:
+            head += f" {self.cells_kept} cells are kept from an earlier run and cost nothing."
+        return "\n".join([head, *lines, *(f"note: {n}" for n in self.notes)])
+
+
+def _cells(part: UsageEstimate) -> tuple[str, str, str, str]:
+    def fmt(r: Range, digits: int = 0) -> str:
+        if digits:
+            return f"{r.estimate:.{digits}f} [{r.low:.{digits}f} - {r.high:.{digits}f}]"
+        return f"{r.estimate:,.0f} [{r.low:,.0f} - {r.high:,.0f}]"
+
+    cost = "unknown" if part.cost_usd is None else fmt(part.cost_usd, 4)
+    return fmt(part.requests), fmt(part.prompt_tokens), fmt(part.completion_tokens), cost
+
+
+@dataclass
+class _Tally:
+    """Sums of (estimate, low, high) for each figure, and the cost, None once unknown."""
+
+    requests: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    prompt: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    completion: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    cost: list[float] | None = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    cells: int = 0
+    declared: bool = True
+
+    def add(self, other: _Tally) -> None:
+        for mine, theirs in (
+            (self.requests, other.requests),
+            (self.prompt, other.prompt),
+            (self.completion, other.completion),
+        ):
+            for i in range(3):
+                mine[i] += theirs[i]
+        if self.cost is not None and other.cost is not None:
+            for i in range(3):
+                self.cost[i] += other.cost[i]
+        else:
+            self.cost = None
+        self.cells += other.cells
+
+    def model(self) -> UsageEstimate:
+        def r(v: list[float]) -> Range:
+            return Range(estimate=v[0], low=v[1], high=v[2])
+
+        return UsageEstimate(
+            requests=r(self.requests),
+            prompt_tokens=r(self.prompt),
+            completion_tokens=r(self.completion),
+            cost_usd=None if self.cost is None else r(self.cost),
+            cells=self.cells,
+            declared=self.declared,
+        )
+
+
+def plan_cost(judge: Judge, planned: Sequence[PlannedRequest], *, batch: bool = False) -> _Tally:
+    """The requests, tokens and cost of `planned` requests to `judge` (estimate, low, high)."""
+    tally = _Tally()
+    honoured = judge.honours_n()
+    for request in planned:
+        chars, _budget = judge.request_size(
+            request.messages, request.response_model, max_tokens=request.max_tokens
+        )
+        prompt = tokens(chars)
+        spread = _PREDICTED if request.predicted else _TOKENIZER
+        n = request.n
+        # requests (each billing the prompt) if the endpoint honours n, and if it does not
+        one, each = 1, n
+        est = each if honoured is False else one
+        high = one if honoured is True else each
+        for i, (sent, factor, reply) in enumerate(
+            ((est, 1.0, 1.0), (one, spread[0], _REPLY[0]), (high, spread[1], _REPLY[1]))
+        ):
+            extra = 1 + _REASKS if i == 2 else 1.0
+            tally.requests[i] += sent * extra
+            tally.prompt[i] += sent * prompt * factor * extra
+            tally.completion[i] += n * request.reply_tokens * reply
+    tally.cost = _cost(judge, tally, batch)
+    return tally
+
+
+def _cost(judge: Judge, tally: _Tally, batch: bool) -> list[float] | None:
+    out = []
+    for i in range(3):
+        cost = judge.prices.cost(
+            judge.model, round(tally.prompt[i]), round(tally.completion[i]), batch=batch
+        )
+        if cost is None:
+            return None
+        out.append(cost)
+    return out
+
+
+@dataclass
+class SamplePlan:
+    """The planned requests of one sample: per metric, and the shared ones once each."""
+
+    by_metric: dict[str, list[PlannedRequest]] = field(default_factory=dict)
+    shared: dict[str, PlannedRequest] = field(default_factory=dict)
+    undeclared: set[str] = field(default_factory=set)
+
+
+def plan_sample(sample: Sample, metrics: Sequence[Metric]) -> SamplePlan:
+    """What `metrics` (the cells of `sample` that will run) ask the judge for."""
+    plan = SamplePlan()
+    for metric in metrics:
+        found = metric.planned_requests(sample)
+        if found is None:
+            plan.undeclared.add(metric.name)
+            continue
+        own = []
+        for request in found:
+            if request.shared is None:
+                own.append(request)
+            else:
+                plan.shared.setdefault(request.shared, request)
+        plan.by_metric[metric.name] = own
+    return plan
+
+
+def estimate(
+    data: Any,
+    metrics: Sequence[Metric | str] | None = None,
+    llm: Judge | str | None = None,
+    embeddings: Embeddings | str | None = None,
+    *,
+    column_map: Mapping[str, str] | None = None,
+    on_invalid: OnInvalid = "raise",
+    batch: bool = False,
+) -> CostEstimate:
+    """What ``evaluate()`` with the same arguments would send, and cost, without sending
+    anything (see the module docstring). `batch=True` prices the requests at the judge
+    model's batch rates (an unknown batch rate makes the cost unknown)."""
+    from rageval.runner._cells import CellStore
+    from rageval.runner._evaluate import RunConfigError, prepare
+
+    if on_invalid not in ("raise", "skip"):
+        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
+    run = prepare(data, metrics, llm, embeddings, column_map=column_map, on_invalid=on_invalid)
+    store = CellStore(run.judge_of, run.shared_judge, run.embedder)
+    per_metric = {m.name: _Tally() for m in run.metrics}
+    shared: dict[str, _Tally] = {}
+    kept = 0
+    for row, sample in enumerate(run.loaded.samples):
+        if sample is None or row in run.invalid_rows:
+            continue
+        to_run = [
+            m
+            for m in run.metrics
+            if run.judge_of.get(m.name) is not None and not m.input_problems(sample)
+        ]
+        found = store.lookup(sample, to_run) if to_run else {}
+        kept += len(found)
+        plan = plan_sample(sample, [m for m in to_run if m.name not in found])
+        for name in plan.undeclared:
+            per_metric[name].declared = False
+        for name, requests in plan.by_metric.items():
+            judge = run.judge_of[name]
+            if requests and judge is not None:
+                cell = plan_cost(judge, requests, batch=batch)
+                cell.cells = 1
+                per_metric[name].add(cell)
+        for key, request in plan.shared.items():
+            if run.shared_judge is None:
+                continue
+            work = plan_cost(run.shared_judge, [request], batch=batch)
+            work.cells = 1
+            shared.setdefault(_shared_name(key), _Tally()).add(work)
+    total = _Tally()
+    for part in (*per_metric.values(), *shared.values()):
+        total.add(part)
+    notes = []
+    undeclared = sorted(name for name, t in per_metric.items() if not t.declared)
+    if undeclared:
+        notes.append(
+            f"{', '.join(undeclared)} do(es) not declare its judge requests "
+            "(Metric.planned_requests): not counted"
+        )
+    judges = {id(j): j for j in run.judge_of.values() if j is not None}
+    if total.cost is None:
+        models = sorted({j.model for j in judges.values()})
+        notes.append(
+            f"the price of {', '.join(models)} is unknown"
+            + (" at batch rates" if batch else "")
+            + ": give it with --price MODEL=INPUT,OUTPUT (USD per million tokens) or "
+            "Judge(prices=PriceTable({...}))"
+        )
+    summary = total.model()
+    return CostEstimate(
+        **summary.model_dump(exclude={"cells", "declared"}),
+        cells=summary.cells,
+        metrics={name: t.model() for name, t in per_metric.items()},
+        shared={name: t.model() for name, t in shared.items()},
+        model=run.judge.model if run.judge is not None else None,
+        batch=batch,
+        rows=len(run.loaded.samples),
+        cells_kept=kept,
+        notes=notes,
+    )
+
+
+def _shared_name(key: str) -> str:
+    """The usage label of shared work, as the run log books it."""
+    return SHARED_TAG if key.startswith("statements:") else f"shared:{key}"
