@@ -23,6 +23,8 @@ class Counters:
     cost_usd: float | None = 0.0
     cache_hits: int = 0
     not_measured: int = 0
+    #: the run's budget (max_cost), shown next to the cost
+    budget_usd: float | None = None
 
 
 def wanted(progress: bool | None, stream: TextIO | None = None) -> bool:
@@ -66,7 +68,8 @@ class ProgressLine:
         if c.requests or c.cache_hits:
             parts.append(f"requests {c.requests:,}")
             parts.append(f"tokens {c.tokens:,}")
-            parts.append("cost ?" if c.cost_usd is None else f"cost ${c.cost_usd:.4f}")
+            cost = "cost ?" if c.cost_usd is None else f"cost ${c.cost_usd:.4f}"
+            parts.append(cost if c.budget_usd is None else f"{cost} / ${c.budget_usd:.4f}")
             parts.append(f"cache hits {c.cache_hits:,}")
         if c.not_measured:
             parts.append(f"not measured {c.not_measured:,}")

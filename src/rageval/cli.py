@@ -4,7 +4,8 @@ Only the standard library is imported at module level so that `rageval --help` a
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
 Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage or input error, 3 fatal judge error
-(bad key, unknown model...), 4 a `calibrate --min-kappa` gate failed, 130 interrupted.
+(bad key, unknown model...), 4 a `calibrate --min-kappa` gate failed, 5 the --max-cost budget
+was reached (the run stopped, resumable), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: `rageval calibrate --min-kappa`: the judge disagrees with the people more than allowed
 EXIT_CALIBRATION_GATE = 4
+#: `evaluate --max-cost`: the next request would have passed the budget; the run can resume
+EXIT_BUDGET = 5
 
 
 class _UsageError(Exception):
@@ -67,6 +70,7 @@ def _metric_names(values: Sequence[str]) -> list[str]:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from rageval.errors import BudgetReached
     from rageval.judge import FatalJudgeError
     from rageval.metrics.base import registered_metrics
     from rageval.runner import RunConfigError, RunDirError, evaluate
@@ -101,9 +105,26 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             progress=False if args.quiet else None,
             human_labels=human_labels or None,
             repeats=args.repeats,
+            max_cost=args.max_cost,
         )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         raise _UsageError(str(e)) from None
+    except BudgetReached as e:
+        from rageval.results import EvaluationResult
+
+        done = e.result
+        finished = (
+            f"{done.n_finished} of {len(done)} rows"
+            if isinstance(done, EvaluationResult)
+            else "the rows"
+        )
+        _err(
+            f"stopped at the budget: ${e.spent_usd:.4f} spent of --max-cost "
+            f"${e.max_cost_usd:.4f} (the next request could have passed it); {finished} "
+            f"finished and kept in {run_dir}; continue with --resume {run_dir} and a larger "
+            "--max-cost (or none)"
+        )
+        return EXIT_BUDGET
     except FatalJudgeError as e:
         _err(f"the judge endpoint refused: {e}")
         if (run_dir / "manifest.json").exists():
@@ -451,6 +472,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cost.add_argument("--json", action="store_true", help="--dry-run's estimate as JSON")
     cost.add_argument(
+        "--max-cost",
+        type=_positive_float,
+        metavar="USD",
+        help="stop before the judge requests would cost more than USD (exit 5; what finished "
+        "is kept, --resume continues); needs the judge model's price (--price)",
+    )
+    cost.add_argument(
         "--batch",
         action="store_true",
         help="send the judge requests through the endpoint's Batch API (about half the "
@@ -537,6 +565,16 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
         help="the judge model's price in USD per million tokens (input, output, cached input, "
         "batch input and output), for a model the built-in table does not know",
     )
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
 
 
 def _positive_int(text: str) -> int:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
+from rageval._client._budget import SpendingLimit
 from rageval._client._cache import RequestCache, cache_key, resolve_cache
 from rageval._client._endpoint import Endpoint
 from rageval._client._retry import Tally
@@ -214,6 +215,8 @@ class Judge:
         self.max_prompt_tokens = max_prompt_tokens
         self.prices = prices if prices is not None else PriceTable()
         self.usage = UsageLedger()
+        #: the run's budget, when it has one (set by evaluate(max_cost=...))
+        self.spending: SpendingLimit | None = None
         self.cache: RequestCache | None = resolve_cache(cache)
         self._settings_keys: dict[tuple[Any, ...], str] = {}
 
@@ -579,7 +582,7 @@ class Judge:
         """One HTTP request (with its retries); its choices (one unless ``n`` > 1)."""
         messages, extra = build_request(mode, convo, call.shape)
         # json mode carries the schema in the messages, the other modes in `extra`
-        prompt = _estimate_prompt(messages, len(call.shape.schema_json) if extra else 0)
+        prompt = _estimate_prompt(messages, len(encode_body(extra)) if extra else 0)
         budget = self._fit(prompt, budget)
         params: dict[str, Any] = {
             "model": self.model,
@@ -593,20 +596,43 @@ class Judge:
         if self.seed is not None:
             params["seed"] = self.seed
         estimate = prompt + budget * n
-        raws = await self._endpoint.post_json(
-            "/chat/completions",
-            params,
-            read=functools.partial(_read_completion, mode=mode, n=n),
-            estimated_tokens=estimate,
-            tally=tally,
-        )
-        head = raws[0]
+        spending = self.spending
+        # the most this request can cost: its prompt and its whole reply budget
+        reserved = (self._cost(prompt, budget * n) or 0.0) if spending is not None else 0.0
+        if spending is not None:
+            await spending.reserve(reserved)
+        cost = 0.0  # a request that fails is not billed
+        try:
+            raws = await self._endpoint.post_json(
+                "/chat/completions",
+                params,
+                read=functools.partial(_read_completion, mode=mode, n=n),
+                estimated_tokens=estimate,
+                tally=tally,
+            )
+            head = raws[0]
+            if spending is not None:
+                counted = self._cost(head.prompt_tokens, head.completion_tokens, head.cached_tokens)
+                cost = reserved if counted is None or not head.counted else counted
+        finally:
+            if spending is not None:
+                spending.settle(reserved, cost)
         tally.prompt_tokens += head.prompt_tokens
         tally.completion_tokens += head.completion_tokens
         tally.cached_tokens += head.cached_tokens
         used = head.prompt_tokens + head.completion_tokens
         self._endpoint.limiter.settle(estimate, used if head.counted else estimate)
         return raws
+
+    def _cost(self, prompt: int, completion: int, cached: int = 0) -> float | None:
+        return self.prices.cost(
+            self.model, prompt, completion, cached_tokens=cached, batch=self.batched
+        )
+
+    @property
+    def batched(self) -> bool:
+        """Whether requests go through the endpoint's Batch API (priced at batch rates)."""
+        return self._endpoint.batch is not None
 
     def _fit(self, prompt_tokens: int, budget: int) -> int:
         """The reply budget that fits beside the prompt, or JudgeCallFailed(input_too_long)
@@ -671,7 +697,7 @@ class Judge:
             requests=sum(t.requests for t in tallies),
             retries=sum(t.retries for t in tallies),
             reasks=sum(t.reasks for t in tallies),
-            cost_usd=self.prices.cost(self.model, prompt, completion, cached_tokens=cached),
+            cost_usd=self._cost(prompt, completion, cached),
             cached_tokens=cached,
         )
 

@@ -241,6 +241,56 @@ def plan_sample(sample: Sample, metrics: Sequence[Metric]) -> SamplePlan:
     return plan
 
 
+@dataclass
+class SampleCost:
+    """The planned usage of one sample: per metric, per piece of shared work, and the metrics
+    that do not declare their requests."""
+
+    by_metric: dict[str, _Tally] = field(default_factory=dict)
+    shared: dict[str, _Tally] = field(default_factory=dict)
+    undeclared: set[str] = field(default_factory=set)
+
+    @property
+    def cost_usd(self) -> float:
+        """The estimated cost (0 for parts of unknown price)."""
+        parts = (*self.by_metric.values(), *self.shared.values())
+        return sum(p.cost[0] for p in parts if p.cost is not None)
+
+
+def sample_cost(
+    sample: Sample,
+    metrics: Sequence[Metric],
+    judge_of: Mapping[str, Judge | None],
+    shared_judge: Judge | None,
+    *,
+    batch: bool = False,
+) -> SampleCost:
+    """What `metrics` (the cells of `sample` that will be scored) cost, as planned."""
+    plan = plan_sample(sample, metrics)
+    out = SampleCost(undeclared=plan.undeclared)
+    for name, requests in plan.by_metric.items():
+        judge = judge_of.get(name)
+        if requests and judge is not None:
+            out.by_metric[name] = plan_cost(judge, requests, batch=batch)
+            out.by_metric[name].cells = 1
+    if shared_judge is not None:
+        for key, request in plan.shared.items():
+            out.shared[_shared_name(key)] = plan_cost(shared_judge, [request], batch=batch)
+            out.shared[_shared_name(key)].cells = 1
+    return out
+
+
+def runnable(
+    sample: Sample, metrics: Sequence[Metric], judge_of: Mapping[str, Judge | None]
+) -> list[Metric]:
+    """The metrics whose cell of `sample` is scored: a judge if it needs one, its fields."""
+    return [
+        m
+        for m in metrics
+        if (judge_of.get(m.name) is not None or not m.needs_llm) and not m.input_problems(sample)
+    ]
+
+
 def estimate(
     data: Any,
     metrics: Sequence[Metric | str] | None = None,
@@ -267,28 +317,22 @@ def estimate(
     for row, sample in enumerate(run.loaded.samples):
         if sample is None or row in run.invalid_rows:
             continue
-        to_run = [
-            m
-            for m in run.metrics
-            if run.judge_of.get(m.name) is not None and not m.input_problems(sample)
-        ]
-        found = store.lookup(sample, to_run) if to_run else {}
+        to_run = runnable(sample, run.metrics, run.judge_of)
+        found = store.lookup(sample, [m for m in to_run if m.needs_llm])
         kept += len(found)
-        plan = plan_sample(sample, [m for m in to_run if m.name not in found])
-        for name in plan.undeclared:
+        planned = sample_cost(
+            sample,
+            [m for m in to_run if m.name not in found],
+            run.judge_of,
+            run.shared_judge,
+            batch=batch,
+        )
+        for name in planned.undeclared:
             per_metric[name].declared = False
-        for name, requests in plan.by_metric.items():
-            judge = run.judge_of[name]
-            if requests and judge is not None:
-                cell = plan_cost(judge, requests, batch=batch)
-                cell.cells = 1
-                per_metric[name].add(cell)
-        for key, request in plan.shared.items():
-            if run.shared_judge is None:
-                continue
-            work = plan_cost(run.shared_judge, [request], batch=batch)
-            work.cells = 1
-            shared.setdefault(_shared_name(key), _Tally()).add(work)
+        for name, part in planned.by_metric.items():
+            per_metric[name].add(part)
+        for name, part in planned.shared.items():
+            shared.setdefault(name, _Tally()).add(part)
     total = _Tally()
     for part in (*per_metric.values(), *shared.values()):
         total.add(part)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rageval import _env, _progress
 from rageval._sync import run_sync
 from rageval._version import __version__
-from rageval.errors import RagevalError
+from rageval.errors import BudgetReached, RagevalError
 from rageval.judge import RequestCache, Usage, UsageLedger, endpoint_limiter
 from rageval.log import (
     DataInfo,
@@ -36,6 +36,7 @@ from rageval.log import (
 from rageval.metrics.base import Metric, create_metric, registered_metrics
 from rageval.results import EvaluationResult
 from rageval.runner._cells import CellStore
+from rageval.runner._cost import limit_spending, unpriced
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
 from rageval.runner._schedule import MIN_WINDOW, Plan, Scheduler, meter_judge
 from rageval.samples import (
@@ -392,6 +393,7 @@ async def aevaluate(
     show_progress: bool | None = None,
     human_labels: LabelsArg | None = None,
     repeats: int = 1,
+    max_cost: float | None = None,
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
@@ -410,6 +412,12 @@ async def aevaluate(
     by the labelled rows (docs/calibration.md). `repeats=K` scores every judge cell K times,
     bypassing the request cache for the repeats; a cell's value is the mean of its scores and
     the summary reports how much of the interval the judge's own noise makes.
+
+    `max_cost` (USD) caps what the judges may spend in this call: a request is sent only if
+    its worst case fits beside what was spent and what is in flight; when the next request
+    cannot fit, the run stops with :class:`~rageval.errors.BudgetReached` (its ``result`` holds
+    what finished, kept in `run_dir` for a resume). A judge model of unknown price is refused
+    up front. See :mod:`rageval._client._budget`.
     """
     if on_invalid not in ("raise", "skip"):
         raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
@@ -417,6 +425,10 @@ async def aevaluate(
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    if max_cost is not None and not (
+        isinstance(max_cost, (int, float)) and not isinstance(max_cost, bool) and max_cost > 0
+    ):
+        raise RunConfigError(f"max_cost must be a positive number of USD, got {max_cost!r}")
     started = time.monotonic()
     run = prepare(data, metrics, llm, embeddings, column_map=column_map, on_invalid=on_invalid)
     loaded, ids, metric_objs, invalid_rows = run.loaded, run.ids, run.metrics, run.invalid_rows
@@ -429,6 +441,13 @@ async def aevaluate(
     human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
     own_judge = isinstance(llm, str) or llm is None
     judges = [j for j in (*judge_of.values(), shared_judge) if j is not None]
+    if max_cost is not None and unpriced(judges, batch=False):
+        models = ", ".join(unpriced(judges, batch=False))
+        raise RunConfigError(
+            f"max_cost needs the price of the judge model {models}, which rageval does not "
+            "know: give it with --price MODEL=INPUT,OUTPUT (USD per million tokens) or "
+            "Judge(..., prices=PriceTable({'MODEL': (INPUT, OUTPUT)}))"
+        )
     for j in judges:
         meter_judge(j)
     embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
@@ -458,6 +477,8 @@ async def aevaluate(
 
     show = _progress.wanted(progress if progress is not None else show_progress)
     line = _progress.ProgressLine(len(ids), done=len(ids) - len(todo)) if show else None
+    if line is not None:
+        line.counters.budget_usd = max_cost
     meter = _Progress(line, judges)
 
     def on_record(line: SampleLine) -> None:
@@ -478,8 +499,11 @@ async def aevaluate(
     scheduler = Scheduler(plan, loaded.samples, ids, window=_window(judges), on_record=on_record)
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
     try:
-        await scheduler.run(todo)
-    except Exception:
+        with limit_spending(judges, max_cost):
+            await scheduler.run(todo)
+    except Exception as stopped:
+        if isinstance(stopped, BudgetReached):
+            stopped.result = result
         # the run stops (a fatal judge error): the directory still says how far it got, unless
         # that fails too, which must not hide why the run stopped
         if rundir is not None:
@@ -578,6 +602,7 @@ def evaluate(
     show_progress: bool | None = None,
     human_labels: LabelsArg | None = None,
     repeats: int = 1,
+    max_cost: float | None = None,
 ) -> EvaluationResult:
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
     pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
@@ -595,6 +620,7 @@ def evaluate(
             show_progress=show_progress,
             human_labels=human_labels,
             repeats=repeats,
+            max_cost=max_cost,
         )
     )
 

@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from rageval.errors import BudgetReached
 from rageval.judge import FatalJudgeError, JudgeCallFailed, JudgeError, Usage, UsageLedger
 from rageval.log import Cell, Inputs, RepeatedScores, SampleLine
 from rageval.metrics._statements import SHARED_TAG, SharedStatements
@@ -272,7 +273,7 @@ class Scheduler:
             return await metric.score_sample(sample, mctx)
         except NoJudgeError:
             return _NO_JUDGE
-        except FatalJudgeError:
+        except (FatalJudgeError, BudgetReached):
             raise
         except JudgeCallFailed as e:  # e.g. from the embeddings endpoint, outside a metric
             cause = f"judge call failed: {e.cause}"
