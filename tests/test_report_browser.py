@@ -228,6 +228,50 @@ def test_narrow_screen_does_not_overflow(browser: Browser, report: Path) -> None
         view.close()
 
 
+def _wide_summary_run(folder: Path) -> Path:
+    """Long parameters and six- to eight-figure counts and cost in every summary column."""
+    man, results, summary = synthetic_run(6)
+    params = (
+        {"prompt": None, "response_model": "rageval.metrics.answer_relevance:RelevanceScore"},
+        {"weights": [0.75, 0.25], "beta": 1.0, "threshold": None},
+        {"max_retries": 5},
+    )
+    names = ("answer_relevance", "answer_correctness", "response_groundedness")
+    man["metrics"] = [{"name": n, "params": p} for n, p in zip(names, params, strict=True)]
+    big = {
+        "requests": 123_456,
+        "prompt_tokens": 98_765_432,
+        "completion_tokens": 1_234_567,
+        "cache_hits": 54_321,
+        "cost_usd": 1234.5678,
+    }
+    summary["metrics"] = {
+        n: {**s, "usage": big, "n_measured": 123_456, "n_not_measured": 12_345, "n_skipped": 12_345}
+        for n, s in zip(names, summary["metrics"].values(), strict=True)
+    }
+    summary["usage"] = {**big, "retries": 2, "reasks": 3}
+    for r in results:
+        r["metrics"] = dict(zip(names, r["metrics"].values(), strict=True))
+    return write_report(write_run(folder, man, results, summary))
+
+
+@pytest.mark.parametrize("width", [1280, 1440, 1920])
+def test_the_summary_fits_common_screens(browser: Browser, tmp_path: Path, width: int) -> None:
+    view = Opened(browser, _wide_summary_run(tmp_path / "wide"), width=width)
+    try:
+        wrap = view.page.locator("#summary .table-wrap", has=view.page.locator("table.summary"))
+        scroll, client = wrap.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert scroll <= client, f"the summary scrolls sideways at {width} px ({scroll} > {client})"
+        cost = view.page.locator("#summary thead th", has_text="Cost").bounding_box()
+        assert cost is not None and cost["x"] + cost["width"] <= width
+        params = view.page.locator("#summary .params").first
+        assert "RelevanceScore" in (params.get_attribute("title") or "")  # cut, not lost
+        note = view.page.locator("#summary .footnote").inner_text()
+        assert "2 retries in total" in note and "3 re-asks in total" in note
+    finally:
+        view.close()
+
+
 def test_empty_run(browser: Browser, tmp_path: Path) -> None:
     man, _, _ = synthetic_run(4)
     man["data"]["n_rows"] = 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,7 +18,7 @@ from rageval.runner import NO_JUDGE_CAUSE, RunConfigError, aevaluate, evaluate
 from rageval.runner._schedule import MIN_WINDOW
 from rageval.samples import InvalidDataError, Sample
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, Reply
-from runner_helpers import handle, rows, sample_id_of
+from runner_helpers import handle, rows, sample_id_of, user_text
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rag_sample.jsonl"
 LLM_METRICS = ["faithfulness", "context_recall", "answer_accuracy"]
@@ -183,6 +184,28 @@ def test_unparsable_rows_are_skipped_whole_when_asked() -> None:
     assert "invalid row" in (result.sample(1).cells["token_f1"].cause or "")
 
 
+def test_a_bad_field_stops_only_the_metrics_that_read_it(server: FakeOpenAI) -> None:
+    data = rows(3)
+    data[1]["retrieved_contexts"] = "one context as a string"
+    result = evaluate(data, ["token_f1"], progress=False)  # reads response and reference only
+    assert result.statuses("token_f1") == ["ok", "ok", "ok"]
+    with pytest.raises(InvalidDataError, match="row 1, id 's001', field 'retrieved_contexts'"):
+        evaluate(data, ["token_f1", "faithfulness"], llm=make_judge(server), progress=False)
+    assert server.requests == []
+    result = evaluate(
+        data,
+        ["token_f1", "faithfulness"],
+        llm=make_judge(server),
+        on_invalid="skip",
+        progress=False,
+    )
+    assert result.statuses("token_f1") == ["ok", "ok", "ok"]
+    assert result.statuses("faithfulness") == ["ok", "skipped", "ok"]
+    cause = result.sample(1).cells["faithfulness"].cause or ""
+    assert cause.startswith("invalid row: field 'retrieved_contexts'") and "single string" in cause
+    assert {sample_id_of(r) for r in server.chat_requests} == {"s000", "s002"}
+
+
 def test_unknown_metric_names_fail_before_anything_runs(server: FakeOpenAI) -> None:
     with pytest.raises(RunConfigError, match=r"faithfullness.*did you mean faithfulness"):
         evaluate(rows(2), ["faithfullness"], llm=make_judge(server), progress=False)
@@ -328,6 +351,43 @@ def test_progress_is_quiet_unless_stderr_is_a_terminal(capsys: pytest.CaptureFix
     assert capsys.readouterr() == ("", "")
     evaluate(LEXICAL, ["token_f1"], show_progress=True)  # the ragas name
     assert "rows 3/3" in capsys.readouterr().err
+
+
+def test_progress_shows_retries_and_reasks_while_a_stall_lasts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every ask fails twice with 503 before its first reply, which fails validation once:
+    the row takes seconds, and the line says why while it waits."""
+    from rageval._client import _retry
+
+    # each retry waits 0.4-0.8 s: the second ask's stall outlasts the line's 0.5 s redraw
+    monkeypatch.setattr(_retry, "BACKOFF_BASE", 0.8)
+    monkeypatch.setattr(_retry, "BACKOFF_CAP", 0.8)
+    attempts: dict[str, int] = {}
+
+    def flaky(req: Any) -> Any:
+        prompt = user_text(req)
+        attempts[prompt] = attempts.get(prompt, 0) + 1
+        if attempts[prompt] <= 2:
+            return Fault.status(503)
+        if attempts[prompt] == 3:
+            return Reply.json({"not": "what was asked"})
+        return handle(req)
+
+    with FakeOpenAI(flaky) as srv:
+        result = evaluate(rows(1), ["faithfulness"], llm=make_judge(srv), progress=True)
+    assert result.statuses("faithfulness") == ["ok"]
+    draws = capsys.readouterr().err.split("\r")
+
+    def count(what: str, draw: str) -> int:
+        found = re.search(rf"{what} (\d+)", draw)
+        return int(found.group(1)) if found else 0
+
+    stalled = [d for d in draws if d.startswith("rows 0/1")]
+    assert max(count("retries", d) for d in stalled) >= 2, draws
+    assert max(count("re-asks", d) for d in stalled) >= 1, draws
+    # two asks (statements, verdicts), each retried twice and re-asked once
+    assert (count("retries", draws[-1]), count("re-asks", draws[-1])) == (4, 2), draws
 
 
 def test_progress_line_content() -> None:

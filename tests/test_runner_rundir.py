@@ -157,3 +157,53 @@ def test_a_damaged_log_is_an_error_not_silently_dropped_rows(
     (run / "results.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(RunDirError, match="damaged"):
         evaluate(rows(3), ["token_f1"], run_dir=run, resume=True, progress=False)
+
+
+def test_overwrite_replaces_a_run_and_only_its_files(server: FakeOpenAI, tmp_path: Path) -> None:
+    """The README's example re-run in the same notebook cell."""
+    run = tmp_path / "run"
+    (run / "notes").mkdir(parents=True)
+    evaluate(rows(2), ["token_f1"], run_dir=run, progress=False)
+    with pytest.raises(RunDirError, match=r"overwrite=True / --overwrite"):
+        evaluate(rows(2), ["token_f1"], run_dir=run, progress=False)
+    again = evaluate(rows(3), ["token_f1"], run_dir=run, overwrite=True, progress=False)
+    assert again.complete and len(again) == 3
+    assert len((run / "results.jsonl").read_text().splitlines()) == 3
+    assert json.loads((run / "summary.json").read_text())["n_rows"] == 3
+    assert (run / "notes").is_dir()
+    with pytest.raises(ValueError, match="overwrite=True replaces it"):
+        evaluate(rows(3), ["token_f1"], run_dir=run, resume=True, overwrite=True)
+
+
+def test_resume_with_only_the_run_directory(
+    server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    from rageval.judge import Judge
+
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows(4)))
+    run = tmp_path / "run"
+    judge = Judge("test-model", base_url=server.base_url, max_concurrency=3, cache=False)
+    first = evaluate(data, METRICS, llm=judge, run_dir=run, on_invalid="skip", progress=False)
+    log = run / "results.jsonl"
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:2]))
+    server.reset()
+
+    result = evaluate(None, run_dir=run, resume=True, progress=False)
+    assert result.metrics == METRICS and result.complete
+    assert _values(result) == _values(first)
+    asked = {sample_id_of(r) for r in server.chat_requests}
+    assert asked == {"s002", "s003"}
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["on_invalid"] == "skip" and manifest["judge"]["max_concurrency"] == 3
+    assert manifest["data"]["path"] == str(data.resolve())
+
+    # a key given in Python is not in the run directory: the judge must be given again
+    other = tmp_path / "other"
+    evaluate(data, ["faithfulness"], llm=make_judge(server), run_dir=other, progress=False)
+    (other / "results.jsonl").write_bytes(b"")
+    with pytest.raises(RunDirError, match="pass the judge again"):
+        evaluate(None, run_dir=other, resume=True, progress=False)
+    resumed = evaluate(None, llm=make_judge(server), run_dir=other, resume=True, progress=False)
+    assert resumed.complete

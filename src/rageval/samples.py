@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,11 +34,19 @@ SAMPLE_FIELDS = (*TEXT_FIELDS, *LIST_FIELDS)
 
 
 class InvalidDataError(RagevalError, ValueError):
-    """Input data that cannot be evaluated. `problems` lists every (row, id, field, message)."""
+    """Input data that cannot be evaluated. `problems` lists every (row, id, field, message).
+
+    A problem in a line-based file (JSONL, CSV, TSV) names the file's 1-based line; in other
+    input (a list, a DataFrame, a JSON or Parquet file) the 0-based row, as the data indexes it.
+    """
 
     def __init__(self, problems: Sequence[RowProblem], *, source: str | None = None) -> None:
         self.problems = list(problems)
-        head = f"invalid input{f' in {source}' if source else ''}: "
+        by_row = any(p.row is not None and p.line is None for p in self.problems)
+        head = (
+            f"invalid input{f' in {source}' if source else ''}"
+            f"{' (rows counted from 0)' if by_row else ''}: "
+        )
         lines = [str(p) for p in self.problems[:20]]
         more = len(self.problems) - len(lines)
         if more > 0:
@@ -52,10 +61,14 @@ class RowProblem:
     message: str
     sample_id: str | None = None
     metric: str | None = None
+    #: 1-based line of the file where the row starts (JSONL, CSV, TSV input)
+    line: int | None = None
 
     def __str__(self) -> str:
         where = []
-        if self.row is not None:
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        elif self.row is not None:
             where.append(f"row {self.row}")
         if self.sample_id is not None:
             where.append(f"id {self.sample_id!r}")
@@ -64,6 +77,16 @@ class RowProblem:
         if self.metric is not None:
             where.append(f"metric {self.metric!r}")
         return f"{', '.join(where)}: {self.message}" if where else self.message
+
+    def blocks(self, required_fields: Iterable[str]) -> bool:
+        """Whether this problem stops a metric that reads `required_fields`: a problem with
+        one of the sample's text or list fields stops only the metrics that read that field;
+        any other problem (an unreadable row, a bad id) stops every metric."""
+        if self.field is None:
+            return True
+        name = self.field.split(".", 1)[0]
+        canonical = LEGACY_ALIASES.get(name, name)
+        return canonical not in SAMPLE_FIELDS or canonical in required_fields
 
 
 def _alias(name: str) -> AliasChoices:
@@ -123,29 +146,91 @@ def missing_fields(sample: Sample, fields: Iterable[str]) -> list[str]:
 # --------------------------------------------------------------------------- loading
 
 
-def _apply_column_map(
-    row: Mapping[str, Any], column_map: Mapping[str, str] | None
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+_KNOWN_FIELDS = frozenset({*SAMPLE_FIELDS, *LEGACY_ALIASES, "id", "metadata"})
+
+
+def _plain(value: Any) -> Any:
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def _normalise_row(
+    raw: Mapping[str, Any], column_map: Mapping[str, str] | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The row under the names Sample reads: the column map applied, one name per field (a
+    field given under two names, e.g. `question` and `user_input` in a file converted from
+    the old naming, is accepted when both hold the same value), other columns in metadata,
+    empty cells as None. Also returns the names whose field was given twice with different
+    values, with the message saying so."""
     cmap = column_map or {}
-    for key, value in row.items():
-        out[cmap.get(key, key)] = value
-    return out
-
-
-def _normalise_row(raw: Mapping[str, Any], column_map: Mapping[str, str] | None) -> dict[str, Any]:
-    row = _apply_column_map(raw, column_map)
-    known = set(SAMPLE_FIELDS) | set(LEGACY_ALIASES) | {"id", "metadata"}
-    extras = {k: v for k, v in row.items() if k not in known}
-    row = {k: v for k, v in row.items() if k in known}
+    kept_as: dict[str, str] = {}  # field -> the name the row keeps it under
+    given_as: dict[str, list[str]] = {}  # field -> the row's own columns for it
+    row: dict[str, Any] = {}
+    extras: dict[str, Any] = {}
+    conflicts: dict[str, str] = {}
+    for key, value in raw.items():
+        name = cmap.get(key, key)
+        if name not in _KNOWN_FIELDS:
+            extras[name] = value
+            continue
+        value = None if _is_missing(value) else value
+        field = LEGACY_ALIASES.get(name, name)
+        given_as.setdefault(field, []).append(key)
+        kept = kept_as.setdefault(field, name)
+        if kept == name and len(given_as[field]) == 1:
+            row[name] = value
+        elif row[kept] is None:
+            row[kept] = value
+        elif value is not None and _plain(value) != _plain(row[kept]):
+            both = " and ".join(repr(_shown(k, cmap)) for k in given_as[field])
+            conflicts[kept] = (
+                f"{both} both name the field {field!r} and hold different values; keep one of them"
+            )
     if extras:
         meta = dict(row.get("metadata") or {})
         meta.update(extras)
         row["metadata"] = meta
-    for key, value in list(row.items()):
-        if _is_missing(value):
-            row[key] = None
-    return row
+    return row, conflicts
+
+
+def _shown(name: str, column_map: Mapping[str, str]) -> str:
+    """A column as the user knows it (with what the column map made of it)."""
+    return f"{name} (mapped to {column_map[name]})" if name in column_map else name
+
+
+def _check_column_map(column_map: Mapping[str, str], columns: Collection[str]) -> list[RowProblem]:
+    """A map from a column the data does not have, or to a name that is not a field, is an
+    error (a typo would otherwise silently drop the column). ragas' column_map goes the other
+    way (field -> column); a map that looks reversed says so."""
+    problems = []
+    fields = ", ".join(sorted({*SAMPLE_FIELDS, "id", "metadata"}))
+    for source, target in column_map.items():
+        looks_reversed = source in _KNOWN_FIELDS and target in columns
+        hint = (
+            f"; it looks reversed: the map goes from your column to rageval's field, "
+            f"i.e. {target} -> {source}"
+            if looks_reversed
+            else ""
+        )
+        if target not in _KNOWN_FIELDS:
+            problems.append(
+                RowProblem(
+                    None,
+                    None,
+                    f"column_map: {source} -> {target}: {target!r} is not a rageval field "
+                    f"({fields}){hint}",
+                )
+            )
+        elif source not in columns:
+            shown = ", ".join(sorted(columns)[:20]) or "none"
+            problems.append(
+                RowProblem(
+                    None,
+                    None,
+                    f"column_map: {source} -> {target}: the data has no column {source!r} "
+                    f"(its columns: {shown}){hint}",
+                )
+            )
+    return problems
 
 
 def _is_missing(value: Any) -> bool:
@@ -157,14 +242,25 @@ def _is_missing(value: Any) -> bool:
 
 @dataclass
 class LoadedData:
-    """Rows parsed into Samples, plus the rows that could not be parsed at all."""
+    """Rows parsed into Samples, plus every problem found in them.
 
-    samples: list[Sample | None]  # None where the row has problems
+    A row whose only problems are with some of its fields still has a Sample (without those
+    fields): the problems stop only the metrics that read them (see RowProblem.blocks).
+    """
+
+    samples: list[Sample | None]  # None where the row could not be read at all
     problems: list[RowProblem]
     source: str
+    #: 1-based file line where each row starts (line-based files), else None
+    lines: list[int] | None = None
+    #: the file the rows were read from, if any
+    path: Path | None = None
 
     def __len__(self) -> int:
         return len(self.samples)
+
+    def line(self, row: int) -> int | None:
+        return self.lines[row] if self.lines is not None else None
 
 
 def _rows_from_object(data: Any) -> Iterator[Mapping[str, Any]]:
@@ -200,91 +296,20 @@ def _rows_from_object(data: Any) -> Iterator[Mapping[str, Any]]:
     yield from data
 
 
-def _read_file_rows(path: Path) -> tuple[list[Mapping[str, Any] | None], list[RowProblem]]:
+FileRows = tuple[list[Mapping[str, Any] | None], list[RowProblem], list[int] | None]
+SUPPORTED_SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet")
+
+
+def _read_file_rows(path: Path) -> FileRows:
+    """The rows of a file, the problems of rows that could not be read, and (for line-based
+    files) the 1-based line where each row starts."""
     suffix = path.suffix.lower()
-    problems: list[RowProblem] = []
     if suffix in (".jsonl", ".ndjson"):
-        rows: list[Mapping[str, Any] | None] = []
-        with path.open("rb") as fh:
-            for i, raw in enumerate(line for line in fh if line.strip()):
-                try:
-                    # utf-8-sig: exports from Windows tools start with a byte-order mark
-                    obj = json.loads(raw.decode("utf-8-sig" if i == 0 else "utf-8"))
-                except UnicodeDecodeError as e:
-                    problems.append(
-                        RowProblem(
-                            i, None, f"line is not valid UTF-8 ({e.reason} at byte {e.start})"
-                        )
-                    )
-                    rows.append(None)
-                    continue
-                except json.JSONDecodeError as e:
-                    problems.append(
-                        RowProblem(i, None, f"line is not valid JSON ({e.msg} at column {e.colno})")
-                    )
-                    rows.append(None)
-                    continue
-                if not isinstance(obj, dict):
-                    problems.append(
-                        RowProblem(
-                            i, None, f"line is a JSON {type(obj).__name__}, expected an object"
-                        )
-                    )
-                    rows.append(None)
-                    continue
-                rows.append(obj)
-        return rows, problems
+        return _read_jsonl(path)
     if suffix == ".json":
-        try:
-            obj = json.loads(path.read_bytes().decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise InvalidDataError(
-                [RowProblem(None, None, f"not valid UTF-8 JSON: {e}")], source=str(path)
-            ) from e
-        if isinstance(obj, dict) and isinstance(obj.get("samples"), list):
-            obj = obj["samples"]
-        if isinstance(obj, dict):
-            return list(_rows_from_object(obj)), problems
-        if not isinstance(obj, list):
-            raise InvalidDataError(
-                [
-                    RowProblem(
-                        None,
-                        None,
-                        "expected a list of objects, an object of columns, or {'samples': [...]}",
-                    )
-                ],
-                source=str(path),
-            )
-        out: list[Mapping[str, Any] | None] = []
-        for i, item in enumerate(obj):
-            if isinstance(item, dict):
-                out.append(item)
-            else:
-                problems.append(
-                    RowProblem(i, None, f"item is a JSON {type(item).__name__}, expected an object")
-                )
-                out.append(None)
-        return out, problems
+        return _read_json(path)
     if suffix in (".csv", ".tsv"):
-        try:
-            text = path.read_bytes().decode("utf-8-sig")
-        except UnicodeDecodeError as e:
-            raise InvalidDataError(
-                [RowProblem(None, None, f"file is not valid UTF-8 ({e.reason} at byte {e.start})")],
-                source=str(path),
-            ) from e
-        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ",")
-        csv_rows: list[Mapping[str, Any] | None] = []
-        for i, rec in enumerate(reader):
-            parsed: dict[str, Any] = {}
-            for key, cell in rec.items():
-                if key is None:
-                    problems.append(RowProblem(i, None, "row has more cells than the header"))
-                    continue
-                parsed[key] = _parse_csv_cell(key, cell, i, problems)
-            csv_rows.append(parsed)
-        return csv_rows, problems
+        return _read_csv(path, delimiter="\t" if suffix == ".tsv" else ",")
     if suffix == ".parquet":
         try:
             import pandas as pd
@@ -292,37 +317,165 @@ def _read_file_rows(path: Path) -> tuple[list[Mapping[str, Any] | None], list[Ro
             raise ImportError(
                 "reading Parquet needs the parquet extra: pip install 'rageval[parquet]'"
             ) from e
-        return list(pd.read_parquet(path).to_dict(orient="records")), problems
+        return list(pd.read_parquet(path).to_dict(orient="records")), [], None
+    kind = f"unsupported file type {suffix!r}" if suffix else "no file suffix to tell the type"
     raise InvalidDataError(
-        [
-            RowProblem(
-                None,
-                None,
-                f"unsupported file type {suffix!r} (use .jsonl, .json, .csv, .tsv or .parquet)",
-            )
-        ],
+        [RowProblem(None, None, f"{kind} (use {', '.join(SUPPORTED_SUFFIXES)})")],
         source=str(path),
     )
 
 
-def _parse_csv_cell(key: str, cell: str | None, row: int, problems: list[RowProblem]) -> Any:
-    if cell is None or cell == "":
-        return None
-    canonical = LEGACY_ALIASES.get(key, key)
-    if canonical in LIST_FIELDS:
+def _read_jsonl(path: Path) -> FileRows:
+    rows: list[Mapping[str, Any] | None] = []
+    problems: list[RowProblem] = []
+    lines: list[int] = []
+    with path.open("rb") as fh:
+        for line, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            row = len(rows)
+            lines.append(line)
+            rows.append(None)
+            try:
+                # utf-8-sig: exports from Windows tools start with a byte-order mark
+                obj = json.loads(raw.decode("utf-8-sig" if line == 1 else "utf-8"))
+            except UnicodeDecodeError as e:
+                message = f"line is not valid UTF-8 ({e.reason} at byte {e.start})"
+            except json.JSONDecodeError as e:
+                message = f"line is not valid JSON ({e.msg} at column {e.colno})"
+            else:
+                if isinstance(obj, dict):
+                    rows[row] = obj
+                    continue
+                message = f"line is a JSON {type(obj).__name__}, expected an object"
+            problems.append(RowProblem(row, None, message, line=line))
+    return rows, problems, lines
+
+
+def _read_json(path: Path) -> FileRows:
+    try:
+        obj = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InvalidDataError(
+            [RowProblem(None, None, f"not valid UTF-8 JSON: {e}")], source=str(path)
+        ) from e
+    if isinstance(obj, dict) and isinstance(obj.get("samples"), list):
+        obj = obj["samples"]
+    if isinstance(obj, dict):
+        return list(_rows_from_object(obj)), [], None
+    if not isinstance(obj, list):
+        raise InvalidDataError(
+            [
+                RowProblem(
+                    None,
+                    None,
+                    "expected a list of objects, an object of columns, or {'samples': [...]}",
+                )
+            ],
+            source=str(path),
+        )
+    rows: list[Mapping[str, Any] | None] = []
+    problems: list[RowProblem] = []
+    for i, item in enumerate(obj):
+        if isinstance(item, dict):
+            rows.append(item)
+        else:
+            problems.append(
+                RowProblem(i, None, f"item is a JSON {type(item).__name__}, expected an object")
+            )
+            rows.append(None)
+    return rows, problems, None
+
+
+def _read_csv(path: Path, *, delimiter: str) -> FileRows:
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InvalidDataError(
+            [RowProblem(None, None, f"file is not valid UTF-8 ({e.reason} at byte {e.start})")],
+            source=str(path),
+        ) from e
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    header: list[str] | None = None
+    rows: list[Mapping[str, Any] | None] = []
+    problems: list[RowProblem] = []
+    lines: list[int] = []
+    while True:
+        line = reader.line_num + 1  # where the next record starts
         try:
-            value = json.loads(cell)
-        except json.JSONDecodeError:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            raise InvalidDataError(
+                [RowProblem(None, None, f"line {line}: not valid CSV ({e})")], source=str(path)
+            ) from e
+        if not cells:  # a blank line
+            continue
+        if header is None:
+            header = cells
+            continue
+        row = len(rows)
+        lines.append(line)
+        if len(cells) > len(header):
             problems.append(
                 RowProblem(
                     row,
-                    key,
-                    'a context list in a CSV cell must be a JSON list of strings, e.g. ["first", "second"]',
+                    None,
+                    f"row has more cells than the header ({len(cells)} > {len(header)})",
+                    line=line,
                 )
             )
-            return None
-        return value
-    return cell
+        # fewer cells than the header: the fields of the missing ones are absent
+        named = zip(header, cells, strict=False)
+        # an unnamed column is the index pandas' to_csv() writes
+        rows.append({key: cell or None for key, cell in named if key != ""})
+    return rows, problems, lines
+
+
+_LIST_CELL_HINT = (
+    "a context list in a CSV cell must be a JSON list of strings, e.g. "
+    '["first", "second"], or a Python list literal as pandas writes it'
+)
+
+
+def _parse_list_cells(row: dict[str, Any]) -> dict[str, str]:
+    """Read the list fields of a CSV row in place (a cell is text); the fields that could not
+    be read, with why."""
+    bad = {}
+    for key, cell in row.items():
+        if not isinstance(cell, str) or LEGACY_ALIASES.get(key, key) not in LIST_FIELDS:
+            continue
+        try:
+            row[key] = json.loads(cell)
+            continue
+        except json.JSONDecodeError:
+            pass
+        try:
+            row[key] = _python_literal(cell)
+        except ValueError as e:
+            bad[key] = f"{_LIST_CELL_HINT} ({e})"
+    return bad
+
+
+def _python_literal(text: str) -> Any:
+    """A Python literal (pandas' `to_csv()` writes a list column as each list's repr), read
+    with `ast.literal_eval`: never evaluated as code.
+
+    Refused: string literals side by side, which Python would join into one string (numpy's
+    array repr `['a' 'b']` would otherwise read back as `['ab']`)."""
+    import ast
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, tokenize.TokenError):
+        raise ValueError("not a JSON list nor a Python literal") from None
+    kinds = [t.type for t in tokens if t.type not in (tokenize.NL, tokenize.NEWLINE)]
+    if any(a == b == tokenize.STRING for a, b in itertools.pairwise(kinds)):
+        raise ValueError("items not separated by commas, as in a numpy array's repr")
+    return list(value) if isinstance(value, tuple) else value
 
 
 def load_samples(
@@ -334,25 +487,35 @@ def load_samples(
 
     `data` may be a path (JSONL/JSON/CSV/TSV/Parquet), a list of dicts, a dict of lists,
     a pandas DataFrame or a Hugging Face `datasets.Dataset`. `column_map` renames the user's
-    columns to rageval's (`{"query": "user_input"}`).
+    columns to rageval's (`{"query": "user_input"}`); a name in it that the data or rageval
+    does not know is an error.
     """
     problems: list[RowProblem] = []
-    unreadable: set[int] = set()  # file rows already reported by the file reader
+    lines: list[int] | None = None
+    path: Path | None = None
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)
         if not path.exists():
             raise FileNotFoundError(f"data file not found: {path}")
-        file_rows, problems = _read_file_rows(path)
-        unreadable = {i for i, r in enumerate(file_rows) if r is None}
-        raw_rows: list[Any] = file_rows
+        if path.is_dir():
+            raise InvalidDataError([RowProblem(None, None, _directory_message(path))])
+        raw_rows, problems, lines = _read_file_rows(path)
         source = str(path)
     else:
         raw_rows = list(_rows_from_object(data))
         source = type(data).__name__
     if not raw_rows:
         raise InvalidDataError([RowProblem(None, None, "the input has no rows")], source=source)
+    if column_map:
+        columns = {k for r in raw_rows if isinstance(r, Mapping) for k in r}
+        wrong_map = _check_column_map(column_map, columns)
+        if wrong_map:
+            raise InvalidDataError(wrong_map, source=source)
+    unreadable = {p.row for p in problems if p.row is not None}
+    cells_are_text = path is not None and path.suffix.lower() in (".csv", ".tsv")
     samples: list[Sample | None] = []
     for i, raw in enumerate(raw_rows):
+        line = lines[i] if lines is not None else None
         if i in unreadable:
             samples.append(None)
             continue
@@ -362,18 +525,50 @@ def load_samples(
             )
             samples.append(None)
             continue
-        try:
-            samples.append(Sample.model_validate(_normalise_row(raw, column_map)))
-        except ValidationError as e:
-            sid = raw.get("id")
-            for err in e.errors():
-                loc = ".".join(str(p) for p in err["loc"]) or None
-                problems.append(
-                    RowProblem(i, loc, _friendly(err), None if sid is None else str(sid))
-                )
-            samples.append(None)
-    _check_duplicate_ids(samples, problems)
-    return LoadedData(samples, problems, source)
+        sid = None if raw.get("id") is None else str(raw.get("id"))
+        row, bad_cells = _normalise_row(raw, column_map)
+        if cells_are_text:
+            bad_cells.update(_parse_list_cells(row))
+        for field, message in bad_cells.items():
+            problems.append(RowProblem(i, field, message, sid, line=line))
+        samples.append(_validated(row, i, line, sid, set(bad_cells), problems))
+    _check_duplicate_ids(samples, lines, problems)
+    return LoadedData(samples, problems, source, lines=lines, path=path)
+
+
+def _validated(
+    row: dict[str, Any],
+    index: int,
+    line: int | None,
+    sid: str | None,
+    bad_cells: set[str],
+    problems: list[RowProblem],
+) -> Sample | None:
+    """The row's Sample; a field with a problem is left out (reported here, or already by
+    the file reader: `bad_cells`), so that it stops only the metrics that read it."""
+    bad = set(bad_cells)
+    try:
+        return Sample.model_validate({k: v for k, v in row.items() if k not in bad})
+    except ValidationError as e:
+        for err in e.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or None
+            problems.append(RowProblem(index, loc, _friendly(err), sid, line=line))
+            bad.add(str(err["loc"][0]) if err["loc"] else "")
+    if "" in bad:
+        return None
+    try:
+        return Sample.model_validate({k: v for k, v in row.items() if k not in bad})
+    except ValidationError:  # pragma: no cover - every field that failed is left out
+        return None
+
+
+def _directory_message(path: Path) -> str:
+    hint = (
+        f"; it holds a rageval run: continue it with --resume {path}"
+        if (path / "manifest.json").exists()
+        else ""
+    )
+    return f"{path} is a directory: DATA must be a file ({', '.join(SUPPORTED_SUFFIXES)}){hint}"
 
 
 def _friendly(err: Any) -> str:
@@ -387,13 +582,18 @@ def _friendly(err: Any) -> str:
     return f"{msg.removeprefix('Value error, ')} (got {shown})"
 
 
-def _check_duplicate_ids(samples: Sequence[Sample | None], problems: list[RowProblem]) -> None:
+def _check_duplicate_ids(
+    samples: Sequence[Sample | None], lines: Sequence[int] | None, problems: list[RowProblem]
+) -> None:
     seen: dict[str, int] = {}
     for i, s in enumerate(samples):
         if s is None or s.id is None:
             continue
         if s.id in seen:
-            problems.append(RowProblem(i, "id", f"duplicate id (also row {seen[s.id]})", s.id))
+            first = seen[s.id]
+            also = f"line {lines[first]}" if lines is not None else f"row {first}"
+            line = lines[i] if lines is not None else None
+            problems.append(RowProblem(i, "id", f"duplicate id (also {also})", s.id, line=line))
         else:
             seen[s.id] = i
 

@@ -138,7 +138,9 @@ CORPUS: dict[str, Bad] = {
 
 def assert_names_the_problem(message: str, case: Bad) -> None:
     if case.row is not None:
-        assert f"row {case.row}" in message, message
+        # line-based files name the 1-based line (a CSV's first is its header); others the row
+        line = {".jsonl": case.row + 1, ".csv": case.row + 2}.get(case.suffix)
+        assert (f"row {case.row}" if line is None else f"line {line}") in message, message
     if case.field is not None:
         assert f"field '{case.field}'" in message, message
     assert case.words in message, message
@@ -395,7 +397,7 @@ def test_resuming_with_bad_input_keeps_every_finished_row(
     different = tmp_path / "different.jsonl"
     write_jsonl(different, [*rows(3), rows(1, start=7)[0]])
 
-    with pytest.raises(InvalidDataError, match=r"row 3, .*field 'retrieved_contexts'"):
+    with pytest.raises(InvalidDataError, match=r"line 4, .*field 'retrieved_contexts'"):
         evaluate(bad, METRICS, llm=judge(server), run_dir=run, resume=True, progress=False)
     with pytest.raises(RunDirError, match="data is not the same"):
         evaluate(different, METRICS, llm=judge(server), run_dir=run, resume=True, progress=False)
@@ -438,7 +440,7 @@ def test_an_empty_file_is_an_error(
 ) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_bytes(b"")
-    code = main(["evaluate", str(path), "-m", "faithfulness", "-o", str(tmp_path / "r"), "-q"])
+    code = main(["evaluate", str(path), "-m", "token_f1", "-o", str(tmp_path / "r"), "-q"])
     err = capsys.readouterr().err
     assert code == 2 and "no rows" in err and "Traceback" not in err
 

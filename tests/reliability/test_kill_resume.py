@@ -90,18 +90,19 @@ def test_random_kills_then_resume_give_the_uninterrupted_results(
         base = cli_command(
             "evaluate", data, *(a for m in METRICS for a in ("-m", m)),
             "--llm", "judge-model", "--base-url", srv.base_url,
-            "--concurrency", "8", "--no-cache", "-q",
+            "--concurrency", "8", "--no-cache", "-q", "-o", run,
         )  # fmt: skip
-        kills = resumes = 0
+        kills = resumes = resumes_through = 0
         for attempt in range(KILLS + 1):
             # after a kill before the manifest was written there is no run to resume yet
             resuming = (run / "manifest.json").exists()
             resumes += resuming
-            where = ["--resume", run] if resuming else ["-o", run]
+            # a resume is `--resume DIR` alone: the run's manifest holds everything else
+            command = cli_command("evaluate", "--resume", run, "-q") if resuming else base
             done_before = _finished(log)
             seen_before = len(srv.chat_requests)
             proc = subprocess.Popen(
-                [*base, *map(str, where)],
+                command,
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -110,7 +111,11 @@ def test_random_kills_then_resume_give_the_uninterrupted_results(
             if last or not _kill_at_random(proc, log, rng):
                 _, err = proc.communicate(timeout=120)
                 assert proc.returncode == 0, err.decode()
+                resumes_through += resuming
                 break
+            # a resume that added rows got past recording itself in the manifest; one killed
+            # while still starting up (imports, loading, the endpoint probe) may not have
+            resumes_through += resuming and _finished(log) != done_before
             # a kill that lands after the summary was written (the run was only exiting)
             # interrupted nothing: the resume below must then send nothing, but it is no kill
             kills += not (run / "summary.json").exists()
@@ -147,4 +152,4 @@ def test_random_kills_then_resume_give_the_uninterrupted_results(
         assert summary["metrics"][m]["n_measured"] == uninterrupted.summary()[m].n_measured
         assert summary["metrics"][m]["mean"] == pytest.approx(uninterrupted.summary()[m].mean)
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
-    assert len(manifest.get("resumed_at", [])) == resumes
+    assert resumes_through <= len(manifest.get("resumed_at", [])) <= resumes

@@ -27,6 +27,12 @@ always waited out by sqlite's busy timeout: two processes that open a new file a
 lock each other out while upgrading a lock, get SQLITE_BUSY at once. So opening and committing
 are retried with backoff for as long as the busy timeout, and a lookup that meets a lock counts
 as a miss; only other errors, or a lock that outlasts the timeout, disable the cache.
+
+Shards, for many processes at once (the Ray engine's workers): ``RequestCache.shard(directory,
+label)`` writes to a file of its own, ``shards/<label>.<pid>.<host>.sqlite3``, and reads that
+file and then the main one. :func:`merge_shards` copies the shards whose writer process has
+ended into the main file and deletes them, so the main file has one writer at a time however
+many workers there were, and every later run (local or on Ray) reads what they learned.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -47,9 +54,11 @@ from rageval import _env
 
 __all__ = [
     "CACHE_FILE_NAME",
+    "SHARDS_DIR",
     "RequestCache",
     "cache_key",
     "default_cache_dir",
+    "merge_shards",
     "resolve_cache",
     "shared_cache",
 ]
@@ -57,6 +66,8 @@ __all__ = [
 log = logging.getLogger("rageval.judge")
 
 CACHE_FILE_NAME = "requests.sqlite3"
+SHARDS_DIR = "shards"
+_SHARD_SUFFIX = ".sqlite3"
 _BUSY_TIMEOUT_MS = 30_000
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS completions ("
@@ -130,9 +141,16 @@ class RequestCache:
     maintenance methods), so async callers call them directly.
     """
 
-    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str] | None = None, *, _shard: str | None = None
+    ) -> None:
         self.directory = Path(directory).expanduser() if directory else default_cache_dir()
         self.path = self.directory / CACHE_FILE_NAME
+        #: the main file, read after this shard's own (None: this is the main file)
+        self._base: RequestCache | None = None
+        if _shard is not None:
+            self.path = self.directory / SHARDS_DIR / f"{_shard}{_SHARD_SUFFIX}"
+            self._base = RequestCache(self.directory)
         self._broken = False
         self._exit_hook_set = False
         self._start_afresh()
@@ -140,6 +158,14 @@ class RequestCache:
         self.misses = 0
         self.embedding_hits = 0
         self.embedding_misses = 0
+
+    @classmethod
+    def shard(cls, directory: str | os.PathLike[str] | None, label: str) -> RequestCache:
+        """A cache that writes to a shard of its own in ``directory`` (see the module
+        docstring); ``label`` (letters, digits, ``-`` and ``_``) names the shards of one job."""
+        if not label or not label.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"a shard label is letters, digits, '-' and '_', got {label!r}")
+        return cls(directory, _shard=f"{label}.{os.getpid()}.{socket.gethostname()}")
 
     def _start_afresh(self) -> None:
         self._pid = os.getpid()
@@ -174,7 +200,7 @@ class RequestCache:
         if self._broken:
             return None
         try:
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             conn = sqlite3.connect(
                 self.path,
                 timeout=_BUSY_TIMEOUT_MS / 1000,
@@ -213,6 +239,14 @@ class RequestCache:
                 if not _is_lock_error(exc):  # a lookup that meets a lock is only a miss
                     self._give_up(exc)
                 return []
+
+    def _read_through(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """`_read`, then the main file for a shard that does not have the row."""
+        rows = self._read(sql, params)
+        base = self._base
+        if not rows and base is not None and base.path.exists():
+            rows = base._read(sql, params)
+        return rows
 
     def _enqueue(self, rows: Sequence[tuple[str, tuple[Any, ...]]]) -> None:
         """Queue writes for the writer thread (started on demand; it stops when idle)."""
@@ -300,13 +334,23 @@ class RequestCache:
     def _get_many(
         self, table: str, column: str, keys: Sequence[str], queued: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """`column` of `keys` in `table`: rows still queued first, then the file."""
+        """`column` of `keys` in `table`: rows still queued first, then the file (then, for a
+        shard, the main file)."""
         with self._queue_lock():
             found = {key: queued[key] for key in keys if key in queued}
         rest = [key for key in keys if key not in found]
+        found.update(self._select_many(table, column, rest))
+        base = self._base
+        if base is not None and len(found) < len(keys) and base.path.exists():
+            rest = [key for key in keys if key not in found]
+            found.update(base._select_many(table, column, rest))
+        return found
+
+    def _select_many(self, table: str, column: str, keys: Sequence[str]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
         # sqlite caps the number of bound parameters; stay well below it
-        for start in range(0, len(rest), 500):
-            chunk = rest[start : start + 500]
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
             found.update(
                 self._read(f"SELECT key, {column} FROM {table} WHERE key IN ({marks})", chunk)
@@ -329,6 +373,8 @@ class RequestCache:
                 if conn is not None:
                     conn.close()
             self._reader = self._writer = None
+        if self._base is not None:
+            self._base.close()
 
     # ------------------------------------------------------------ completions
 
@@ -336,7 +382,7 @@ class RequestCache:
         """The cached (value JSON, usage dict) for ``key``, or None. Counts a hit or miss."""
         with self._queue_lock():
             queued = self._queued_completions.get(key)
-        rows = [queued] if queued is not None else self._read(_GET_COMPLETION, (key,))
+        rows = [queued] if queued is not None else self._read_through(_GET_COMPLETION, (key,))
         with self._lock:
             if rows:
                 self.hits += 1
@@ -395,7 +441,7 @@ class RequestCache:
             queued = self._queued_modes.get((endpoint, model))
         if queued is not None:
             return queued
-        rows = self._read(
+        rows = self._read_through(
             "SELECT mode FROM modes WHERE endpoint = ? AND model = ?", (endpoint, model)
         )
         return str(rows[0][0]) if rows else None
@@ -447,6 +493,114 @@ class RequestCache:
 
     def __repr__(self) -> str:
         return f"RequestCache({str(self.directory)!r})"
+
+
+def merge_shards(
+    directory: str | os.PathLike[str] | None = None,
+    *,
+    wait_for: str | None = None,
+    timeout: float = 0.0,
+) -> int:
+    """Copy into the main file every shard in ``directory`` whose writer (a process on this
+    host) has ended, then delete it; returns how many were copied.
+
+    Shards labelled ``wait_for`` (a job that has finished) are waited for up to ``timeout``
+    seconds, as its workers may take a moment to exit; one whose writer still runs then is
+    copied but kept (the copy is repeated, harmlessly, and the file deleted, once it has
+    ended). Shards of other live writers are left alone, and so is a shard that cannot be
+    merged now: it is tried again next time, and only its rows are missing from lookups.
+    """
+    root = Path(directory).expanduser() if directory else default_cache_dir()
+    shards_dir = root / SHARDS_DIR
+    if not shards_dir.is_dir():
+        return 0
+    host = socket.gethostname()
+    deadline = time.monotonic() + timeout
+    merged = 0
+    pending = sorted(shards_dir.glob(f"*{_SHARD_SUFFIX}"))
+    while pending:
+        waiting = []
+        for path in pending:
+            label, pid, shard_host = _shard_owner(path)
+            if shard_host != host:
+                continue  # written on another machine that shares this directory
+            if pid is not None and _running(pid):
+                if label == wait_for:
+                    waiting.append(path)
+                continue
+            if _merge_one(root / CACHE_FILE_NAME, path, delete=True):
+                merged += 1
+        if not waiting:
+            break
+        if time.monotonic() >= deadline:
+            merged += sum(
+                _merge_one(root / CACHE_FILE_NAME, path, delete=False) for path in waiting
+            )
+            break
+        time.sleep(0.1)
+        pending = waiting
+    return merged
+
+
+def _shard_owner(path: Path) -> tuple[str, int | None, str]:
+    """(label, writer pid, writer host) from a shard's file name."""
+    label, _, rest = path.name[: -len(_SHARD_SUFFIX)].partition(".")
+    pid, _, host = rest.partition(".")
+    return label, int(pid) if pid.isdigit() else None, host
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _merge_one(main: Path, shard: Path, *, delete: bool) -> bool:
+    try:
+        conn = sqlite3.connect(main, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    except sqlite3.Error as exc:
+        log.warning("could not merge cache shard %s: %s", shard, exc)
+        return False
+    try:
+
+        def merge() -> None:
+            conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.execute("ATTACH DATABASE ? AS shard", (str(shard),))
+            try:
+                present = {
+                    str(row[0]) for row in conn.execute("SELECT name FROM shard.sqlite_master")
+                }
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for table in _TABLES:
+                        if table in present:
+                            conn.execute(
+                                f"INSERT OR REPLACE INTO main.{table} SELECT * FROM shard.{table}"
+                            )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            finally:
+                conn.execute("DETACH DATABASE shard")
+
+        _retry_locked(merge)
+    except sqlite3.Error as exc:
+        log.warning("could not merge cache shard %s: %s", shard, exc)
+        return False
+    finally:
+        conn.close()
+    if delete:
+        for leftover in (shard, Path(f"{shard}-wal"), Path(f"{shard}-shm")):
+            leftover.unlink(missing_ok=True)
+    return True
 
 
 _SHARED: dict[Path, RequestCache] = {}

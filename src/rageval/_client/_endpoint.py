@@ -233,6 +233,24 @@ class Endpoint:
     def failed(self) -> FatalJudgeError | None:
         return self._fatal
 
+    def portable_settings(self) -> dict[str, Any]:
+        """The keyword arguments that make this endpoint again in another process (a Ray
+        worker): URL, key (its value: a worker on another machine has no such variable), key
+        variable, timeout, retries. A client object the caller gave cannot be sent: ValueError.
+        """
+        if self._given_client is not None or self._client_kwargs:
+            raise ValueError(
+                f"the {self.kind} at {self.base_url} was given a client object, which cannot be "
+                "sent to other processes; give base_url= (and api_key=) instead"
+            )
+        return {
+            "base_url": self.base_url,
+            "api_key": self._key.value,
+            "api_key_env": self.api_key_env,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+        }
+
     def describe(self) -> dict[str, Any]:
         return {
             "base_url": self.base_url,

@@ -10,6 +10,11 @@ Rate limits are paced, not burst: with ``requests_per_minute=120`` requests star
 apart, and a request estimated at ``n`` tokens uses ``n / (tpm / 60)`` seconds of the token
 budget (corrected by :meth:`EndpointLimiter.settle` once the real count is known).
 
+Where the rates are paced is a :class:`RateBudget`: by default this process's own, so the limits
+hold per process. :meth:`EndpointLimiter.share_rates` hands the pacing to a budget shared with
+other processes (the Ray engine's, one per endpoint for all its workers); concurrency, pauses
+after a 429 and retries stay with each process.
+
 The primitives here are loop-agnostic (a thread lock plus futures woken with
 ``call_soon_threadsafe``), because the same endpoint is used from the caller's loop, from the
 private loops that synchronous helpers run on, and from several threads at once. asyncio's own
@@ -18,6 +23,7 @@ Semaphore binds itself to the first loop that waits on it.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import threading
 import time
@@ -26,7 +32,14 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-__all__ = ["DEFAULT_MAX_CONCURRENCY", "EndpointLimiter", "Slots", "endpoint_limiter"]
+__all__ = [
+    "DEFAULT_MAX_CONCURRENCY",
+    "EndpointLimiter",
+    "Pace",
+    "RateBudget",
+    "Slots",
+    "endpoint_limiter",
+]
 
 DEFAULT_MAX_CONCURRENCY = 16
 
@@ -115,7 +128,7 @@ class Slots:
             self.release()
 
 
-class _Pace:
+class Pace:
     """Evenly spaced admission at ``per_minute`` units per minute (GCRA without burst)."""
 
     def __init__(self, per_minute: float) -> None:
@@ -132,6 +145,67 @@ class _Pace:
         self._next_free += delta_cost / self.per_second
 
 
+class RateBudget(abc.ABC):
+    """Where one endpoint's requests and tokens per minute are paced."""
+
+    @property
+    @abc.abstractmethod
+    def requests_per_minute(self) -> float | None: ...
+
+    @property
+    @abc.abstractmethod
+    def tokens_per_minute(self) -> float | None: ...
+
+    @abc.abstractmethod
+    async def wait_turn(self, estimated_tokens: int) -> None:
+        """Return when a request estimated at ``estimated_tokens`` may be sent."""
+
+    @abc.abstractmethod
+    def settle(self, delta_tokens: int) -> None:
+        """Book the difference between a request's real and estimated token count."""
+
+
+class _LocalRates(RateBudget):
+    """The rates paced in this process (the default budget)."""
+
+    def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None) -> None:
+        self._lock = threading.Lock()
+        self._rpm = Pace(requests_per_minute) if requests_per_minute is not None else None
+        self._tpm = Pace(tokens_per_minute) if tokens_per_minute is not None else None
+
+    @property
+    def requests_per_minute(self) -> float | None:
+        return self._rpm.per_second * 60 if self._rpm else None
+
+    @property
+    def tokens_per_minute(self) -> float | None:
+        return self._tpm.per_second * 60 if self._tpm else None
+
+    def tighten(self, requests_per_minute: float | None, tokens_per_minute: float | None) -> None:
+        with self._lock:
+            if requests_per_minute is not None:
+                self._rpm = _tighter(self._rpm, requests_per_minute)
+            if tokens_per_minute is not None:
+                self._tpm = _tighter(self._tpm, tokens_per_minute)
+
+    async def wait_turn(self, estimated_tokens: int) -> None:
+        if self._rpm is None and self._tpm is None:
+            return
+        with self._lock:
+            now = time.monotonic()
+            start = now
+            if self._rpm is not None:
+                start = max(start, self._rpm.reserve(now, 1))
+            if self._tpm is not None:
+                start = max(start, self._tpm.reserve(now, estimated_tokens))
+        await _sleep_until(start)
+
+    def settle(self, delta_tokens: int) -> None:
+        with self._lock:
+            if self._tpm is not None:
+                self._tpm.adjust(delta_tokens)
+
+
 class EndpointLimiter:
     """Admission control for one endpoint; see the module docstring."""
 
@@ -146,8 +220,8 @@ class EndpointLimiter:
         self.endpoint = endpoint
         self._slots = Slots(max_concurrency or DEFAULT_MAX_CONCURRENCY)
         self._explicit_concurrency = max_concurrency is not None
-        self._rpm = _Pace(requests_per_minute) if requests_per_minute is not None else None
-        self._tpm = _Pace(tokens_per_minute) if tokens_per_minute is not None else None
+        self._local_rates = _LocalRates(requests_per_minute, tokens_per_minute)
+        self._rates: RateBudget = self._local_rates
         self._lock = threading.Lock()
         self._paused_until = 0.0
 
@@ -157,11 +231,11 @@ class EndpointLimiter:
 
     @property
     def requests_per_minute(self) -> float | None:
-        return self._rpm.per_second * 60 if self._rpm else None
+        return self._rates.requests_per_minute
 
     @property
     def tokens_per_minute(self) -> float | None:
-        return self._tpm.per_second * 60 if self._tpm else None
+        return self._rates.tokens_per_minute
 
     @property
     def in_flight(self) -> int:
@@ -179,10 +253,11 @@ class EndpointLimiter:
                 if not self._explicit_concurrency or max_concurrency < self._slots.limit:
                     self._slots.set_limit(max_concurrency)
                 self._explicit_concurrency = True
-            if requests_per_minute is not None:
-                self._rpm = _tighter(self._rpm, requests_per_minute)
-            if tokens_per_minute is not None:
-                self._tpm = _tighter(self._tpm, tokens_per_minute)
+        self._local_rates.tighten(requests_per_minute, tokens_per_minute)
+
+    def share_rates(self, budget: RateBudget | None) -> None:
+        """Pace this endpoint's rates with ``budget`` (None: this process's own limits again)."""
+        self._rates = budget if budget is not None else self._local_rates
 
     def pause(self, seconds: float) -> None:
         """Hold back every new request to this endpoint for ``seconds`` (the server said so)."""
@@ -199,23 +274,15 @@ class EndpointLimiter:
                 break
             self._slots.release()
         try:
-            with self._lock:
-                now = time.monotonic()
-                start = now
-                if self._rpm is not None:
-                    start = max(start, self._rpm.reserve(now, 1))
-                if self._tpm is not None:
-                    start = max(start, self._tpm.reserve(now, estimated_tokens))
-            await _sleep_until(start)
+            await self._rates.wait_turn(estimated_tokens)
             yield
         finally:
             self._slots.release()
 
     def settle(self, estimated_tokens: int, actual_tokens: int) -> None:
         """Correct the token budget once the server reported what a request really used."""
-        with self._lock:
-            if self._tpm is not None:
-                self._tpm.adjust(actual_tokens - estimated_tokens)
+        if actual_tokens != estimated_tokens:
+            self._rates.settle(actual_tokens - estimated_tokens)
 
     def __repr__(self) -> str:
         return (
@@ -257,9 +324,9 @@ def endpoint_limiter(
     return limiter
 
 
-def _tighter(current: _Pace | None, per_minute: float) -> _Pace:
+def _tighter(current: Pace | None, per_minute: float) -> Pace:
     if current is None:
-        return _Pace(per_minute)
+        return Pace(per_minute)
     current.per_second = min(current.per_second, _positive(per_minute) / 60.0)
     return current
 

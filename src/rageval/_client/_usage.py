@@ -134,17 +134,18 @@ class ModelPrice:
 
     @classmethod
     def of(cls, value: ModelPrice | Sequence[float] | Mapping[str, float | None]) -> ModelPrice:
-        """A price from a ModelPrice, a mapping of its fields, or a tuple ``(input, output)``
-        / ``(input, output, cached_input)``."""
+        """A price from a ModelPrice, a mapping of its fields, or a sequence ``(input,
+        output)``, ``(input, output, cached_input)`` or ``(input, output, cached_input,
+        batch_input, batch_output)``."""
         if isinstance(value, ModelPrice):
             return value
         if isinstance(value, Mapping):
             return cls(**value)  # type: ignore[arg-type]
         items = tuple(value)
-        if len(items) not in (2, 3):
+        if len(items) not in (2, 3, 5):
             raise ValueError(
-                "a price is (input, output) or (input, output, cached_input) in USD per "
-                f"million tokens, or a ModelPrice; got {value!r}"
+                "a price is (input, output[, cached_input[, batch_input, batch_output]]) in "
+                f"USD per million tokens, or a ModelPrice; got {value!r}"
             )
         return cls(*items)
 

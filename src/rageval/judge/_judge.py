@@ -219,6 +219,9 @@ class Judge:
         self.spending: SpendingLimit | None = None
         self.cache: RequestCache | None = resolve_cache(cache)
         self._settings_keys: dict[tuple[Any, ...], str] = {}
+        # the calls in progress, by id: the tallies of what each consumed so far (see
+        # pending_usage)
+        self._pending: dict[int, list[Tally]] = {}
 
     def describe(self) -> dict[str, Any]:
         """Settings for run manifests (never the API key)."""
@@ -378,12 +381,15 @@ class Judge:
                 self.usage.record(usage, tags)
                 return value, usage, True
         tallies: list[Tally] = []
+        self._pending[id(tallies)] = tallies
         try:
             value, raw = await solve(tallies)
         except FatalJudgeError as exc:
             self._endpoint.remember_fatal(exc)
             raise
         finally:
+            # moved from pending to the ledger in one step: a reader never counts it twice
+            del self._pending[id(tallies)]
             usage = self._usage_of(tallies)
             if usage.requests:
                 self.usage.record(usage, tags)
@@ -686,6 +692,13 @@ class Judge:
             digest.update(f"\0{message['role']}\0{len(content)}\0".encode())
             digest.update(content)
         return digest.hexdigest()
+
+    def pending_usage(self) -> Usage:
+        """What the calls still in progress consumed so far: requests sent, retries after
+        transient errors, re-asks (the ledger has each call once it ends). A progress display
+        adds it to `usage.total` to show a stall's retries while it lasts."""
+        calls = [list(tallies) for tallies in list(self._pending.values())]
+        return sum((self._usage_of(tallies) for tallies in calls), Usage())
 
     def _usage_of(self, tallies: Sequence[Tally]) -> Usage:
         prompt = sum(t.prompt_tokens for t in tallies)

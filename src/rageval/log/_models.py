@@ -134,14 +134,21 @@ class JudgeInfo(_LogModel):
     model: str
     base_url: str | None = None
     temperature: float | None = None
+    #: every endpoint of the model when the rows were spread over several (None: one)
+    base_urls: list[str] | None = None
 
 
 class EmbeddingsInfo(_LogModel):
     name: str
+    #: the endpoint of remote embeddings
+    base_url: str | None = None
 
 
 class DataInfo(_LogModel):
     source: str | None = None
+    #: the data file, absolute: `--resume DIR` alone reads it again
+    path: str | None = None
+    column_map: dict[str, str] | None = None
     fingerprint: str | None = None
     n_rows: int | None = None
 
@@ -170,6 +177,8 @@ class Manifest(_Versioned):
     #: how many times each judge cell is scored (its value is the mean of the scores); a run
     #: is resumed only with the same count
     repeats: int = Field(default=1, ge=1)
+    #: where the rows were scored: "local" or "ray" (None: a log from before it was recorded)
+    engine: str | None = None
     #: whether judge requests went through the endpoint's Batch API (``batches.jsonl``)
     batch: bool = False
 

@@ -239,15 +239,16 @@ class AnswerRelevance(Metric):
     @_OnInstanceOrClass
     async def agrade(
         self,
-        *,
         question: str,
         answer: str,
         context: str | Sequence[str] | None = None,
         client: Judge | openai.OpenAI | openai.AsyncOpenAI | None = None,
+        *,
         model: str | None = None,
     ) -> BaseModel:
         """Grade one answer; returns an instance of the response model (RelevanceScore by
-        default). `model` names the judge model when `client` is a raw openai client
+        default). The four arguments may also be given by position, as rag_evals documents:
+        ``grade(question, answer, context, client)``. `model` names the judge model when `client` is a raw openai client
         (default: $RAGEVAL_LLM, else gpt-4o-mini). Judge failures raise JudgeError."""
         from rageval.metrics._statements import SharedStatements
 
@@ -266,11 +267,11 @@ class AnswerRelevance(Metric):
     @_OnInstanceOrClass
     def grade(
         self,
-        *,
         question: str,
         answer: str,
         context: str | Sequence[str] | None = None,
         client: Judge | openai.OpenAI | openai.AsyncOpenAI | None = None,
+        *,
         model: str | None = None,
     ) -> BaseModel:
         """Synchronous `agrade` (also inside a running event loop, e.g. Jupyter)."""

@@ -433,7 +433,8 @@
         : null,
       noise.length ? `Judge noise — ${noise.join(" ")}` : null,
       method ? `CI: ${method}.` : null,
-      u.retries ? `${fmtInt(u.retries)} ${u.retries === 1 ? "retry" : "retries"} in total.` : null,
+      u.retries ? `${fmtInt(u.retries)} ${u.retries === 1 ? "retry" : "retries"} in total (requests sent again after a transient error).` : null,
+      u.reasks ? `${fmtInt(u.reasks)} ${u.reasks === 1 ? "re-ask" : "re-asks"} in total (replies asked again because they failed validation).` : null,
       shared.length ? "Work shared between metrics (done once per sample) is listed on its own and included in the totals." : null,
     ];
     return h(

@@ -57,7 +57,7 @@ def _rereadable(data: Any) -> Any:
 async def acalibrate(
     data: Any,
     labels: LabelsArg,
-    llm: Judge | str | None = None,
+    llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     label_kinds: Mapping[str, LabelKind] | None = None,
@@ -188,7 +188,7 @@ async def acalibrate(
 def calibrate(
     data: Any,
     labels: LabelsArg,
-    llm: Judge | str | None = None,
+    llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     label_kinds: Mapping[str, LabelKind] | None = None,

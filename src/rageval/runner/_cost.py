@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["limit_spending", "unpriced"]
 
 
-def unpriced(judges: Sequence[Judge], *, batch: bool) -> list[str]:
+def unpriced(judges: Sequence[Judge], *, batch: bool = False) -> list[str]:
     """The models among `judges` whose price (at batch rates with `batch`) is unknown."""
     return sorted({j.model for j in judges if j.prices.cost(j.model, 1, 1, batch=batch) is None})
 

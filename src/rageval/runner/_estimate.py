@@ -294,37 +294,54 @@ def runnable(
 def estimate(
     data: Any,
     metrics: Sequence[Metric | str] | None = None,
-    llm: Judge | str | None = None,
+    llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
-    on_invalid: OnInvalid = "raise",
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
+    on_invalid: OnInvalid | None = None,
     batch: bool = False,
 ) -> CostEstimate:
     """What ``evaluate()`` with the same arguments would send, and cost, without sending
     anything (see the module docstring). `batch=True` prices the requests at the judge
     model's batch rates (an unknown batch rate makes the cost unknown)."""
-    from rageval.runner._cells import CellStore
     from rageval.runner._evaluate import RunConfigError, prepare
+    from rageval.runner._schedule import spread
 
+    on_invalid = on_invalid or "raise"
     if on_invalid not in ("raise", "skip"):
         raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
-    run = prepare(data, metrics, llm, embeddings, column_map=column_map, on_invalid=on_invalid)
-    store = CellStore(run.judge_of, run.shared_judge, run.embedder)
+    run = prepare(
+        data,
+        metrics,
+        llm,
+        embeddings,
+        column_map=column_map,
+        metric_params=metric_params,
+        on_invalid=on_invalid,
+    )
     per_metric = {m.name: _Tally() for m in run.metrics}
     shared: dict[str, _Tally] = {}
     kept = 0
     for row, sample in enumerate(run.loaded.samples):
-        if sample is None or row in run.invalid_rows:
+        sid = run.ids[row]
+        plan = run.plans[spread(sid, len(run.plans))]
+        if sample is None or row in plan.invalid_rows:
             continue
-        to_run = runnable(sample, run.metrics, run.judge_of)
-        found = store.lookup(sample, [m for m in to_run if m.needs_llm])
+        if sample.id is None:  # the run names the sample by its run id (its cells' keys too)
+            sample = sample.model_copy(update={"id": sid})
+        to_run = [
+            m
+            for m in runnable(sample, plan.metrics, plan.judge_of)
+            if (row, m.name) not in plan.invalid_cells
+        ]
+        found = plan.cells.lookup(sample, [m for m in to_run if m.needs_llm]) if plan.cells else {}
         kept += len(found)
         planned = sample_cost(
             sample,
             [m for m in to_run if m.name not in found],
-            run.judge_of,
-            run.shared_judge,
+            plan.judge_of,
+            plan.shared_judge,
             batch=batch,
         )
         for name in planned.undeclared:
@@ -343,9 +360,8 @@ def estimate(
             f"{', '.join(undeclared)} do(es) not declare its judge requests "
             "(Metric.planned_requests): not counted"
         )
-    judges = {id(j): j for j in run.judge_of.values() if j is not None}
     if total.cost is None:
-        models = sorted({j.model for j in judges.values()})
+        models = sorted({j.model for j in run.all_judges()})
         notes.append(
             f"the price of {', '.join(models)} is unknown"
             + (" at batch rates" if batch else "")
@@ -358,7 +374,7 @@ def estimate(
         cells=summary.cells,
         metrics={name: t.model() for name, t in per_metric.items()},
         shared={name: t.model() for name, t in shared.items()},
-        model=run.judge.model if run.judge is not None else None,
+        model=run.judges[0].model if run.judges else None,
         batch=batch,
         rows=len(run.loaded.samples),
         cells_kept=kept,

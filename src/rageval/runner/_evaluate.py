@@ -3,7 +3,9 @@
 Order of work: the data is loaded and every (row, metric) is validated before the first judge
 request, so a bad row costs nothing. Then the run directory is created (or an interrupted run
 is resumed), and the samples not yet finished are scored by the scheduler, each finished
-sample being appended to the run log at once.
+sample being appended to the run log at once. The scheduler runs here (``engine="local"``) or
+in the actors of a Ray Data job (``engine="ray"``, :mod:`rageval.runner.engines`); either way
+this process writes the run directory.
 """
 
 from __future__ import annotations
@@ -35,10 +37,18 @@ from rageval.log import (
 )
 from rageval.metrics.base import Metric, create_metric, registered_metrics
 from rageval.results import EvaluationResult
-from rageval.runner._cells import CellStore
 from rageval.runner._cost import limit_spending, unpriced
+from rageval.runner._probe import check_key, probe_endpoints
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
-from rageval.runner._schedule import MIN_WINDOW, Plan, Scheduler, meter_judge
+from rageval.runner._schedule import (
+    MIN_WINDOW,
+    Plan,
+    Scheduler,
+    make_plans,
+    meter_judge,
+    usage_since,
+)
+from rageval.runner.engines import ENGINES, Engine, ray_missing
 from rageval.samples import (
     SAMPLE_FIELDS,
     InvalidDataError,
@@ -50,7 +60,7 @@ from rageval.samples import (
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
-    from rageval.judge import Judge, PriceTable
+    from rageval.judge import Judge
 
 OnInvalid = Literal["raise", "skip"]
 
@@ -64,20 +74,31 @@ def judge_from_env(
     *,
     base_url: str | None = None,
     max_concurrency: int | None = None,
-    cache: bool = True,
-    prices: PriceTable | None = None,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
+    cache: bool | str = True,
+    **settings: Any,
 ) -> Judge | None:
     """The judge configured by arguments or the environment (see :mod:`rageval._env`): the
     model from `model` or RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or
-    OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY. None when no model is named."""
+    OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY; `settings` are further Judge
+    keyword arguments. None when no model is named."""
     model = _env.judge_model(model)
     if model is None:
         return None
     from rageval.judge import Judge
 
-    return Judge(
-        model, base_url=base_url, max_concurrency=max_concurrency, cache=cache, prices=prices
+    judge = Judge(
+        model,
+        base_url=base_url,
+        max_concurrency=max_concurrency,
+        requests_per_minute=requests_per_minute,
+        tokens_per_minute=tokens_per_minute,
+        cache=cache,
+        **settings,
     )
+    check_key(judge.describe(), what="judge")
+    return judge
 
 
 def embeddings_from_spec(
@@ -91,14 +112,36 @@ def embeddings_from_spec(
     if provider == "local" and not model:
         return embedding_factory("local")
     if provider == "openai":
-        return embedding_factory("openai", model=model or None, base_url=base_url, cache=cache)
+        remote = embedding_factory("openai", model=model or None, base_url=base_url, cache=cache)
+        check_key(remote.describe(), what="embeddings model")
+        return remote
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
 
 
-def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) -> list[Metric]:
+def resolve_metrics(
+    metrics: Sequence[Metric | str] | None,
+    loaded: LoadedData,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Metric]:
     """Metric objects for `metrics` (instances or registry names); by default every registered
     metric whose required fields appear in the data (except opt-in ones such as rubric_score,
-    whose built-in rubric is only a placeholder for the user's own)."""
+    whose built-in rubric is only a placeholder for the user's own). `params` holds the
+    constructor arguments of any metric made here from its name (a metric it names that the
+    run does not choose is passed over; a name that is no metric is an error)."""
+    params = dict(params or {})
+    known = registered_metrics()
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise RunConfigError(f"parameters for unknown metric(s): {', '.join(unknown)}")
+
+    def make(name: str) -> Metric:
+        try:
+            return create_metric(name, params.get(name))
+        except KeyError as e:
+            raise RunConfigError(str(e.args[0])) from None
+        except (TypeError, ValueError) as e:  # an unknown or invalid constructor argument
+            raise RunConfigError(f"{name}: {e}") from None
+
     if metrics is None:
         present = {
             f
@@ -108,8 +151,8 @@ def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) 
             if getattr(s, f) is not None
         }
         chosen: list[Metric] = [
-            cls()
-            for cls in registered_metrics().values()
+            make(name)
+            for name, cls in known.items()
             if cls.in_default_run and set(cls.required_fields) <= present
         ]
     else:
@@ -118,12 +161,14 @@ def resolve_metrics(metrics: Sequence[Metric | str] | None, loaded: LoadedData) 
         chosen = []
         for m in metrics:
             if isinstance(m, Metric):
+                if m.name in params:
+                    raise RunConfigError(
+                        f"{m.name} is given as an object: give its parameters to it, not in "
+                        "metric_params"
+                    )
                 chosen.append(m)
             elif isinstance(m, str):
-                try:
-                    chosen.append(create_metric(m))
-                except KeyError as e:
-                    raise RunConfigError(str(e.args[0])) from None
+                chosen.append(make(m))
             else:
                 raise RunConfigError(
                     f"metrics must be Metric instances or registry names, got {type(m).__name__}"
@@ -195,36 +240,152 @@ def _human_labels(
 
 def _validate(
     loaded: LoadedData, ids: Sequence[str], metrics: Sequence[Metric]
-) -> tuple[list[RowProblem], dict[int, str]]:
-    """Every problem that stops a (row, metric) cell, and the reason per unusable row."""
-    problems = list(loaded.problems)
-    bad_rows: dict[int, list[str]] = {}
+) -> tuple[list[RowProblem], dict[int, str], dict[tuple[int, str], str]]:
+    """Every problem that stops a (row, metric) cell of this run; the reason for each row no
+    metric can read, and for each cell that a bad field of its row stops. A bad field that no
+    metric of the run reads stops nothing."""
+    by_row: dict[int, list[RowProblem]] = {}
     for p in loaded.problems:
         if p.row is not None:
-            bad_rows.setdefault(p.row, []).append(_describe(p))
+            by_row.setdefault(p.row, []).append(p)
+    problems: dict[int, RowProblem] = {}  # by id(): each problem once, in order
+    invalid_rows: dict[int, str] = {}
+    invalid_cells: dict[tuple[int, str], str] = {}
     for row, sample in enumerate(loaded.samples):
-        if sample is None or row in bad_rows:
+        found = by_row.get(row, [])
+        if sample is None:
+            problems.update((id(p), p) for p in found)
+            invalid_rows[row] = "; ".join(map(_describe, found)) or "could not be read"
             continue
         for m in metrics:
+            stopping = [p for p in found if p.blocks(m.required_fields)]
+            if stopping:
+                problems.update((id(p), p) for p in stopping)
+                invalid_cells[(row, m.name)] = "; ".join(map(_describe, stopping))
+                continue
             for field, message in m.input_problems(sample):
-                problems.append(RowProblem(row, field, message, ids[row], m.name))
-    return problems, {row: "; ".join(msgs) for row, msgs in bad_rows.items()}
+                problem = RowProblem(row, field, message, sample.id, m.name, loaded.line(row))
+                problems[id(problem)] = problem
+    return list(problems.values()), invalid_rows, invalid_cells
 
 
 def _describe(p: RowProblem) -> str:
     return f"field {p.field!r}: {p.message}" if p.field else p.message
 
 
+def _run_judges(llm: Judge | str | Sequence[Judge] | None) -> list[Judge]:
+    """The run's judge: none, one, or one per endpoint of the same model (a list)."""
+    from rageval.judge import Judge
+
+    if isinstance(llm, str) or llm is None:
+        judge = judge_from_env(llm)
+        return [judge] if judge is not None else []
+    if isinstance(llm, Judge):
+        return [llm]
+    judges = list(llm)
+    if not judges or not all(isinstance(j, Judge) for j in judges):
+        raise RunConfigError("llm must be a Judge, a model name, or a non-empty list of Judges")
+    models = sorted({j.model for j in judges})
+    if len(models) > 1:
+        raise RunConfigError(
+            f"a list of judges spreads the rows over endpoints of one model, got {models}"
+        )
+    urls = [j.base_url for j in judges]
+    twice = sorted({u for u in urls if urls.count(u) > 1})
+    if twice:
+        raise RunConfigError(f"judge endpoint(s) given more than once: {', '.join(twice)}")
+    return judges
+
+
+@dataclasses.dataclass
+class Prepared:
+    """An evaluation ready to score: its data (validated), metrics, judges, embeddings and
+    the plan of each judge endpoint."""
+
+    loaded: LoadedData
+    ids: list[str]
+    metrics: list[Metric]
+    #: the run's judge: none, one, or one per endpoint of one model
+    judges: list[Judge]
+    embedder: Embeddings | None
+    plans: list[Plan]
+
+    def all_judges(self) -> list[Judge]:
+        """Every judge a cell may ask (the run's and the metrics' own), each once."""
+        found = (j for plan in self.plans for j in (*plan.judge_of.values(), plan.shared_judge))
+        return list({id(j): j for j in found if j is not None}.values())
+
+
+def prepare(
+    data: Any,
+    metrics: Sequence[Metric | str] | None,
+    llm: Judge | str | Sequence[Judge] | None,
+    embeddings: Embeddings | str | None,
+    *,
+    column_map: Mapping[str, str] | None,
+    metric_params: Mapping[str, Mapping[str, Any]] | None,
+    on_invalid: OnInvalid,
+    repeats: int = 1,
+    resume: bool = False,
+) -> Prepared:
+    """Load and validate the data, make the metrics, the judges, the embeddings and the plans:
+    every check done before the first request, the same for :func:`aevaluate` and the dry run
+    (:func:`rageval.estimate`). Nothing is sent."""
+    loaded = load_samples(data, column_map=column_map)
+    whole_input = [p for p in loaded.problems if p.row is None]
+    if whole_input:
+        raise InvalidDataError(whole_input, source=loaded.source)
+    ids = sample_ids(loaded.samples)
+    metric_objs = resolve_metrics(metrics, loaded, metric_params)
+    problems, invalid_rows, invalid_cells = _validate(loaded, ids, metric_objs)
+    if problems and on_invalid == "raise":
+        raise InvalidDataError(problems, source=loaded.source)
+    # resuming, no judge by now means the run had none (not one from the environment)
+    run_judges = [] if llm is None and resume else _run_judges(llm)
+    judge = run_judges[0] if run_judges else None
+    needs_embeddings = any(
+        m.needs_embeddings and m.embeddings is None and (not m.needs_llm or m.llm or judge)
+        for m in metric_objs
+    )
+    embedder: Embeddings | None
+    if isinstance(embeddings, str):
+        embedder = embeddings_from_spec(embeddings)
+    elif embeddings is None and needs_embeddings:
+        embedder = embeddings_from_spec("local")
+    else:
+        embedder = embeddings
+    plans = make_plans(
+        metric_objs, run_judges, embedder, invalid_rows, invalid_cells, repeats=repeats
+    )
+    return Prepared(loaded, list(ids), metric_objs, run_judges, embedder, plans)
+
+
+def _check_engine(engine: str, ray_address: str | None, ray_actors: int | None) -> None:
+    if engine not in ENGINES:
+        raise RunConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine != "ray" and (ray_address is not None or ray_actors is not None):
+        raise RunConfigError("ray_address and ray_actors need engine='ray'")
+    if ray_actors is not None and ray_actors < 1:
+        raise RunConfigError(f"ray_actors must be at least 1, got {ray_actors}")
+    if engine == "ray":
+        missing = ray_missing()
+        if missing is not None:
+            raise RunConfigError(missing)
+
+
 def _manifest(
     loaded: LoadedData,
     metrics: Sequence[Metric],
-    judge: Judge | None,
+    judges: Sequence[Judge],
     judge_of: Mapping[str, Judge | None],
     embeddings: Embeddings | None,
     on_invalid: str,
+    column_map: Mapping[str, str] | None,
     human_labels: Sequence[tuple[str, str]],
     repeats: int,
+    engine: str,
 ) -> Manifest:
+    judge = judges[0] if judges else None
     specs = []
     for m in metrics:
         own = judge_of.get(m.name)
@@ -236,21 +397,37 @@ def _manifest(
                 uncaptured=m.uncaptured,
             )
         )
+    base_url = getattr(embeddings, "base_url", None)
     return Manifest(
         rageval_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         metrics=specs,
-        judge=JudgeInfo(**json_normal(judge.describe())) if judge is not None else None,
-        embeddings=EmbeddingsInfo(name=embeddings.name) if embeddings is not None else None,
+        judge=_judge_info(judges),
+        embeddings=EmbeddingsInfo(name=embeddings.name, base_url=base_url)
+        if embeddings is not None
+        else None,
         data=DataInfo(
             source=loaded.source,
+            # where `--resume DIR` alone finds the data again
+            path=str(loaded.path.resolve()) if loaded.path is not None else None,
+            column_map=dict(column_map) if column_map else None,
             fingerprint=data_fingerprint(loaded),
             n_rows=len(loaded.samples),
         ),
         on_invalid=on_invalid,
         human_labels=[HumanLabels(column=c, metric=m) for c, m in human_labels],
         repeats=repeats,
+        engine=engine,
     )
+
+
+def _judge_info(judges: Sequence[Judge]) -> JudgeInfo | None:
+    if not judges:
+        return None
+    described: dict[str, Any] = json_normal(judges[0].describe())
+    if len(judges) > 1:  # rows spread over these endpoints of the same model
+        described["base_urls"] = [j.base_url for j in judges]
+    return JudgeInfo(**described)
 
 
 class _EmbeddingMeter:
@@ -270,7 +447,7 @@ class _EmbeddingMeter:
         if not self._ledgers:
             return None
         now = self._total()
-        spent, self._last = _since(now, self._last), now
+        spent, self._last = usage_since(now, self._last), now
         return None if spent == _NOTHING else spent
 
 
@@ -293,7 +470,8 @@ class _Progress:
         self._base = self._usage()
 
     def _usage(self) -> Usage:
-        return sum((j.usage.total for j in self.judges), Usage())
+        # calls in progress count too: a fault stall's retries show while it lasts
+        return sum((j.usage.total + j.pending_usage() for j in self.judges), Usage())
 
     def row_done(self, record: SampleLine) -> None:
         if self.line is None:
@@ -307,7 +485,7 @@ class _Progress:
     def refresh(self, *, force: bool = False) -> None:
         if self.line is None:
             return
-        u = _since(self._usage(), self._base)
+        u = usage_since(self._usage(), self._base)
         c = self.line.counters
         c.requests, c.tokens, c.cache_hits, c.cost_usd = (
             u.requests,
@@ -315,6 +493,7 @@ class _Progress:
             u.cache_hits,
             u.cost_usd,
         )
+        c.retries, c.reasks = u.retries, u.reasks
         self.line.update(force=force)
 
     async def tick(self) -> None:
@@ -324,137 +503,143 @@ class _Progress:
             self.refresh(force=True)
 
 
-@dataclasses.dataclass
-class Prepared:
-    """An evaluation ready to score: its data (validated), metrics, judges and embeddings."""
-
-    loaded: LoadedData
-    ids: list[str]
-    metrics: list[Metric]
-    #: rows no metric can read, with why (skipped when on_invalid="skip")
-    invalid_rows: dict[int, str]
-    judge: Judge | None
-    judge_of: dict[str, Judge | None]
-    shared_judge: Judge | None
-    embedder: Embeddings | None
-
-
-def prepare(
-    data: Any,
-    metrics: Sequence[Metric | str] | None,
-    llm: Judge | str | None,
-    embeddings: Embeddings | str | None,
-    *,
-    column_map: Mapping[str, str] | None,
-    on_invalid: OnInvalid,
-) -> Prepared:
-    """Load and validate the data, make the metrics, the judges and the embeddings: every
-    check done before the first request, the same for :func:`aevaluate` and the dry run
-    (:func:`rageval.estimate`). Nothing is sent."""
-    loaded = load_samples(data, column_map=column_map)
-    whole_input = [p for p in loaded.problems if p.row is None]
-    if whole_input:
-        raise InvalidDataError(whole_input, source=loaded.source)
-    ids = sample_ids(loaded.samples)
-    metric_objs = resolve_metrics(metrics, loaded)
-    problems, invalid_rows = _validate(loaded, ids, metric_objs)
-    if problems and on_invalid == "raise":
-        raise InvalidDataError(problems, source=loaded.source)
-    judge: Judge | None = judge_from_env(llm) if isinstance(llm, str) or llm is None else llm
-    judge_of = {m.name: (m.llm or judge) if m.needs_llm else m.llm for m in metric_objs}
-    shared_judge = judge or next((m.llm for m in metric_objs if m.statement_needs and m.llm), None)
-    needs_embeddings = any(
-        m.needs_embeddings and m.embeddings is None and (judge_of[m.name] or not m.needs_llm)
-        for m in metric_objs
-    )
-    embedder: Embeddings | None
-    if isinstance(embeddings, str):
-        embedder = embeddings_from_spec(embeddings)
-    elif embeddings is None and needs_embeddings:
-        embedder = embeddings_from_spec("local")
-    else:
-        embedder = embeddings
-    return Prepared(
-        loaded, list(ids), metric_objs, invalid_rows, judge, judge_of, shared_judge, embedder
-    )
-
-
 async def aevaluate(
     data: Any,
     metrics: Sequence[Metric | str] | None = None,
-    llm: Judge | str | None = None,
+    llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
-    on_invalid: OnInvalid = "raise",
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
+    on_invalid: OnInvalid | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    probe: bool = False,
     human_labels: LabelsArg | None = None,
-    repeats: int = 1,
+    repeats: int | None = None,
+    engine: Engine = "local",
+    ray_address: str | None = None,
+    ray_actors: int | None = None,
     max_cost: float | None = None,
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
     `data`: anything :func:`rageval.load_samples` reads. `metrics`: Metric instances or registry
-    names (default: every metric whose required fields the data has). `llm`: a Judge or a
+    names (default: every metric whose required fields the data has); `metric_params` gives
+    the constructor arguments of those made from a name, by name
+    (`{"answer_correctness": {"weights": [0.5, 0.5]}}`). `llm`: a Judge or a
     model name (default: RAGEVAL_LLM from the environment, else no judge: metrics that need
-    one are skipped with a hint). `embeddings`: an Embeddings, `"local"` or `"openai:MODEL"`
-    (default: the local model, if a metric needs one). `on_invalid="skip"` turns rows a metric
-    cannot score into skipped cells instead of an :class:`InvalidDataError`. `run_dir` writes
-    the run log there; `resume=True` continues the run in `run_dir`. `progress` (alias
+    one are skipped with a hint); a list of Judges of one model on several endpoints spreads
+    the rows over them (each row always to the same one). `embeddings`: an Embeddings,
+    `"local"` or `"openai:MODEL"` (default: the local model, if a metric needs one).
+    `on_invalid="skip"` turns rows a metric cannot score into skipped cells instead of an
+    :class:`InvalidDataError` (default "raise"). `run_dir` writes the run log there;
+    `resume=True` continues the run in `run_dir`, and then whatever is not given (None: `data`
+    too, the metrics, the judge, the embeddings, `column_map`, `on_invalid`, `repeats`) is
+    what the run was started with, as its manifest records it. `progress` (alias
     `show_progress`): None shows a progress line only when stderr is a terminal.
+    `overwrite=True` replaces a run already in `run_dir` (by default that is an error).
+    `probe=True` first checks, with one quick request each, that every endpoint is there and
+    takes its key (see :mod:`rageval.runner._probe`).
 
     `human_labels` pairs label columns of the data (people's scores, on the metric's scale;
     empty where a row is not labelled) with metrics: ``{"human_faithful": "faithfulness"}``;
     the summary then gives each label's PPI++ mean, the judge's scores on every row rectified
-    by the labelled rows (docs/calibration.md). `repeats=K` scores every judge cell K times,
-    bypassing the request cache for the repeats; a cell's value is the mean of its scores and
-    the summary reports how much of the interval the judge's own noise makes.
+    by the labelled rows (docs/calibration.md). `repeats=K` scores every judge cell K times
+    (default 1), bypassing the request cache for the repeats; a cell's value is the mean of
+    its scores and the summary reports how much of the interval the judge's own noise makes.
+
+    `engine="ray"` scores on Ray Data (the ``rageval[ray]`` extra): it joins the cluster at
+    `ray_address` (or the one this process is connected to), else starts a local Ray;
+    `ray_actors` overrides the number of actors (see docs/ray.md).
 
     `max_cost` (USD) caps what the judges may spend in this call: a request is sent only if
     its worst case fits beside what was spent and what is in flight; when the next request
     cannot fit, the run stops with :class:`~rageval.errors.BudgetReached` (its ``result`` holds
     what finished, kept in `run_dir` for a resume). A judge model of unknown price is refused
-    up front. See :mod:`rageval._client._budget`.
+    up front. See :mod:`rageval._client._budget` (local engine only).
     """
-    if on_invalid not in ("raise", "skip"):
-        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
+    _check_engine(engine, ray_address, ray_actors)
     if resume and run_dir is None:
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
+    if resume and overwrite:
+        raise RunConfigError("resume=True continues the run in run_dir; overwrite=True replaces it")
+    own_judge = isinstance(llm, str) or llm is None
+    if resume and run_dir is not None:
+        data, metrics, llm, embeddings, column_map, on_invalid, repeats = _from_manifest(
+            run_dir, data, metrics, llm, embeddings, column_map, on_invalid, repeats
+        )
+    on_invalid = on_invalid or "raise"
+    repeats = 1 if repeats is None else repeats
+    if on_invalid not in ("raise", "skip"):
+        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
     if max_cost is not None and not (
         isinstance(max_cost, (int, float)) and not isinstance(max_cost, bool) and max_cost > 0
     ):
         raise RunConfigError(f"max_cost must be a positive number of USD, got {max_cost!r}")
+    if engine == "ray" and max_cost is not None:
+        raise RunConfigError("max_cost works with the local engine, not with engine='ray'")
     started = time.monotonic()
-    run = prepare(data, metrics, llm, embeddings, column_map=column_map, on_invalid=on_invalid)
-    loaded, ids, metric_objs, invalid_rows = run.loaded, run.ids, run.metrics, run.invalid_rows
-    judge, judge_of, shared_judge, embedder = (
-        run.judge,
-        run.judge_of,
-        run.shared_judge,
-        run.embedder,
+    run = prepare(
+        data,
+        metrics,
+        llm,
+        embeddings,
+        column_map=column_map,
+        metric_params=metric_params,
+        on_invalid=on_invalid,
+        repeats=repeats,
+        resume=resume,
     )
+    loaded, ids, metric_objs = run.loaded, run.ids, run.metrics
+    run_judges, embedder, plans = run.judges, run.embedder, run.plans
     human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
-    own_judge = isinstance(llm, str) or llm is None
-    judges = [j for j in (*judge_of.values(), shared_judge) if j is not None]
+    judges = run.all_judges()
     if max_cost is not None and unpriced(judges, batch=False):
-        models = ", ".join(unpriced(judges, batch=False))
         raise RunConfigError(
-            f"max_cost needs the price of the judge model {models}, which rageval does not "
-            "know: give it with --price MODEL=INPUT,OUTPUT (USD per million tokens) or "
-            "Judge(..., prices=PriceTable({'MODEL': (INPUT, OUTPUT)}))"
+            f"max_cost needs the price of the judge model {', '.join(unpriced(judges))}, which "
+            "rageval does not know: give it with --price MODEL=INPUT,OUTPUT (USD per million "
+            "tokens) or Judge(..., prices=PriceTable({'MODEL': (INPUT, OUTPUT)}))"
         )
     for j in judges:
         meter_judge(j)
     embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
+    ray_run = None
+    if engine == "ray":
+        from rageval.runner.engines._ray import RayRun
+        from rageval.runner.engines._ship import ShipError
+
+        try:  # whatever cannot be sent to the workers is refused before any work
+            ray_run = RayRun(
+                plans, run_judges, loaded.samples, ids, address=ray_address, actors=ray_actors
+            )
+        except ShipError as e:
+            raise RunConfigError(str(e)) from None
 
     manifest = _manifest(
-        loaded, metric_objs, judge, judge_of, embedder, on_invalid, human_pairs, repeats
+        loaded,
+        metric_objs,
+        run_judges,
+        plans[0].judge_of,
+        embedder,
+        on_invalid,
+        column_map,
+        human_pairs,
+        repeats,
+        engine,
     )
+    rundir = RunDir(run_dir) if run_dir is not None else None
+    if probe:  # after every local check: bad data or the wrong run directory cost nothing
+        if rundir is not None and resume:
+            rundir.check_same_run(manifest)
+        elif rundir is not None and not overwrite:
+            rundir.check_vacant()
+        await probe_endpoints(judges, embedder)
     result = EvaluationResult(
         [m.name for m in metric_objs],
         ids,
@@ -466,13 +651,12 @@ async def aevaluate(
         human_labels=human_pairs,
         repeats=repeats,
     )
-    rundir = RunDir(run_dir) if run_dir is not None else None
     if rundir is not None:
         if resume:
             for offset, record in rundir.resume(manifest, ids):
                 result.add(record, offset=offset)
         else:
-            rundir.create(manifest)
+            rundir.create(manifest, overwrite=overwrite)
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
 
     show = _progress.wanted(progress if progress is not None else show_progress)
@@ -487,20 +671,15 @@ async def aevaluate(
         result.add(line, offset=offset)
         meter.row_done(line)
 
-    plan = Plan(
-        metric_objs,
-        judge_of,
-        shared_judge,
-        embedder,
-        invalid_rows,
-        cells=CellStore(judge_of, shared_judge, embedder),
-        repeats=repeats,
-    )
-    scheduler = Scheduler(plan, loaded.samples, ids, window=_window(judges), on_record=on_record)
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
     try:
-        with limit_spending(judges, max_cost):
-            await scheduler.run(todo)
+        if ray_run is not None:
+            await ray_run.run(todo, on_record)
+        else:
+            with limit_spending(judges, max_cost):
+                await Scheduler(
+                    plans, loaded.samples, ids, window=_window(judges), on_record=on_record
+                ).run(todo)
     except Exception as stopped:
         if isinstance(stopped, BudgetReached):
             stopped.result = result
@@ -530,8 +709,9 @@ async def aevaluate(
             rundir.close()
         # a judge made here from the environment is ours to close; pools opened on a loop that
         # evaluate() made are closed when that loop shuts down (rageval._sync.close_with_loop)
-        if own_judge and judge is not None:
-            await judge.aclose()
+        if own_judge:
+            for j in run_judges:
+                await j.aclose()
         # the request caches write behind: what this run learned is on disk when it returns
         caches = {
             id(c): c for c in _caches(judges, [embedder, *(m.embeddings for m in metric_objs)])
@@ -550,6 +730,45 @@ def _finish(rundir: RunDir, result: EvaluationResult) -> None:
     _write_report(rundir)
 
 
+def _from_manifest(
+    run_dir: str | os.PathLike[str],
+    data: Any,
+    metrics: Sequence[Metric | str] | None,
+    llm: Judge | str | Sequence[Judge] | None,
+    embeddings: Embeddings | str | None,
+    column_map: Mapping[str, str] | None,
+    on_invalid: OnInvalid | None,
+    repeats: int | None,
+) -> tuple[
+    Any,
+    Sequence[Metric | str] | None,
+    Judge | str | Sequence[Judge] | None,
+    Embeddings | str | None,
+    Mapping[str, str] | None,
+    OnInvalid | None,
+    int | None,
+]:
+    """The arguments of a resumed run, each as given, else as the run's manifest has it."""
+    from rageval.runner._stored import read_stored_run
+
+    stored = read_stored_run(run_dir)
+    if data is None:
+        data = stored.data_file()
+    if column_map is None:
+        column_map = stored.column_map
+    if metrics is None:
+        metrics = stored.make_metrics()
+    if llm is None:
+        llm = stored.make_judge()
+    if embeddings is None:
+        embeddings = stored.make_embeddings()
+    if on_invalid is None and stored.on_invalid in ("raise", "skip"):
+        on_invalid = "skip" if stored.on_invalid == "skip" else "raise"
+    if repeats is None:
+        repeats = stored.manifest.repeats
+    return data, metrics, llm, embeddings, column_map, on_invalid, repeats
+
+
 def _flush(caches: Sequence[RequestCache]) -> None:
     for cache in caches:
         cache.flush()
@@ -558,20 +777,6 @@ def _flush(caches: Sequence[RequestCache]) -> None:
 def _caches(judges: Sequence[Judge], embedders: Sequence[Embeddings | None]) -> list[RequestCache]:
     found = [j.cache for j in judges] + [getattr(e, "cache", None) for e in embedders]
     return [c for c in found if isinstance(c, RequestCache)]
-
-
-def _since(now: Usage, base: Usage) -> Usage:
-    cost = None if now.cost_usd is None or base.cost_usd is None else now.cost_usd - base.cost_usd
-    return Usage(
-        prompt_tokens=now.prompt_tokens - base.prompt_tokens,
-        completion_tokens=now.completion_tokens - base.completion_tokens,
-        requests=now.requests - base.requests,
-        retries=now.retries - base.retries,
-        reasks=now.reasks - base.reasks,
-        cache_hits=now.cache_hits - base.cache_hits,
-        cost_usd=cost,
-        cached_tokens=now.cached_tokens - base.cached_tokens,
-    )
 
 
 def _write_report(rundir: RunDir) -> None:
@@ -591,17 +796,23 @@ def _write_report(rundir: RunDir) -> None:
 def evaluate(
     data: Any,
     metrics: Sequence[Metric | str] | None = None,
-    llm: Judge | str | None = None,
+    llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     column_map: Mapping[str, str] | None = None,
-    on_invalid: OnInvalid = "raise",
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
+    on_invalid: OnInvalid | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
+    probe: bool = False,
     human_labels: LabelsArg | None = None,
-    repeats: int = 1,
+    repeats: int | None = None,
+    engine: Engine = "local",
+    ray_address: str | None = None,
+    ray_actors: int | None = None,
     max_cost: float | None = None,
 ) -> EvaluationResult:
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
@@ -613,13 +824,19 @@ def evaluate(
             llm,
             embeddings,
             column_map=column_map,
+            metric_params=metric_params,
             on_invalid=on_invalid,
             run_dir=run_dir,
             resume=resume,
+            overwrite=overwrite,
             progress=progress,
             show_progress=show_progress,
+            probe=probe,
             human_labels=human_labels,
             repeats=repeats,
+            engine=engine,
+            ray_address=ray_address,
+            ray_actors=ray_actors,
             max_cost=max_cost,
         )
     )

@@ -34,6 +34,7 @@ from rageval.log import (
     write_atomic,
     written_format,
 )
+from rageval.report import REPORT_FILE
 from rageval.samples import LoadedData
 
 
@@ -42,18 +43,16 @@ class RunDirError(RagevalError, ValueError):
 
 
 def data_fingerprint(loaded: LoadedData) -> str:
-    """sha256 over the canonical form of every row (unparsable rows by their problems)."""
+    """sha256 over the canonical form of every row (rows with problems with them too)."""
     problems: dict[int, list[str]] = {}
     for p in loaded.problems:
         if p.row is not None:
             problems.setdefault(p.row, []).append(str(p))
     digest = hashlib.sha256()
     for i, sample in enumerate(loaded.samples):
-        canonical: Any = (
-            {"invalid": problems.get(i, [])}
-            if sample is None
-            else sample.model_dump(mode="json", exclude_none=True)
-        )
+        canonical: Any = {} if sample is None else sample.model_dump(mode="json", exclude_none=True)
+        if sample is None or i in problems:
+            canonical = {**canonical, "invalid": problems.get(i, [])}
         digest.update(plain_json(canonical, sort_keys=True).encode("utf-8"))
         digest.update(b"\n")
     return f"sha256:{digest.hexdigest()}"
@@ -74,34 +73,35 @@ class RunDir:
         self._log = ResultsWriter(self.results_path)
 
     # ------------------------------------------------------------------ start
-    def create(self, manifest: Manifest) -> None:
-        """Start a new run here; refuses a directory that already holds one."""
-        if self.manifest_path.exists() or self.results_path.exists():
-            raise RunDirError(
-                f"{self.path} already holds a run; resume it (resume=True / --resume {self.path}) "
-                "or choose another directory"
-            )
+    def create(self, manifest: Manifest, *, overwrite: bool = False) -> None:
+        """Start a new run here; refuses a directory that already holds one, unless told to
+        `overwrite` it (then the old run's files go, and nothing else in the directory)."""
+        if overwrite:
+            for name in (MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE):
+                (self.path / name).unlink(missing_ok=True)
+        self.check_vacant()
         self.path.mkdir(parents=True, exist_ok=True)
         write_atomic(self.manifest_path, manifest)
+
+    def check_vacant(self) -> None:
+        """RunDirError if a run is here already."""
+        if self.manifest_path.exists() or self.results_path.exists():
+            raise RunDirError(
+                f"{self.path} already holds a run; resume it (resume=True / --resume {self.path}),"
+                " replace it (overwrite=True / --overwrite) or choose another directory"
+            )
+
+    def check_same_run(self, manifest: Manifest) -> Manifest:
+        """The stored manifest, if `manifest` describes the same run; else RunDirError."""
+        stored = resumable_manifest(self.path)
+        _check_same_run(self.path, stored, manifest)
+        return stored
 
     def resume(self, manifest: Manifest, ids: Sequence[str]) -> list[tuple[int, SampleLine]]:
         """Check that `manifest` describes the same run as the one stored here and return its
         finished samples as (byte offset in the log, line), the last line of each row."""
         head = f"cannot resume {self.path}:"
-        try:
-            stored = read_manifest(self.path)
-        except FileNotFoundError:
-            raise RunDirError(f"{head} it holds no run (no {MANIFEST_FILE})") from None
-        except RunLogError as e:
-            raise RunDirError(f"{head} {e}") from None
-        if written_format(stored) < RESUMABLE_FORMAT:
-            raise RunDirError(
-                f"{head} it was written by an older rageval (run log format "
-                f"{written_format(stored)}; this rageval writes format {FORMAT_VERSION}). It can "
-                f"still be read (load_run, rageval report, rageval compare); to finish it, start "
-                f"a new run in another directory"
-            )
-        _check_same_run(self.path, stored, manifest)
+        stored = self.check_same_run(manifest)
         lines: dict[int, tuple[int, SampleLine]] = {}
         good_end = 0
         if self.results_path.exists():
@@ -149,6 +149,26 @@ class RunDir:
         from rageval.report import write_report
 
         return write_report(self.path)
+
+
+def resumable_manifest(path: Path) -> Manifest:
+    """The manifest of the run in `path`, which this rageval can continue; else RunDirError
+    (no run there, an unreadable manifest, or an older format: older runs are read, reported
+    and compared, never continued)."""
+    try:
+        stored = read_manifest(path)
+    except FileNotFoundError:
+        raise RunDirError(f"cannot resume {path}: it holds no run (no {MANIFEST_FILE})") from None
+    except RunLogError as e:
+        raise RunDirError(f"cannot resume {path}: {e}") from None
+    if written_format(stored) < RESUMABLE_FORMAT:
+        raise RunDirError(
+            f"cannot resume {path}: it was written by an older rageval (run log format "
+            f"{written_format(stored)}; this rageval writes format {FORMAT_VERSION}). It can "
+            f"still be read (load_run, rageval report, rageval compare); to finish it, start "
+            f"a new run in another directory"
+        )
+    return stored
 
 
 def _metric_specs(manifest: Manifest) -> list[tuple[str, str]]:

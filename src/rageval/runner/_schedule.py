@@ -5,6 +5,10 @@ this module, decides how many requests are in flight; the window only bounds mem
 enough samples to keep at least twice the endpoint's concurrency busy, so the limiter always
 has work queued while samples finish and new ones start.
 
+Several endpoints of one judge model (``llm=[Judge(url1), Judge(url2)]``) each get a `Plan`;
+a sample goes to the plan picked by a hash of its id (:func:`spread`), so a re-run sends each
+sample to the same endpoint (and finds it in that endpoint's cache).
+
 Per-cell usage: judges book every call (retries, re-asks and failures included) in their
 ledger under the tags {"metric", "sample"}. The ledger of each judge used by a run is wrapped
 once so that it also books each call to the sample being scored, found through a context
@@ -16,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rageval.errors import BudgetReached
 from rageval.judge import FatalJudgeError, JudgeCallFailed, JudgeError, Usage, UsageLedger
@@ -39,6 +44,14 @@ NO_JUDGE_CAUSE = (
 )
 MIN_WINDOW = 32
 _NO_JUDGE = Cell(status="skipped", cause=NO_JUDGE_CAUSE, cause_kind="no_judge")
+
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class ByRow(Protocol[_T_co]):
+    """Rows by their number in the data: a list of all rows, or a mapping of some."""
+
+    def __getitem__(self, row: int, /) -> _T_co: ...
 
 
 class _SampleMeter:
@@ -86,6 +99,21 @@ class MeteredLedger(UsageLedger):
         return self.inner.tag_names()
 
 
+def usage_since(now: Usage, base: Usage) -> Usage:
+    """What was used between two readings of a ledger's total."""
+    cost = None if now.cost_usd is None or base.cost_usd is None else now.cost_usd - base.cost_usd
+    return Usage(
+        prompt_tokens=now.prompt_tokens - base.prompt_tokens,
+        completion_tokens=now.completion_tokens - base.completion_tokens,
+        requests=now.requests - base.requests,
+        retries=now.retries - base.retries,
+        reasks=now.reasks - base.reasks,
+        cache_hits=now.cache_hits - base.cache_hits,
+        cost_usd=cost,
+        cached_tokens=now.cached_tokens - base.cached_tokens,
+    )
+
+
 def meter_judge(judge: Judge) -> None:
     if not isinstance(judge.usage, MeteredLedger):
         judge.usage = MeteredLedger(judge.usage)
@@ -93,31 +121,79 @@ def meter_judge(judge: Judge) -> None:
 
 @dataclasses.dataclass
 class Plan:
-    """What to run: metrics, the judge of each, the shared statement judge, embeddings, and
-    the reason each invalid row is skipped."""
+    """What to run: metrics, the judge of each, the shared statement judge, embeddings, the
+    reason each invalid row is skipped, and each cell a bad field of its row stops."""
 
     metrics: Sequence[Metric]
     judge_of: Mapping[str, Judge | None]
     shared_judge: Judge | None
     embeddings: Embeddings | None
     invalid_rows: Mapping[int, str]
+    invalid_cells: Mapping[tuple[int, str], str] = dataclasses.field(default_factory=dict)
     #: finished cells kept across runs (None: recompute every cell)
     cells: CellStore | None = None
     #: scorings of each judge cell; the repeats after the first bypass every cache
     repeats: int = 1
 
 
+def make_plans(
+    metrics: Sequence[Metric],
+    judges: Sequence[Judge],
+    embeddings: Embeddings | None,
+    invalid_rows: Mapping[int, str],
+    invalid_cells: Mapping[tuple[int, str], str] | None = None,
+    *,
+    repeats: int = 1,
+) -> list[Plan]:
+    """One plan per judge endpoint in `judges` (one plan without a judge when it is empty).
+
+    A metric asks its own judge (``metric.llm``) if it has one, else the run's; the statements
+    several metrics share are extracted by the run's judge, or else by the first own judge of a
+    metric that reads them. Finished cells are kept in the judges' request caches.
+    """
+    from rageval.runner._cells import CellStore
+
+    plans = []
+    choices: Sequence[Judge | None] = judges or [None]
+    for judge in choices:
+        judge_of = {m.name: (m.llm or judge) if m.needs_llm else m.llm for m in metrics}
+        shared = judge or next((m.llm for m in metrics if m.statement_needs and m.llm), None)
+        cells = CellStore(judge_of, shared, embeddings)
+        plans.append(
+            Plan(
+                metrics,
+                judge_of,
+                shared,
+                embeddings,
+                invalid_rows,
+                dict(invalid_cells or {}),
+                cells=cells,
+                repeats=repeats,
+            )
+        )
+    return plans
+
+
+def spread(sample_id: str, n: int) -> int:
+    """Which of `n` endpoints scores the sample `sample_id` (stable across runs and hosts)."""
+    if n == 1:
+        return 0
+    return int.from_bytes(hashlib.sha256(sample_id.encode()).digest()[:8], "big") % n
+
+
 class Scheduler:
     def __init__(
         self,
-        plan: Plan,
-        samples: Sequence[Sample | None],
-        ids: Sequence[str],
+        plans: Plan | Sequence[Plan],
+        samples: ByRow[Sample | None],
+        ids: ByRow[str],
         *,
         window: int,
         on_record: Callable[[SampleLine], None],
     ) -> None:
-        self.plan = plan
+        self.plans = [plans] if isinstance(plans, Plan) else list(plans)
+        if not self.plans:
+            raise ValueError("a scheduler needs at least one plan")
         self.samples = samples
         self.ids = ids
         self.window = max(1, window)
@@ -155,8 +231,9 @@ class Scheduler:
 
     async def score_row(self, row: int) -> SampleLine:
         sample, sid = self.samples[row], self.ids[row]
-        metrics = self.plan.metrics
-        invalid = self.plan.invalid_rows.get(row)
+        plan = self.plans[spread(sid, len(self.plans))]
+        metrics = plan.metrics
+        invalid = plan.invalid_rows.get(row)
         if sample is None or invalid is not None:
             cause = f"invalid row: {invalid or 'could not be read'}"
             skipped = Cell(status="skipped", cause=cause, cause_kind="invalid_row")
@@ -168,34 +245,39 @@ class Scheduler:
         results: dict[str, MetricResult] = {}
         to_run: list[Metric] = []
         for m in metrics:
+            bad_field = plan.invalid_cells.get((row, m.name))
+            if bad_field is not None:
+                cause = f"invalid row: {bad_field}"
+                results[m.name] = Cell(status="skipped", cause=cause, cause_kind="invalid_row")
+                continue
             problems = m.input_problems(sample)
             if problems:
                 cause = "; ".join(f"field {f!r}: {msg}" for f, msg in problems)
                 results[m.name] = Cell(status="skipped", cause=cause, cause_kind="missing_field")
-            elif m.needs_llm and self.plan.judge_of[m.name] is None:
+            elif m.needs_llm and plan.judge_of[m.name] is None:
                 results[m.name] = _NO_JUDGE
             else:
                 to_run.append(m)
         meter = _SampleMeter()
         _CURRENT.set(meter)  # this task's own context: seen by every task started below
         scored = [m for m in to_run if m.needs_llm]  # a judge's cells, before any was kept
-        cells = self.plan.cells
+        cells = plan.cells
         if cells is not None and to_run:
             kept = cells.lookup(sample, to_run)
             results.update(kept)
             to_run = [m for m in to_run if m.name not in kept]
         ctx = ScoringContext(
-            judge=self.plan.shared_judge,
-            embeddings=self.plan.embeddings,
-            statements=SharedStatements(sample, self.plan.shared_judge),
+            judge=plan.shared_judge,
+            embeddings=plan.embeddings,
+            statements=SharedStatements(sample, plan.shared_judge),
             tags={"sample": sid},
         )
-        fresh = await self._score(to_run, sample, ctx, self.plan.judge_of)
+        fresh = await self._score(to_run, sample, ctx, plan.judge_of)
         results.update(fresh)
         if cells is not None and fresh:
             cells.keep(sample, to_run, fresh)
-        if self.plan.repeats > 1:
-            results.update(await self._repeat(scored, sample, sid, results))
+        if plan.repeats > 1:
+            results.update(await self._repeat(plan, scored, sample, sid, results))
         return SampleLine(
             row=row,
             id=sid,
@@ -234,6 +316,7 @@ class Scheduler:
 
     async def _repeat(
         self,
+        plan: Plan,
         metrics: Sequence[Metric],
         sample: Sample,
         sid: str,
@@ -243,13 +326,13 @@ class Scheduler:
         shared statements too); each cell becomes the combination of its scorings."""
         if not metrics:
             return {}
-        judge_of = {m.name: self._uncached(self.plan.judge_of[m.name]) for m in metrics}
-        shared = self._uncached(self.plan.shared_judge)
+        judge_of = {m.name: self._uncached(plan.judge_of[m.name]) for m in metrics}
+        shared = self._uncached(plan.shared_judge)
         scorings: dict[str, list[MetricResult]] = {m.name: [first[m.name]] for m in metrics}
-        for _ in range(self.plan.repeats - 1):
+        for _ in range(plan.repeats - 1):
             ctx = ScoringContext(
                 judge=shared,
-                embeddings=self.plan.embeddings,
+                embeddings=plan.embeddings,
                 statements=SharedStatements(sample, shared),
                 tags={"sample": sid},
             )

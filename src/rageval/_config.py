@@ -1,0 +1,280 @@
+"""Settings from a config file and from `-p METRIC.PARAM=VALUE`, for `rageval evaluate` and
+the pytest plugin.
+
+The file is `--config FILE`, else the first `rageval.toml`, or `pyproject.toml` with a
+`[tool.rageval]` table, found in the current directory or above it. Its names are the Python
+API's: `[judge]` holds `Judge` keyword arguments, `[params.METRIC]` a metric's constructor
+arguments, and the top-level keys are `evaluate()`'s (plus the command line's `fail_under`
+and `probe`)::
+
+    metrics = ["faithfulness", "answer_correctness"]
+    embeddings = "local"
+    column_map = { query = "user_input" }
+    on_invalid = "skip"
+    fail_under = { faithfulness = 0.8 }
+    max_cost = 5.0        # USD: the run stops before passing it (README: Cost control)
+    batch = false         # true: judge requests through the endpoint's Batch API
+
+    [judge]
+    model = "llama3.1"
+    base_url = "http://localhost:11434/v1"
+    timeout = 120
+    requests_per_minute = 600
+    temperature = 0.0
+    prices = { "llama3.1" = [0.0, 0.0] }   # [input, output(, cached, batch in, batch out)]
+
+    [params.answer_correctness]
+    weights = [0.5, 0.5]
+
+Precedence, highest first: the command line (including `-p`), the environment (`RAGEVAL_LLM`,
+`RAGEVAL_BASE_URL` / `OPENAI_BASE_URL`), the config file, the defaults.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from rageval import _env
+from rageval.errors import RagevalError
+
+if TYPE_CHECKING:
+    from rageval.judge import Judge
+
+__all__ = [
+    "CONFIG_FILE",
+    "ConfigError",
+    "Settings",
+    "configured_judge",
+    "find_config",
+    "load_settings",
+    "parse_params",
+]
+
+CONFIG_FILE = "rageval.toml"
+
+
+class ConfigError(RagevalError, ValueError):
+    """A config file or `-p` setting that cannot be used (named in the message)."""
+
+
+class _File(BaseModel):
+    """What a config file may hold; unknown keys are an error (a typo must not be ignored)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    metrics: list[str] | None = None
+    embeddings: str | None = None
+    column_map: dict[str, str] | None = None
+    on_invalid: Literal["raise", "skip"] | None = None
+    fail_under: dict[str, float] | None = None
+    probe: bool | None = None
+    max_cost: float | None = None
+    batch: bool | None = None
+    judge: dict[str, Any] | None = None
+    params: dict[str, dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings of a config file (all empty when there is none)."""
+
+    source: Path | None = None
+    metrics: list[str] | None = None
+    embeddings: str | None = None
+    column_map: dict[str, str] | None = None
+    on_invalid: Literal["raise", "skip"] | None = None
+    fail_under: dict[str, float] = field(default_factory=dict)
+    probe: bool | None = None
+    #: the run's budget in USD (evaluate(max_cost=...)); whether it goes through a Batch API
+    max_cost: float | None = None
+    batch: bool | None = None
+    #: Judge keyword arguments, `model` and `base_url` among them when the file sets them
+    judge: dict[str, Any] = field(default_factory=dict)
+    #: metric name -> constructor arguments
+    params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def find_config(start: Path) -> Path | None:
+    """The config file that applies in `start`: the nearest `rageval.toml`, or
+    `pyproject.toml` with a `[tool.rageval]` table, in `start` or a directory above it."""
+    for folder in (start.resolve(), *start.resolve().parents):
+        candidate = folder / CONFIG_FILE
+        if candidate.is_file():
+            return candidate
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file() and "rageval" in (_read_toml(pyproject).get("tool") or {}):
+            return pyproject
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        with path.open("rb") as fh:
+            table: dict[str, Any] = tomllib.load(fh)
+            return table
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"cannot read the config file {path}: {e}") from e
+
+
+def load_settings(
+    path: str | os.PathLike[str] | None = None, *, start: Path | None = None
+) -> Settings:
+    """The settings in `path`, else in the config file found from `start` (default: the
+    current directory); empty Settings when there is none."""
+    found = Path(path) if path is not None else find_config(start or Path.cwd())
+    if found is None:
+        return Settings()
+    if not found.is_file():
+        raise ConfigError(f"config file not found: {found}")
+    table = _read_toml(found)
+    if found.name == "pyproject.toml":
+        table = (table.get("tool") or {}).get("rageval") or {}
+    try:
+        parsed = _File.model_validate(table)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(map(str, err['loc'])) or '(top)'}: {err['msg']}" for err in e.errors()
+        )
+        raise ConfigError(f"{found}: {problems}") from None
+    judge = dict(parsed.judge or {})
+    _check_judge_names(judge, found)
+    return Settings(
+        source=found,
+        metrics=parsed.metrics,
+        embeddings=parsed.embeddings,
+        column_map=parsed.column_map,
+        on_invalid=parsed.on_invalid,
+        fail_under=dict(parsed.fail_under or {}),
+        probe=parsed.probe,
+        max_cost=parsed.max_cost,
+        batch=parsed.batch,
+        judge=judge,
+        params={name: dict(p) for name, p in (parsed.params or {}).items()},
+    )
+
+
+def _judge_parameters() -> list[str]:
+    from rageval.judge import Judge
+
+    names = list(inspect.signature(Judge.__init__).parameters)
+    return [n for n in names if n not in ("self", "client", "api_key")]
+
+
+def _check_judge_names(judge: Mapping[str, Any], source: Path) -> None:
+    known = _judge_parameters()
+    unknown = sorted(set(judge) - set(known))
+    if "api_key" in judge:
+        raise ConfigError(
+            f"{source}: [judge] api_key: a key does not belong in a file; name the variable "
+            "that holds it with api_key_env"
+        )
+    if unknown:
+        raise ConfigError(
+            f"{source}: [judge] {', '.join(unknown)}: not a Judge setting (known: "
+            f"{', '.join(known)})"
+        )
+
+
+def parse_params(items: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """`-p METRIC.PARAM=VALUE` settings: VALUE is read as a TOML value when it is one
+    (`3`, `0.5`, `true`, `[0.5, 0.5]`, `"text"`), else taken as text; PARAM may be a dotted
+    path into a table (`rubric_score.rubrics.score1_description=...`)."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        metric, dot, path = key.strip().partition(".")
+        if not sep or not dot or not metric or not path:
+            raise ConfigError(f"-p must look like METRIC.PARAM=VALUE, got {item!r}")
+        target = out.setdefault(metric, {})
+        *parents, leaf = path.split(".")
+        for name in parents:
+            target = target.setdefault(name, {})
+        target[leaf] = _value(raw.strip())
+    return out
+
+
+def _value(text: str) -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def merged_params(*layers: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Metric parameters, later layers winning key by key (tables merged, not replaced)."""
+    out: dict[str, dict[str, Any]] = {}
+    for layer in layers:
+        for metric, params in layer.items():
+            out[metric] = _deep_merge(out.get(metric, {}), params)
+    return out
+
+
+def _deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def configured_judge(
+    settings: Settings,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    **overrides: Any,
+) -> Judge | None:
+    """The judge of the command line (`model`, `base_url`, `overrides`), the environment and
+    the config file, in that order of precedence; None when none of them names a model."""
+    from rageval.runner import judge_from_env
+
+    file = dict(settings.judge)
+    model = _env.judge_model(model) or file.pop("model", None)
+    base_url = _env.base_url(base_url, fallback=file.pop("base_url", None))
+    file.pop("model", None)
+    try:
+        if "prices" in file:
+            file["prices"] = _price_table(file["prices"])
+        # [judge.limits] and [judge.retry]: the settings objects the Python API takes
+        from rageval.judge import Limits, RetryPolicy
+
+        for key, kind in (("limits", Limits), ("retry", RetryPolicy)):
+            if key in file:
+                file[key] = kind(**file[key])
+        return judge_from_env(model, base_url=base_url, **{**file, **overrides})
+    except (TypeError, ValueError) as e:  # a value of the wrong type or range in the file
+        if isinstance(e, RagevalError):
+            raise  # already says what is wrong (no key for OpenAI...)
+        raise ConfigError(f"{settings.source}: [judge]: {e}") from None
+
+
+def _price_table(prices: Any) -> Any:
+    from rageval.judge import ModelPrice, PriceTable
+
+    try:
+        return PriceTable(
+            {name: ModelPrice.of([float(v) for v in p]) for name, p in prices.items()}
+        )
+    except (AttributeError, TypeError, ValueError, IndexError) as e:
+        raise ValueError(
+            "prices must map a model to [input, output(, cached input(, batch input, batch "
+            f"output))] USD per million tokens ({e})"
+        ) from None

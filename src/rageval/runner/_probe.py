@@ -1,0 +1,122 @@
+"""Before a run: is each configured endpoint there, and does it take the key?
+
+Without this, an endpoint that cannot be reached costs every request its full round of
+retries before the run gives up (half a minute), and a judge with neither a key nor a base URL
+would be asked at OpenAI's public endpoint without a key. Instead:
+
+- no key for OpenAI's own endpoint is a configuration error before any request;
+- one `GET {base_url}/models` with a short timeout: nothing listening, a name that does not
+  resolve or a connection that cannot be made within the timeout stops the run at once, as
+  does a refused key (401/403). Any other answer, even an error status (some servers have no
+  model list), means the endpoint is there. A server that accepts the connection but is slow
+  to answer is left to the run's own retries.
+
+It costs no tokens. It cannot work for clients passed in Python (their key and transport are
+theirs), which are not probed; `--no-probe` turns it off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rageval import _env
+from rageval.judge import FatalJudgeError
+
+PROBE_TIMEOUT_S = 5.0
+_NOT_SET = " (which is not set)"
+
+
+def key_variable(described: Mapping[str, Any]) -> str | None:
+    """The environment variable an endpoint reads its key from, from its `describe()`'s
+    `api_key_from`; None when the key came from Python ("the api_key argument", "the given
+    client")."""
+    source = str(described.get("api_key_from") or "")
+    if not source or source.startswith("the "):
+        return None
+    return source.removesuffix(_NOT_SET)
+
+
+def check_key(described: Mapping[str, Any], *, what: str) -> None:
+    """RunConfigError when OpenAI's own endpoint would be asked without a key."""
+    from rageval.runner._evaluate import RunConfigError
+
+    source = str(described.get("api_key_from") or "")
+    if described.get("base_url") == _env.DEFAULT_BASE_URL and source.endswith(_NOT_SET):
+        variable = key_variable(described)
+        raise RunConfigError(
+            f"the {what} {described.get('model')!r} would be asked at OpenAI "
+            f"({_env.DEFAULT_BASE_URL}) without an API key: set {variable} for OpenAI, or point at "
+            "your own endpoint with --base-url / OPENAI_BASE_URL (Ollama: "
+            "http://localhost:11434/v1, vLLM: http://<host>:8000/v1)"
+        )
+
+
+async def probe(
+    described: Mapping[str, Any], *, what: str, timeout: float = PROBE_TIMEOUT_S
+) -> None:
+    """One `GET /models` to the endpoint `described` (a judge's or remote embeddings'
+    `describe()`); raises FatalJudgeError when it cannot be reached or refuses the key."""
+    import openai
+
+    variable = key_variable(described)
+    base_url = described.get("base_url")
+    if variable is None or not base_url:
+        return  # a client made in Python: not ours to probe
+    client = openai.AsyncOpenAI(
+        base_url=str(base_url),
+        api_key=_env.api_key(variable) or "no-key-set",
+        max_retries=0,
+        timeout=timeout,
+    )
+    where = f"the {what} endpoint {base_url}"
+    try:
+        await client.models.list()
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
+        raise FatalJudgeError(
+            f"{where} refused the API key from {variable} ({e.status_code}); check the key",
+            status=e.status_code,
+        ) from None
+    except openai.APIStatusError:
+        return  # it answered
+    except openai.APIConnectionError as e:
+        # by name: the HTTP library under the SDK is httpx, or httpx2 from openai 3 on
+        cause = e.__cause__
+        if type(cause).__name__ == "ReadTimeout":
+            return  # connected, slow to answer: the run's own retries deal with that
+        if isinstance(e, openai.APITimeoutError):
+            reason = f"no connection within {timeout:g} s"
+        else:
+            reason = f"{type(cause).__name__}: {cause}" if cause is not None else str(e)
+        raise FatalJudgeError(
+            f"could not reach {where} ({reason}); is the server running and the URL right? "
+            "(--no-probe skips this check)"
+        ) from None
+    except Exception as e:  # raised below the SDK (e.g. a network policy): nothing was sent
+        leaf = _first_leaf(e)
+        raise FatalJudgeError(
+            f"could not send a request to {where}: {type(leaf).__name__}: {leaf}"
+        ) from None
+    finally:
+        await client.close()
+
+
+async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> None:
+    """Probe each distinct endpoint of these judges and of remote embeddings once."""
+    seen: set[str] = set()
+    clients = [("judge", j) for j in judges] + [("embeddings", embeddings)]
+    for what, client in clients:
+        described = client.describe() if hasattr(client, "describe") else {}
+        base_url = described.get("base_url")  # local embeddings have none
+        if base_url and base_url not in seen:
+            seen.add(base_url)
+            await probe(described, what=what)
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups; `exc` itself otherwise."""
+    inner = getattr(exc, "exceptions", None)  # ExceptionGroup is Python 3.11+
+    while isinstance(inner, (list, tuple)) and inner:
+        exc = inner[0]
+        inner = getattr(exc, "exceptions", None)
+    return exc

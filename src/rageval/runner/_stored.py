@@ -1,0 +1,166 @@
+"""A run directory's own record of how its run was configured, read back from the manifest.
+
+With it, `--resume DIR` (or `evaluate(None, run_dir=DIR, resume=True)`) needs nothing else:
+the data file, the metrics and their parameters, the judge's settings, the embeddings, the
+column map and what to do with invalid rows all come from `manifest.json`. Anything given
+explicitly still wins (and the run directory's checks refuse what would change the run).
+
+The judge's settings are read from `Judge.describe()` as the manifest stores it; the API key
+never is (it comes from the environment variable the manifest names).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rageval.log import Manifest
+from rageval.runner._probe import key_variable
+from rageval.runner._rundir import RunDirError, resumable_manifest
+
+if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
+    from rageval.metrics.base import Metric
+
+#: Judge keyword arguments recorded, under the same names, by Judge.describe()
+JUDGE_SETTINGS = (
+    "base_url",
+    "temperature",
+    "max_tokens",
+    "timeout",
+    "max_retries",
+    "seed",
+    "max_concurrency",
+    "requests_per_minute",
+    "tokens_per_minute",
+    "mode",
+    "max_reasks",
+)
+
+
+def judge_settings(described: Mapping[str, Any]) -> dict[str, Any]:
+    """`Judge(**settings)` re-creates the judge a manifest describes (the key aside: it is
+    read from the same environment variable); `model` is among the settings."""
+    variable = key_variable(described)
+    if variable is None:
+        given = str(described.get("api_key_from") or "its key").removeprefix("the ")
+        raise RunDirError(
+            f"the run's judge was given {given} in Python, which a run directory cannot "
+            "record: pass the judge again (llm=... or --llm/--base-url)"
+        )
+    settings = {k: described[k] for k in JUDGE_SETTINGS if described.get(k) is not None}
+    settings["model"] = described["model"]
+    settings["api_key_env"] = variable
+    cache = described.get("cache")
+    settings["cache"] = cache if cache else False
+    return settings
+
+
+def judge_from_settings(settings: Mapping[str, Any]) -> Judge:
+    from rageval.judge import Judge
+    from rageval.runner._probe import check_key
+
+    kw = dict(settings)
+    judge = Judge(kw.pop("model"), **kw)
+    check_key(judge.describe(), what="judge")
+    return judge
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """What `manifest.json` says about the run in `path`."""
+
+    path: Path
+    manifest: Manifest
+    #: the data file the run read (absolute), None for data given in memory
+    data_path: Path | None
+    #: (registry name, constructor parameters, the metric's own judge as described, or None)
+    metrics: list[tuple[str, dict[str, Any], Mapping[str, Any] | None]]
+    #: the run's judge as Judge.describe() put it, None when the run had no judge
+    judge: Mapping[str, Any] | None
+    #: an --embeddings spec ("local", "openai:MODEL"), None when the run used none
+    embeddings: str | None
+    embeddings_base_url: str | None
+    column_map: dict[str, str] | None
+    on_invalid: str
+
+    def data_file(self) -> Path:
+        """The data file, which must still be where the run found it."""
+        if self.data_path is None:
+            source = self.manifest.data.source or "data given in memory"
+            raise RunDirError(
+                f"cannot resume {self.path} by itself: its data was not a file ({source}); "
+                "pass the same data again"
+            )
+        if not self.data_path.is_file():
+            raise RunDirError(
+                f"cannot resume {self.path}: its data file {self.data_path} is gone (moved or "
+                f"deleted?); pass the data where it is now: rageval evaluate DATA --resume "
+                f"{self.path}"
+            )
+        return self.data_path
+
+    def make_metrics(self) -> list[Metric]:
+        from rageval.metrics.base import create_metric
+
+        made = []
+        for name, params, own_judge in self.metrics:
+            try:
+                metric = create_metric(name, params)
+            except KeyError as e:  # a metric defined outside rageval, not imported now
+                raise RunDirError(f"cannot resume {self.path}: {e.args[0]}") from None
+            if own_judge is not None:
+                metric.llm = judge_from_settings(judge_settings(own_judge))
+            made.append(metric)
+        return made
+
+    def make_judge(self) -> Judge | list[Judge] | None:
+        """The run's judge; one per endpoint when its rows were spread over several."""
+        if not self.judge:
+            return None
+        settings = judge_settings(self.judge)
+        urls = self.judge.get("base_urls") or [settings.get("base_url")]
+        judges = [judge_from_settings({**settings, "base_url": url}) for url in urls]
+        return judges if len(judges) > 1 else judges[0]
+
+    def make_embeddings(self) -> Embeddings | None:
+        from rageval.runner._evaluate import embeddings_from_spec
+
+        if self.embeddings is None:
+            return None
+        return embeddings_from_spec(self.embeddings, base_url=self.embeddings_base_url)
+
+
+def read_stored_run(run_dir: str | os.PathLike[str]) -> StoredRun:
+    """The stored configuration of the run in `run_dir` (RunDirError if there is none)."""
+    path = Path(run_dir)
+    manifest = resumable_manifest(path)
+    data, embeddings = manifest.data, manifest.embeddings
+    return StoredRun(
+        path=path,
+        manifest=manifest,
+        data_path=Path(data.path) if data.path else None,
+        metrics=[(m.name, dict(m.params), m.judge or None) for m in manifest.metrics],
+        judge=manifest.judge.model_dump() if manifest.judge is not None else None,
+        embeddings=_embeddings_spec(embeddings.name) if embeddings else None,
+        embeddings_base_url=embeddings.base_url if embeddings else None,
+        column_map=dict(data.column_map) if data.column_map else None,
+        on_invalid=str(manifest.on_invalid or "raise"),
+    )
+
+
+def _embeddings_spec(name: str) -> str:
+    """The --embeddings spec that makes embeddings of this name."""
+    provider, _, model = name.partition(":")
+    if provider == "local":
+        return "local"
+    if provider == "openai" and model:
+        return name
+    raise RunDirError(
+        f"the run used embeddings {name!r}, which only Python code can make again: pass them "
+        "(embeddings=...)"
+    )

@@ -1,0 +1,188 @@
+"""Settings from rageval.toml / [tool.rageval] and -p: names, errors, precedence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rageval._config import ConfigError, find_config, load_settings, parse_params
+from rageval.cli import main
+from rageval.testing import FAKE_API_KEY, FakeOpenAI
+from runner_helpers import handle, rows, write_jsonl
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    for name in ("RAGEVAL_LLM", "RAGEVAL_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with FakeOpenAI(handle) as s:
+        yield s
+
+
+def test_the_nearest_config_file_is_found(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.rageval]\nmetrics = ["token_f1"]\n')
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    assert find_config(deep) == tmp_path / "pyproject.toml"
+    assert load_settings(start=deep).metrics == ["token_f1"]
+    (tmp_path / "a" / "rageval.toml").write_text('metrics = ["rouge_l"]\n')
+    assert find_config(deep) == tmp_path / "a" / "rageval.toml"
+    # a pyproject.toml without a [tool.rageval] table is not a config file
+    (deep / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert find_config(deep) == tmp_path / "a" / "rageval.toml"
+
+
+def test_typos_and_secrets_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "rageval.toml"
+    path.write_text('metric = ["token_f1"]\n')
+    with pytest.raises(ConfigError, match=r"rageval.toml: metric: Extra inputs"):
+        load_settings(path)
+    path.write_text('[judge]\nmodel = "m"\ntemprature = 0.2\n')
+    with pytest.raises(ConfigError, match=r"\[judge\] temprature: not a Judge setting") as err:
+        load_settings(path)
+    assert "temperature" in str(err.value)  # the known names are listed
+    path.write_text('[judge]\napi_key = "sk-secret"\n')
+    with pytest.raises(ConfigError, match="api_key_env"):
+        load_settings(path)
+    path.write_text("[judge\n")
+    with pytest.raises(ConfigError, match="cannot read the config file"):
+        load_settings(path)
+
+
+def test_params_from_the_command_line_are_typed() -> None:
+    got = parse_params(
+        [
+            "answer_correctness.weights=[0.5, 0.5]",
+            "answer_correctness.beta=2",
+            "semantic_similarity.threshold=0.7",
+            'rubric_score.rubrics.score1_description="Wrong."',
+            "answer_relevance.prompt=Rate it plainly",
+        ]
+    )
+    assert got == {
+        "answer_correctness": {"weights": [0.5, 0.5], "beta": 2},
+        "semantic_similarity": {"threshold": 0.7},
+        "rubric_score": {"rubrics": {"score1_description": "Wrong."}},
+        "answer_relevance": {"prompt": "Rate it plainly"},
+    }
+    for bad in ("weights=1", "answer_correctness.beta", ".x=1"):
+        with pytest.raises(ConfigError, match=r"METRIC\.PARAM=VALUE"):
+            parse_params([bad])
+
+
+def _manifest(run: Path) -> dict[str, Any]:
+    return json.loads((run / "manifest.json").read_text())  # type: ignore[no-any-return]
+
+
+CONFIG = """
+metrics = ["faithfulness", "answer_correctness"]
+fail_under = {{ faithfulness = 0.1 }}
+
+[judge]
+model = "file-model"
+base_url = "{base_url}"
+timeout = 33
+temperature = 0.5
+max_concurrency = 5
+requests_per_minute = 6000
+prices = {{ "file-model" = [1.0, 2.0] }}
+
+[params.answer_correctness]
+weights = [0.5, 0.5]
+beta = 2.0
+"""
+
+
+def test_precedence_command_line_then_environment_then_file(
+    server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rageval.toml").write_text(CONFIG.format(base_url=server.base_url))
+    write_jsonl(tmp_path / "d.jsonl", rows(2))
+    base = ["evaluate", "d.jsonl", "-q", "--no-cache"]
+
+    # the file alone: its metrics, judge settings, prices, metric parameters and gates
+    assert main([*base, "-o", "a"]) == 0
+    m = _manifest(tmp_path / "a")
+    assert [x["name"] for x in m["metrics"]] == ["faithfulness", "answer_correctness"]
+    assert m["metrics"][1]["params"] == {"weights": [0.5, 0.5], "beta": 2.0, "threshold": None}
+    judge = m["judge"]
+    assert (judge["model"], judge["base_url"], judge["timeout"]) == (
+        "file-model",
+        server.base_url,
+        33.0,
+    )
+    assert (judge["temperature"], judge["max_concurrency"], judge["requests_per_minute"]) == (
+        0.5,
+        5,
+        6000,
+    )
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["usage"]["cost_usd"] > 0  # priced by the file's table
+
+    # the environment beats the file
+    monkeypatch.setenv("RAGEVAL_LLM", "env-model")
+    assert main([*base, "-o", "b"]) == 0
+    assert _manifest(tmp_path / "b")["judge"]["model"] == "env-model"
+
+    # the command line beats both; -p beats [params] key by key
+    code = main(
+        [*base, "-o", "c", "--llm", "cli-model", "--concurrency", "2",
+         "-p", "answer_correctness.beta=3", "-m", "answer_correctness"]
+    )  # fmt: skip
+    assert code == 0
+    m = _manifest(tmp_path / "c")
+    assert (m["judge"]["model"], m["judge"]["max_concurrency"]) == ("cli-model", 2)
+    assert [x["name"] for x in m["metrics"]] == ["answer_correctness"]
+    assert m["metrics"][0]["params"] == {"weights": [0.5, 0.5], "beta": 3, "threshold": None}
+
+    # the file's gate applies; the command line's wins for the same metric
+    assert main([*base, "-o", "d", "--fail-under", "faithfulness=0.99"]) == 1
+
+
+def test_bad_settings_are_usage_errors(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / "d.jsonl", rows(2))
+    base = ["evaluate", "d.jsonl", "-q", "-m", "token_f1"]
+    assert main([*base, "-p", "token_f2.x=1"]) == 2
+    assert "unknown metric 'token_f2'" in capsys.readouterr().err
+    assert main([*base, "-p", "answer_correctness.beta=2"]) == 2
+    assert "answer_correctness is not a metric of this run" in capsys.readouterr().err
+    assert main([*base, "-p", "token_f1.smoothing=1"]) == 2
+    assert (
+        "token_f1: " in capsys.readouterr().err
+        and "smoothing" in capsys.readouterr().err + "smoothing"
+    )
+    (tmp_path / "rageval.toml").write_text("[judge]\nmodle = 'x'\n")
+    assert main(base) == 2
+    assert "not a Judge setting" in capsys.readouterr().err
+    assert main([*base, "--config", str(tmp_path / "missing.toml")]) == 2
+    assert "config file not found" in capsys.readouterr().err
+
+
+def test_the_judge_settings_objects_as_tables(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / "d.jsonl", rows(2))
+    (tmp_path / "rageval.toml").write_text(
+        f'[judge]\nmodel = "m"\nbase_url = "{server.base_url}"\n'
+        "[judge.limits]\nrequests_per_minute = 1200\n[judge.retry]\ntimeout = 12.5\n"
+    )
+    assert main(["evaluate", "d.jsonl", "-m", "faithfulness", "-o", "r", "-q"]) == 0
+    judge = _manifest(tmp_path / "r")["judge"]
+    assert (judge["requests_per_minute"], judge["timeout"]) == (1200, 12.5)
+
+    (tmp_path / "rageval.toml").write_text(
+        f'[judge]\nmodel = "m"\nbase_url = "{server.base_url}"\n[judge.retry]\ntimeout = -1\n'
+    )
+    assert main(["evaluate", "d.jsonl", "-m", "faithfulness", "-o", "r2", "-q"]) == 2
+    assert "rageval.toml: [judge]: timeout must be > 0" in capsys.readouterr().err

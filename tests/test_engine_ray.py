@@ -1,0 +1,337 @@
+"""The Ray engine, on a real Ray inside a loopback-only network namespace (marked ``ray``: run by
+the CI's ray job, ``.ci/ray-tests``; see tests/conftest.py).
+
+One Ray (2 CPUs, no dashboard) serves the module; tests that need a Ray of their own (the CLI
+joining a cluster, two nodes) start it in a child process or namespace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rageval.judge import FatalJudgeError, Judge
+from rageval.log import read_lines
+from rageval.results import compare, load_run
+from rageval.runner import evaluate
+from rageval.runner._schedule import spread
+from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, FaultPlan, RandomJudge
+from runner_helpers import handle, rows, sample_id_of, write_jsonl
+from test_engines import assert_ray_not_imported
+
+pytestmark = pytest.mark.ray
+
+ROOT = Path(__file__).resolve().parents[1]
+JUDGE_METRICS = ["faithfulness", "context_recall", "context_precision", "answer_accuracy"]
+
+
+@pytest.fixture(scope="module")
+def ray_address() -> Iterator[str]:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+             _node_ip_address="127.0.0.1")  # fmt: skip
+    try:
+        yield str(ray.get_runtime_context().gcs_address)
+    finally:
+        ray.shutdown()
+
+
+def make_judge(server: FakeOpenAI, **kw: Any) -> Judge:
+    kw.setdefault("cache", False)
+    return Judge("test-model", base_url=server.base_url, api_key=FAKE_API_KEY, **kw)
+
+
+def actors_and_nodes(caplog: pytest.LogCaptureFixture) -> tuple[int, int]:
+    found = re.findall(r"scored by (\d+) actors on (\d+) nodes", caplog.text)
+    assert found, "the engine reports the actors that scored"
+    return int(found[-1][0]), int(found[-1][1])
+
+
+def logged_ids(run_dir: Path) -> list[str]:
+    return [entry.line.id for entry in read_lines(run_dir / "results.jsonl")]
+
+
+# ---------------------------------------------------------------------- same results
+
+
+def test_ray_is_installed_and_still_not_imported_by_rageval() -> None:
+    import importlib.util
+
+    assert importlib.util.find_spec("ray.data") is not None
+    assert_ray_not_imported()
+
+
+def test_ray_engine_gives_the_local_engines_results(
+    ray_address: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="rageval.ray")
+    data = rows(48)
+    with FakeOpenAI(handle, latency=0.02) as srv:
+        judge = make_judge(srv)
+        local = evaluate(data, JUDGE_METRICS, llm=judge, run_dir=tmp_path / "local", progress=False)
+        asked_local = len(srv.chat_requests)
+        on_ray = evaluate(data, JUDGE_METRICS, llm=judge, run_dir=tmp_path / "ray",
+                          engine="ray", progress=False)  # fmt: skip
+        asked_ray = len(srv.chat_requests) - asked_local
+        assert srv.handler_errors == []
+    assert asked_ray == asked_local
+    assert actors_and_nodes(caplog)[0] == 2  # one per core, a quarter CPU each
+    for metric in JUDGE_METRICS:
+        assert on_ray[metric] == local[metric]
+        assert on_ray.statuses(metric) == local.statuses(metric)
+        assert on_ray.summary()[metric].usage == local.summary()[metric].usage
+    assert on_ray.usage == local.usage
+    assert judge.usage.total.requests == asked_local + asked_ray  # booked in the driver's judge
+    assert sorted(logged_ids(tmp_path / "ray")) == sorted(r["id"] for r in data)
+    manifest = json.loads((tmp_path / "ray" / "manifest.json").read_text())
+    assert manifest["engine"] == "ray"
+    # the run directory is the local engine's: read back, reported and compared the same way
+    assert (tmp_path / "ray" / "report.html").exists()
+    again = load_run(tmp_path / "ray")
+    assert again[JUDGE_METRICS[0]] == local[JUDGE_METRICS[0]]
+    for c in compare(load_run(tmp_path / "local"), again):
+        assert c.diff.n_pairs == len(data) and c.diff.mean_diff == 0
+    first = on_ray.sample(data[0]["id"])
+    assert (
+        first.cells["faithfulness"].evidence
+        == local.sample(data[0]["id"]).cells["faithfulness"].evidence
+    )
+
+
+def test_repeats_are_scored_in_the_actors(ray_address: str) -> None:
+    data = rows(12)
+    with FakeOpenAI(RandomJudge()) as srv:
+        local = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), repeats=2, progress=False)
+        asked_local = len(srv.chat_requests)
+        on_ray = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), repeats=2, engine="ray",
+                          progress=False)  # fmt: skip
+        asked_ray = len(srv.chat_requests) - asked_local
+    assert asked_ray == asked_local
+    for metric in JUDGE_METRICS:
+        assert on_ray[metric] == local[metric]
+
+
+def test_local_embeddings_run_in_the_actors(
+    ray_address: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="rageval.ray")
+    metrics = ["answer_relevancy", "semantic_similarity"]
+    data = rows(12)
+    with FakeOpenAI(handle) as srv:
+        local = evaluate(data, metrics, llm=make_judge(srv), progress=False)
+        on_ray = evaluate(data, metrics, llm=make_judge(srv), engine="ray", progress=False)
+    assert actors_and_nodes(caplog)[0] == 1  # a whole CPU each, and one CPU left free
+    for metric in metrics:
+        assert on_ray.statuses(metric) == ["ok"] * len(data)
+        assert on_ray[metric] == pytest.approx(local[metric], abs=1e-6)
+
+
+def test_remote_embeddings_are_booked_in_the_run_log(ray_address: str, tmp_path: Path) -> None:
+    from rageval.embeddings.openai import OpenAIEmbeddings
+
+    metrics = ["answer_relevancy", "semantic_similarity"]
+    data = rows(20)
+    with FakeOpenAI(handle) as srv:
+
+        def embedder() -> OpenAIEmbeddings:
+            return OpenAIEmbeddings("embed-model", base_url=srv.base_url, api_key=FAKE_API_KEY,
+                                    cache=False, batch_size=8)  # fmt: skip
+
+        local = evaluate(data, metrics, llm=make_judge(srv), embeddings=embedder(), progress=False)
+        before = len(srv.embedding_requests)
+        on_ray = evaluate(data, metrics, llm=make_judge(srv), embeddings=embedder(),
+                          run_dir=tmp_path / "run", engine="ray", progress=False)  # fmt: skip
+        sent = len(srv.embedding_requests) - before
+    for metric in metrics:
+        assert on_ray[metric] == pytest.approx(local[metric], abs=1e-9)
+    # every embeddings request the actors sent is booked once: in the result, and in the log
+    assert sent > 0
+    assert on_ray.embeddings_usage.requests == sent
+    assert load_run(tmp_path / "run").embeddings_usage.requests == sent
+
+
+def test_a_rerun_finds_everything_in_the_merged_cache_shards(
+    ray_address: str, tmp_path: Path, rageval_cache_dir: Path
+) -> None:
+    data = rows(24)
+    with FakeOpenAI(handle) as srv:
+        first = evaluate(data, JUDGE_METRICS, llm=make_judge(srv, cache=True), engine="ray",
+                         progress=False)  # fmt: skip
+        asked = len(srv.chat_requests)
+        assert asked > 0
+        assert not list((rageval_cache_dir / "shards").glob("*.sqlite3")), "merged, then gone"
+        second = evaluate(data, JUDGE_METRICS, llm=make_judge(srv, cache=True), engine="ray",
+                          progress=False)  # fmt: skip
+        local = evaluate(data, JUDGE_METRICS, llm=make_judge(srv, cache=True), progress=False)
+        assert len(srv.chat_requests) == asked, "both re-runs were answered by the cache"
+    for metric in JUDGE_METRICS:
+        assert second[metric] == first[metric] == local[metric]
+    assert second.usage.requests == 0 and second.usage.cache_hits > 0
+
+
+# ---------------------------------------------------------------------- judges that misbehave
+# the random judge answers within the schema sent, seeded by the request: both engines get the
+# same replies
+
+
+def test_a_random_judge_gives_both_engines_the_same_cells(ray_address: str) -> None:
+    data = rows(30)
+    with FakeOpenAI(RandomJudge()) as srv:
+        local = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), progress=False)
+        on_ray = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), engine="ray", progress=False)
+    for metric in JUDGE_METRICS:
+        assert on_ray[metric] == local[metric]
+        assert on_ray.statuses(metric) == local.statuses(metric)
+        for a, b in zip(on_ray.cells(metric), local.cells(metric), strict=True):
+            assert a is not None and b is not None and a.cause == b.cause
+
+
+def test_injected_faults_leave_every_row_once_with_a_value_or_a_cause(
+    ray_address: str, tmp_path: Path
+) -> None:
+    data = rows(30)
+    faults = FaultPlan(0.25, [Fault.rate_limit(0.05), Fault.status(500), Fault.drop(),
+                              Fault.status(503)], seed=7)  # fmt: skip
+    with FakeOpenAI(RandomJudge(), faults=faults) as srv:
+        result = evaluate(data, JUDGE_METRICS, llm=make_judge(srv, max_retries=2, timeout=5),
+                          run_dir=tmp_path / "run", engine="ray", progress=False)  # fmt: skip
+        sent = len(srv.chat_requests)
+        assert faults.injected, "faults were injected"
+    assert sorted(logged_ids(tmp_path / "run")) == sorted(r["id"] for r in data)
+    for metric in JUDGE_METRICS:
+        for cell in result.cells(metric):
+            assert cell is not None
+            if cell.status == "ok":
+                assert cell.value is not None and math.isfinite(cell.value)
+            else:
+                assert cell.status == "not_measured" and cell.cause
+    # every request the server saw (failed ones and retries included) is booked in the usage
+    assert result.usage.requests == sent
+
+
+def test_a_fatal_judge_error_stops_the_ray_run_and_keeps_what_finished(
+    ray_address: str, tmp_path: Path
+) -> None:
+    with FakeOpenAI(handle, api_key="sk-the-right-key") as srv:
+        judge = Judge("test-model", base_url=srv.base_url, api_key="sk-wrong", cache=False)
+        with pytest.raises(FatalJudgeError, match="rejected the API key"):
+            evaluate(rows(16), JUDGE_METRICS, llm=judge, run_dir=tmp_path / "run",
+                     engine="ray", progress=False)  # fmt: skip
+    # as with the local engine, the stopped run's directory says how far it got
+    assert (tmp_path / "run" / "manifest.json").exists()
+    stopped = load_run(tmp_path / "run")
+    assert stopped.n_finished < 16
+    assert (tmp_path / "run" / "summary.json").exists()
+
+
+# ---------------------------------------------------------------------- limits and endpoints
+
+
+def test_a_rate_limit_holds_for_all_actors_together(
+    ray_address: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="rageval.ray")
+    rpm = 300  # 5 a second for the whole job
+    with FakeOpenAI(handle) as srv:
+        judge = make_judge(srv, requests_per_minute=rpm)
+        evaluate(rows(40), ["context_precision"], llm=judge, engine="ray", ray_actors=2,
+                 progress=False)  # fmt: skip
+        starts = sorted(r.started for r in srv.chat_requests)
+    assert actors_and_nodes(caplog)[0] == 2
+    assert len(starts) == 40
+    step = (60 + 0.5) / rpm
+    # k consecutive requests span at least k steps, less what one late send can take away
+    for k in (1, 5, 20, 39):
+        assert min(b - a for a, b in zip(starts, starts[k:], strict=False)) >= k * step - 0.25
+    # ...and the limit is used, not wasted: 40 requests at 5 a second take about 8 s
+    assert starts[-1] - starts[0] <= 39 * step + 1.5
+
+
+def test_rows_spread_over_endpoints_on_ray(ray_address: str) -> None:
+    data = rows(24)
+    with FakeOpenAI(handle) as one, FakeOpenAI(handle) as two, FakeOpenAI(handle) as alone:
+        spread_out = evaluate(data, JUDGE_METRICS, llm=[make_judge(one), make_judge(two)],
+                              engine="ray", progress=False)  # fmt: skip
+        single = evaluate(data, JUDGE_METRICS, llm=make_judge(alone), progress=False)
+        for index, server in enumerate((one, two)):
+            asked = {sample_id_of(r) for r in server.chat_requests}
+            assert asked == {r["id"] for r in data if spread(r["id"], 2) == index}
+    for metric in JUDGE_METRICS:
+        assert spread_out[metric] == single[metric]
+
+
+# ---------------------------------------------------------------------- the command line
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "rageval", "evaluate", *args]
+
+
+def test_kill_9_of_the_driver_then_resume_on_ray(ray_address: str, tmp_path: Path) -> None:
+    data = rows(60)
+    data_path = tmp_path / "data.jsonl"
+    write_jsonl(data_path, data)
+    run = tmp_path / "run"
+    env = {**os.environ, "OPENAI_API_KEY": FAKE_API_KEY,
+           "RAGEVAL_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT / "src")}  # fmt: skip
+    with FakeOpenAI(handle, latency=0.15) as srv:
+        args = [str(data_path), *(a for m in JUDGE_METRICS for a in ("-m", m)),
+                "--llm", "test-model", "--base-url", srv.base_url, "--concurrency", "4",
+                "--engine", "ray", "--ray-address", ray_address, "-q"]  # fmt: skip
+        proc = subprocess.Popen([*cli(*args), "-o", str(run)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        log = run / "results.jsonl"
+        deadline = time.monotonic() + 240
+        while not log.exists() or log.read_bytes().count(b"\n") < 8:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the run made no progress"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        finished = set(logged_ids(run))
+        assert 8 <= len(finished) < len(data), "the kill must land mid-run"
+        resumed = subprocess.run([*cli(*args), "--resume", str(run)], env=env,
+                                 capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert resumed.returncode == 0, resumed.stderr
+        asked_in_all = len(srv.chat_requests)
+    ids = logged_ids(run)
+    assert sorted(ids) == sorted(r["id"] for r in data), "every row once, none twice"
+    # an uninterrupted run asks 5 requests a row (4 metrics and the shared statements)
+    assert asked_in_all <= 1.25 * 5 * len(data)
+
+
+def test_two_node_cluster_through_ray_address(tmp_path: Path) -> None:
+    data = rows(24)
+    data_path = tmp_path / "data.jsonl"
+    write_jsonl(data_path, data)
+    # no CPU on the head node: every actor runs on the second node, away from the driver
+    env = {**os.environ, "RAGEVAL_CACHE_DIR": str(tmp_path / "cache"), "HEAD_CPUS": "0",
+           "NODE_CPUS": "2", "PYTHON": sys.executable}  # fmt: skip
+    done = subprocess.run(
+        [str(ROOT / ".ci" / "ray-two-nodes"), str(data_path), str(tmp_path / "run"),
+         "-m", "faithfulness", "-m", "context_recall"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cluster: 2 nodes, 2.0 CPUs" in done.stdout
+    assert "all on 127.0.0.1" in done.stdout
+    assert re.search(r"scored by [12] actors on 1 nodes", done.stderr), done.stderr
+    with FakeOpenAI(handle) as srv:
+        local = evaluate(data, ["faithfulness", "context_recall"], llm=make_judge(srv),
+                         progress=False)  # fmt: skip
+    two_nodes = load_run(tmp_path / "run")
+    for metric in ("faithfulness", "context_recall"):
+        assert two_nodes[metric] == local[metric]
