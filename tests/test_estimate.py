@@ -179,3 +179,14 @@ def test_a_metric_that_does_not_declare_its_requests_is_named() -> None:
     # no judge: nothing is planned, as a run skips those cells
     none = estimate(rows(2), ["answer_accuracy", "token_f1"], llm=None)
     assert none.requests.estimate == 0 and none.model is None
+
+
+def test_repeats_are_planned_as_a_run_scores_them() -> None:
+    with FakeOpenAI(handle) as server:
+        found = estimate(rows(3), ["faithfulness", "answer_accuracy"], llm=judge(server), repeats=3)
+        result = evaluate(
+            rows(3), ["faithfulness", "answer_accuracy"], llm=judge(server), repeats=3,
+            progress=False,
+        )  # fmt: skip
+    assert found.requests.estimate == result.usage.requests == 3 * 3 * 4
+    assert found.prompt_tokens.estimate == result.usage.prompt_tokens

@@ -174,7 +174,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             column_map=column_map or None,
             metric_params=params or None,
             on_invalid="skip" if args.skip_invalid else settings.on_invalid,
-            batch=args.batch,
+            repeats=args.repeats or 1,
+            batch=args.batch or bool(settings.batch),
             as_json=args.json,
         )
     gates = _gates(args.fail_under)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
     from rageval.runner._evaluate import OnInvalid
+    from rageval.runner._schedule import Plan
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -162,6 +163,12 @@ class _Tally:
             self.cost = None
         self.cells += other.cells
 
+    def scale(self, factor: int) -> None:
+        """`factor` times as much (the same cells, scored `factor` times)."""
+        for values in (self.requests, self.prompt, self.completion, self.cost):
+            if values is not None:
+                values[:] = [v * factor for v in values]
+
     def model(self) -> UsageEstimate:
         def r(v: list[float]) -> Range:
             return Range(estimate=v[0], low=v[1], high=v[2])
@@ -264,31 +271,60 @@ def sample_cost(
     shared_judge: Judge | None,
     *,
     batch: bool = False,
+    repeats: int = 1,
 ) -> SampleCost:
-    """What `metrics` (the cells of `sample` that will be scored) cost, as planned."""
+    """What `metrics` (the cells of `sample` that will be scored, each `repeats` times)
+    cost, as planned."""
     plan = plan_sample(sample, metrics)
     out = SampleCost(undeclared=plan.undeclared)
     for name, requests in plan.by_metric.items():
         judge = judge_of.get(name)
         if requests and judge is not None:
             out.by_metric[name] = plan_cost(judge, requests, batch=batch)
-            out.by_metric[name].cells = 1
     if shared_judge is not None:
         for key, request in plan.shared.items():
             out.shared[_shared_name(key)] = plan_cost(shared_judge, [request], batch=batch)
-            out.shared[_shared_name(key)].cells = 1
+    for part in (*out.by_metric.values(), *out.shared.values()):
+        part.cells = 1
+        part.scale(repeats)  # a repeat asks everything again, the statements too
     return out
 
 
-def runnable(
-    sample: Sample, metrics: Sequence[Metric], judge_of: Mapping[str, Judge | None]
-) -> list[Metric]:
-    """The metrics whose cell of `sample` is scored: a judge if it needs one, its fields."""
-    return [
+def row_cost(
+    plan: Plan,
+    row: int,
+    sample: Sample | None,
+    sid: str,
+    *,
+    batch: bool = False,
+    kept: bool = True,
+) -> tuple[SampleCost, int]:
+    """The planned cost of scoring `row` under `plan`, as the scheduler scores it, and how
+    many of its cells are kept from an earlier run (those cost nothing; looked up only with
+    `kept`, which books a cache hit per cell found)."""
+    if sample is None or row in plan.invalid_rows:
+        return SampleCost(), 0
+    if sample.id is None:  # the run names the sample by its run id (its cells' keys too)
+        sample = sample.model_copy(update={"id": sid})
+    to_run = [
         m
-        for m in metrics
-        if (judge_of.get(m.name) is not None or not m.needs_llm) and not m.input_problems(sample)
+        for m in plan.metrics
+        if (plan.judge_of.get(m.name) is not None or not m.needs_llm)
+        and (row, m.name) not in plan.invalid_cells
+        and not m.input_problems(sample)
     ]
+    found: Mapping[str, object] = {}
+    if kept and plan.cells is not None:
+        found = plan.cells.lookup(sample, [m for m in to_run if m.needs_llm])
+    cost = sample_cost(
+        sample,
+        [m for m in to_run if m.name not in found],
+        plan.judge_of,
+        plan.shared_judge,
+        batch=batch,
+        repeats=plan.repeats,
+    )
+    return cost, len(found)
 
 
 def estimate(
@@ -300,17 +336,21 @@ def estimate(
     column_map: Mapping[str, str] | None = None,
     metric_params: Mapping[str, Mapping[str, Any]] | None = None,
     on_invalid: OnInvalid | None = None,
+    repeats: int = 1,
     batch: bool = False,
 ) -> CostEstimate:
     """What ``evaluate()`` with the same arguments would send, and cost, without sending
     anything (see the module docstring). `batch=True` prices the requests at the judge
-    model's batch rates (an unknown batch rate makes the cost unknown)."""
+    model's batch rates (an unknown batch rate makes the cost unknown); `repeats=K` counts
+    every judge cell K times, as ``evaluate(repeats=K)`` scores it."""
     from rageval.runner._evaluate import RunConfigError, prepare
     from rageval.runner._schedule import spread
 
     on_invalid = on_invalid or "raise"
     if on_invalid not in ("raise", "skip"):
         raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
     run = prepare(
         data,
         metrics,
@@ -319,6 +359,7 @@ def estimate(
         column_map=column_map,
         metric_params=metric_params,
         on_invalid=on_invalid,
+        repeats=repeats,
     )
     per_metric = {m.name: _Tally() for m in run.metrics}
     shared: dict[str, _Tally] = {}
@@ -326,24 +367,8 @@ def estimate(
     for row, sample in enumerate(run.loaded.samples):
         sid = run.ids[row]
         plan = run.plans[spread(sid, len(run.plans))]
-        if sample is None or row in plan.invalid_rows:
-            continue
-        if sample.id is None:  # the run names the sample by its run id (its cells' keys too)
-            sample = sample.model_copy(update={"id": sid})
-        to_run = [
-            m
-            for m in runnable(sample, plan.metrics, plan.judge_of)
-            if (row, m.name) not in plan.invalid_cells
-        ]
-        found = plan.cells.lookup(sample, [m for m in to_run if m.needs_llm]) if plan.cells else {}
-        kept += len(found)
-        planned = sample_cost(
-            sample,
-            [m for m in to_run if m.name not in found],
-            plan.judge_of,
-            plan.shared_judge,
-            batch=batch,
-        )
+        planned, found = row_cost(plan, row, sample, sid, batch=batch)
+        kept += found
         for name in planned.undeclared:
             per_metric[name].declared = False
         for name, part in planned.by_metric.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import time
@@ -37,7 +38,7 @@ from rageval.log import (
 )
 from rageval.metrics.base import Metric, create_metric, registered_metrics
 from rageval.results import EvaluationResult
-from rageval.runner._cost import limit_spending, unpriced
+from rageval.runner._cost import Admission, limit_spending, unpriced
 from rageval.runner._probe import check_key, probe_endpoints
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
 from rageval.runner._schedule import (
@@ -46,6 +47,7 @@ from rageval.runner._schedule import (
     Scheduler,
     make_plans,
     meter_judge,
+    spread,
     usage_since,
 )
 from rageval.runner.engines import ENGINES, Engine, ray_missing
@@ -676,9 +678,17 @@ async def aevaluate(
         if ray_run is not None:
             await ray_run.run(todo, on_record)
         else:
-            with limit_spending(judges, max_cost):
+            with limit_spending(judges, max_cost) as limit:
+                admission = None
+                if limit is not None:
+                    admission = Admission(limit, functools.partial(_row_cost, plans, loaded, ids))
                 await Scheduler(
-                    plans, loaded.samples, ids, window=_window(judges), on_record=on_record
+                    plans,
+                    loaded.samples,
+                    ids,
+                    window=_window(judges),
+                    on_record=on_record,
+                    admission=admission,
                 ).run(todo)
     except Exception as stopped:
         if isinstance(stopped, BudgetReached):
@@ -777,6 +787,16 @@ def _flush(caches: Sequence[RequestCache]) -> None:
 def _caches(judges: Sequence[Judge], embedders: Sequence[Embeddings | None]) -> list[RequestCache]:
     found = [j.cache for j in judges] + [getattr(e, "cache", None) for e in embedders]
     return [c for c in found if isinstance(c, RequestCache)]
+
+
+def _row_cost(plans: Sequence[Plan], loaded: LoadedData, ids: Sequence[str], row: int) -> float:
+    """The planned cost of a row (without looking up kept cells: a row kept costs nothing
+    anyway, and the lookup is the scheduler's)."""
+    from rageval.runner._estimate import row_cost
+
+    sid = ids[row]
+    plan = plans[spread(sid, len(plans))]
+    return row_cost(plan, row, loaded.samples[row], sid, kept=False)[0].cost_usd
 
 
 def _write_report(rundir: RunDir) -> None:
