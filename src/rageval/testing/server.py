@@ -1,7 +1,8 @@
 """An OpenAI-compatible HTTP server for tests and benchmarks, standard library only.
 
-``FakeOpenAI`` answers ``POST /v1/chat/completions``, ``POST /v1/embeddings`` and
-``GET /v1/models`` the way the real API does, closely enough for the ``openai`` SDK to parse
+``FakeOpenAI`` answers ``POST /v1/chat/completions``, ``POST /v1/embeddings``,
+``GET /v1/models`` and the Batch API (``/v1/files``, ``/v1/batches``:
+:mod:`rageval.testing.batch_api`) the way the real API does, closely enough for the ``openai`` SDK to parse
 every reply. What a chat request gets back is decided, in this order, by: the API-key check,
 the model allow-list, the structured-output modes the server claims to support, a random
 ``FaultPlan``, the queue filled by ``script()``, and finally the ``handler``.
@@ -451,6 +452,10 @@ class FakeOpenAI:
     ``usage.prompt_tokens_details.cached_tokens`` says how much of the prompt an automatic
     prefix cache served (:mod:`rageval.testing.prompt_cache`; ``prompt_cache=False`` reports
     0). A ``Reply`` may set any of these counts itself.
+
+    ``batch_api`` (:class:`~rageval.testing.batch_api.BatchAPI`) serves ``/v1/files`` and
+    ``/v1/batches``; ``batch_delay`` seconds pass before a batch's lines are answered, by the
+    same script, fault plan and handler as online requests.
     """
 
     def __init__(
@@ -470,6 +475,7 @@ class FakeOpenAI:
         context_window: int | None = None,
         ignore_n: bool = False,
         prompt_cache: bool = True,
+        batch_delay: float = 0.0,
     ) -> None:
         unknown = set(supports) - {"json_schema", "tools", "json"}
         if unknown:
@@ -488,6 +494,10 @@ class FakeOpenAI:
         self.context_window = context_window
         self.ignore_n = ignore_n
         self.prompt_cache: PrefixCache | None = PrefixCache() if prompt_cache else None
+        from rageval.testing.batch_api import BatchAPI
+
+        #: the Batch API (files and batches; ``batch_delay``: seconds a batch is in progress)
+        self.batch_api = BatchAPI(self, delay=batch_delay)
         self.handler_errors: list[BaseException] = []
         self.max_in_flight = 0
         self.in_flight = 0
@@ -618,6 +628,7 @@ class FakeOpenAI:
             self.connections_opened = 0
         if self.faults is not None:
             self.faults.reset()
+        self.batch_api.reset()
 
     # ---------------------------------------------------------------------- HTTP
     async def _serve_connection(
@@ -729,6 +740,13 @@ class FakeOpenAI:
         record = RecordedRequest(path, headers, body if isinstance(body, dict) else {}, started)
         self._record(key, record)
 
+        if self.batch_api.owns(path):
+            if (
+                self.api_key is not None
+                and headers.get("authorization") != f"Bearer {self.api_key}"
+            ):
+                return _error(401, "Incorrect API key provided.", code="invalid_api_key")
+            return await self.batch_api.handle(method, path, headers, raw)
         if path not in _ROUTES:
             return _error(404, f"Invalid URL ({method} {path})", code="unknown_url")
         if method != _ROUTES[path]:
@@ -1034,6 +1052,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "malformed_http, truncated, garbage",
     )
     parser.add_argument("--fault-seed", type=int, default=0)
+    parser.add_argument(
+        "--batch-delay", type=float, default=0.0, help="seconds a batch is in progress"
+    )
+    parser.add_argument(
+        "--no-prompt-cache", action="store_true", help="report no cached prompt tokens"
+    )
     args = parser.parse_args(argv)
     plan = FaultPlan(args.fault_rate, args.faults, args.fault_seed) if args.fault_rate else None
     handler = args.handler
@@ -1053,6 +1077,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         faults=plan,
         keep_records=False,
         context_window=args.context_window,
+        prompt_cache=not args.no_prompt_cache,
+        batch_delay=args.batch_delay,
     )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
