@@ -164,7 +164,7 @@ class Undeclared(Metric):
     required_fields: ClassVar[tuple[str, ...]] = ("response",)
     needs_llm: ClassVar[bool] = True
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         return MetricResult.ok(1.0)
 
 

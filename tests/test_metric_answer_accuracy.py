@@ -8,7 +8,7 @@ import pytest
 
 from metric_helpers import attempt, chat_count, judge_for, prompts_with, route
 from rageval.metrics import AnswerAccuracy
-from rageval.metrics._ratings import two_template_score
+from rageval.metrics.authoring import mean_rating
 from rageval.samples import SingleTurnSample
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
 
@@ -25,10 +25,10 @@ def rating(value: Any) -> Reply:
     return Reply.json({"rating": value})
 
 
-def test_two_template_score_uses_valid_ratings_only() -> None:
-    assert two_template_score([4, 2], 4) == pytest.approx(0.75)  # (4/4 + 2/4) / 2
-    assert two_template_score([None, 2], 4) == pytest.approx(0.5)
-    assert two_template_score([None, None], 4) is None
+def test_mean_rating_uses_valid_ratings_only() -> None:
+    assert mean_rating([4, 2], 4) == pytest.approx(0.75)  # (4/4 + 2/4) / 2
+    assert mean_rating([None, 2], 4) == pytest.approx(0.5)
+    assert mean_rating([None, None], 4) is None
 
 
 async def test_seed_example_prints_one(fake_openai: FakeOpenAI) -> None:

@@ -236,7 +236,8 @@ def test_seed_names_from_the_top_level_package() -> None:
     assert rageval.AnswerRelevance is AnswerRelevance
     assert rageval.ContextEvaluation is AnswerRelevance
     assert rageval.RelevanceScore is RelevanceScore
-    assert isinstance(answer_relevance, AnswerRelevance)
+    assert answer_relevance.AnswerRelevance is AnswerRelevance  # the module
+    assert answer_relevance.name == "answer_relevance" and answer_relevance.prompt is None
     assert list(RelevanceScore.model_fields) == [
         "overall_score",
         "topical_match",
@@ -244,3 +245,87 @@ def test_seed_names_from_the_top_level_package() -> None:
         "conciseness",
         "reasoning",
     ]
+
+
+# ------------------------------------------------- a customised evaluator's own name (issue 13)
+
+
+def test_a_customised_evaluator_reports_under_its_own_name() -> None:
+    assert AnswerRelevance().name == ContextEvaluation().name == "answer_relevance"
+    assert ContextEvaluation(prompt="Rate the tone.").name == "custom_relevance"
+    assert ContextEvaluation(response_model=Tone).name == "custom_relevance"
+    tone = ContextEvaluation(prompt="Rate the tone.", response_model=Tone, name="tone")
+    assert tone.name == "tone" and type(tone).name == "answer_relevance"
+    # recorded when given; without it the default follows from prompt and model
+    assert tone.params()["name"] == "tone"
+    assert "name" not in ContextEvaluation(prompt="Rate the tone.").params()
+    assert "name" not in AnswerRelevance().params()
+
+    class Politeness(AnswerRelevance):  # a subclass's own class name stays its default
+        name = "politeness"
+
+    assert Politeness(prompt="Rate the politeness.").name == "politeness"
+    for bad in ("", "two words", "1st", 3):
+        with pytest.raises(ValueError, match="name must be an identifier"):
+            ContextEvaluation(prompt="x", name=bad)
+
+
+def test_a_customised_evaluator_runs_next_to_the_builtin_one_and_is_recreated_from_the_log(
+    fake_openai: FakeOpenAI, tmp_path: Any
+) -> None:
+    from rageval import evaluate
+    from rageval.log import read_manifest
+
+    custom_prompt = "Judge strictly against our style guide."
+    fake_openai.handler = lambda req: (
+        dims(0.3, 0.6, 0.9) if custom_prompt in user_text(req) else dims(0.9, 0.7, 0.8)
+    )
+    builtin = AnswerRelevance()
+    custom = ContextEvaluation(prompt=custom_prompt, response_model=RelevanceScore, name="style")
+    rows = [{"question": QUESTION, "answer": ANSWER}]
+    result = evaluate(
+        rows, metrics=[builtin, custom], llm=judge_for(fake_openai), run_dir=tmp_path / "run"
+    )
+    assert result["answer_relevance"] == [pytest.approx(0.8)]  # (0.9 + 0.7 + 0.8) / 3
+    assert result["style"] == [pytest.approx(0.6)]  # (0.3 + 0.6 + 0.9) / 3
+    assert result.usage_by_metric["style"].requests == 1
+
+    specs = {s.name: s for s in read_manifest(tmp_path / "run").metrics}
+    assert specs["answer_relevance"].registered_name is None  # written only when it differs
+    assert specs["style"].registered_name == "answer_relevance"
+    again = create_metric(specs["style"].registered_name or "", specs["style"].params)
+    assert isinstance(again, AnswerRelevance)
+    assert (again.name, again.prompt, again.response_model) == (
+        "style",
+        custom_prompt,
+        RelevanceScore,
+    )
+    assert again.params() == custom.params()
+    manifest_text = (tmp_path / "run" / "manifest.json").read_text()
+    assert manifest_text.count("registered_name") == 1
+
+
+def test_two_customised_evaluators_need_names_of_their_own() -> None:
+    from rageval import evaluate
+    from rageval.runner import RunConfigError
+
+    one, two = ContextEvaluation(prompt="Rate the tone."), ContextEvaluation(prompt="Rate style.")
+    with pytest.raises(RunConfigError, match=r"custom_relevance.*name="):
+        evaluate([{"question": QUESTION, "answer": ANSWER}], metrics=[one, two])
+
+
+def test_a_run_resumed_from_its_directory_alone_rebuilds_a_named_evaluator(
+    fake_openai: FakeOpenAI, tmp_path: Any
+) -> None:
+    from rageval import evaluate
+
+    fake_openai.handler = lambda req: dims(0.3, 0.6, 0.9)
+    judge = judge_for(fake_openai)
+    rows = [{"question": QUESTION, "answer": ANSWER}, {"question": "Why?", "answer": "Because."}]
+    custom = ContextEvaluation(prompt="Rate the tone.", response_model=RelevanceScore, name="tone")
+    first = evaluate(rows, metrics=[custom], llm=judge, run_dir=tmp_path / "run")
+    asked = len(fake_openai.chat_requests)
+    # metrics (and everything else but the judge) come back from the manifest
+    again = evaluate(rows, llm=judge, run_dir=tmp_path / "run", resume=True)
+    assert again["tone"] == first["tone"] == [pytest.approx(0.6)] * 2
+    assert len(fake_openai.chat_requests) == asked  # nothing redone

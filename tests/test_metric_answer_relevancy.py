@@ -239,4 +239,7 @@ def test_seed_names() -> None:
     from rageval.metrics import answer_relevancy
 
     assert rageval.ResponseRelevancy is rageval.AnswerRelevancy is AnswerRelevancy
-    assert isinstance(answer_relevancy, AnswerRelevancy) and answer_relevancy.strictness == 3
+    # the module stands for the metric with default settings
+    assert (
+        answer_relevancy.strictness == 3 and answer_relevancy.params() == AnswerRelevancy().params()
+    )

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 import pytest
 
 from rageval.metrics import RougeL, TokenF1, create_metric
-from rageval.metrics.lexical import lcs_length, rouge_l_score, token_f1_score, tokens
+from rageval.metrics.lexical import tokens
+from rageval.metrics.rouge_l import lcs_length, rouge_l_score
+from rageval.metrics.token_f1 import token_f1_score
 from rageval.samples import SingleTurnSample
 
 
@@ -102,3 +104,12 @@ async def test_metric_empty_inputs(metric: TokenF1 | RougeL) -> None:
 def test_registered_and_recreated() -> None:
     assert isinstance(create_metric("token_f1"), TokenF1)
     assert isinstance(create_metric("rouge_l", RougeL().params()), RougeL)
+
+
+def test_the_names_that_lived_in_lexical_still_import_from_it() -> None:
+    from rageval.metrics import lexical, rouge_l, token_f1
+
+    assert lexical.TokenF1 is token_f1.TokenF1 and lexical.token_f1_score is token_f1_score
+    assert lexical.RougeL is rouge_l.RougeL and lexical.lcs_length is lcs_length
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        lexical.nothing  # noqa: B018

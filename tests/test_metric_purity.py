@@ -67,8 +67,8 @@ class CutoffFaithfulness(Faithfulness):
         super().__init__(**kw)
         self.cutoff = cutoff
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        result = await super()._score(sample, ctx)
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        result = await super().measure(sample, ctx)
         assert result.value is not None
         return MetricResult.ok(float(result.value >= self.cutoff), reason=f"cutoff {self.cutoff}")
 
@@ -95,8 +95,8 @@ class PredicateFaithfulness(Faithfulness):
         super().__init__(**kw)
         self.passes = passes
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        result = await super()._score(sample, ctx)
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        result = await super().measure(sample, ctx)
         assert result.value is not None
         return MetricResult.ok(float(self.passes(result.value)))
 

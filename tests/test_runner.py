@@ -64,7 +64,7 @@ class _Probe(Metric):
     active = 0
     peak = 0
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         type(self).active += 1
         type(self).peak = max(type(self).peak, type(self).active)
         await asyncio.sleep(0.001)

@@ -138,7 +138,7 @@ class Custom(Metric):
     needs_llm = True
     required_fields: ClassVar[tuple[str, ...]] = ("response",)
 
-    async def _score(self, sample, ctx):
+    async def measure(self, sample, ctx):
         reply = await ctx.ask([{"role": "user", "content": "PROMPT " + sample.response}], Verdict)
         return MetricResult.ok(SCALE * reply.verdict)
 """

@@ -83,7 +83,7 @@ def f1(tp: int, fp: int, fn: int) -> float:
 
 # ------------------------------------------------------------------------------ public API
 
-METRIC_INSTANCES = {
+METRIC_MODULES = {
     "answer_relevancy": "AnswerRelevancy",
     "answer_relevance": "AnswerRelevance",
     "answer_correctness": "AnswerCorrectness",
@@ -114,18 +114,21 @@ def test_every_public_name_is_importable_from_the_top_level() -> None:
     assert isinstance(rageval.__version__, str)
 
 
-def test_metric_classes_and_default_instances() -> None:
+def test_metric_classes_and_the_modules_that_stand_for_them() -> None:
     metrics = importlib.import_module("rageval.metrics")
     rageval = importlib.import_module("rageval")
-    for instance_name, class_name in METRIC_INSTANCES.items():
+    for module_name, class_name in METRIC_MODULES.items():
         cls = getattr(metrics, class_name)
         assert getattr(rageval, class_name) is cls
-        instance = getattr(metrics, instance_name)
-        assert type(instance) is cls, instance_name
-        assert instance.name == instance_name
-        # a default instance brings no judge of its own: evaluate() supplies the run's
-        assert instance.llm is None
-    assert set(METRIC_INSTANCES) <= set(metrics.registered_metrics())
+        # `from rageval.metrics import faithfulness` is the module (issue 13), which stands for
+        # its metric with default settings: evaluate() runs it, and reads its name from it
+        module = getattr(metrics, module_name)
+        assert module is importlib.import_module(f"rageval.metrics.{module_name}")
+        assert metrics.module_metric(module) is cls, module_name
+        assert module.name == module_name
+        # the metric it stands for brings no judge of its own: evaluate() supplies the run's
+        assert module.llm is None
+    assert set(METRIC_MODULES) <= set(metrics.registered_metrics())
     assert metrics.ResponseRelevancy is metrics.AnswerRelevancy
     assert metrics.ContextEvaluation is metrics.AnswerRelevance
 

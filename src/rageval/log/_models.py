@@ -17,7 +17,9 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   (``repeats``, left out of the line otherwise); a metric's summary gives the PPI++ mean of each
   label column (``ppi``) and, with repeats, the share of the interval due to the judge's own
   noise (``judge_noise``). A calibration run adds ``calibration.json``
-  (:class:`~rageval.log.CalibrationReport`). Everything format 3 adds is optional and its
+  (:class:`~rageval.log.CalibrationReport`). A metric that reports under a name of its own
+  (a customised ContextEvaluation) carries the registry name that re-creates it
+  (``registered_name``). Everything format 3 adds is optional and its
   absence means what format 2 meant (no labels, one scoring per cell), so a run of format 2
   reads as it is and can be resumed (the resumed run's manifest is then of format 3).
 * **4** -- this rageval: cost control. Every usage block counts ``cached_tokens`` (prompt
@@ -118,9 +120,14 @@ class _Versioned(_LogModel):
 
 
 class MetricSpec(_LogModel):
+    #: what the metric reports under (the cells' key)
     name: str
-    #: constructor parameters: with the name they re-create the metric
+    #: constructor parameters: with the registry name they re-create the metric
+    #: (``create_metric(spec.registered_name or spec.name, spec.params)``)
     params: dict[str, Any] = Field(default_factory=dict)
+    #: the registry name of the metric's class, when the metric reports under a name of its
+    #: own (a customised ContextEvaluation); written only then
+    registered_name: str | None = Field(default=None, exclude_if=lambda v: v is None)
     #: the metric's own judge, when it is not the run's
     judge: dict[str, Any] | None = None
     #: constructor arguments that cannot be recorded faithfully (a lambda...), with why: the

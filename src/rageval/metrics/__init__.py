@@ -1,20 +1,46 @@
-"""Metric classes, their registry and ragas-style default instances.
+"""Metric classes, their modules, and the registry.
 
-Each metric lives in its own module (fields, prompts, response model, pure scoring function).
-Importing this package registers them all by name.
+Each metric lives in a module named like it (its fields, prompt(s), response model and pure
+scoring function): ``import rageval.metrics.faithfulness`` is that module. Importing this
+package registers every metric by name.
+
+A metric module also stands for its metric with default settings, as ragas users write it:
+``evaluate(rows, metrics=[faithfulness, answer_correctness])`` after ``from rageval.metrics
+import faithfulness, answer_correctness`` runs ``Faithfulness()`` and ``AnswerCorrectness()``
+(with the run's judge), and a name the module lacks is read from that default metric
+(``faithfulness.score(...)``, ``faithfulness.name``). Configure a metric with its class:
+``AnswerCorrectness(weights=(1, 0))``. Writing your own: docs/writing-metrics.md.
 """
 
+from rageval.metrics import (
+    answer_accuracy,
+    answer_correctness,
+    answer_relevance,
+    answer_relevancy,
+    context_precision,
+    context_recall,
+    context_relevance,
+    faithfulness,
+    response_groundedness,
+    rouge_l,
+    rubric_score,
+    semantic_similarity,
+    token_f1,
+)
 from rageval.metrics.answer_accuracy import AnswerAccuracy
 from rageval.metrics.answer_correctness import AnswerCorrectness
 from rageval.metrics.answer_relevance import AnswerRelevance, ContextEvaluation, RelevanceScore
 from rageval.metrics.answer_relevancy import AnswerRelevancy, ResponseRelevancy
 from rageval.metrics.base import (
     Metric,
+    MetricLike,
     MetricResult,
     NoJudgeError,
     ScoringContext,
+    as_metric,
     create_metric,
     metric_class,
+    module_metric,
     register,
     registered_metrics,
 )
@@ -22,26 +48,11 @@ from rageval.metrics.context_precision import ContextPrecision
 from rageval.metrics.context_recall import ContextRecall
 from rageval.metrics.context_relevance import ContextRelevance
 from rageval.metrics.faithfulness import Faithfulness
-from rageval.metrics.lexical import RougeL, TokenF1
 from rageval.metrics.response_groundedness import ResponseGroundedness
+from rageval.metrics.rouge_l import RougeL
 from rageval.metrics.rubric_score import RubricScore
 from rageval.metrics.semantic_similarity import SemanticSimilarity
-
-# Default instances, as ragas users import them (`from ragas.metrics import faithfulness`).
-# They carry no judge or embeddings of their own; evaluate() supplies the run's.
-answer_accuracy = AnswerAccuracy()
-answer_correctness = AnswerCorrectness()
-context_precision = ContextPrecision()
-context_recall = ContextRecall()
-context_relevance = ContextRelevance()
-response_groundedness = ResponseGroundedness()
-faithfulness = Faithfulness()
-answer_relevance = AnswerRelevance()
-answer_relevancy = AnswerRelevancy()
-rubric_score = RubricScore()
-semantic_similarity = SemanticSimilarity()
-token_f1 = TokenF1()
-rouge_l = RougeL()
+from rageval.metrics.token_f1 import TokenF1
 
 __all__ = [
     "AnswerAccuracy",
@@ -54,6 +65,7 @@ __all__ = [
     "ContextRelevance",
     "Faithfulness",
     "Metric",
+    "MetricLike",
     "MetricResult",
     "NoJudgeError",
     "RelevanceScore",
@@ -68,12 +80,14 @@ __all__ = [
     "answer_correctness",
     "answer_relevance",
     "answer_relevancy",
+    "as_metric",
     "context_precision",
     "context_recall",
     "context_relevance",
     "create_metric",
     "faithfulness",
     "metric_class",
+    "module_metric",
     "register",
     "registered_metrics",
     "response_groundedness",

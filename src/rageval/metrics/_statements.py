@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rageval.metrics.authoring import (
+    STATEMENT_RULES as RULES,
     PlannedRequest,
     messages,
     predicted_statements,
@@ -29,13 +30,6 @@ if TYPE_CHECKING:
 Which = Literal["response", "reference"]
 #: usage of the shared extraction is booked under this tag, not under whichever metric came first
 SHARED_TAG = "shared:statements"
-
-RULES = (
-    "Split the text into its atomic factual claims. Each claim is one short, self-contained "
-    "sentence: replace pronouns and vague references with what they stand for (use the "
-    "question for context), keep each fact once, and leave out greetings, hedges and "
-    "questions. A text with no factual claim gives an empty list."
-)
 
 
 class Statements(BaseModel):

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rageval.metrics._ratings import RatingMetric
-from rageval.metrics.authoring import PlannedRequest, messages, planned_ratings, tagged
-from rageval.metrics.base import MetricResult, ScoringContext, register
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    RatingMetric,
+    messages,
+    planned_ratings,
+    tagged,
+)
+from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 2, 4)
@@ -58,10 +63,14 @@ class AnswerAccuracy(RatingMetric):
             return []
         return planned_ratings(prompts(sample.text("user_input"), response, reference), SCALE)
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
         if not reference.strip():
             return MetricResult.not_measured("the reference is empty: nothing to compare with")
         if not response.strip():
             return MetricResult.ok(0.0, reason="the response is empty: it says nothing")
         return await self.rate(ctx, prompts(sample.text("user_input"), response, reference))
+
+
+#: names this module lacks are read from its default metric: ``answer_accuracy.score(...)``
+__getattr__ = forward_to_metric(__name__)

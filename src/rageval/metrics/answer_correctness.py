@@ -34,12 +34,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from rageval.metrics import _statements
-from rageval.metrics._statements import RULES
 from rageval.metrics.authoring import (
     EXPECTED_ITEM_TOKENS,
+    STATEMENT_RULES as RULES,
     PlannedRequest,
     judge_items,
+    note_truncation,
+    planned_statements,
     planned_verdicts,
     predicted_statements,
     reply_budget,
@@ -48,13 +49,7 @@ from rageval.metrics.authoring import (
     text_tokens,
     verdict_evidence,
 )
-from rageval.metrics.base import (
-    Metric,
-    MetricResult,
-    ScoringContext,
-    note_truncation,
-    register,
-)
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.metrics.semantic_similarity import semantic_similarity_value
 from rageval.samples import Sample
 
@@ -164,7 +159,7 @@ class AnswerCorrectness(Metric):
             return []
         # the reply lists the reference's statements (about its sentences), each ruled on
         coverage = sum(text_tokens(s) + EXPECTED_ITEM_TOKENS for s in split_sentences(reference))
-        return _statements.planned(sample, "response") + planned_verdicts(
+        return planned_statements(sample, "response") + planned_verdicts(
             predicted_statements(response),
             prompt(sample.text("user_input"), reference),
             prefix="s",
@@ -176,7 +171,7 @@ class AnswerCorrectness(Metric):
             predicted=True,
         )
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
         if not reference.strip():
             return MetricResult.not_measured("the reference is empty: nothing to compare with")
@@ -265,3 +260,7 @@ class AnswerCorrectness(Metric):
 async def _skipped() -> None:
     """Stands in for a part whose weight is 0, so it is neither asked for nor embedded."""
     return None
+
+
+#: names this module lacks are read from its default metric: ``answer_correctness.score(...)``
+__getattr__ = forward_to_metric(__name__)

@@ -16,6 +16,10 @@ Customising (the seed's "an evaluator is a prompt plus a pydantic response model
     CustomRelevance = ContextEvaluation(prompt="...", response_model=RelevanceScore)
     result = CustomRelevance.grade(question=q, answer=a, context=c, client=openai.OpenAI())
 
+A customised evaluator reports under its own name: `name=` (``ContextEvaluation(prompt=...,
+response_model=..., name="tone")``), by default ``custom_relevance`` — never
+``answer_relevance``, which is the built-in prompt and model. Its registry name stays
+``answer_relevance``: with the recorded params (name included) it is re-created from a run log.
 The custom prompt replaces our instructions; the question, the answer and the context (when
 given: `context=` in grade, retrieved_contexts in an evaluation) are appended in tags. The
 judge fills every field of the response model except `overall_score`; the *score fields* are
@@ -38,7 +42,14 @@ from pydantic.fields import FieldInfo
 from rageval import _env
 from rageval._sync import run_sync
 from rageval.metrics.authoring import PlannedRequest, UnitScore, messages, numbered, tagged
-from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext, register
+from rageval.metrics.base import (
+    Metric,
+    MetricResult,
+    NoJudgeError,
+    ScoringContext,
+    forward_to_metric,
+    register,
+)
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
@@ -47,6 +58,8 @@ if TYPE_CHECKING:
     from rageval.judge import Judge
 
 OVERALL = "overall_score"
+#: what a customised evaluator (its own prompt or response model) reports under without name=
+CUSTOM_NAME = "custom_relevance"
 #: judge model used by grade() when it is given a raw openai client, no `model=` and no
 #: RAGEVAL_LLM
 FALLBACK_MODEL = "gpt-4o-mini"
@@ -134,6 +147,10 @@ class _OnInstanceOrClass(Generic[E, P, R]):
 
 @register
 class AnswerRelevance(Metric):
+    """Relevance on three judged dimensions (see the module). ``ContextEvaluation(prompt=...,
+    response_model=..., name=...)`` customises it; `name` (an identifier) is what a customised
+    evaluator reports under, by default ``custom_relevance``."""
+
     name = "answer_relevance"
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response")
     needs_llm = True
@@ -146,11 +163,22 @@ class AnswerRelevance(Metric):
         response_model: type[BaseModel] | str = RelevanceScore,
         **kw: Any,
     ) -> None:
+        # name=: recorded in params() only when given (its default follows from the others)
+        name = kw.pop("name", None)
         super().__init__(**kw)
         if prompt is not None and not prompt.strip():
             raise ValueError("prompt must be a non-empty instruction (or None for the default)")
         self.prompt = prompt
         self.response_model = _resolve_model(response_model)
+        if name is not None:
+            if not (isinstance(name, str) and name.isidentifier()):
+                raise ValueError(f"name must be an identifier such as 'tone', got {name!r}")
+            self.name = name
+        elif type(self).name == AnswerRelevance.name and (
+            prompt is not None or self.response_model is not RelevanceScore
+        ):
+            # a customised evaluator is another metric: never reported as the built-in one
+            self.name = CUSTOM_NAME
         # the class itself, also when given by name: its code is part of what the cells use
         self.record_config("response_model", self.response_model)
         self._scores = score_fields(self.response_model)
@@ -204,7 +232,7 @@ class AnswerRelevance(Metric):
         messages = self.build_messages(question, answer, sample.retrieved_contexts)
         return [PlannedRequest(messages, model, expected)]
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, answer = sample.text("user_input"), sample.text("response")
         if not question.strip():
             return MetricResult.not_measured("the user input is empty: no question to address")
@@ -250,17 +278,10 @@ class AnswerRelevance(Metric):
         default). The four arguments may also be given by position, as rag_evals documents:
         ``grade(question, answer, context, client)``. `model` names the judge model when `client` is a raw openai client
         (default: $RAGEVAL_LLM, else gpt-4o-mini). Judge failures raise JudgeError."""
-        from rageval.metrics._statements import SharedStatements
-
         if not answer.strip():
             raise ValueError("the answer is empty: there is nothing to grade")
         judge = self._judge_for(client, model)
-        ctx = ScoringContext(
-            judge=judge,
-            embeddings=None,
-            statements=SharedStatements(Sample(), judge),
-            tags={"metric": self.name, "sample": "-"},
-        )
+        ctx = ScoringContext.for_sample(Sample(), judge, tags={"metric": self.name, "sample": "-"})
         result, _ = await self._evaluate(ctx, question, answer, context)
         return result
 
@@ -284,3 +305,7 @@ class AnswerRelevance(Metric):
 
 #: the seed's name for building a customised evaluator: ContextEvaluation(prompt=..., response_model=...)
 ContextEvaluation = AnswerRelevance
+
+
+#: names this module lacks are read from its default metric: ``answer_relevance.score(...)``
+__getattr__ = forward_to_metric(__name__)

@@ -29,14 +29,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from rageval.metrics.authoring import PlannedRequest, messages, tagged, text_tokens
-from rageval.metrics.base import (
-    Metric,
-    MetricResult,
-    ScoringContext,
-    note_truncation,
-    register,
-)
+from rageval.metrics.authoring import PlannedRequest, messages, note_truncation, tagged, text_tokens
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 
@@ -100,7 +94,7 @@ class AnswerRelevancy(Metric):
         expected = 12 + text_tokens(question)
         return [PlannedRequest(prompt(response), GeneratedQuestion, expected, n=self.strictness)]
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, response = sample.text("user_input"), sample.text("response")
         if not question.strip():
             return MetricResult.not_measured("the user input is empty: no question to answer")
@@ -158,3 +152,7 @@ class AnswerRelevancy(Metric):
 
 #: ragas' newer name for the same metric
 ResponseRelevancy = AnswerRelevancy
+
+
+#: names this module lacks are read from its default metric: ``answer_relevancy.score(...)``
+__getattr__ = forward_to_metric(__name__)

@@ -16,10 +16,13 @@ import hashlib
 import inspect
 import math
 import os
+import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -119,17 +122,43 @@ class NoJudgeError(RagevalError, RuntimeError):
 
 @dataclass
 class ScoringContext:
-    """Everything a metric may touch while scoring one sample."""
+    """Everything a metric may touch while scoring one sample (given to :meth:`Metric.measure`).
+
+    :meth:`ask` and :meth:`ask_n` put chat messages to the judge and return validated replies
+    (the response model's JSON schema is the contract, see :mod:`rageval.metrics.authoring`);
+    :meth:`embed` returns embedding vectors (the run's model, by default the local one);
+    ``await ctx.statements.get("response")`` (or ``"reference"``) is the text's list of atomic
+    statements, extracted once per sample and shared by every metric that reads it (a metric
+    that reads it declares ``statement_needs``). Requests are tagged with the metric and the
+    sample, so usage is booked per metric; retries, limits and the request cache are the
+    judge's.
+    """
 
     judge: Judge | None
     embeddings: Embeddings | None
     statements: SharedStatements
     tags: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def for_sample(
+        cls,
+        sample: Sample,
+        judge: Judge | None,
+        embeddings: Embeddings | None = None,
+        *,
+        tags: Mapping[str, str] | None = None,
+    ) -> ScoringContext:
+        """A context of its own for scoring `sample` outside an evaluation (``score()``, a
+        metric's own evaluator API): the statements are extracted by `judge` when read."""
+        from rageval.metrics._statements import SharedStatements
+
+        return cls(judge, embeddings, SharedStatements(sample, judge), dict(tags or {}))
+
     def for_metric(self, name: str) -> ScoringContext:
         return replace(self, tags={**self.tags, "metric": name})
 
     def require_judge(self) -> Judge:
+        """The judge, or :class:`NoJudgeError` (the cell is skipped with a hint) without one."""
         if self.judge is None:
             metric = self.tags.get("metric", "this metric")
             raise NoJudgeError(
@@ -147,7 +176,11 @@ class ScoringContext:
         max_reasks: int | None = None,
         max_tokens: int | None = None,
     ) -> M:
-        """One validated reply (see :meth:`rageval.judge.Judge.ask`)."""
+        """The judge's reply to `messages`, validated against `response_model`: a reply that
+        does not validate (or fails `check`, which raises ``ValueError``) is re-asked with the
+        error shown, up to `max_reasks`; `max_tokens` asks for a larger reply budget than the
+        judge's own. Raises ``JudgeCallFailed`` when no usable reply came: let it propagate
+        (the cell is not measured, with the cause). See :meth:`rageval.judge.Judge.ask`."""
         reply = await self.require_judge().ask(
             messages,
             response_model,
@@ -167,7 +200,8 @@ class ScoringContext:
         temperature: float,
         max_tokens: int | None = None,
     ) -> list[M]:
-        """``n`` independent validated replies (see :meth:`rageval.judge.Judge.ask_n`)."""
+        """``n`` independent validated replies at `temperature` (one request with ``n`` where
+        the endpoint honours it, else one per reply); see :meth:`rageval.judge.Judge.ask_n`."""
         replies = await self.require_judge().ask_n(
             messages,
             response_model,
@@ -188,6 +222,8 @@ class ScoringContext:
         return {name: cut[text] for name, text in named.items() if text in cut}
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text, as rows of a float32 array (compare them with
+        :func:`rageval.embeddings.cosine`); with no embeddings configured, the local model."""
         if self.embeddings is None:
             from rageval.embeddings import embedding_factory
 
@@ -319,7 +355,14 @@ def _capturing(init: Callable[..., None]) -> Callable[..., None]:
 
 
 class Metric(abc.ABC):
-    """Base class of every metric. Subclasses set the class variables and implement `_score`.
+    """Base class of every metric (docs/writing-metrics.md shows two, tested as written).
+
+    A subclass sets `name` and `required_fields` (and `needs_llm`, `needs_embeddings`,
+    `statement_needs` when it uses them), implements :meth:`measure`, and is decorated with
+    :func:`register` to be usable by name (``evaluate(metrics=["name"])``, ``rageval evaluate
+    -m name``, re-created from a run log). Everything that touches a model goes through the
+    :class:`ScoringContext` given to :meth:`measure`; the prompt and response-model helpers are
+    in :mod:`rageval.metrics.authoring`.
 
     A metric's configuration is its constructor's arguments, recorded automatically when it is
     built (see :meth:`params`): a subclass with its own ``__init__(self, *, cutoff=0.5, **kw)``
@@ -328,7 +371,9 @@ class Metric(abc.ABC):
     arbitrary object) makes the metric's cells uncacheable (:attr:`uncaptured`).
     """
 
-    name: ClassVar[str]
+    #: what the metric reports under (columns, run log, report); the registry name of its
+    #: class unless an instance is given its own (e.g. a customised ContextEvaluation)
+    name: str
     required_fields: ClassVar[tuple[str, ...]]
     needs_llm: ClassVar[bool] = False
     needs_embeddings: ClassVar[bool] = False
@@ -342,6 +387,16 @@ class Metric(abc.ABC):
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
+        legacy = cls.__dict__.get("_score")
+        if legacy is not None and "measure" not in cls.__dict__:
+            # a subclass written before the hook was public: its _score is its measure
+            warnings.warn(
+                f"{cls.__qualname__} defines _score(); the scoring hook is now the public "
+                "measure(sample, ctx): rename the method (_score is deprecated)",
+                DeprecationWarning,
+                stacklevel=3,  # the class statement (this runs under ABCMeta.__new__)
+            )
+            cls.measure = legacy  # type: ignore[method-assign]
         init = cls.__dict__.get("__init__")
         if init is not None and not getattr(init, "_captures_config", False):
             cls.__init__ = _capturing(init)  # type: ignore[method-assign]
@@ -389,7 +444,36 @@ class Metric(abc.ABC):
         ]
 
     @abc.abstractmethod
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult: ...
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        """This metric on one sample: the hook every metric implements.
+
+        `sample` has every field in `required_fields` (checked by :meth:`input_problems` for
+        every row before the first model call; blank text is still possible and is the
+        metric's to rule on). `ctx` reaches the judge (:meth:`ScoringContext.ask`,
+        :meth:`~ScoringContext.ask_n`), the embeddings (:meth:`~ScoringContext.embed`) and
+        the work shared per sample (``ctx.statements``); retries, limits, caching and usage
+        accounting happen there, never in the metric.
+
+        Return ``MetricResult.ok(value, reason=..., **evidence)``, or
+        ``MetricResult.not_measured(cause)`` when the value is not defined for this sample
+        (never NaN, never a 0 in disguise). Let judge errors propagate: a call that gave no
+        usable reply becomes a not-measured cell with its cause and kind
+        (:meth:`score_sample`), a fatal one stops the run. Any other exception is raised by
+        ``score()``; in an evaluation it becomes a not-measured cell of kind ``metric_error``.
+        """
+
+    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        """Deprecated name of :meth:`measure`, kept for subclasses written before it: their
+        ``super()._score(...)`` reaches their parent's :meth:`measure`."""
+        # The deepest class that defines _score is the one whose super() call got here.
+        owner = next(
+            (c for c in reversed(type(self).__mro__) if c is not Metric and "_score" in vars(c)),
+            None,
+        )
+        if owner is None:
+            return await self.measure(sample, ctx)
+        parent: Metric = super(owner, self)  # type: ignore[assignment]
+        return await parent.measure(sample, ctx)
 
     def planned_requests(self, sample: Sample) -> Sequence[PlannedRequest] | None:
         """The judge requests scoring `sample` takes, built with the metric's own prompt
@@ -400,20 +484,19 @@ class Metric(abc.ABC):
         return None if self.needs_llm else []
 
     async def score_sample(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        """Score one validated sample. A judge call that failed for good becomes a
-        `not_measured` cell with its cause; fatal judge errors propagate and stop the run."""
+        """Score one validated sample with :meth:`measure`. A judge call that failed for good
+        becomes a `not_measured` cell with its cause; fatal judge errors propagate and stop
+        the run."""
         from rageval.judge import JudgeCallFailed
 
         try:
-            return await self._score(sample, ctx)
+            return await self.measure(sample, ctx)
         except JudgeCallFailed as e:
             return MetricResult.not_measured(f"judge call failed: {e.cause}", cause_kind=e.kind)
 
     # ---- the seeds' scorer API ---------------------------------------------------------
 
     async def single_turn_ascore(self, sample: Sample | Mapping[str, Any]) -> MetricResult:
-        from rageval.metrics._statements import SharedStatements
-
         if not isinstance(sample, Sample):
             sample = Sample.model_validate(dict(sample))
         problems = self.input_problems(sample)
@@ -422,11 +505,10 @@ class Metric(abc.ABC):
                 f"{self.name} cannot score this sample: "
                 + "; ".join(f"field {f!r}: {m}" for f, m in problems)
             )
-        judge = self.llm
-        ctx = ScoringContext(
-            judge=judge,
-            embeddings=self.embeddings,
-            statements=SharedStatements(sample, judge),
+        ctx = ScoringContext.for_sample(
+            sample,
+            self.llm,
+            self.embeddings,
             tags={"metric": self.name, "sample": sample.id or "-"},
         )
         return await self.score_sample(sample, ctx)
@@ -451,19 +533,32 @@ MetricT = TypeVar("MetricT", bound=type[Metric])
 
 
 def register(cls: MetricT) -> MetricT:
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise ValueError(f"metric name {cls.name!r} registered twice")
+    """Class decorator: make a metric usable by its `name` (``evaluate(metrics=["name"])``,
+    ``rageval evaluate -m name``, ``create_metric``) and part of the default selection when
+    ``in_default_run`` and the data has its fields. A class defined again under the same
+    module and name (a notebook cell run twice, a reloaded module) replaces the first."""
+    known = _REGISTRY.get(cls.name)
+    if known is not None and known is not cls and _path(known) != _path(cls):
+        raise ValueError(
+            f"metric name {cls.name!r} registered twice ({_path(known)} and {_path(cls)})"
+        )
     _REGISTRY[cls.name] = cls
     return cls
 
 
+def _path(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
 def registered_metrics() -> dict[str, type[Metric]]:
+    """Every registered metric class by name (rageval's own and those registered since)."""
     import rageval.metrics  # noqa: F401  (importing the package registers every metric)
 
     return dict(sorted(_REGISTRY.items()))
 
 
 def metric_class(name: str) -> type[Metric]:
+    """The metric class registered under `name` (KeyError naming close matches if none)."""
     metrics = registered_metrics()
     if name not in metrics:
         close = difflib.get_close_matches(name, list(metrics), n=3)
@@ -473,4 +568,110 @@ def metric_class(name: str) -> type[Metric]:
 
 
 def create_metric(name: str, params: Mapping[str, Any] | None = None) -> Metric:
+    """The metric registered under `name`, built with `params` (what :meth:`Metric.params`
+    recorded): with a run manifest's ``MetricSpec``,
+    ``create_metric(spec.registered_name or spec.name, spec.params)``."""
     return metric_class(name)(**dict(params or {}))
+
+
+# ---- a metric module stands for its metric -------------------------------------------------
+
+#: what the user may attach to a metric module, ragas style (``faithfulness.llm = judge``)
+_ATTACHABLE = ("llm", "embeddings")
+
+
+def module_metric(module: ModuleType) -> type[Metric]:
+    """The metric a module defines: the one concrete :class:`Metric` subclass whose code is in
+    it (``rageval.metrics.faithfulness`` → ``Faithfulness``; an alias such as
+    ``ContextEvaluation`` is the same class). TypeError for a module with none or several."""
+    found = {
+        v
+        for v in vars(module).values()
+        if isinstance(v, type)
+        and issubclass(v, Metric)
+        and v.__module__ == module.__name__
+        and not inspect.isabstract(v)
+    }
+    if len(found) != 1:
+        names = ", ".join(sorted(c.__name__ for c in found))
+        what = f"several metrics ({names})" if found else "no metric"
+        raise TypeError(
+            f"module {module.__name__} defines {what}: pass a Metric instance, class or "
+            "registry name instead"
+        )
+    return found.pop()
+
+
+def module_default(module: ModuleType, params: Mapping[str, Any] | None = None) -> Metric:
+    """The metric a metric module stands for: its class with default settings (or `params`,
+    constructor arguments) and the ``llm`` / ``embeddings`` set on the module, if any. Any
+    other setting made on the module
+    (``answer_relevancy.strictness = 5``) would be ignored, so it is refused (ValueError):
+    configuration goes through the class, ``AnswerRelevancy(strictness=5)``. A value equal to
+    the default is let through (what monkeypatch leaves behind after undoing a change)."""
+    cls = module_metric(module)
+    attached = vars(module)
+    metric = cls(**{k: attached[k] for k in _ATTACHABLE if k in attached}, **dict(params or {}))
+    ignored = sorted(
+        n
+        for n, value in vars(metric).items()
+        if n in attached
+        and not n.startswith("_")
+        and n not in _ATTACHABLE
+        and attached[n] is not value
+        and attached[n] != value
+    )
+    if ignored:
+        settings = ", ".join(f"{n}=..." for n in ignored)
+        raise ValueError(
+            f"{', '.join(f'{module.__name__}.{n}' for n in ignored)} was set on the module, "
+            f"which stands for {cls.__name__}() with default settings: use {cls.__name__}"
+            f"({settings}) instead"
+        )
+    return metric
+
+
+def forward_to_metric(module_name: str) -> Callable[[str], Any]:
+    """A metric module's ``__getattr__`` (PEP 562): a public name the module lacks is read from
+    :func:`module_default`, so ``faithfulness.score(...)``, ``faithfulness.name`` work as when
+    the package bound an instance over the module's name."""
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        metric = module_default(sys.modules[module_name])
+        try:
+            return getattr(metric, name)
+        except AttributeError:
+            raise AttributeError(
+                f"module {module_name!r} has no attribute {name!r}, "
+                f"nor has {type(metric).__name__}()"
+            ) from None
+
+    return __getattr__
+
+
+#: what evaluate() takes as a metric
+MetricLike: TypeAlias = "Metric | str | type[Metric] | ModuleType"
+
+
+def as_metric(spec: MetricLike, params: Mapping[str, Mapping[str, Any]] | None = None) -> Metric:
+    """A metric object for `spec`: an instance as it is; a registry name, a class or a metric
+    module (:func:`module_default`) built here, with the constructor arguments `params` holds
+    under its registry name, else with default settings. TypeError / ValueError / KeyError say
+    what is wrong with `spec` or its arguments."""
+    given = params or {}
+    if isinstance(spec, Metric):
+        return spec
+    if isinstance(spec, str):
+        return create_metric(spec, given.get(spec))
+    if isinstance(spec, ModuleType):
+        return module_default(spec, given.get(module_metric(spec).name))
+    if isinstance(spec, type) and issubclass(spec, Metric):
+        if inspect.isabstract(spec):
+            raise TypeError(f"{spec.__name__} is an abstract metric class")
+        return spec(**dict(given.get(spec.name) or {}))
+    raise TypeError(
+        "a metric is a Metric instance, a Metric class, a metric module "
+        f"(rageval.metrics.faithfulness) or a registry name, got {type(spec).__name__}"
+    )

@@ -25,7 +25,7 @@ from rageval.metrics.authoring import (
     planned_verdicts,
     tagged,
 )
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 USEFUL = "true if it gives information the reference answer relies on"
@@ -79,7 +79,7 @@ class ContextPrecision(Metric):
             meaning=USEFUL,
         )
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         reference = sample.text("reference")
         if not reference.strip():
             return MetricResult.not_measured(
@@ -109,3 +109,7 @@ class ContextPrecision(Metric):
                 for k, v in enumerate(verdicts, start=1)
             ],
         )
+
+
+#: names this module lacks are read from its default metric: ``context_precision.score(...)``
+__getattr__ = forward_to_metric(__name__)

@@ -28,7 +28,7 @@ from rageval.metrics.authoring import (
     unjudged,
     verdict_evidence,
 )
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 ATTRIBUTED = "true if the contexts state it or it follows directly from them"
@@ -74,7 +74,7 @@ class ContextRecall(Metric):
             meaning=ATTRIBUTED,
         )
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         sentences = split_sentences(sample.text("reference"))
         if not sentences:
             return MetricResult.not_measured("the reference is empty: nothing to look for")
@@ -97,3 +97,7 @@ class ContextRecall(Metric):
         return MetricResult.ok(
             value, reason=reason, sentences=verdict_evidence(verdicts, "attributed")
         )
+
+
+#: names this module lacks are read from its default metric: ``context_recall.score(...)``
+__getattr__ = forward_to_metric(__name__)

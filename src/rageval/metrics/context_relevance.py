@@ -14,16 +14,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rageval.metrics._ratings import RatingMetric
 from rageval.metrics.authoring import (
     PlannedRequest,
+    RatingMetric,
     messages,
     nonblank,
     numbered,
     planned_ratings,
     tagged,
 )
-from rageval.metrics.base import MetricResult, ScoringContext, register
+from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 1, 2)
@@ -68,7 +68,7 @@ class ContextRelevance(RatingMetric):
             return []
         return planned_ratings(prompts(question, contexts), SCALE)
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question = sample.text("user_input")
         contexts = nonblank(sample.retrieved_contexts)
         if not question.strip():
@@ -78,3 +78,7 @@ class ContextRelevance(RatingMetric):
         if not contexts:
             return MetricResult.ok(0.0, reason="no context was retrieved")
         return await self.rate(ctx, prompts(question, contexts))
+
+
+#: names this module lacks are read from its default metric: ``context_relevance.score(...)``
+__getattr__ = forward_to_metric(__name__)

@@ -13,19 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
-from rageval.metrics import _statements
 from rageval.metrics.authoring import (
     PlannedRequest,
     judge_items,
     nonblank,
     numbered,
+    planned_statements,
     planned_verdicts,
     predicted_statements,
     tagged,
     unjudged,
     verdict_evidence,
 )
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 SUPPORTED = "true only if the contexts state it or it follows directly from them"
@@ -59,7 +59,7 @@ class Faithfulness(Metric):
     summary = "share of the response's claims supported by the retrieved contexts"
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        plan = _statements.planned(sample, "response")
+        plan = planned_statements(sample, "response")
         statements = predicted_statements(sample.text("response"))
         contexts = nonblank(sample.retrieved_contexts)
         if statements and contexts:
@@ -73,7 +73,7 @@ class Faithfulness(Metric):
             )
         return plan
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         statements = await ctx.statements.get("response")
         if not statements:
             return MetricResult.not_measured("the response makes no factual statement to check")
@@ -97,3 +97,7 @@ class Faithfulness(Metric):
         return MetricResult.ok(
             value, reason=reason, statements=verdict_evidence(verdicts, "verdict")
         )
+
+
+#: names this module lacks are read from its default metric: ``faithfulness.score(...)``
+__getattr__ = forward_to_metric(__name__)

@@ -15,16 +15,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rageval.metrics._ratings import RatingMetric
 from rageval.metrics.authoring import (
     PlannedRequest,
+    RatingMetric,
     messages,
     nonblank,
     numbered,
     planned_ratings,
     tagged,
 )
-from rageval.metrics.base import MetricResult, ScoringContext, register
+from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 1, 2)
@@ -67,7 +67,7 @@ class ResponseGroundedness(RatingMetric):
             return []
         return planned_ratings(prompts(response, contexts), SCALE)
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response = sample.text("response")
         contexts = nonblank(sample.retrieved_contexts)
         if not response.strip():
@@ -75,3 +75,7 @@ class ResponseGroundedness(RatingMetric):
         if not contexts:
             return MetricResult.ok(0.0, reason="no context was retrieved")
         return await self.rate(ctx, prompts(response, contexts))
+
+
+#: names this module lacks are read from its default metric: ``response_groundedness.score(...)``
+__getattr__ = forward_to_metric(__name__)

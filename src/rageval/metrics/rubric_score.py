@@ -27,7 +27,7 @@ from rageval.metrics.authoring import (
     numbered,
     tagged,
 )
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, register
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 LEVELS = range(1, 6)
@@ -123,7 +123,7 @@ class RubricScore(Metric):
         # the feedback: one to three sentences
         return [PlannedRequest(prompt(sample, self.rubric), RubricGrade, reply_tokens=50)]
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         reply = await ctx.ask(prompt(sample, self.rubric), RubricGrade)
         return MetricResult.ok(
             rubric_value(reply.score),
@@ -132,3 +132,7 @@ class RubricScore(Metric):
             feedback=reply.feedback,
             level_description=self.rubric[reply.score],
         )
+
+
+#: names this module lacks are read from its default metric: ``rubric_score.score(...)``
+__getattr__ = forward_to_metric(__name__)

@@ -18,13 +18,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rageval.metrics.base import (
-    Metric,
-    MetricResult,
-    ScoringContext,
-    note_truncation,
-    register,
-)
+from rageval.metrics.authoring import note_truncation
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 
@@ -61,7 +56,7 @@ class SemanticSimilarity(Metric):
             raise ValueError(f"threshold must be a cosine in [-1, 1] or None, got {threshold!r}")
         self.threshold = threshold
 
-    async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
         if not reference.strip():
             return MetricResult.not_measured("the reference is empty: nothing to compare with")
@@ -79,3 +74,7 @@ class SemanticSimilarity(Metric):
         result = MetricResult.ok(value, reason=reason, cosine=cos, threshold=self.threshold)
         cut = ctx.truncated({"response": response, "reference": reference})
         return note_truncation(result, cut, ctx.embeddings.max_tokens if ctx.embeddings else None)
+
+
+#: names this module lacks are read from its default metric: ``semantic_similarity.score(...)``
+__getattr__ = forward_to_metric(__name__)

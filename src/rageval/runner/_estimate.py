@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
-from rageval.metrics.base import Metric
+from rageval.metrics.base import Metric, MetricLike
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
@@ -329,7 +329,7 @@ def row_cost(
 
 def estimate(
     data: Any,
-    metrics: Sequence[Metric | str] | None = None,
+    metrics: Sequence[MetricLike] | None = None,
     llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,

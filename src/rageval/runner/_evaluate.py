@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env, _progress
@@ -36,7 +37,12 @@ from rageval.log import (
     MetricSpec,
     SampleLine,
 )
-from rageval.metrics.base import Metric, create_metric, registered_metrics
+from rageval.metrics.base import (
+    Metric,
+    MetricLike,
+    as_metric,
+    registered_metrics,
+)
 from rageval.results import EvaluationResult
 from rageval.runner._cost import Admission, limit_spending, unpriced
 from rageval.runner._probe import check_key, probe_endpoints
@@ -121,28 +127,30 @@ def embeddings_from_spec(
 
 
 def resolve_metrics(
-    metrics: Sequence[Metric | str] | None,
+    metrics: Sequence[MetricLike] | MetricLike | None,
     loaded: LoadedData,
     params: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Metric]:
-    """Metric objects for `metrics` (instances or registry names); by default every registered
-    metric whose required fields appear in the data (except opt-in ones such as rubric_score,
-    whose built-in rubric is only a placeholder for the user's own). `params` holds the
-    constructor arguments of any metric made here from its name (a metric it names that the
-    run does not choose is passed over; a name that is no metric is an error)."""
+    """Metric objects for `metrics`: instances as they are; registry names, classes and metric
+    modules (``from rageval.metrics import faithfulness``) built here (see
+    :func:`rageval.metrics.as_metric`). By default every registered metric whose required
+    fields appear in the data (except opt-in ones such as rubric_score, whose built-in rubric
+    is only a placeholder for the user's own). `params` holds, by registry name, the
+    constructor arguments of any metric built here (a metric it names that the run does not
+    choose is passed over; a name that is no metric is an error)."""
     params = dict(params or {})
     known = registered_metrics()
     unknown = sorted(set(params) - set(known))
     if unknown:
         raise RunConfigError(f"parameters for unknown metric(s): {', '.join(unknown)}")
 
-    def make(name: str) -> Metric:
+    def make(spec: MetricLike) -> Metric:
         try:
-            return create_metric(name, params.get(name))
+            return as_metric(spec, params)
         except KeyError as e:
             raise RunConfigError(str(e.args[0])) from None
-        except (TypeError, ValueError) as e:  # an unknown or invalid constructor argument
-            raise RunConfigError(f"{name}: {e}") from None
+        except (TypeError, ValueError) as e:  # not a metric, or an invalid constructor argument
+            raise RunConfigError(f"{spec if isinstance(spec, str) else 'metrics'}: {e}") from None
 
     if metrics is None:
         present = {
@@ -158,29 +166,25 @@ def resolve_metrics(
             if cls.in_default_run and set(cls.required_fields) <= present
         ]
     else:
-        if isinstance(metrics, (str, Metric)):
-            metrics = [metrics]
+        one = isinstance(metrics, (str, Metric, ModuleType, type))
+        specs: list[MetricLike] = [metrics] if one else list(metrics)  # type: ignore[list-item,arg-type]
         chosen = []
-        for m in metrics:
-            if isinstance(m, Metric):
-                if m.name in params:
-                    raise RunConfigError(
-                        f"{m.name} is given as an object: give its parameters to it, not in "
-                        "metric_params"
-                    )
-                chosen.append(m)
-            elif isinstance(m, str):
-                chosen.append(make(m))
-            else:
+        for spec in specs:
+            if isinstance(spec, Metric) and spec.name in params:
                 raise RunConfigError(
-                    f"metrics must be Metric instances or registry names, got {type(m).__name__}"
+                    f"{spec.name} is given as an object: give its parameters to it, not in "
+                    "metric_params"
                 )
+            chosen.append(make(spec))
     if not chosen:
         raise RunConfigError("no metric to run: name some, or give data with the fields they need")
     names = [m.name for m in chosen]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise RunConfigError(f"metric(s) given more than once: {', '.join(dupes)}")
+        raise RunConfigError(
+            f"metric(s) given more than once: {', '.join(dupes)} (a metric reports under its "
+            "name: give one of them another, e.g. ContextEvaluation(..., name='tone'))"
+        )
     return chosen
 
 
@@ -193,8 +197,8 @@ def label_pairs(labels: LabelsArg) -> list[tuple[str, str | Metric]]:
     pairs: list[tuple[str, str | Metric]] = []
     if isinstance(labels, Mapping):
         for column, target in labels.items():
-            if isinstance(target, (str, Metric)):
-                pairs.append((column, target))
+            if isinstance(target, (str, Metric, ModuleType, type)):
+                pairs.append((column, target))  # a module or a class too
             else:
                 pairs.extend((column, m) for m in target)
     else:
@@ -320,7 +324,7 @@ class Prepared:
 
 def prepare(
     data: Any,
-    metrics: Sequence[Metric | str] | None,
+    metrics: Sequence[MetricLike] | None,
     llm: Judge | str | Sequence[Judge] | None,
     embeddings: Embeddings | str | None,
     *,
@@ -395,6 +399,7 @@ def _manifest(
             MetricSpec(
                 name=m.name,
                 params=json_normal(m.params()),
+                registered_name=type(m).name if type(m).name != m.name else None,
                 judge=json_normal(own.describe()) if own is not None and own is not judge else None,
                 uncaptured=m.uncaptured,
             )
@@ -507,7 +512,7 @@ class _Progress:
 
 async def aevaluate(
     data: Any,
-    metrics: Sequence[Metric | str] | None = None,
+    metrics: Sequence[MetricLike] | None = None,
     llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
@@ -529,12 +534,14 @@ async def aevaluate(
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
-    `data`: anything :func:`rageval.load_samples` reads. `metrics`: Metric instances or registry
-    names (default: every metric whose required fields the data has); `metric_params` gives
-    the constructor arguments of those made from a name, by name
-    (`{"answer_correctness": {"weights": [0.5, 0.5]}}`). `llm`: a Judge or a
-    model name (default: RAGEVAL_LLM from the environment, else no judge: metrics that need
-    one are skipped with a hint); a list of Judges of one model on several endpoints spreads
+    `data`: anything :func:`rageval.load_samples` reads. `metrics`: Metric instances, and
+    registry names, classes or metric modules (``from rageval.metrics import faithfulness``)
+    for a metric built here (default: every metric whose required fields the data has);
+    `metric_params` gives the constructor arguments of those built here, by registry name
+    (`{"answer_correctness": {"weights": [0.5, 0.5]}}`), else they have default settings.
+    `llm`: a Judge or a model name (default: RAGEVAL_LLM from the environment, else no judge:
+    metrics that need one are skipped with a hint); a list of Judges of one model on several
+    endpoints spreads
     the rows over them (each row always to the same one). `embeddings`: an Embeddings,
     `"local"` or `"openai:MODEL"` (default: the local model, if a metric needs one).
     `on_invalid="skip"` turns rows a metric cannot score into skipped cells instead of an
@@ -743,7 +750,7 @@ def _finish(rundir: RunDir, result: EvaluationResult) -> None:
 def _from_manifest(
     run_dir: str | os.PathLike[str],
     data: Any,
-    metrics: Sequence[Metric | str] | None,
+    metrics: Sequence[MetricLike] | None,
     llm: Judge | str | Sequence[Judge] | None,
     embeddings: Embeddings | str | None,
     column_map: Mapping[str, str] | None,
@@ -751,7 +758,7 @@ def _from_manifest(
     repeats: int | None,
 ) -> tuple[
     Any,
-    Sequence[Metric | str] | None,
+    Sequence[MetricLike] | None,
     Judge | str | Sequence[Judge] | None,
     Embeddings | str | None,
     Mapping[str, str] | None,
@@ -815,7 +822,7 @@ def _write_report(rundir: RunDir) -> None:
 
 def evaluate(
     data: Any,
-    metrics: Sequence[Metric | str] | None = None,
+    metrics: Sequence[MetricLike] | None = None,
     llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,

@@ -144,7 +144,9 @@ def read_stored_run(run_dir: str | os.PathLike[str]) -> StoredRun:
         path=path,
         manifest=manifest,
         data_path=Path(data.path) if data.path else None,
-        metrics=[(m.name, dict(m.params), m.judge or None) for m in manifest.metrics],
+        metrics=[
+            (m.registered_name or m.name, dict(m.params), m.judge or None) for m in manifest.metrics
+        ],
         judge=manifest.judge.model_dump() if manifest.judge is not None else None,
         embeddings=_embeddings_spec(embeddings.name) if embeddings else None,
         embeddings_base_url=embeddings.base_url if embeddings else None,

@@ -1,0 +1,181 @@
+"""Writing a metric is public: the `measure` hook, the authoring helpers the built-in metrics
+use (and nothing private), and the deprecated `_score` hook of metrics written before."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import warnings
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from rageval import Sample
+from rageval.metrics import Metric, MetricResult, ScoringContext, registered_metrics
+from rageval.metrics.token_f1 import TokenF1
+
+METRICS_DIR = Path(importlib.import_module("rageval.metrics").__file__ or "").parent
+
+
+def builtin_metric_modules() -> list[str]:
+    return sorted({cls.__module__ for cls in registered_metrics().values()})
+
+
+def test_every_builtin_metric_implements_the_public_hook() -> None:
+    for name, cls in registered_metrics().items():
+        assert not inspect.isabstract(cls), name
+        owner = next(c for c in cls.__mro__ if "measure" in vars(c))
+        assert owner is not Metric, name
+        assert not any("_score" in vars(c) for c in cls.__mro__ if c is not Metric), name
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, names) of every import in a file, at any depth (function-level ones too)."""
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            found.extend((a.name, []) for a in node.names)
+    return found
+
+
+def test_builtin_metrics_use_only_public_pieces_of_the_metrics_layer() -> None:
+    # What a user writing a metric can reach is what the built-in metrics use: no private
+    # module of rageval.metrics and no private name from one.
+    modules = [*builtin_metric_modules(), "rageval.metrics.lexical"]
+    assert len(modules) >= 14
+    for module in modules:
+        path = METRICS_DIR / f"{module.rsplit('.', 1)[1]}.py"
+        for source, names in _imports(path):
+            if not source.startswith("rageval.metrics"):
+                continue
+            assert not any(part.startswith("_") for part in source.split(".")), (module, source)
+            private = [n for n in names if n.startswith("_")]
+            assert not private, (module, source, private)
+
+
+def test_every_public_authoring_helper_is_documented() -> None:
+    authoring = importlib.import_module("rageval.metrics.authoring")
+    for name in authoring.__all__:
+        value = getattr(authoring, name)
+        if inspect.isfunction(value) or inspect.isclass(value):
+            assert inspect.getdoc(value), name
+    # and every helper the module defines without an underscore is listed
+    defined = {
+        n
+        for n, v in vars(authoring).items()
+        if not n.startswith("_")
+        and (inspect.isfunction(v) or inspect.isclass(v))
+        and getattr(v, "__module__", None) == authoring.__name__
+    }
+    assert defined <= set(authoring.__all__)
+
+
+def test_the_rating_helpers_are_public_and_drive_the_rating_metrics() -> None:
+    from rageval.metrics import AnswerAccuracy, ContextRelevance, ResponseGroundedness
+    from rageval.metrics.authoring import RatingMetric
+
+    for cls in (AnswerAccuracy, ContextRelevance, ResponseGroundedness):
+        assert issubclass(cls, RatingMetric)
+
+
+# ---------------------------------------------------------------- the deprecated _score hook
+
+
+def test_a_metric_written_with_score_still_works_and_is_told_to_rename_it() -> None:
+    with pytest.warns(DeprecationWarning, match=r"measure\(sample, ctx\)") as caught:
+
+        class Shouting(Metric):
+            name = "shouting"
+            required_fields: ClassVar[tuple[str, ...]] = ("response",)
+
+            async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+                text = sample.text("response")
+                return MetricResult.ok(sum(c.isupper() for c in text) / len(text))
+
+    assert caught[0].filename == __file__  # the warning points at the class statement
+    assert Shouting().score(response="ABcd").value == 0.5  # type: ignore[abstract]  # _score
+
+
+def test_super_score_of_an_old_subclass_reaches_the_parents_measure() -> None:
+    with pytest.warns(DeprecationWarning):
+
+        class Halved(TokenF1):
+            name = "token_f1_halved"
+
+            async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+                result = await super()._score(sample, ctx)
+                assert result.value is not None
+                return MetricResult.ok(result.value / 2)
+
+    with pytest.warns(DeprecationWarning):
+
+        class Quartered(Halved):
+            name = "token_f1_quartered"
+
+            async def _score(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+                result = await super()._score(sample, ctx)
+                assert result.value is not None
+                return MetricResult.ok(result.value / 2)
+
+    # token F1 of "a cat" vs "the cat sat": articles dropped, 1 shared token of 1 and 2 → 2/3
+    fields = {"response": "a cat", "reference": "the cat sat"}
+    assert TokenF1().score(**fields).value == pytest.approx(2 / 3)
+    assert Halved().score(**fields).value == pytest.approx(1 / 3)
+    assert Quartered().score(**fields).value == pytest.approx(1 / 6)
+
+
+def test_a_metric_with_measure_raises_no_warning_and_score_is_its_alias() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class Length(Metric):
+            name = "length"
+            required_fields: ClassVar[tuple[str, ...]] = ("response",)
+
+            async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+                return MetricResult.ok(len(sample.text("response")))
+
+    assert Length().score(response="four").value == 4.0
+    # code that called the old private name on a new metric still reaches measure
+    import asyncio
+
+    ctx = ScoringContext.for_sample(Sample(response="four"), None)
+    assert asyncio.run(Length()._score(Sample(response="four"), ctx)).value == 4.0
+
+
+def test_a_class_defined_again_replaces_its_registration_another_class_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rageval.metrics import base, create_metric, register
+
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+
+    def define(value: float) -> type[Metric]:
+        # the same module and name each time, as a notebook cell run twice
+        class Constant(Metric):
+            name = "constant"
+            required_fields: ClassVar[tuple[str, ...]] = ("response",)
+
+            async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+                return MetricResult.ok(value)
+
+        return register(Constant)
+
+    define(1.0)
+    second = define(2.0)
+    assert registered_metrics()["constant"] is second
+    assert create_metric("constant").score(response="x").value == 2.0
+
+    class Other(Metric):
+        name = "constant"
+        required_fields: ClassVar[tuple[str, ...]] = ("response",)
+
+        async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+            return MetricResult.ok(0.0)
+
+    with pytest.raises(ValueError, match="registered twice"):
+        register(Other)
