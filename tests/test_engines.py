@@ -172,7 +172,8 @@ def test_a_judge_is_rebuilt_with_its_settings_and_key(tmp_path: Path) -> None:
                 "timeout", "max_retries", "api_key_from"):  # fmt: skip
         assert after[key] == before[key], key
     assert rebuilt._endpoint.target.secret == "sk-secret-value"
-    assert rebuilt.prices.price("m") == (1.0, 2.0)
+    price = rebuilt.prices.price("m")
+    assert price is not None and (price.input, price.output) == (1.0, 2.0)
     assert spec.endpoint.requests_per_minute == 600
     assert rebuilt.cache is None
 

@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 import rageval
-from rageval.judge import Judge, JudgeCallFailed, PriceTable, Usage, UsageLedger
+from rageval.judge import Judge, JudgeCallFailed, ModelPrice, PriceTable, Usage, UsageLedger
 from rageval.testing import FakeOpenAI, Fault, Reply
 
 SRC = str(Path(rageval.__file__).resolve().parents[1])
@@ -79,7 +79,8 @@ async def test_unknown_model_cost_is_unknown_not_zero(fake_openai: FakeOpenAI) -
 def test_price_table_defaults_snapshots_and_overrides() -> None:
     table = PriceTable()
     assert table.cost("gpt-4o-mini", 1_000_000, 1_000_000) == pytest.approx(0.75)
-    assert table.price("gpt-4o-mini-2024-07-18") == (0.15, 0.60)
+    found = table.price("gpt-4o-mini-2024-07-18")
+    assert found is not None and (found.input, found.output) == (0.15, 0.60)
     assert table.price("gpt-4o") != table.price("gpt-4o-mini")
     assert table.cost("unknown-model", 10, 10) is None
     mine = PriceTable({"gpt-4o-mini": (1.0, 1.0), "local": (0.0, 0.0)})
@@ -88,6 +89,47 @@ def test_price_table_defaults_snapshots_and_overrides() -> None:
     assert PriceTable({"x": (1, 1)}, include_defaults=False).price("gpt-4o") is None
     with pytest.raises(ValueError):
         PriceTable({"x": (-1, 0)})
+    with pytest.raises(ValueError, match="'x'"):
+        PriceTable({"x": (1.0,)})
+
+
+def test_cached_and_batch_rates() -> None:
+    # gpt-4o-mini: input 0.15, cached input 0.075, output 0.60; batch at half of each
+    table = PriceTable()
+    million = 1_000_000
+    # 600k of 1M prompt tokens cached: 0.4 * 0.15 + 0.6 * 0.075 = 0.105, plus 0.6 output
+    assert table.cost("gpt-4o-mini", million, million, cached_tokens=600_000) == pytest.approx(
+        0.705
+    )
+    assert table.cost("gpt-4o-mini", million, million, batch=True) == pytest.approx(0.375)
+    assert table.cost(
+        "gpt-4o-mini", million, million, cached_tokens=million, batch=True
+    ) == pytest.approx(0.0375 + 0.30)
+    # a model without a cached rate bills cached tokens as input; cached never exceeds the prompt
+    assert table.cost("gpt-4-turbo", million, 0, cached_tokens=2 * million) == pytest.approx(10.0)
+    # a price given without batch rates: a batched request's cost is unknown, never guessed
+    mine = PriceTable({"local": (1.0, 2.0, 0.5)}, include_defaults=False)
+    assert mine.cost("local", million, 0, cached_tokens=million) == pytest.approx(0.5)
+    assert mine.cost("local", 10, 10, batch=True) is None
+    full = PriceTable(
+        {"m": ModelPrice(1.0, 2.0, batch_input=0.4, batch_output=0.8)}, include_defaults=False
+    )
+    assert full.cost("m", million, million, cached_tokens=million, batch=True) == pytest.approx(1.2)
+    as_mapping = PriceTable({"m": {"input": 1.0, "output": 2.0, "batch_input": 0.5,
+                                   "batch_output": 1.0}})  # fmt: skip
+    assert as_mapping.cost("m", million, million, batch=True) == pytest.approx(1.5)
+
+
+async def test_cached_prompt_tokens_are_counted_and_priced(fake_openai: FakeOpenAI) -> None:
+    judge = Judge("gpt-4o-mini", base_url=fake_openai.base_url, api_key="k", cache=False)
+    fake_openai.script(
+        Reply.json({"verdict": 1}, prompt_tokens=2000, completion_tokens=10, cached_tokens=1536)
+    )
+    reply = await judge.ask(question(1), Verdict)
+    assert (reply.usage.prompt_tokens, reply.usage.cached_tokens) == (2000, 1536)
+    expected = (464 * 0.15 + 1536 * 0.075 + 10 * 0.60) / 1_000_000
+    assert reply.usage.cost_usd == pytest.approx(expected)
+    assert judge.usage.total.cached_tokens == 1536
 
 
 def test_usage_addition_and_ledger_threads() -> None:

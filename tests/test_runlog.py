@@ -33,6 +33,7 @@ from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
 
 FORMAT_1 = Path(__file__).parent / "data" / "runlog_format1"
 FORMAT_2 = Path(__file__).parent / "data" / "runlog_format2"
+FORMAT_3 = Path(__file__).parent / "data" / "runlog_format3"
 METRICS = ["faithfulness", "answer_accuracy", "token_f1"]
 
 
@@ -87,7 +88,11 @@ def test_a_run_of_the_first_format_loads_reports_and_compares(tmp_path: Path) ->
     assert (skipped.status, skipped.kind, skipped.count) == ("skipped", "unknown", 1)
     payload = report_payload(run)
     assert payload["has_summary"] is True and len(payload["samples"]) == 5
-    assert payload["usage"] == json.loads((run / "summary.json").read_text())["usage"]
+    # a usage block written before cached tokens were counted reads as none cached
+    assert payload["usage"] == {
+        **json.loads((run / "summary.json").read_text())["usage"],
+        "cached_tokens": 0,
+    }
     [faith] = [m for m in payload["metrics"] if m["name"] == "faithfulness"]
     assert faith["failures"][0]["kind"] == "unknown"
     [comparison, *_] = compare(result, load_run(run))
@@ -150,7 +155,39 @@ def test_a_run_of_the_second_format_loads_reports_compares_and_resumes(tmp_path:
     assert resumed.complete and resumed["token_f1"] == result["token_f1"]
     manifest = read_manifest(run)
     assert written_format(manifest) == FORMAT_VERSION and len(manifest.resumed_at) == 1
-    assert [written_format(e.line) for e in read_lines(log)] == [2, 2, 2, 3, 3]
+    assert [written_format(e.line) for e in read_lines(log)] == [2, 2, 2, 4, 4]
+    assert load_run(run).summary() == resumed.summary()
+
+
+def test_a_run_of_the_third_format_reads_without_cached_tokens_and_resumes(
+    tmp_path: Path,
+) -> None:
+    run = Path(shutil.copytree(FORMAT_3, tmp_path / "old"))
+    assert written_format(read_manifest(run)) == 3
+    # what format 4 adds reads as what format 3 meant: no cached tokens, no batches
+    result = load_run(run)
+    assert result.complete and read_manifest(run).batch is False
+    assert result.usage.prompt_tokens > 0 and result.usage.cached_tokens == 0
+    stored = read_summary(run)
+    assert stored is not None and written_format(stored) == 3
+    assert stored.usage.cached_tokens == 0 and stored.usage.cost_usd == result.usage.cost_usd
+    log = run / RESULTS_FILE
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:3]))
+    (run / "summary.json").unlink()
+    old = make_runlog()
+    with FakeOpenAI(old.judge_reply) as server:
+        resumed = evaluate(
+            old.rows(),
+            METRICS,
+            llm=judge(server),
+            on_invalid="skip",
+            run_dir=run,
+            resume=True,
+            progress=False,
+        )
+        assert server.chat_requests
+    assert resumed.complete and resumed["token_f1"] == result["token_f1"]
+    assert [written_format(e.line) for e in read_lines(log)] == [3, 3, 3, 4, 4]
     assert load_run(run).summary() == resumed.summary()
 
 

@@ -32,8 +32,9 @@ _RATING_SCALE = re.compile(r'\{"rating": (\d+(?:\|\d+)+)\}')
 
 
 def top_rating_judge(req: RecordedRequest) -> Reply:
-    """The synthetic judge, except that a rating request gets the top of the scale it states."""
-    scale = _RATING_SCALE.search(user_text(req))
+    """The synthetic judge, except that a rating request gets the top of the scale it states
+    (in its system message, with the reply format)."""
+    scale = _RATING_SCALE.search(" ".join(str(m["content"]) for m in req.messages))
     if scale is not None:
         return Reply.json({"rating": max(int(v) for v in scale.group(1).split("|"))})
     return handle(req)

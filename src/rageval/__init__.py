@@ -17,6 +17,8 @@ _EXPORTS: dict[str, str] = {
     "aevaluate": "rageval.runner",
     "calibrate": "rageval.runner",
     "acalibrate": "rageval.runner",
+    "estimate": "rageval.runner",
+    "CostEstimate": "rageval.runner",
     "CalibrationReport": "rageval.calibration",
     "EvaluationResult": "rageval.results",
     # data
@@ -113,9 +115,11 @@ if TYPE_CHECKING:
         EvaluationResult as EvaluationResult,
     )
     from rageval.runner import (
+        CostEstimate as CostEstimate,
         acalibrate as acalibrate,
         aevaluate as aevaluate,
         calibrate as calibrate,
+        estimate as estimate,
         evaluate as evaluate,
     )
     from rageval.samples import (

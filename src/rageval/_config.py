@@ -12,6 +12,8 @@ and `probe`)::
     column_map = { query = "user_input" }
     on_invalid = "skip"
     fail_under = { faithfulness = 0.8 }
+    max_cost = 5.0        # USD: the run stops before passing it (README: Cost control)
+    batch = false         # true: judge requests through the endpoint's Batch API
 
     [judge]
     model = "llama3.1"
@@ -19,7 +21,7 @@ and `probe`)::
     timeout = 120
     requests_per_minute = 600
     temperature = 0.0
-    prices = { "llama3.1" = [0.0, 0.0] }
+    prices = { "llama3.1" = [0.0, 0.0] }   # [input, output(, cached, batch in, batch out)]
 
     [params.answer_correctness]
     weights = [0.5, 0.5]
@@ -74,6 +76,8 @@ class _File(BaseModel):
     on_invalid: Literal["raise", "skip"] | None = None
     fail_under: dict[str, float] | None = None
     probe: bool | None = None
+    max_cost: float | None = None
+    batch: bool | None = None
     judge: dict[str, Any] | None = None
     params: dict[str, dict[str, Any]] | None = None
 
@@ -89,6 +93,9 @@ class Settings:
     on_invalid: Literal["raise", "skip"] | None = None
     fail_under: dict[str, float] = field(default_factory=dict)
     probe: bool | None = None
+    #: the run's budget in USD (evaluate(max_cost=...)); whether it goes through a Batch API
+    max_cost: float | None = None
+    batch: bool | None = None
     #: Judge keyword arguments, `model` and `base_url` among them when the file sets them
     judge: dict[str, Any] = field(default_factory=dict)
     #: metric name -> constructor arguments
@@ -151,6 +158,8 @@ def load_settings(
         on_invalid=parsed.on_invalid,
         fail_under=dict(parsed.fail_under or {}),
         probe=parsed.probe,
+        max_cost=parsed.max_cost,
+        batch=parsed.batch,
         judge=judge,
         params={name: dict(p) for name, p in (parsed.params or {}).items()},
     )
@@ -258,11 +267,14 @@ def configured_judge(
 
 
 def _price_table(prices: Any) -> Any:
-    from rageval.judge import PriceTable
+    from rageval.judge import ModelPrice, PriceTable
 
     try:
-        return PriceTable({name: (float(p[0]), float(p[1])) for name, p in prices.items()})
+        return PriceTable(
+            {name: ModelPrice.of([float(v) for v in p]) for name, p in prices.items()}
+        )
     except (AttributeError, TypeError, ValueError, IndexError) as e:
         raise ValueError(
-            f"prices must map a model to [input, output] USD per million tokens ({e})"
+            "prices must map a model to [input, output(, cached input(, batch input, batch "
+            f"output))] USD per million tokens ({e})"
         ) from None

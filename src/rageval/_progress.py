@@ -25,6 +25,8 @@ class Counters:
     not_measured: int = 0
     retries: int = 0  # requests sent again after a transient error (429, 5xx, timeout)
     reasks: int = 0  # replies asked again because they failed validation
+    #: the run's budget (max_cost), shown next to the cost
+    budget_usd: float | None = None
 
 
 def wanted(progress: bool | None, stream: TextIO | None = None) -> bool:
@@ -68,7 +70,8 @@ class ProgressLine:
         if c.requests or c.cache_hits:
             parts.append(f"requests {c.requests:,}")
             parts.append(f"tokens {c.tokens:,}")
-            parts.append("cost ?" if c.cost_usd is None else f"cost ${c.cost_usd:.4f}")
+            cost = "cost ?" if c.cost_usd is None else f"cost ${c.cost_usd:.4f}"
+            parts.append(cost if c.budget_usd is None else f"{cost} / ${c.budget_usd:.4f}")
             parts.append(f"cache hits {c.cache_hits:,}")
         if c.retries:
             parts.append(f"retries {c.retries:,}")

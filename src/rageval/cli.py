@@ -5,8 +5,9 @@ Only the standard library is imported at module level so that `rageval --help` a
 
 Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage, input or configuration error, 3 fatal
 judge error (endpoint unreachable, bad key, unknown model...) or a failed Ray job, 4 a
-`calibrate --min-kappa` gate failed, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). A
-reader that stops reading (`| head`) changes none of them.
+`calibrate --min-kappa` gate failed, 5 the `--max-cost` budget was reached (the run stopped,
+resumable), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). A reader that stops reading
+(`| head`) changes none of them.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from rageval._version import __version__
 if TYPE_CHECKING:
     from rageval._config import Settings
     from rageval.embeddings import Embeddings
-    from rageval.judge import Judge
+    from rageval.judge import Judge, PriceTable
     from rageval.results import EvaluationResult
     from rageval.runner._stored import StoredRun
     from rageval.stats import MetricComparison
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 #: `rageval calibrate --min-kappa`: the judge disagrees with the people more than allowed
 EXIT_CALIBRATION_GATE = 4
+#: `evaluate --max-cost`: the next request could have passed the budget; the run can resume
+EXIT_BUDGET = 5
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
@@ -132,12 +135,17 @@ def _metric_names(values: Sequence[str]) -> list[str] | None:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rageval._config import Settings, merged_params, parse_params
+    from rageval.errors import BudgetReached
     from rageval.judge import FatalJudgeError
     from rageval.runner import RunConfigError, RunDirError, evaluate
     from rageval.runner.engines import RayEngineError
     from rageval.samples import InvalidDataError
 
     data = _data_argument(args)
+    if args.json and not args.dry_run:
+        raise _UsageError("--json goes with --dry-run")
+    if args.dry_run and args.resume:
+        raise _UsageError("--dry-run estimates a new run: give DATA, not --resume")
     if args.resume and args.output and Path(args.resume) != Path(args.output):
         raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
     if args.resume and args.overwrite:
@@ -157,6 +165,19 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     judge, embeddings = _judge_and_embeddings(args, settings, stored)
     column_map = dict(_pairs(args.column_map, "--column-map")) or settings.column_map
     human_labels = _pairs(args.human_labels, "--human-labels")
+    if args.dry_run:
+        return _dry_run(
+            data,
+            metrics,
+            judge,
+            embeddings,
+            column_map=column_map or None,
+            metric_params=params or None,
+            on_invalid="skip" if args.skip_invalid else settings.on_invalid,
+            repeats=args.repeats or 1,
+            batch=args.batch or bool(settings.batch),
+            as_json=args.json,
+        )
     gates = _gates(args.fail_under)
     # the config file's gates are general: those on metrics this run has apply
     file_gates = {m: v for m, v in settings.fail_under.items() if m not in dict(gates)}
@@ -188,10 +209,27 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 engine=args.engine,
                 ray_address=args.ray_address,
                 ray_actors=args.ray_actors,
+                max_cost=args.max_cost if args.max_cost is not None else settings.max_cost,
             )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         _discard_unused(copy, run_dir)
         raise _UsageError(str(e)) from None
+    except BudgetReached as e:
+        from rageval.results import EvaluationResult
+
+        done = e.result
+        finished = (
+            f"{done.n_finished} of {len(done)} rows"
+            if isinstance(done, EvaluationResult)
+            else "the rows"
+        )
+        _err(
+            f"stopped at the budget: ${e.spent_usd:.4f} spent of --max-cost "
+            f"${e.max_cost_usd:.4f} (the next request could have passed it); {finished} "
+            f"finished, kept in {run_dir}; continue with --resume {run_dir} and a larger "
+            "--max-cost (or none)"
+        )
+        return EXIT_BUDGET
     except (FatalJudgeError, RayEngineError) as e:
         _discard_unused(copy, run_dir)
         refused = isinstance(e, FatalJudgeError) and e.status
@@ -215,6 +253,47 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return _check_gates(
         result, [*gates, *((m, v) for m, v in file_gates.items() if m in result.metrics)]
     )
+
+
+def _dry_run(
+    data: str | None,
+    metrics: Sequence[str] | None,
+    judge: Judge | list[Judge] | None,
+    embeddings: Embeddings | None,
+    *,
+    as_json: bool,
+    **options: Any,
+) -> int:
+    """`evaluate --dry-run`: validate, plan and price the run; send nothing, write nothing."""
+    from rageval.runner import RunConfigError, estimate
+    from rageval.samples import InvalidDataError
+
+    if data == "-":
+        raise _UsageError("--dry-run reads DATA from a file, not from stdin")
+    try:
+        found = estimate(data, metrics, judge, embeddings, **options)
+    except (InvalidDataError, RunConfigError, FileNotFoundError) as e:
+        raise _UsageError(str(e)) from None
+    _out(found.model_dump_json(indent=2) if as_json else found.table())
+    return EXIT_OK
+
+
+def _prices(values: Sequence[str]) -> PriceTable | None:
+    """--price MODEL=INPUT,OUTPUT[,CACHED_INPUT[,BATCH_INPUT,BATCH_OUTPUT]] (USD per million)."""
+    if not values:
+        return None
+    from rageval.judge import ModelPrice, PriceTable
+
+    table = {}
+    for model, spec in _pairs(values, "--price"):
+        try:
+            table[model] = ModelPrice.of([float(v) for v in spec.split(",")])
+        except ValueError:
+            raise _UsageError(
+                f"--price {model}={spec}: give INPUT,OUTPUT[,CACHED_INPUT[,BATCH_INPUT,"
+                "BATCH_OUTPUT]] in USD per million tokens"
+            ) from None
+    return PriceTable(table)
 
 
 def _positional_data(args: argparse.Namespace) -> str | None:
@@ -272,6 +351,9 @@ def _judge(
             overrides[setting] = getattr(args, option)
     if args.no_cache:
         overrides["cache"] = False
+    prices = _prices(args.price)
+    if prices is not None:
+        overrides["prices"] = prices
     judges: list[Judge | None]
     if stored is not None and args.llm is None:
         if stored.judge is None:
@@ -791,6 +873,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --engine ray: actors that score rows (default: from the cluster's CPUs)",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    cost = ev.add_argument_group("cost control (README: Cost control)")
+    cost.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate the data and estimate the requests, tokens and cost of the run (an "
+        "estimate and a range, per metric); send nothing, write nothing",
+    )
+    cost.add_argument("--json", action="store_true", help="--dry-run's estimate as JSON")
+    cost.add_argument(
+        "--max-cost",
+        type=_positive_float,
+        metavar="USD",
+        help="stop before the judge requests would cost more than USD (exit 5; what finished "
+        "is kept, --resume continues); needs the judge model's price (--price)",
+    )
+    cost.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the judge requests through the endpoint's Batch API (about half the price, "
+        "results within 24 hours)",
+    )
     ev.set_defaults(func=_cmd_evaluate)
 
     from rageval._calibrate_cli import add_calibrate_command
@@ -887,6 +990,15 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
         "--skip-invalid",
         action="store_true",
         help="skip cells of rows that lack a required field instead of stopping",
+    )
+    parser.add_argument(
+        "--price",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="MODEL=IN,OUT[,CACHED[,BATCH_IN,BATCH_OUT]]",
+        help="the judge model's price in USD per million tokens (input, output, cached input, "
+        "batch input and output), for a model the built-in table does not know",
     )
 
 

@@ -22,6 +22,8 @@ The tree, and where each error is raised::
     │   │                                   the run stops
     │   └── JudgeCallFailed                 one call gave no usable reply: its cell is "not
     │                                       measured", with the cause
+    ├── BudgetReached                       rageval._client: the next request would pass the
+    │                                       run's max_cost; the run stops, resumable
     ├── NoJudgeError (RuntimeError)         rageval.metrics: a judge metric scored without judge
     ├── ModelFilesError (RuntimeError)      rageval.embeddings: the local model's files are
     │                                       missing or not the expected ones
@@ -42,6 +44,7 @@ from typing import Final, Literal
 
 __all__ = [
     "CAUSE_KINDS",
+    "BudgetReached",
     "CauseKind",
     "FatalJudgeError",
     "JudgeCallFailed",
@@ -89,6 +92,22 @@ class JudgeCallFailed(JudgeError):
         super().__init__(cause)
         self.cause = cause
         self.kind: CauseKind = kind
+
+
+class BudgetReached(RagevalError):
+    """The next request would take the spending of a run past its budget (``max_cost``).
+
+    Raised by the request that did not fit once nothing else was in flight: the run stops
+    there, having spent ``spent_usd`` of ``max_cost_usd``; what finished is kept and the run
+    can be resumed. ``evaluate()`` attaches what finished as ``result`` (an
+    ``EvaluationResult``) before it lets the error go.
+    """
+
+    def __init__(self, message: str, *, spent_usd: float, max_cost_usd: float) -> None:
+        super().__init__(message)
+        self.spent_usd = spent_usd
+        self.max_cost_usd = max_cost_usd
+        self.result: object | None = None
 
 
 CauseKind = Literal[

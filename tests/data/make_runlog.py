@@ -2,7 +2,9 @@
 
 tests/data/runlog_format1/ was produced by the rageval of commit 8e64c28 (the last one before
 the run log had a ``format_version``), tests/data/runlog_format2/ by that of commit c0cc867
-(format 2, before human labels and repeats), against the project's own test server, with:
+(format 2, before human labels and repeats), tests/data/runlog_format3/ by that of commit
+33bfb27 (format 3, before cached tokens and batches), against the project's own test server,
+with:
 
     mkdir /tmp/rageval-OLD && git archive COMMIT src | tar -x -C /tmp/rageval-OLD
     PYTHONPATH=/tmp/rageval-OLD/src python tests/data/make_runlog.py OUT_DIR

@@ -107,6 +107,8 @@ class Endpoint:
         )
         self._fatal: FatalJudgeError | None = None
         self._reached = False
+        #: the Batch API queue requests go through instead, in batch mode
+        self.batch: Any = None
 
     def _adopt(self, client: Any) -> None:
         import openai  # already imported by whoever built the client

@@ -71,6 +71,8 @@ class Tally:
     reasks: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: prompt tokens the provider served from its prompt cache (part of prompt_tokens)
+    cached_tokens: int = 0
 
 
 @dataclass(frozen=True)

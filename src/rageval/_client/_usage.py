@@ -10,13 +10,21 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_PRICES", "PriceTable", "Usage", "UsageLedger", "sum_usage"]
+__all__ = ["DEFAULT_PRICES", "ModelPrice", "PriceTable", "Usage", "UsageLedger", "sum_usage"]
 
-_COUNTS = ("prompt_tokens", "completion_tokens", "requests", "retries", "reasks", "cache_hits")
+_COUNTS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "requests",
+    "retries",
+    "reasks",
+    "cache_hits",
+    "cached_tokens",
+)
 
 
 # A plain dataclass, not a validating one: judges make several per request, and a pydantic
@@ -28,9 +36,12 @@ class Usage:
 
     ``requests`` counts every HTTP request sent (first tries, retries, re-asks and mode probes),
     ``retries`` the re-sends after transient errors, ``reasks`` the re-asks after a reply that
-    failed validation, ``cache_hits`` the calls answered from the request cache (which cost
-    nothing). ``cost_usd`` is None when the price of a model that was used is unknown: an
-    unknown cost is never reported as zero, and a sum with an unknown part is unknown.
+    failed validation, ``cache_hits`` the calls answered from rageval's request cache (which
+    cost nothing). ``cached_tokens`` are the prompt tokens the provider served from its own
+    prompt cache (``usage.prompt_tokens_details.cached_tokens``): part of ``prompt_tokens``,
+    priced at the model's cached-input rate. ``cost_usd`` is None when the price of a model
+    that was used is unknown: an unknown cost is never reported as zero, and a sum with an
+    unknown part is unknown.
     """
 
     prompt_tokens: int = 0
@@ -40,6 +51,7 @@ class Usage:
     reasks: int = 0
     cache_hits: int = 0
     cost_usd: float | None = 0.0
+    cached_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -61,6 +73,7 @@ class Usage:
             self.reasks + other.reasks,
             self.cache_hits + other.cache_hits,
             cost,
+            self.cached_tokens + other.cached_tokens,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,6 +85,7 @@ class Usage:
             "retries": self.retries,
             "reasks": self.reasks,
             "cache_hits": self.cache_hits,
+            "cached_tokens": self.cached_tokens,
             "cost_usd": self.cost_usd,
             "total_tokens": self.prompt_tokens + self.completion_tokens,
         }
@@ -99,29 +113,88 @@ class Usage:
         )
 
 
-# USD per million (input, output) tokens: OpenAI list prices at the time of writing. They go
-# stale; pass your own PriceTable for anything that matters.
-DEFAULT_PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "gpt-4-turbo": (10.00, 30.00),
-    "gpt-3.5-turbo": (0.50, 1.50),
-    "o3-mini": (1.10, 4.40),
-    "o4-mini": (1.10, 4.40),
-    "text-embedding-3-small": (0.02, 0.0),
-    "text-embedding-3-large": (0.13, 0.0),
-    "text-embedding-ada-002": (0.10, 0.0),
+@dataclass(frozen=True)
+class ModelPrice:
+    """USD per million tokens of one model. ``cached_input`` is the rate of prompt tokens the
+    provider served from its prompt cache (None: billed as ``input``); the ``batch_*`` rates
+    apply to requests sent through a Batch API (None: unknown, so a batched request's cost is
+    unknown; ``batch_cached_input`` None: billed as ``batch_input``)."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+    batch_input: float | None = None
+    batch_output: float | None = None
+    batch_cached_input: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if value is not None and not (isinstance(value, (int, float)) and value >= 0):
+                raise ValueError(f"price {name} must be a number >= 0, got {value!r}")
+
+    @classmethod
+    def of(cls, value: ModelPrice | Sequence[float] | Mapping[str, float | None]) -> ModelPrice:
+        """A price from a ModelPrice, a mapping of its fields, or a sequence ``(input,
+        output)``, ``(input, output, cached_input)`` or ``(input, output, cached_input,
+        batch_input, batch_output)``."""
+        if isinstance(value, ModelPrice):
+            return value
+        if isinstance(value, Mapping):
+            return cls(**value)  # type: ignore[arg-type]
+        items = tuple(value)
+        if len(items) not in (2, 3, 5):
+            raise ValueError(
+                "a price is (input, output[, cached_input[, batch_input, batch_output]]) in "
+                f"USD per million tokens, or a ModelPrice; got {value!r}"
+            )
+        return cls(*items)
+
+    @property
+    def batched(self) -> bool:
+        """Whether batched requests have a known price."""
+        return self.batch_input is not None and self.batch_output is not None
+
+
+def _openai(inp: float, cached: float | None, out: float) -> ModelPrice:
+    # OpenAI's Batch API costs half the online rates, the cached-input rate included
+    return ModelPrice(
+        inp,
+        out,
+        cached,
+        batch_input=inp / 2,
+        batch_output=out / 2,
+        batch_cached_input=None if cached is None else cached / 2,
+    )
+
+
+# USD per million tokens (input, cached input, output): OpenAI list prices at the time of
+# writing, with the Batch API at half of each. They go stale; pass your own PriceTable for
+# anything that matters.
+DEFAULT_PRICES: dict[str, ModelPrice] = {
+    "gpt-4o-mini": _openai(0.15, 0.075, 0.60),
+    "gpt-4o": _openai(2.50, 1.25, 10.00),
+    "gpt-4.1": _openai(2.00, 0.50, 8.00),
+    "gpt-4.1-mini": _openai(0.40, 0.10, 1.60),
+    "gpt-4.1-nano": _openai(0.10, 0.025, 0.40),
+    "gpt-4-turbo": _openai(10.00, None, 30.00),
+    "gpt-3.5-turbo": _openai(0.50, None, 1.50),
+    "o3-mini": _openai(1.10, 0.55, 4.40),
+    "o4-mini": _openai(1.10, 0.275, 4.40),
+    "text-embedding-3-small": _openai(0.02, None, 0.0),
+    "text-embedding-3-large": _openai(0.13, None, 0.0),
+    "text-embedding-ada-002": _openai(0.10, None, 0.0),
 }
 
 # A dated snapshot ("gpt-4o-mini-2024-07-18") is priced like its family name.
 _SNAPSHOT_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
+PriceSpec = ModelPrice | Sequence[float] | Mapping[str, "float | None"]
+
 
 class PriceTable:
-    """Model name -> (USD per million input tokens, USD per million output tokens).
+    """Model name -> :class:`ModelPrice` (USD per million input, output, cached-input and
+    batch tokens). An entry may be given as ``(input, output)``, ``(input, output,
+    cached_input)``, a mapping of ModelPrice's fields or a ModelPrice.
 
     Entries given here override the defaults; ``include_defaults=False`` starts empty. A model
     that is not in the table has an unknown (None) cost.
@@ -129,31 +202,50 @@ class PriceTable:
 
     def __init__(
         self,
-        prices: Mapping[str, tuple[float, float]] | None = None,
+        prices: Mapping[str, PriceSpec] | None = None,
         *,
         include_defaults: bool = True,
     ) -> None:
-        self._prices: dict[str, tuple[float, float]] = (
-            dict(DEFAULT_PRICES) if include_defaults else {}
-        )
-        for model, (inp, out) in (prices or {}).items():
-            if inp < 0 or out < 0:
-                raise ValueError(f"price for {model!r} must not be negative")
-            self._prices[model] = (float(inp), float(out))
+        self._prices: dict[str, ModelPrice] = dict(DEFAULT_PRICES) if include_defaults else {}
+        for model, spec in (prices or {}).items():
+            try:
+                self._prices[model] = ModelPrice.of(spec)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"price for {model!r}: {e}") from None
 
-    def price(self, model: str) -> tuple[float, float] | None:
+    def price(self, model: str) -> ModelPrice | None:
         found = self._prices.get(model)
         if found is None:
             found = self._prices.get(_SNAPSHOT_SUFFIX.sub("", model))
         return found
 
-    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    def cost(
+        self,
+        model: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        cached_tokens: int = 0,
+        batch: bool = False,
+    ) -> float | None:
+        """USD for these tokens; `cached_tokens` (part of `prompt_tokens`) at the cached-input
+        rate, and every rate the batch one when `batch`. None when a rate is unknown."""
         price = self.price(model)
         if price is None:
             return None
-        return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
+        if batch:
+            if price.batch_input is None or price.batch_output is None:
+                return None
+            inp, out = price.batch_input, price.batch_output
+            cached = price.batch_cached_input
+        else:
+            inp, out, cached = price.input, price.output, price.cached_input
+        cached_tokens = min(max(cached_tokens, 0), prompt_tokens)
+        rate = inp if cached is None else cached
+        total = (prompt_tokens - cached_tokens) * inp + cached_tokens * rate
+        return (total + completion_tokens * out) / 1_000_000
 
-    def to_dict(self) -> dict[str, tuple[float, float]]:
+    def to_dict(self) -> dict[str, ModelPrice]:
         return dict(self._prices)
 
     def __repr__(self) -> str:
@@ -167,7 +259,7 @@ class _Tally:
     __slots__ = ("cost", "counts")
 
     def __init__(self) -> None:
-        self.counts = [0, 0, 0, 0, 0, 0]
+        self.counts = [0, 0, 0, 0, 0, 0, 0]
         self.cost: float | None = 0.0
 
     def add(self, u: Usage) -> None:
@@ -178,11 +270,12 @@ class _Tally:
         c[3] += u.retries
         c[4] += u.reasks
         c[5] += u.cache_hits
+        c[6] += u.cached_tokens
         self.cost = None if self.cost is None or u.cost_usd is None else self.cost + u.cost_usd
 
     def usage(self) -> Usage:
-        p, c, r, t, a, h = self.counts
-        return Usage(p, c, r, t, a, h, self.cost)
+        p, c, r, t, a, h, k = self.counts
+        return Usage(p, c, r, t, a, h, self.cost, k)
 
 
 def sum_usage(usages: Iterable[Usage]) -> Usage:
@@ -194,8 +287,8 @@ def sum_usage(usages: Iterable[Usage]) -> Usage:
         tally.add(u)
         if u.cost_usd:
             costs.append(u.cost_usd)
-    p, c, r, t, a, h = tally.counts
-    return Usage(p, c, r, t, a, h, None if tally.cost is None else math.fsum(costs))
+    p, c, r, t, a, h, k = tally.counts
+    return Usage(p, c, r, t, a, h, None if tally.cost is None else math.fsum(costs), k)
 
 
 class UsageLedger:

@@ -9,7 +9,7 @@ cache, usage), whose public names are re-exported here. Importing this package d
 from rageval._client._cache import RequestCache, default_cache_dir
 from rageval._client._limiter import EndpointLimiter, endpoint_limiter
 from rageval._client._settings import Limits, RetryPolicy
-from rageval._client._usage import DEFAULT_PRICES, PriceTable, Usage, UsageLedger
+from rageval._client._usage import DEFAULT_PRICES, ModelPrice, PriceTable, Usage, UsageLedger
 from rageval.errors import FatalJudgeError, JudgeCallFailed, JudgeError
 from rageval.judge._judge import Judge, JudgeReply, llm_factory
 
@@ -22,6 +22,7 @@ __all__ = [
     "JudgeError",
     "JudgeReply",
     "Limits",
+    "ModelPrice",
     "PriceTable",
     "RequestCache",
     "RetryPolicy",

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
+from rageval._client._budget import SpendingLimit
 from rageval._client._cache import RequestCache, cache_key, resolve_cache
 from rageval._client._endpoint import Endpoint
 from rageval._client._retry import Tally
@@ -23,7 +24,7 @@ from rageval._client._settings import (
     RetryPolicy,
     endpoint_settings,
 )
-from rageval._client._transport import BadBody
+from rageval._client._transport import BadBody, encode_body
 from rageval._client._usage import PriceTable, Usage, UsageLedger
 from rageval._env import DEFAULT_API_KEY_ENV
 from rageval.errors import FatalJudgeError, JudgeCallFailed
@@ -121,6 +122,7 @@ class _Raw:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     counted: bool = False  # the reply reported its token usage
+    cached_tokens: int = 0  # prompt tokens served from the provider's prompt cache
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,8 @@ class Judge:
         self.max_prompt_tokens = max_prompt_tokens
         self.prices = prices if prices is not None else PriceTable()
         self.usage = UsageLedger()
+        #: the run's budget, when it has one (set by evaluate(max_cost=...))
+        self.spending: SpendingLimit | None = None
         self.cache: RequestCache | None = resolve_cache(cache)
         self._settings_keys: dict[tuple[Any, ...], str] = {}
         # the calls in progress, by id: the tallies of what each consumed so far (see
@@ -254,6 +258,41 @@ class Judge:
         view = copy.copy(self)
         view.cache = None
         return view
+
+    # ------------------------------------------------------------- planning
+
+    def structured_mode(self) -> Mode:
+        """The structured-output mode requests are sent in: the configured one, else the one
+        probed (this process, or remembered in the request cache), else the first to try."""
+        if self.mode != "auto":
+            return self.mode
+        found = known_mode(self.base_url, self.model)
+        if found is None and self.cache is not None:
+            stored = self.cache.get_mode(self.base_url, self.model)
+            found = next((m for m in MODES if m == stored), None)
+        return found or MODES[0]
+
+    def request_size(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        response_model: type[BaseModel],
+        *,
+        max_tokens: int | None = None,
+    ) -> tuple[int, int]:
+        """(characters, reply budget) of the request that :meth:`ask` would send: the
+        characters of its messages and of the schema sent beside them, in the
+        :meth:`structured_mode`, and the reply budget it would ask for. Nothing is sent."""
+        shape = shape_of(response_model)
+        sent, extra = build_request(self.structured_mode(), _clean_messages(messages), shape)
+        chars = sum(len(str(m.get("content") or "")) for m in sent)
+        if extra:
+            chars += len(encode_body(extra))
+        return chars, max(self.max_tokens, max_tokens or 0)
+
+    def honours_n(self) -> bool | None:
+        """Whether the endpoint returns the ``n`` generations one request asks for (learnt
+        from the first such request; None before)."""
+        return known_n_support(self.base_url, self.model)
 
     # ------------------------------------------------------------------ ask
 
@@ -549,7 +588,7 @@ class Judge:
         """One HTTP request (with its retries); its choices (one unless ``n`` > 1)."""
         messages, extra = build_request(mode, convo, call.shape)
         # json mode carries the schema in the messages, the other modes in `extra`
-        prompt = _estimate_prompt(messages, len(call.shape.schema_json) if extra else 0)
+        prompt = _estimate_prompt(messages, len(encode_body(extra)) if extra else 0)
         budget = self._fit(prompt, budget)
         params: dict[str, Any] = {
             "model": self.model,
@@ -563,19 +602,43 @@ class Judge:
         if self.seed is not None:
             params["seed"] = self.seed
         estimate = prompt + budget * n
-        raws = await self._endpoint.post_json(
-            "/chat/completions",
-            params,
-            read=functools.partial(_read_completion, mode=mode, n=n),
-            estimated_tokens=estimate,
-            tally=tally,
-        )
-        head = raws[0]
+        spending = self.spending
+        # the most this request can cost: its prompt and its whole reply budget
+        reserved = (self._cost(prompt, budget * n) or 0.0) if spending is not None else 0.0
+        if spending is not None:
+            await spending.reserve(reserved)
+        cost = 0.0  # a request that fails is not billed
+        try:
+            raws = await self._endpoint.post_json(
+                "/chat/completions",
+                params,
+                read=functools.partial(_read_completion, mode=mode, n=n),
+                estimated_tokens=estimate,
+                tally=tally,
+            )
+            head = raws[0]
+            if spending is not None:
+                counted = self._cost(head.prompt_tokens, head.completion_tokens, head.cached_tokens)
+                cost = reserved if counted is None or not head.counted else counted
+        finally:
+            if spending is not None:
+                spending.settle(reserved, cost)
         tally.prompt_tokens += head.prompt_tokens
         tally.completion_tokens += head.completion_tokens
+        tally.cached_tokens += head.cached_tokens
         used = head.prompt_tokens + head.completion_tokens
         self._endpoint.limiter.settle(estimate, used if head.counted else estimate)
         return raws
+
+    def _cost(self, prompt: int, completion: int, cached: int = 0) -> float | None:
+        return self.prices.cost(
+            self.model, prompt, completion, cached_tokens=cached, batch=self.batched
+        )
+
+    @property
+    def batched(self) -> bool:
+        """Whether requests go through the endpoint's Batch API (priced at batch rates)."""
+        return self._endpoint.batch is not None
 
     def _fit(self, prompt_tokens: int, budget: int) -> int:
         """The reply budget that fits beside the prompt, or JudgeCallFailed(input_too_long)
@@ -640,13 +703,15 @@ class Judge:
     def _usage_of(self, tallies: Sequence[Tally]) -> Usage:
         prompt = sum(t.prompt_tokens for t in tallies)
         completion = sum(t.completion_tokens for t in tallies)
+        cached = sum(t.cached_tokens for t in tallies)
         return Usage(
             prompt_tokens=prompt,
             completion_tokens=completion,
             requests=sum(t.requests for t in tallies),
             retries=sum(t.retries for t in tallies),
             reasks=sum(t.reasks for t in tallies),
-            cost_usd=self.prices.cost(self.model, prompt, completion),
+            cost_usd=self._cost(prompt, completion, cached),
+            cached_tokens=cached,
         )
 
 
@@ -677,6 +742,7 @@ def _read_completion(data: dict[str, Any], mode: Mode, n: int = 1) -> list[_Raw]
                 prompt_tokens=_count(usage, "prompt_tokens") if i == 0 else 0,
                 completion_tokens=_count(usage, "completion_tokens") if i == 0 else 0,
                 counted=isinstance(usage, dict),
+                cached_tokens=_cached_count(usage) if i == 0 else 0,
             )
         )
     return out
@@ -685,6 +751,13 @@ def _read_completion(data: dict[str, Any], mode: Mode, n: int = 1) -> list[_Raw]
 def _count(usage: Any, field: str) -> int:
     value = usage.get(field) if isinstance(usage, dict) else None
     return value if isinstance(value, int) and value > 0 else 0
+
+
+def _cached_count(usage: Any) -> int:
+    """``usage.prompt_tokens_details.cached_tokens``: the prompt tokens served from the
+    provider's prompt cache (never more than the prompt)."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    return min(_count(details, "cached_tokens"), _count(usage, "prompt_tokens"))
 
 
 def _clean_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:

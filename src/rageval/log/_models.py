@@ -11,7 +11,7 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   remote embeddings it paid for (``embeddings_usage``), so that the usage of a run is the sum of
   its lines, interrupted or not; the summary groups cells without a value by metric, status and
   kind (``failures``) with a few example causes and sample ids.
-* **3** -- this rageval: human labels and judge noise (``evaluate(human_labels=, repeats=)``).
+* **3** -- human labels and judge noise (``evaluate(human_labels=, repeats=)``).
   The manifest says which label column rectifies which metric (``human_labels``) and how many
   times each judge cell was scored (``repeats``); a cell scored several times keeps its scores
   (``repeats``, left out of the line otherwise); a metric's summary gives the PPI++ mean of each
@@ -22,6 +22,13 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   (``registered_name``). Everything format 3 adds is optional and its
   absence means what format 2 meant (no labels, one scoring per cell), so a run of format 2
   reads as it is and can be resumed (the resumed run's manifest is then of format 3).
+* **4** -- this rageval: cost control. Every usage block counts ``cached_tokens`` (prompt
+  tokens the provider served from its prompt cache, priced at the cached-input rate); a run in
+  batch mode keeps ``batches.jsonl`` (:class:`BatchEvent`: the batches it uploaded and the
+  request behind each line, so that a resumed run re-attaches to a batch in flight); the
+  manifest says whether the run was batched (``batch``). All of it is optional and its absence
+  means what format 3 meant (no cached tokens, online requests), so a run of format 2 or 3
+  reads as it is and can be resumed.
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
@@ -77,7 +84,7 @@ __all__ = [
 ]
 
 #: the format this rageval writes; it reads every format from 1 up to this one
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 #: the oldest format a run can be resumed from (format 1 lines lack what a summary needs now)
 RESUMABLE_FORMAT = 2
 #: the kind under which cells whose log does not say (format 1) are grouped
@@ -179,6 +186,8 @@ class Manifest(_Versioned):
     repeats: int = Field(default=1, ge=1)
     #: where the rows were scored: "local" or "ray" (None: a log from before it was recorded)
     engine: str | None = None
+    #: whether judge requests went through the endpoint's Batch API (``batches.jsonl``)
+    batch: bool = False
 
 
 # ---------------------------------------------------------------------------- results.jsonl

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rageval.metrics.authoring import STATEMENT_RULES as RULES, messages, reply_budget, tagged
+from rageval.metrics.authoring import (
+    STATEMENT_RULES as RULES,
+    PlannedRequest,
+    messages,
+    predicted_statements,
+    reply_budget,
+    tagged,
+    text_tokens,
+)
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
@@ -32,9 +40,27 @@ class Statements(BaseModel):
 
 def prompt(question: str, text: str) -> list[dict[str, str]]:
     return messages(
-        f"{RULES}\n\n{tagged('question', question)}\n{tagged('text', text)}\n\n"
-        'Reply as {"statements": ["...", "..."]}.'
+        f"{RULES}\n\n{tagged('question', question)}\n{tagged('text', text)}",
+        'Reply as {"statements": ["...", "..."]}.',
     )
+
+
+def planned(sample: Sample, which: Which) -> list[PlannedRequest]:
+    """The extraction request for `which` text of `sample` (none for a blank text), shared by
+    the metrics of the sample that read it; its reply restates the text's sentences."""
+    text = sample.text(which)
+    if not text.strip():
+        return []
+    expected = 6 + text_tokens(text) + 3 * len(predicted_statements(text))
+    return [
+        PlannedRequest(
+            prompt(sample.text("user_input"), text),
+            Statements,
+            reply_tokens=expected,
+            max_tokens=reply_budget(text=text),
+            shared=f"statements:{which}",
+        )
+    ]
 
 
 def clean(items: list[str]) -> list[str]:

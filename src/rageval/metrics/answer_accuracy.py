@@ -12,29 +12,39 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rageval.metrics.authoring import RatingMetric, messages, tagged
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    RatingMetric,
+    messages,
+    planned_ratings,
+    tagged,
+)
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 2, 4)
 _SCALE_TEXT = (
     "Rate 4 if it says the same as the {ref}, 2 if it agrees only in part, 0 if it is wrong, "
-    "contradicts the {ref} or answers a different question. "
-    'Reply as {{"rating": 0|2|4}}.'
+    "contradicts the {ref} or answers a different question."
 )
+REPLY = 'Reply as {"rating": 0|2|4}.'
 
 
 def prompts(question: str, response: str, reference: str) -> list[list[dict[str, str]]]:
     first = messages(
-        "Compare the candidate answer with the reference answer to the question.\n\n"
-        f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
-        f"{tagged('candidate', response)}\n\n" + _SCALE_TEXT.format(ref="reference")
+        "Compare the candidate answer with the reference answer to the question. "
+        + _SCALE_TEXT.format(ref="reference")
+        + f"\n\n{tagged('question', question)}\n{tagged('reference', reference)}\n"
+        f"{tagged('candidate', response)}",
+        REPLY,
     )
     # roles swapped: the reference is judged against the response
     second = messages(
-        "Judge how well the proposed answer matches the gold answer for the question.\n\n"
-        f"{tagged('question', question)}\n{tagged('gold', response)}\n"
-        f"{tagged('proposed', reference)}\n\n" + _SCALE_TEXT.format(ref="gold answer")
+        "Judge how well the proposed answer matches the gold answer for the question. "
+        + _SCALE_TEXT.format(ref="gold answer")
+        + f"\n\n{tagged('question', question)}\n{tagged('gold', response)}\n"
+        f"{tagged('proposed', reference)}",
+        REPLY,
     )
     return [first, second]
 
@@ -46,6 +56,12 @@ class AnswerAccuracy(RatingMetric):
     needs_llm = True
     scale = SCALE
     summary = "agreement of response and reference, two judge templates rating 0/2/4"
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        response, reference = sample.text("response"), sample.text("reference")
+        if not reference.strip() or not response.strip():
+            return []
+        return planned_ratings(prompts(sample.text("user_input"), response, reference), SCALE)
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")

@@ -35,12 +35,18 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rageval.metrics.authoring import (
+    EXPECTED_ITEM_TOKENS,
     STATEMENT_RULES as RULES,
+    PlannedRequest,
     judge_items,
     note_truncation,
+    planned_statements,
+    planned_verdicts,
+    predicted_statements,
     reply_budget,
     split_sentences,
     tagged,
+    text_tokens,
     verdict_evidence,
 )
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
@@ -77,11 +83,11 @@ def prompt(question: str, reference: str) -> Callable[[str], str]:
             "directly imply it.\n"
             "2. For each numbered answer statement: supported = the reference states it or "
             "directly implies it. A statement that conflicts with the reference is not "
-            "supported.\n\n"
-            f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
-            f"{tagged('answer_statements', statements)}\n\n"
+            "supported.\n"
             'Reply with "reference_statements": [{"statement": "...", "reason": "...", '
-            '"covered": true or false}, ...].'
+            '"covered": true or false}, ...].\n\n'
+            f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
+            f"{tagged('answer_statements', statements)}"
         )
 
     return body
@@ -146,6 +152,24 @@ class AnswerCorrectness(Metric):
         if threshold is not None and not (_is_number(threshold) and 0.0 <= threshold <= 1.0):
             raise ValueError(f"threshold must be a number in [0, 1] or None, got {threshold!r}")
         self.threshold = None if threshold is None else float(threshold)
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        response, reference = sample.text("response"), sample.text("reference")
+        if not reference.strip() or not response.strip() or self.weights[0] == 0:
+            return []
+        # the reply lists the reference's statements (about its sentences), each ruled on
+        coverage = sum(text_tokens(s) + EXPECTED_ITEM_TOKENS for s in split_sentences(reference))
+        return planned_statements(sample, "response") + planned_verdicts(
+            predicted_statements(response),
+            prompt(sample.text("user_input"), reference),
+            prefix="s",
+            verdict="supported",
+            meaning=SUPPORTED,
+            base=ReferenceCoverage,
+            base_tokens=reply_budget(len(split_sentences(reference)), text=reference),
+            base_reply_tokens=8 + coverage,
+            predicted=True,
+        )
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")

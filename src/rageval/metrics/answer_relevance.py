@@ -41,7 +41,7 @@ from pydantic.fields import FieldInfo
 
 from rageval import _env
 from rageval._sync import run_sync
-from rageval.metrics.authoring import UnitScore, messages, numbered, tagged
+from rageval.metrics.authoring import PlannedRequest, UnitScore, messages, numbered, tagged
 from rageval.metrics.base import (
     Metric,
     MetricResult,
@@ -201,8 +201,8 @@ class AnswerRelevance(Metric):
         wanted = judged_model(self.response_model).model_fields
         fields = ", ".join(f"{n} (0 to 1)" if n in self._scores else n for n in wanted)
         return messages(
-            f"{self.prompt or DEFAULT_PROMPT}\n\n" + "\n".join(blocks) + "\n\n"
-            f"Reply as a JSON object with the fields: {fields}."
+            f"{self.prompt or DEFAULT_PROMPT}\n\n" + "\n".join(blocks),
+            f"Reply as a JSON object with the fields: {fields}.",
         )
 
     async def _evaluate(
@@ -220,6 +220,17 @@ class AnswerRelevance(Metric):
         if OVERALL in self.response_model.model_fields:
             fields[OVERALL] = value
         return self.response_model.model_validate(fields), value
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        question, answer = sample.text("user_input"), sample.text("response")
+        if not question.strip() or not answer.strip():
+            return []
+        model = judged_model(self.response_model)
+        # a few tokens per score; a sentence or two per other field (the reasoning)
+        others = len(model.model_fields) - len(self._scores)
+        expected = 4 + 8 * len(self._scores) + 40 * others
+        messages = self.build_messages(question, answer, sample.retrieved_contexts)
+        return [PlannedRequest(messages, model, expected)]
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, answer = sample.text("user_input"), sample.text("response")

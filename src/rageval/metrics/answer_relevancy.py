@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from rageval.metrics.authoring import messages, note_truncation, tagged
+from rageval.metrics.authoring import PlannedRequest, messages, note_truncation, tagged, text_tokens
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
@@ -48,8 +48,8 @@ def prompt(response: str) -> list[dict[str, str]]:
         "Write the question that the answer below responds to, phrased as a user would ask "
         "it. Also set noncommittal to true if the answer is evasive, vague or declines to "
         'answer ("I don\'t know", "I\'m not sure"), else false.\n\n'
-        f"{tagged('answer', response)}\n\n"
-        'Reply as {"question": "...", "noncommittal": false}.'
+        f"{tagged('answer', response)}",
+        'Reply as {"question": "...", "noncommittal": false}.',
     )
 
 
@@ -85,6 +85,14 @@ class AnswerRelevancy(Metric):
             raise ValueError(f"temperature must be a number from 0 to 2, got {temperature!r}")
         self.strictness = strictness
         self.temperature = float(temperature)
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        question, response = sample.text("user_input"), sample.text("response")
+        if not question.strip() or not response.strip():
+            return []
+        # each generation: a question about as long as the user's, and the flag
+        expected = 12 + text_tokens(question)
+        return [PlannedRequest(prompt(response), GeneratedQuestion, expected, n=self.strictness)]
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, response = sample.text("user_input"), sample.text("response")

@@ -25,6 +25,13 @@ Untrusted text (question, answer, contexts, reference) always travels inside nam
 assess, never instructions. Items the judge rules on are listed one per line as ``[id] text``
 (:func:`numbered`), so a context cannot start a line that looks like another item.
 
+Layout, for providers' automatic prompt caching (which serves a prompt's beginning from cache
+when an earlier request began the same way): what is fixed comes first and the sample's text
+last. The system message holds the evaluator's role and how to reply (:func:`messages`'
+`reply`; in ``json`` mode the judge appends the schema there too); the user message holds the
+metric's instructions first, then the tagged data and nothing after it. So every request of a
+metric begins with the same text whatever the sample.
+
 What a metric author needs, by task (docs/writing-metrics.md puts them to work):
 
 * prompts: :func:`messages` (the system message above + your text), :func:`tagged` (fence
@@ -38,7 +45,10 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
 * scores from 0 to 1: :data:`UnitScore`; judged numbers: :func:`number_only`;
 * reply budgets: :func:`reply_budget`, :func:`text_tokens`;
 * embeddings: ``ctx.embed`` and, for a text the model cut, ``ctx.truncated`` with
-  :func:`note_truncation`.
+  :func:`note_truncation`;
+* the requests a metric will make, for the dry run and the budget (``planned_requests``):
+  :class:`PlannedRequest`, :func:`planned_statements`, :func:`planned_verdicts`,
+  :func:`planned_ratings`, :func:`predicted_statements`.
 
 The judge itself is reached through the :class:`~rageval.metrics.base.ScoringContext` a
 metric's ``measure`` gets: ``ctx.ask`` (one validated reply), ``ctx.ask_n`` (n independent
@@ -69,18 +79,23 @@ from pydantic import (
 
 from rageval.errors import CauseKind, JudgeCallFailed
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, note_truncation
+from rageval.samples import Sample
 
 __all__ = [
     "ABBREVIATIONS",
+    "EXPECTED_ITEM_TOKENS",
+    "EXPECTED_RATING_TOKENS",
     "ITEM_REPLY_TOKENS",
     "MAX_ITEMS_PER_REQUEST",
     "MAX_REPLY_TOKENS",
     "STATEMENT_RULES",
     "SYSTEM",
     "UNIT_SCORES",
+    "PlannedRequest",
     "RatingMetric",
     "UnitScore",
     "Verdict",
+    "VerdictRequest",
     "item_ids",
     "judge_items",
     "mean_rating",
@@ -89,6 +104,10 @@ __all__ = [
     "note_truncation",
     "number_only",
     "numbered",
+    "planned_ratings",
+    "planned_statements",
+    "planned_verdicts",
+    "predicted_statements",
     "rate_with_templates",
     "rating_model",
     "reply_budget",
@@ -97,8 +116,10 @@ __all__ = [
     "text_tokens",
     "unjudged",
     "verdict_evidence",
+    "verdict_format",
     "verdict_model",
     "verdict_request",
+    "verdict_requests",
 ]
 
 SYSTEM = (
@@ -149,9 +170,11 @@ def numbered(items: Sequence[str], prefix: str = "", first: int = 1) -> str:
     return "\n".join(f"[{i}] {' '.join(t.split())}" for i, t in zip(ids, items, strict=True))
 
 
-def messages(user: str) -> list[dict[str, str]]:
-    """The system message every metric uses, then `user`."""
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+def messages(user: str, reply: str | None = None) -> list[dict[str, str]]:
+    """The system message every metric uses (followed by `reply`, the fixed words on how to
+    reply, when given), then `user`: the instructions, then the tagged data."""
+    system = SYSTEM if reply is None else f"{SYSTEM}\n{reply}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def nonblank(texts: Sequence[str] | None) -> list[str]:
@@ -284,10 +307,11 @@ def verdict_evidence(verdicts: Sequence[Verdict], field: str) -> list[dict[str, 
     ]
 
 
-def _reply_format(prefix: str, verdict: str, first: int, count: int) -> str:
-    last = f"{prefix}{first + count - 1}"
+def verdict_format(prefix: str, verdict: str) -> str:
+    """How to reply with one verdict per item: the same words for every request of a metric
+    (the schema sent names the exact ids)."""
     return (
-        f'Reply with one key per id, "{prefix}{first}" to "{last}", each as '
+        f'Reply with one key per numbered id ("{prefix}1", "{prefix}2", ...), each as '
         f'{{"reason": "one short sentence", "{verdict}": true or false}}.'
     )
 
@@ -304,13 +328,58 @@ def verdict_request(
     base_tokens: int = 0,
 ) -> tuple[list[dict[str, str]], type[BaseModel], int]:
     """One verdict request of :func:`judge_items`: its messages, its response model and its
-    reply budget, for `items` numbered from `first`."""
+    reply budget, for `items` numbered from `first`. The reply format goes in the system
+    message (:func:`verdict_format`), `prompt`'s text in the user message."""
     model = verdict_model(prefix, first, len(items), verdict, meaning, base)
     body = prompt(numbered(items, prefix, first))
-    if items:
-        body += "\n\n" + _reply_format(prefix, verdict, first, len(items))
     budget = min(reply_budget(len(items)) + base_tokens, MAX_REPLY_TOKENS)
-    return messages(body), model, budget
+    return messages(body, verdict_format(prefix, verdict) if items else None), model, budget
+
+
+@dataclass(frozen=True)
+class VerdictRequest:
+    """One request of :func:`judge_items`: the items it asks about, numbered from
+    ``first``, its messages, its response model and its reply budget."""
+
+    first: int
+    items: list[str]
+    messages: list[dict[str, str]]
+    model: type[BaseModel]
+    budget: int
+
+
+def verdict_requests(
+    items: Sequence[str],
+    prompt: Callable[[str], str],
+    *,
+    prefix: str,
+    verdict: str,
+    meaning: str,
+    base: type[BaseModel] | None = None,
+    base_tokens: int = 0,
+) -> list[VerdictRequest]:
+    """The requests :func:`judge_items` sends for `items`: at most
+    :data:`MAX_ITEMS_PER_REQUEST` items each (one request when there are none), the first one
+    also asking for the fields of `base` (with `base_tokens` more of budget)."""
+    chunks = [
+        (start, list(items[start : start + MAX_ITEMS_PER_REQUEST]))
+        for start in range(0, len(items), MAX_ITEMS_PER_REQUEST)
+    ] or [(0, [])]
+    out = []
+    for index, (start, chunk) in enumerate(chunks):
+        own_base = base if index == 0 else None
+        msgs, model, budget = verdict_request(
+            chunk,
+            prompt,
+            prefix=prefix,
+            verdict=verdict,
+            meaning=meaning,
+            first=start + 1,
+            base=own_base,
+            base_tokens=base_tokens if own_base is not None else 0,
+        )
+        out.append(VerdictRequest(start + 1, chunk, msgs, model, budget))
+    return out
 
 
 async def judge_items(
@@ -326,38 +395,126 @@ async def judge_items(
 ) -> tuple[list[Verdict], BaseModel | None]:
     """The judge's verdict on each of `items`, in order.
 
-    `prompt` gets the numbered items (``[s1] …`` lines) and returns the request's text (tagged
-    data and the instructions); the reply format of the verdicts is appended here. The items go
-    in requests of at most :data:`MAX_ITEMS_PER_REQUEST` (asked concurrently), each with a
+    `prompt` gets the numbered items (``[s1] …`` lines) and returns the request's text: the
+    instructions first, then the tagged data (the items among them); the reply format of the
+    verdicts is added to the system message here. The items go in requests of at most
+    :data:`MAX_ITEMS_PER_REQUEST` (asked concurrently, :func:`verdict_requests`), each with a
     reply budget sized from its items. With `base`, the first request's reply also fills the
     fields of `base` (given `base_tokens` more of budget), which is returned with the verdicts.
     """
-    chunks = [
-        (start, list(items[start : start + MAX_ITEMS_PER_REQUEST]))
-        for start in range(0, len(items), MAX_ITEMS_PER_REQUEST)
-    ] or [(0, [])]
-
-    async def one(index: int, start: int, chunk: list[str]) -> BaseModel:
-        own_base = base if index == 0 else None
-        msgs, model, budget = verdict_request(
-            chunk,
-            prompt,
-            prefix=prefix,
-            verdict=verdict,
-            meaning=meaning,
-            first=start + 1,
-            base=own_base,
-            base_tokens=base_tokens if own_base is not None else 0,
-        )
-        return await ctx.ask(msgs, model, max_tokens=budget)
-
-    replies = await asyncio.gather(*(one(i, s, c) for i, (s, c) in enumerate(chunks)))
+    requests = verdict_requests(
+        items,
+        prompt,
+        prefix=prefix,
+        verdict=verdict,
+        meaning=meaning,
+        base=base,
+        base_tokens=base_tokens,
+    )
+    replies = await asyncio.gather(
+        *(ctx.ask(r.messages, r.model, max_tokens=r.budget) for r in requests)
+    )
     out: list[Verdict] = []
-    for (start, chunk), reply in zip(chunks, replies, strict=True):
-        for key, text in zip(item_ids(prefix, len(chunk), start + 1), chunk, strict=True):
+    for request, reply in zip(requests, replies, strict=True):
+        for key, text in zip(
+            item_ids(prefix, len(request.items), request.first), request.items, strict=True
+        ):
             ruling = getattr(reply, key)
             out.append(Verdict(key, text, getattr(ruling, verdict), ruling.reason))
     return out, (replies[0] if base is not None else None)
+
+
+# --------------------------------------------------------------- planned requests
+
+#: reply tokens expected per verdict (its id, a one-sentence reason, the verdict)
+EXPECTED_ITEM_TOKENS = 24
+#: reply tokens expected for a rating ({"rating": 2})
+EXPECTED_RATING_TOKENS = 6
+
+
+@dataclass(frozen=True)
+class PlannedRequest:
+    """A judge request a metric will make for a sample, as :func:`rageval.estimate` (the
+    dry run) and the budget (``max_cost``) count it, declared by the metric's
+    ``planned_requests`` next to its scoring code.
+
+    `messages` are built with the metric's own prompt builders; a request of a later stage,
+    whose text depends on an earlier reply (verdicts on the statements the judge extracts), is
+    built from a prediction of that reply and says so (`predicted`). `reply_tokens` is the reply
+    expected per generation (not its budget, `max_tokens`, which the call may ask for above the
+    judge's own); `n` generations come in one request where the endpoint honours ``n``.
+    Requests with the same `shared` key are made once per sample whichever metrics need them
+    (the statement extraction)."""
+
+    messages: list[dict[str, str]]
+    response_model: type[BaseModel]
+    reply_tokens: int
+    max_tokens: int | None = None
+    n: int = 1
+    predicted: bool = False
+    shared: str | None = None
+
+
+def predicted_statements(text: str) -> list[str]:
+    """The atomic statements a judge is expected to extract from `text`: its sentences (a
+    statement restates about one sentence; the estimate's range covers the difference)."""
+    return split_sentences(text)
+
+
+def planned_statements(
+    sample: Sample, which: Literal["response", "reference"]
+) -> list[PlannedRequest]:
+    """The request that extracts `which` text's atomic statements (``ctx.statements``), as a
+    metric reading them plans it: made once per sample whichever metrics read it (none for
+    a blank text)."""
+    from rageval.metrics._statements import planned
+
+    return planned(sample, which)
+
+
+def planned_verdicts(
+    items: Sequence[str],
+    prompt: Callable[[str], str],
+    *,
+    prefix: str,
+    verdict: str,
+    meaning: str,
+    base: type[BaseModel] | None = None,
+    base_tokens: int = 0,
+    base_reply_tokens: int = 0,
+    predicted: bool = False,
+) -> list[PlannedRequest]:
+    """The requests of :func:`judge_items` for `items`, as planned requests (the first one's
+    reply also fills `base`: `base_reply_tokens` more expected)."""
+    requests = verdict_requests(
+        items,
+        prompt,
+        prefix=prefix,
+        verdict=verdict,
+        meaning=meaning,
+        base=base,
+        base_tokens=base_tokens,
+    )
+    return [
+        PlannedRequest(
+            r.messages,
+            r.model,
+            reply_tokens=4
+            + EXPECTED_ITEM_TOKENS * len(r.items)
+            + (base_reply_tokens if i == 0 else 0),
+            max_tokens=r.budget,
+            predicted=predicted,
+        )
+        for i, r in enumerate(requests)
+    ]
+
+
+def planned_ratings(
+    prompts: Sequence[list[dict[str, str]]], scale: tuple[int, ...]
+) -> list[PlannedRequest]:
+    """One planned request per rating template."""
+    model = rating_model(scale)
+    return [PlannedRequest(p, model, reply_tokens=EXPECTED_RATING_TOKENS) for p in prompts]
 
 
 # ------------------------------------------------------------------ ratings

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
     from rageval.metrics._statements import SharedStatements
+    from rageval.metrics.authoring import PlannedRequest
 
 CellStatus = Literal["ok", "not_measured", "skipped"]
 M = TypeVar("M", bound=BaseModel)
@@ -473,6 +474,14 @@ class Metric(abc.ABC):
             return await self.measure(sample, ctx)
         parent: Metric = super(owner, self)  # type: ignore[assignment]
         return await parent.measure(sample, ctx)
+
+    def planned_requests(self, sample: Sample) -> Sequence[PlannedRequest] | None:
+        """The judge requests scoring `sample` takes, built with the metric's own prompt
+        builders (:class:`~rageval.metrics.authoring.PlannedRequest`): what the dry run
+        (:func:`rageval.estimate`) and the budget (``max_cost``) count. None when the metric
+        does not say (a metric that needs no judge makes none); rageval's metrics declare
+        theirs next to their scoring code."""
+        return None if self.needs_llm else []
 
     async def score_sample(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         """Score one validated sample with :meth:`measure`. A judge call that failed for good

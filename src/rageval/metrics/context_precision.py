@@ -18,7 +18,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from rageval.metrics.authoring import judge_items, nonblank, tagged
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    judge_items,
+    nonblank,
+    planned_verdicts,
+    tagged,
+)
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
@@ -59,6 +65,19 @@ class ContextPrecision(Metric):
     summary = (
         "average precision of the useful contexts in rank order (useful = leads to the reference)"
     )
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        reference = sample.text("reference")
+        contexts = nonblank(sample.retrieved_contexts)
+        if not reference.strip() or not contexts:
+            return []
+        return planned_verdicts(
+            contexts,
+            prompt(sample.text("user_input"), reference),
+            prefix="c",
+            verdict="useful",
+            meaning=USEFUL,
+        )
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         reference = sample.text("reference")

@@ -18,9 +18,11 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from rageval.metrics.authoring import (
+    PlannedRequest,
     judge_items,
     nonblank,
     numbered,
+    planned_verdicts,
     split_sentences,
     tagged,
     unjudged,
@@ -58,6 +60,19 @@ class ContextRecall(Metric):
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "reference")
     needs_llm = True
     summary = "share of the reference's sentences supported by the retrieved contexts"
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        sentences = split_sentences(sample.text("reference"))
+        contexts = nonblank(sample.retrieved_contexts)
+        if not sentences or not contexts:
+            return []
+        return planned_verdicts(
+            sentences,
+            prompt(sample.text("user_input"), contexts),
+            prefix="r",
+            verdict="attributed",
+            meaning=ATTRIBUTED,
+        )
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         sentences = split_sentences(sample.text("reference"))

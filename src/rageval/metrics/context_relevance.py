@@ -14,28 +14,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rageval.metrics.authoring import RatingMetric, messages, nonblank, numbered, tagged
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    RatingMetric,
+    messages,
+    nonblank,
+    numbered,
+    planned_ratings,
+    tagged,
+)
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 1, 2)
 
 
+REPLY = 'Reply as {"rating": 0|1|2}.'
+
+
 def prompts(question: str, contexts: Sequence[str]) -> list[list[dict[str, str]]]:
     passages = tagged("passages", numbered(contexts))
     first = messages(
-        "How relevant are the retrieved passages to the question?\n\n"
-        f"{tagged('question', question)}\n{passages}\n\n"
-        "Rate 2 if together they contain what is needed to answer it, 1 if they are on topic "
-        "or cover only part of it, 0 if they do not help answer it. "
-        'Reply as {"rating": 0|1|2}.'
+        "How relevant are the retrieved passages to the question? Rate 2 if together they "
+        "contain what is needed to answer it, 1 if they are on topic or cover only part of it, "
+        "0 if they do not help answer it.\n\n"
+        f"{tagged('question', question)}\n{passages}",
+        REPLY,
     )
     second = messages(
         "A search system returned these passages for the query below. Suppose a reader sees "
-        "only the passages: could they answer the query?\n\n"
-        f"{passages}\n{tagged('query', question)}\n\n"
-        "Rate 2 for fully, 1 for partly or with related background only, 0 for not at all. "
-        'Reply as {"rating": 0|1|2}.'
+        "only the passages: could they answer the query? Rate 2 for fully, 1 for partly or "
+        "with related background only, 0 for not at all.\n\n"
+        f"{passages}\n{tagged('query', question)}",
+        REPLY,
     )
     return [first, second]
 
@@ -49,6 +60,13 @@ class ContextRelevance(RatingMetric):
     summary = (
         "relevance of the retrieved contexts to the question, two judge templates rating 0/1/2"
     )
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        question = sample.text("user_input")
+        contexts = nonblank(sample.retrieved_contexts)
+        if not question.strip() or not contexts:
+            return []
+        return planned_ratings(prompts(question, contexts), SCALE)
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question = sample.text("user_input")

@@ -14,9 +14,13 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from rageval.metrics.authoring import (
+    PlannedRequest,
     judge_items,
     nonblank,
     numbered,
+    planned_statements,
+    planned_verdicts,
+    predicted_statements,
     tagged,
     unjudged,
     verdict_evidence,
@@ -53,6 +57,21 @@ class Faithfulness(Metric):
     needs_llm = True
     statement_needs = frozenset({"response"})
     summary = "share of the response's claims supported by the retrieved contexts"
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        plan = planned_statements(sample, "response")
+        statements = predicted_statements(sample.text("response"))
+        contexts = nonblank(sample.retrieved_contexts)
+        if statements and contexts:
+            plan += planned_verdicts(
+                statements,
+                prompt(contexts),
+                prefix="s",
+                verdict="supported",
+                meaning=SUPPORTED,
+                predicted=True,
+            )
+        return plan
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         statements = await ctx.statements.get("response")

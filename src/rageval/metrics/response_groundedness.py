@@ -15,27 +15,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rageval.metrics.authoring import RatingMetric, messages, nonblank, numbered, tagged
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    RatingMetric,
+    messages,
+    nonblank,
+    numbered,
+    planned_ratings,
+    tagged,
+)
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 1, 2)
 
 
+REPLY = 'Reply as {"rating": 0|1|2}.'
+
+
 def prompts(response: str, contexts: Sequence[str]) -> list[list[dict[str, str]]]:
     sources = numbered(contexts)
     first = messages(
-        "Is every claim in the response stated in, or directly inferable from, the contexts?\n\n"
-        f"{tagged('contexts', sources)}\n{tagged('response', response)}\n\n"
-        "Rate 2 if all of its claims are, 1 if only some are, 0 if none are or it "
-        'contradicts the contexts. Reply as {"rating": 0|1|2}.'
+        "Is every claim in the response stated in, or directly inferable from, the contexts? "
+        "Rate 2 if all of its claims are, 1 if only some are, 0 if none are or it contradicts "
+        "the contexts.\n\n"
+        f"{tagged('contexts', sources)}\n{tagged('response', response)}",
+        REPLY,
     )
     second = messages(
         "You are fact-checking a text against its sources. Trace each piece of information in "
-        "the text back to the sources; outside knowledge does not count.\n\n"
-        f"{tagged('sources', sources)}\n{tagged('text', response)}\n\n"
-        "Rate 2 if everything can be traced, 1 if part can, 0 if nothing can. "
-        'Reply as {"rating": 0|1|2}.'
+        "the text back to the sources; outside knowledge does not count. Rate 2 if everything "
+        "can be traced, 1 if part can, 0 if nothing can.\n\n"
+        f"{tagged('sources', sources)}\n{tagged('text', response)}",
+        REPLY,
     )
     return [first, second]
 
@@ -47,6 +59,13 @@ class ResponseGroundedness(RatingMetric):
     needs_llm = True
     scale = SCALE
     summary = "how far the response is backed by the retrieved contexts, two templates rating 0/1/2"
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        response = sample.text("response")
+        contexts = nonblank(sample.retrieved_contexts)
+        if not response.strip() or not contexts:
+            return []
+        return planned_ratings(prompts(response, contexts), SCALE)
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response = sample.text("response")

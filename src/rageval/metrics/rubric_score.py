@@ -19,7 +19,14 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from rageval.metrics.authoring import messages, nonblank, number_only, numbered, tagged
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    messages,
+    nonblank,
+    number_only,
+    numbered,
+    tagged,
+)
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
@@ -88,8 +95,8 @@ def prompt(sample: Sample, rubric: Mapping[int, str]) -> list[dict[str, str]]:
     levels = "\n".join(f"{n}: {' '.join(text.split())}" for n, text in rubric.items())
     return messages(
         "Grade the response with this rubric: choose the level whose description fits best.\n"
-        f"{levels}\n\n" + "\n".join(blocks) + "\n\n"
-        'Reply as {"feedback": "...", "score": 1|2|3|4|5}.'
+        f"{levels}\n\n" + "\n".join(blocks),
+        'Reply as {"feedback": "...", "score": 1|2|3|4|5}.',
     )
 
 
@@ -111,6 +118,10 @@ class RubricScore(Metric):
     def __init__(self, *, rubrics: Mapping[str, str] | None = None, **kw: Any) -> None:
         super().__init__(**kw)
         self.rubric = parse_rubric(DEFAULT_RUBRIC if rubrics is None else rubrics)
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        # the feedback: one to three sentences
+        return [PlannedRequest(prompt(sample, self.rubric), RubricGrade, reply_tokens=50)]
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         reply = await ctx.ask(prompt(sample, self.rubric), RubricGrade)

@@ -1,6 +1,7 @@
 """Running an evaluation: scheduling every (sample x metric) cell, the run directory, resume."""
 
 from rageval.runner._calibrate import acalibrate, calibrate
+from rageval.runner._estimate import CostEstimate, Range, UsageEstimate, estimate
 from rageval.runner._evaluate import (
     RunConfigError,
     aevaluate,
@@ -14,12 +15,16 @@ from rageval.runner._schedule import NO_JUDGE_CAUSE
 
 __all__ = [
     "NO_JUDGE_CAUSE",
+    "CostEstimate",
+    "Range",
     "RunConfigError",
     "RunDirError",
+    "UsageEstimate",
     "acalibrate",
     "aevaluate",
     "calibrate",
     "embeddings_from_spec",
+    "estimate",
     "evaluate",
     "judge_from_env",
     "resolve_metrics",

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import logging
 import os
 import time
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rageval import _env, _progress
 from rageval._sync import run_sync
 from rageval._version import __version__
-from rageval.errors import RagevalError
+from rageval.errors import BudgetReached, RagevalError
 from rageval.judge import RequestCache, Usage, UsageLedger, endpoint_limiter
 from rageval.log import (
     DataInfo,
@@ -42,9 +44,18 @@ from rageval.metrics.base import (
     registered_metrics,
 )
 from rageval.results import EvaluationResult
+from rageval.runner._cost import Admission, limit_spending, unpriced
 from rageval.runner._probe import check_key, probe_endpoints
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
-from rageval.runner._schedule import MIN_WINDOW, Scheduler, make_plans, meter_judge, usage_since
+from rageval.runner._schedule import (
+    MIN_WINDOW,
+    Plan,
+    Scheduler,
+    make_plans,
+    meter_judge,
+    spread,
+    usage_since,
+)
 from rageval.runner.engines import ENGINES, Engine, ray_missing
 from rageval.samples import (
     SAMPLE_FIELDS,
@@ -292,6 +303,69 @@ def _run_judges(llm: Judge | str | Sequence[Judge] | None) -> list[Judge]:
     return judges
 
 
+@dataclasses.dataclass
+class Prepared:
+    """An evaluation ready to score: its data (validated), metrics, judges, embeddings and
+    the plan of each judge endpoint."""
+
+    loaded: LoadedData
+    ids: list[str]
+    metrics: list[Metric]
+    #: the run's judge: none, one, or one per endpoint of one model
+    judges: list[Judge]
+    embedder: Embeddings | None
+    plans: list[Plan]
+
+    def all_judges(self) -> list[Judge]:
+        """Every judge a cell may ask (the run's and the metrics' own), each once."""
+        found = (j for plan in self.plans for j in (*plan.judge_of.values(), plan.shared_judge))
+        return list({id(j): j for j in found if j is not None}.values())
+
+
+def prepare(
+    data: Any,
+    metrics: Sequence[MetricLike] | None,
+    llm: Judge | str | Sequence[Judge] | None,
+    embeddings: Embeddings | str | None,
+    *,
+    column_map: Mapping[str, str] | None,
+    metric_params: Mapping[str, Mapping[str, Any]] | None,
+    on_invalid: OnInvalid,
+    repeats: int = 1,
+    resume: bool = False,
+) -> Prepared:
+    """Load and validate the data, make the metrics, the judges, the embeddings and the plans:
+    every check done before the first request, the same for :func:`aevaluate` and the dry run
+    (:func:`rageval.estimate`). Nothing is sent."""
+    loaded = load_samples(data, column_map=column_map)
+    whole_input = [p for p in loaded.problems if p.row is None]
+    if whole_input:
+        raise InvalidDataError(whole_input, source=loaded.source)
+    ids = sample_ids(loaded.samples)
+    metric_objs = resolve_metrics(metrics, loaded, metric_params)
+    problems, invalid_rows, invalid_cells = _validate(loaded, ids, metric_objs)
+    if problems and on_invalid == "raise":
+        raise InvalidDataError(problems, source=loaded.source)
+    # resuming, no judge by now means the run had none (not one from the environment)
+    run_judges = [] if llm is None and resume else _run_judges(llm)
+    judge = run_judges[0] if run_judges else None
+    needs_embeddings = any(
+        m.needs_embeddings and m.embeddings is None and (not m.needs_llm or m.llm or judge)
+        for m in metric_objs
+    )
+    embedder: Embeddings | None
+    if isinstance(embeddings, str):
+        embedder = embeddings_from_spec(embeddings)
+    elif embeddings is None and needs_embeddings:
+        embedder = embeddings_from_spec("local")
+    else:
+        embedder = embeddings
+    plans = make_plans(
+        metric_objs, run_judges, embedder, invalid_rows, invalid_cells, repeats=repeats
+    )
+    return Prepared(loaded, list(ids), metric_objs, run_judges, embedder, plans)
+
+
 def _check_engine(engine: str, ray_address: str | None, ray_actors: int | None) -> None:
     if engine not in ENGINES:
         raise RunConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -456,6 +530,7 @@ async def aevaluate(
     engine: Engine = "local",
     ray_address: str | None = None,
     ray_actors: int | None = None,
+    max_cost: float | None = None,
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
@@ -489,6 +564,12 @@ async def aevaluate(
     `engine="ray"` scores on Ray Data (the ``rageval[ray]`` extra): it joins the cluster at
     `ray_address` (or the one this process is connected to), else starts a local Ray;
     `ray_actors` overrides the number of actors (see docs/ray.md).
+
+    `max_cost` (USD) caps what the judges may spend in this call: a request is sent only if
+    its worst case fits beside what was spent and what is in flight; when the next request
+    cannot fit, the run stops with :class:`~rageval.errors.BudgetReached` (its ``result`` holds
+    what finished, kept in `run_dir` for a resume). A judge model of unknown price is refused
+    up front. See :mod:`rageval._client._budget` (local engine only).
     """
     _check_engine(engine, ray_address, ray_actors)
     if resume and run_dir is None:
@@ -504,46 +585,36 @@ async def aevaluate(
     repeats = 1 if repeats is None else repeats
     if on_invalid not in ("raise", "skip"):
         raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
-    started = time.monotonic()
-    loaded = load_samples(data, column_map=column_map)
-    whole_input = [p for p in loaded.problems if p.row is None]
-    if whole_input:
-        raise InvalidDataError(whole_input, source=loaded.source)
-    ids = sample_ids(loaded.samples)
-    metric_objs = resolve_metrics(metrics, loaded, metric_params)
-
-    problems, invalid_rows, invalid_cells = _validate(loaded, ids, metric_objs)
-    if problems and on_invalid == "raise":
-        raise InvalidDataError(problems, source=loaded.source)
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    if max_cost is not None and not (
+        isinstance(max_cost, (int, float)) and not isinstance(max_cost, bool) and max_cost > 0
+    ):
+        raise RunConfigError(f"max_cost must be a positive number of USD, got {max_cost!r}")
+    if engine == "ray" and max_cost is not None:
+        raise RunConfigError("max_cost works with the local engine, not with engine='ray'")
+    started = time.monotonic()
+    run = prepare(
+        data,
+        metrics,
+        llm,
+        embeddings,
+        column_map=column_map,
+        metric_params=metric_params,
+        on_invalid=on_invalid,
+        repeats=repeats,
+        resume=resume,
+    )
+    loaded, ids, metric_objs = run.loaded, run.ids, run.metrics
+    run_judges, embedder, plans = run.judges, run.embedder, run.plans
     human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
-
-    # resuming, no judge by now means the run had none (not one from the environment)
-    run_judges = [] if llm is None and resume else _run_judges(llm)
-    judge = run_judges[0] if run_judges else None
-    needs_embeddings = any(
-        m.needs_embeddings and m.embeddings is None and (not m.needs_llm or m.llm or judge)
-        for m in metric_objs
-    )
-    embedder: Embeddings | None
-    if isinstance(embeddings, str):
-        embedder = embeddings_from_spec(embeddings)
-    elif embeddings is None and needs_embeddings:
-        embedder = embeddings_from_spec("local")
-    else:
-        embedder = embeddings
-    plans = make_plans(
-        metric_objs, run_judges, embedder, invalid_rows, invalid_cells, repeats=repeats
-    )
-    judges = list(
-        {
-            id(j): j
-            for plan in plans
-            for j in (*plan.judge_of.values(), plan.shared_judge)
-            if j is not None
-        }.values()
-    )
+    judges = run.all_judges()
+    if max_cost is not None and unpriced(judges, batch=False):
+        raise RunConfigError(
+            f"max_cost needs the price of the judge model {', '.join(unpriced(judges))}, which "
+            "rageval does not know: give it with --price MODEL=INPUT,OUTPUT (USD per million "
+            "tokens) or Judge(..., prices=PriceTable({'MODEL': (INPUT, OUTPUT)}))"
+        )
     for j in judges:
         meter_judge(j)
     embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
@@ -599,6 +670,8 @@ async def aevaluate(
 
     show = _progress.wanted(progress if progress is not None else show_progress)
     line = _progress.ProgressLine(len(ids), done=len(ids) - len(todo)) if show else None
+    if line is not None:
+        line.counters.budget_usd = max_cost
     meter = _Progress(line, judges)
 
     def on_record(line: SampleLine) -> None:
@@ -612,10 +685,21 @@ async def aevaluate(
         if ray_run is not None:
             await ray_run.run(todo, on_record)
         else:
-            await Scheduler(
-                plans, loaded.samples, ids, window=_window(judges), on_record=on_record
-            ).run(todo)
-    except Exception:
+            with limit_spending(judges, max_cost) as limit:
+                admission = None
+                if limit is not None:
+                    admission = Admission(limit, functools.partial(_row_cost, plans, loaded, ids))
+                await Scheduler(
+                    plans,
+                    loaded.samples,
+                    ids,
+                    window=_window(judges),
+                    on_record=on_record,
+                    admission=admission,
+                ).run(todo)
+    except Exception as stopped:
+        if isinstance(stopped, BudgetReached):
+            stopped.result = result
         # the run stops (a fatal judge error): the directory still says how far it got, unless
         # that fails too, which must not hide why the run stopped
         if rundir is not None:
@@ -712,6 +796,16 @@ def _caches(judges: Sequence[Judge], embedders: Sequence[Embeddings | None]) -> 
     return [c for c in found if isinstance(c, RequestCache)]
 
 
+def _row_cost(plans: Sequence[Plan], loaded: LoadedData, ids: Sequence[str], row: int) -> float:
+    """The planned cost of a row (without looking up kept cells: a row kept costs nothing
+    anyway, and the lookup is the scheduler's)."""
+    from rageval.runner._estimate import row_cost
+
+    sid = ids[row]
+    plan = plans[spread(sid, len(plans))]
+    return row_cost(plan, row, loaded.samples[row], sid, kept=False)[0].cost_usd
+
+
 def _write_report(rundir: RunDir) -> None:
     try:
         rundir.write_report()
@@ -746,6 +840,7 @@ def evaluate(
     engine: Engine = "local",
     ray_address: str | None = None,
     ray_actors: int | None = None,
+    max_cost: float | None = None,
 ) -> EvaluationResult:
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
     pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
@@ -769,6 +864,7 @@ def evaluate(
             engine=engine,
             ray_address=ray_address,
             ray_actors=ray_actors,
+            max_cost=max_cost,
         )
     )
 

@@ -24,6 +24,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from rageval.errors import BudgetReached
 from rageval.judge import FatalJudgeError, JudgeCallFailed, JudgeError, Usage, UsageLedger
 from rageval.log import Cell, Inputs, RepeatedScores, SampleLine
 from rageval.metrics._statements import SHARED_TAG, SharedStatements
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
     from rageval.runner._cells import CellStore
+    from rageval.runner._cost import Admission
 
 #: the cause of a skipped cell whose metric needs a judge when none is configured
 NO_JUDGE_CAUSE = (
@@ -109,6 +111,7 @@ def usage_since(now: Usage, base: Usage) -> Usage:
         reasks=now.reasks - base.reasks,
         cache_hits=now.cache_hits - base.cache_hits,
         cost_usd=cost,
+        cached_tokens=now.cached_tokens - base.cached_tokens,
     )
 
 
@@ -188,8 +191,11 @@ class Scheduler:
         *,
         window: int,
         on_record: Callable[[SampleLine], None],
+        admission: Admission | None = None,
     ) -> None:
         self.plans = [plans] if isinstance(plans, Plan) else list(plans)
+        #: with a budget: which rows may start (see rageval.runner._cost)
+        self.admission = admission
         if not self.plans:
             raise ValueError("a scheduler needs at least one plan")
         self.samples = samples
@@ -203,9 +209,13 @@ class Scheduler:
         """Score `rows`, handing each finished sample to `on_record` as soon as it is done.
         An exception in a sample (a fatal judge error) cancels every sample in flight."""
         pending: set[asyncio.Task[SampleLine]] = set()
+        todo = list(rows)
         try:
-            for row in rows:
-                if len(pending) >= self.window:
+            for i, row in enumerate(todo):
+                while len(pending) >= self.window or not self._admits(row):
+                    if not pending:  # nothing in flight, and the budget has no room
+                        assert self.admission is not None
+                        raise self.admission.reached(len(todo) - i)
                     done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                     self._deliver(done)
                 pending.add(asyncio.ensure_future(self.score_row(row)))
@@ -218,12 +228,18 @@ class Scheduler:
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
 
+    def _admits(self, row: int) -> bool:
+        return self.admission is None or self.admission.admits(row)
+
     def _deliver(self, done: Iterable[asyncio.Task[SampleLine]]) -> None:
         """Hand over the finished samples, then raise the first failure among `done`."""
         failures = [t.exception() for t in done if t.exception() is not None]
         for task in done:
             if task.exception() is None:
-                self.on_record(task.result())
+                line = task.result()
+                if self.admission is not None:
+                    self.admission.finished(line)
+                self.on_record(line)
         if failures:
             raise failures[0]  # type: ignore[misc]
 
@@ -354,7 +370,7 @@ class Scheduler:
             return await metric.score_sample(sample, mctx)
         except NoJudgeError:
             return _NO_JUDGE
-        except FatalJudgeError:
+        except (FatalJudgeError, BudgetReached):
             raise
         except JudgeCallFailed as e:  # e.g. from the embeddings endpoint, outside a metric
             cause = f"judge call failed: {e.cause}"

@@ -1,7 +1,8 @@
 """An OpenAI-compatible HTTP server for tests and benchmarks, standard library only.
 
-``FakeOpenAI`` answers ``POST /v1/chat/completions``, ``POST /v1/embeddings`` and
-``GET /v1/models`` the way the real API does, closely enough for the ``openai`` SDK to parse
+``FakeOpenAI`` answers ``POST /v1/chat/completions``, ``POST /v1/embeddings``,
+``GET /v1/models`` and the Batch API (``/v1/files``, ``/v1/batches``:
+:mod:`rageval.testing.batch_api`) the way the real API does, closely enough for the ``openai`` SDK to parse
 every reply. What a chat request gets back is decided, in this order, by: the API-key check,
 the model allow-list, the structured-output modes the server claims to support, a random
 ``FaultPlan``, the queue filled by ``script()``, and finally the ``handler``.
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, TypeAlias
 
+from rageval.testing.prompt_cache import PrefixCache
 from rageval.testing.schema import schema_instance, strict_schema_problem
 
 __all__ = [
@@ -192,6 +194,24 @@ class RecordedRequest:
     def prompt_chars(self) -> int:
         return sum(len(_text_of(m.get("content"))) for m in self.messages if isinstance(m, dict))
 
+    @property
+    def schema_text(self) -> str:
+        """The structured-output part of the request as compact JSON (``response_format``, or
+        ``tools`` and ``tool_choice``): a real API bills it as prompt tokens."""
+        parts = {k: self.body[k] for k in ("response_format", "tools", "tool_choice")
+                 if k in self.body}  # fmt: skip
+        return json.dumps(parts, ensure_ascii=False, separators=(",", ":")) if parts else ""
+
+    @property
+    def prompt_text(self) -> str:
+        """What the model reads, in order: the schema, then each message's role and text."""
+        messages = (
+            f"<{m.get('role')}>{_text_of(m.get('content'))}"
+            for m in self.messages
+            if isinstance(m, dict)
+        )
+        return self.schema_text + "".join(messages)
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -204,6 +224,8 @@ class Reply:
     finish_reason: str = "stop"
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    #: prompt tokens reported as served from the prompt cache (None: the server's simulation)
+    cached_tokens: int | None = None
 
     @staticmethod
     def json(
@@ -212,10 +234,11 @@ class Reply:
         finish_reason: str = "stop",
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
+        cached_tokens: int | None = None,
     ) -> Reply:
         """A structured answer, delivered as a tool call if the request used tools, else as
         message content holding the JSON text."""
-        return Reply("json", obj, finish_reason, prompt_tokens, completion_tokens)
+        return Reply("json", obj, finish_reason, prompt_tokens, completion_tokens, cached_tokens)
 
     @staticmethod
     def text(
@@ -224,9 +247,10 @@ class Reply:
         finish_reason: str = "stop",
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
+        cached_tokens: int | None = None,
     ) -> Reply:
         """Raw message content, in every mode (a model that ignored the tools answers this way)."""
-        return Reply("text", s, finish_reason, prompt_tokens, completion_tokens)
+        return Reply("text", s, finish_reason, prompt_tokens, completion_tokens, cached_tokens)
 
     @staticmethod
     def tool_arguments(
@@ -235,9 +259,12 @@ class Reply:
         finish_reason: str = "stop",
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
+        cached_tokens: int | None = None,
     ) -> Reply:
         """A tool call whose ``arguments`` are exactly ``s`` (e.g. malformed JSON)."""
-        return Reply("tool_arguments", s, finish_reason, prompt_tokens, completion_tokens)
+        return Reply(
+            "tool_arguments", s, finish_reason, prompt_tokens, completion_tokens, cached_tokens
+        )
 
     @staticmethod
     def choices(*replies: Reply) -> Reply:
@@ -419,6 +446,16 @@ class FakeOpenAI:
     prompt and ``max_tokens`` together exceed it get OpenAI's 400 ``context_length_exceeded``.
     ``ignore_n=True`` answers every chat request with one choice whatever its ``n`` (as Ollama
     does).
+
+    Usage, as OpenAI reports it: ``prompt_tokens`` counts the message texts and the
+    structured-output schema sent (``response_format`` or ``tools``), at 4 characters a token;
+    ``usage.prompt_tokens_details.cached_tokens`` says how much of the prompt an automatic
+    prefix cache served (:mod:`rageval.testing.prompt_cache`; ``prompt_cache=False`` reports
+    0). A ``Reply`` may set any of these counts itself.
+
+    ``batch_api`` (:class:`~rageval.testing.batch_api.BatchAPI`) serves ``/v1/files`` and
+    ``/v1/batches``; ``batch_delay`` seconds pass before a batch's lines are answered, by the
+    same script, fault plan and handler as online requests.
     """
 
     def __init__(
@@ -437,6 +474,8 @@ class FakeOpenAI:
         keep_records: bool = True,
         context_window: int | None = None,
         ignore_n: bool = False,
+        prompt_cache: bool = True,
+        batch_delay: float = 0.0,
     ) -> None:
         unknown = set(supports) - {"json_schema", "tools", "json"}
         if unknown:
@@ -454,6 +493,11 @@ class FakeOpenAI:
         self.keep_records = keep_records
         self.context_window = context_window
         self.ignore_n = ignore_n
+        self.prompt_cache: PrefixCache | None = PrefixCache() if prompt_cache else None
+        from rageval.testing.batch_api import BatchAPI
+
+        #: the Batch API (files and batches; ``batch_delay``: seconds a batch is in progress)
+        self.batch_api = BatchAPI(self, delay=batch_delay)
         self.handler_errors: list[BaseException] = []
         self.max_in_flight = 0
         self.in_flight = 0
@@ -584,6 +628,7 @@ class FakeOpenAI:
             self.connections_opened = 0
         if self.faults is not None:
             self.faults.reset()
+        self.batch_api.reset()
 
     # ---------------------------------------------------------------------- HTTP
     async def _serve_connection(
@@ -695,6 +740,13 @@ class FakeOpenAI:
         record = RecordedRequest(path, headers, body if isinstance(body, dict) else {}, started)
         self._record(key, record)
 
+        if self.batch_api.owns(path):
+            if (
+                self.api_key is not None
+                and headers.get("authorization") != f"Bearer {self.api_key}"
+            ):
+                return _error(401, "Incorrect API key provided.", code="invalid_api_key")
+            return await self.batch_api.handle(method, path, headers, raw)
         if path not in _ROUTES:
             return _error(404, f"Invalid URL ({method} {path})", code="unknown_url")
         if method != _ROUTES[path]:
@@ -832,7 +884,11 @@ class FakeOpenAI:
         head = replies[0]
         prompt = head.prompt_tokens
         if prompt is None:
-            prompt = _estimate_tokens(record.prompt_chars)
+            prompt = _estimate_tokens(record.prompt_chars + len(record.schema_text))
+        cached = head.cached_tokens
+        if cached is None:
+            cache = self.prompt_cache
+            cached = cache.lookup(record.model or "", record.prompt_text, prompt) if cache else 0
         payload = {
             "id": f"chatcmpl-fake{number:08x}",
             "object": "chat.completion",
@@ -844,6 +900,7 @@ class FakeOpenAI:
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
+                "prompt_tokens_details": {"cached_tokens": cached},
             },
         }
         return _json_response(200, payload, [("x-request-id", f"req_fake{number:08x}")])
@@ -995,6 +1052,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "malformed_http, truncated, garbage",
     )
     parser.add_argument("--fault-seed", type=int, default=0)
+    parser.add_argument(
+        "--batch-delay", type=float, default=0.0, help="seconds a batch is in progress"
+    )
+    parser.add_argument(
+        "--no-prompt-cache", action="store_true", help="report no cached prompt tokens"
+    )
     args = parser.parse_args(argv)
     plan = FaultPlan(args.fault_rate, args.faults, args.fault_seed) if args.fault_rate else None
     handler = args.handler
@@ -1014,6 +1077,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         faults=plan,
         keep_records=False,
         context_window=args.context_window,
+        prompt_cache=not args.no_prompt_cache,
+        batch_delay=args.batch_delay,
     )
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())

@@ -1,0 +1,81 @@
+"""Cost control of a run: its budget (``max_cost``) and, in batch mode, the Batch API queues,
+attached to the run's judges while it lasts (see README "Cost control")."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from rageval._client._budget import SpendingLimit
+from rageval.errors import BudgetReached
+
+if TYPE_CHECKING:
+    from rageval.judge import Judge
+    from rageval.log import SampleLine
+
+__all__ = ["Admission", "limit_spending", "unpriced"]
+
+
+def unpriced(judges: Sequence[Judge], *, batch: bool = False) -> list[str]:
+    """The models among `judges` whose price (at batch rates with `batch`) is unknown."""
+    return sorted({j.model for j in judges if j.prices.cost(j.model, 1, 1, batch=batch) is None})
+
+
+class Admission:
+    """Starts a row only while the rows in flight, at their planned cost
+    (:mod:`rageval.runner._estimate`), leave room in the budget, so that the rows a run starts
+    are the ones it can finish. What a row may cost beyond its plan is held by the budget's own
+    per-request check (:class:`SpendingLimit`)."""
+
+    def __init__(self, limit: SpendingLimit, row_cost: Callable[[int], float]) -> None:
+        self.limit = limit
+        self._row_cost = row_cost
+        self._planned: dict[int, float] = {}  # rows in flight
+        self._spent_finished = 0.0
+
+    def admits(self, row: int) -> bool:
+        """Whether `row` may start now (then it is counted as in flight)."""
+        in_flight_spent = max(0.0, self.limit.spent_usd - self._spent_finished)
+        committed = self._spent_finished + max(sum(self._planned.values()), in_flight_spent)
+        if committed >= self.limit.max_cost_usd:
+            return False
+        self._planned[row] = self._row_cost(row)
+        return True
+
+    def finished(self, line: SampleLine) -> None:
+        self._planned.pop(line.row, None)
+        cost = line.usage.cost_usd or 0.0
+        if line.embeddings_usage is not None:  # remote embeddings are not on the budget
+            cost -= line.embeddings_usage.cost_usd or 0.0
+        self._spent_finished += cost
+
+    def reached(self, left: int) -> BudgetReached:
+        limit = self.limit
+        return BudgetReached(
+            f"the budget of ${limit.max_cost_usd:.4f} is reached: ${limit.spent_usd:.4f} "
+            f"spent, {left} row(s) not started",
+            spent_usd=limit.spent_usd,
+            max_cost_usd=limit.max_cost_usd,
+        )
+
+
+@contextlib.contextmanager
+def limit_spending(
+    judges: Sequence[Judge], max_cost: float | None
+) -> Iterator[SpendingLimit | None]:
+    """`max_cost` USD shared by every judge of `judges` while the block runs (nothing when
+    None); each judge's own setting is back afterwards."""
+    if max_cost is None:
+        yield None
+        return
+    limit = SpendingLimit(max_cost)
+    distinct = list({id(j): j for j in judges}.values())
+    before = [j.spending for j in distinct]
+    for judge in distinct:
+        judge.spending = limit
+    try:
+        yield limit
+    finally:
+        for judge, old in zip(distinct, before, strict=True):
+            judge.spending = old

@@ -1,0 +1,412 @@
+"""The dry run: what an evaluation will cost, before a single request is sent.
+
+:func:`estimate` loads and validates the data exactly as :func:`rageval.evaluate` does (a bad
+row is reported the same way), then asks every metric for the judge requests it would make on
+every sample (``Metric.planned_requests``: built with the metric's own prompt builders, next
+to its scoring code). A request whose text depends on an earlier reply -- the verdicts on the
+statements the judge extracts -- is built from a prediction of that reply (the statements of a
+text are predicted as its sentences) and marked as predicted. Cells already kept from an
+earlier run of the same evaluation (:mod:`rageval.runner._cells`) cost nothing, as in a run.
+
+Tokens: no tokenizer of the judge model is available offline, so every count is the documented
+approximation of one token per :data:`CHARS_PER_TOKEN` characters of what is sent -- the
+message texts and the structured-output schema sent beside them (a provider bills both), in
+the judge's structured-output mode -- and of the reply expected. English text runs at 3.5 to
+4.5 characters per token with OpenAI's tokenizers.
+
+Each figure comes with a range, ``low`` to ``high``: the tokenizer approximation (±15%), a
+predicted request's text (-25% to +35%), replies from half to twice the expected length, an
+endpoint that ignores ``n`` (one request per generation), and 10% more requests and prompt
+tokens at the top for re-asks and retries. Costs use the judge's price table (its batch rates
+in batch mode); prompt-cache discounts are not assumed, so a provider that caches prompt
+prefixes bills less.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from rageval.metrics._statements import SHARED_TAG
+from rageval.metrics.authoring import PlannedRequest
+from rageval.metrics.base import Metric, MetricLike
+from rageval.samples import Sample
+
+if TYPE_CHECKING:
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
+    from rageval.runner._evaluate import OnInvalid
+    from rageval.runner._schedule import Plan
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "CostEstimate",
+    "Range",
+    "UsageEstimate",
+    "estimate",
+    "plan_cost",
+]
+
+#: the approximation every token count of the estimate uses
+CHARS_PER_TOKEN = 4
+#: relative spread of a token count made with the approximation, of a predicted request's
+#: prompt, and of a reply around its expected length
+_TOKENIZER = (0.85, 1.15)
+_PREDICTED = (0.75, 1.35)
+_REPLY = (0.5, 2.0)
+#: the share of requests (and of their prompt tokens) re-asks and retries may add
+_REASKS = 0.10
+
+
+def tokens(chars: int) -> int:
+    """Tokens of `chars` characters, by the estimate's approximation."""
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+class Range(BaseModel):
+    """An estimated figure and its plausible range."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+class UsageEstimate(BaseModel):
+    """Requests, tokens and cost of part of an evaluation, each a :class:`Range`.
+    ``cost_usd`` is None when the price of a judge model is unknown; ``declared`` is False
+    when a metric does not declare its requests (then nothing of it is counted)."""
+
+    requests: Range
+    prompt_tokens: Range
+    completion_tokens: Range
+    cost_usd: Range | None
+    #: cells (or, for shared work, samples) that send at least one request
+    cells: int = 0
+    declared: bool = True
+
+
+class CostEstimate(UsageEstimate):
+    """What :func:`estimate` finds: the whole evaluation, and each metric (``metrics``) and
+    piece of shared work (``shared``, e.g. the statement extraction) on its own."""
+
+    metrics: dict[str, UsageEstimate] = Field(default_factory=dict)
+    shared: dict[str, UsageEstimate] = Field(default_factory=dict)
+    model: str | None = None
+    batch: bool = False
+    rows: int = 0
+    #: cells kept from an earlier run of the same evaluation: no request
+    cells_kept: int = 0
+    tokenizer: str = f"approximation: {CHARS_PER_TOKEN} characters per token"
+    notes: list[str] = Field(default_factory=list)
+
+    def table(self) -> str:
+        """The estimate as a plain-text table (what ``rageval evaluate --dry-run`` prints)."""
+        rows = [("metric", "requests", "prompt tokens", "completion tokens", "cost USD")]
+        parts = {**self.metrics, **self.shared}
+        for name, part in parts.items():
+            if not part.declared:
+                rows.append((name, "?", "?", "?", "?"))
+                continue
+            rows.append((name, *_cells(part)))
+        rows.append(("total", *_cells(self)))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+        lines.insert(1, "-" * len(lines[0]))
+        lines.insert(len(lines) - 1, "-" * len(lines[0]))
+        head = (
+            f"dry run: {self.rows} rows, judge {self.model or '(none)'}"
+            + (" (batch prices)" if self.batch else "")
+            + f"; nothing was sent. Estimate [low - high]; tokens by {self.tokenizer}."
+        )
+        if self.cells_kept:
+            head += f" {self.cells_kept} cells are kept from an earlier run and cost nothing."
+        return "\n".join([head, *lines, *(f"note: {n}" for n in self.notes)])
+
+
+def _cells(part: UsageEstimate) -> tuple[str, str, str, str]:
+    def fmt(r: Range, digits: int = 0) -> str:
+        if digits:
+            return f"{r.estimate:.{digits}f} [{r.low:.{digits}f} - {r.high:.{digits}f}]"
+        return f"{r.estimate:,.0f} [{r.low:,.0f} - {r.high:,.0f}]"
+
+    cost = "unknown" if part.cost_usd is None else fmt(part.cost_usd, 4)
+    return fmt(part.requests), fmt(part.prompt_tokens), fmt(part.completion_tokens), cost
+
+
+@dataclass
+class _Tally:
+    """Sums of (estimate, low, high) for each figure, and the cost, None once unknown."""
+
+    requests: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    prompt: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    completion: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    cost: list[float] | None = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    cells: int = 0
+    declared: bool = True
+
+    def add(self, other: _Tally) -> None:
+        for mine, theirs in (
+            (self.requests, other.requests),
+            (self.prompt, other.prompt),
+            (self.completion, other.completion),
+        ):
+            for i in range(3):
+                mine[i] += theirs[i]
+        if self.cost is not None and other.cost is not None:
+            for i in range(3):
+                self.cost[i] += other.cost[i]
+        else:
+            self.cost = None
+        self.cells += other.cells
+
+    def scale(self, factor: int) -> None:
+        """`factor` times as much (the same cells, scored `factor` times)."""
+        for values in (self.requests, self.prompt, self.completion, self.cost):
+            if values is not None:
+                values[:] = [v * factor for v in values]
+
+    def model(self) -> UsageEstimate:
+        def r(v: list[float]) -> Range:
+            return Range(estimate=v[0], low=v[1], high=v[2])
+
+        return UsageEstimate(
+            requests=r(self.requests),
+            prompt_tokens=r(self.prompt),
+            completion_tokens=r(self.completion),
+            cost_usd=None if self.cost is None else r(self.cost),
+            cells=self.cells,
+            declared=self.declared,
+        )
+
+
+def plan_cost(judge: Judge, planned: Sequence[PlannedRequest], *, batch: bool = False) -> _Tally:
+    """The requests, tokens and cost of `planned` requests to `judge` (estimate, low, high)."""
+    tally = _Tally()
+    honoured = judge.honours_n()
+    for request in planned:
+        chars, _budget = judge.request_size(
+            request.messages, request.response_model, max_tokens=request.max_tokens
+        )
+        prompt = tokens(chars)
+        spread = _PREDICTED if request.predicted else _TOKENIZER
+        n = request.n
+        # requests (each billing the prompt) if the endpoint honours n, and if it does not
+        one, each = 1, n
+        est = each if honoured is False else one
+        high = one if honoured is True else each
+        for i, (sent, factor, reply) in enumerate(
+            ((est, 1.0, 1.0), (one, spread[0], _REPLY[0]), (high, spread[1], _REPLY[1]))
+        ):
+            extra = 1 + _REASKS if i == 2 else 1.0
+            tally.requests[i] += sent * extra
+            tally.prompt[i] += sent * prompt * factor * extra
+            tally.completion[i] += n * request.reply_tokens * reply
+    tally.cost = _cost(judge, tally, batch)
+    return tally
+
+
+def _cost(judge: Judge, tally: _Tally, batch: bool) -> list[float] | None:
+    out = []
+    for i in range(3):
+        cost = judge.prices.cost(
+            judge.model, round(tally.prompt[i]), round(tally.completion[i]), batch=batch
+        )
+        if cost is None:
+            return None
+        out.append(cost)
+    return out
+
+
+@dataclass
+class SamplePlan:
+    """The planned requests of one sample: per metric, and the shared ones once each."""
+
+    by_metric: dict[str, list[PlannedRequest]] = field(default_factory=dict)
+    shared: dict[str, PlannedRequest] = field(default_factory=dict)
+    undeclared: set[str] = field(default_factory=set)
+
+
+def plan_sample(sample: Sample, metrics: Sequence[Metric]) -> SamplePlan:
+    """What `metrics` (the cells of `sample` that will run) ask the judge for."""
+    plan = SamplePlan()
+    for metric in metrics:
+        found = metric.planned_requests(sample)
+        if found is None:
+            plan.undeclared.add(metric.name)
+            continue
+        own = []
+        for request in found:
+            if request.shared is None:
+                own.append(request)
+            else:
+                plan.shared.setdefault(request.shared, request)
+        plan.by_metric[metric.name] = own
+    return plan
+
+
+@dataclass
+class SampleCost:
+    """The planned usage of one sample: per metric, per piece of shared work, and the metrics
+    that do not declare their requests."""
+
+    by_metric: dict[str, _Tally] = field(default_factory=dict)
+    shared: dict[str, _Tally] = field(default_factory=dict)
+    undeclared: set[str] = field(default_factory=set)
+
+    @property
+    def cost_usd(self) -> float:
+        """The estimated cost (0 for parts of unknown price)."""
+        parts = (*self.by_metric.values(), *self.shared.values())
+        return sum(p.cost[0] for p in parts if p.cost is not None)
+
+
+def sample_cost(
+    sample: Sample,
+    metrics: Sequence[Metric],
+    judge_of: Mapping[str, Judge | None],
+    shared_judge: Judge | None,
+    *,
+    batch: bool = False,
+    repeats: int = 1,
+) -> SampleCost:
+    """What `metrics` (the cells of `sample` that will be scored, each `repeats` times)
+    cost, as planned."""
+    plan = plan_sample(sample, metrics)
+    out = SampleCost(undeclared=plan.undeclared)
+    for name, requests in plan.by_metric.items():
+        judge = judge_of.get(name)
+        if requests and judge is not None:
+            out.by_metric[name] = plan_cost(judge, requests, batch=batch)
+    if shared_judge is not None:
+        for key, request in plan.shared.items():
+            out.shared[_shared_name(key)] = plan_cost(shared_judge, [request], batch=batch)
+    for part in (*out.by_metric.values(), *out.shared.values()):
+        part.cells = 1
+        part.scale(repeats)  # a repeat asks everything again, the statements too
+    return out
+
+
+def row_cost(
+    plan: Plan,
+    row: int,
+    sample: Sample | None,
+    sid: str,
+    *,
+    batch: bool = False,
+    kept: bool = True,
+) -> tuple[SampleCost, int]:
+    """The planned cost of scoring `row` under `plan`, as the scheduler scores it, and how
+    many of its cells are kept from an earlier run (those cost nothing; looked up only with
+    `kept`, which books a cache hit per cell found)."""
+    if sample is None or row in plan.invalid_rows:
+        return SampleCost(), 0
+    if sample.id is None:  # the run names the sample by its run id (its cells' keys too)
+        sample = sample.model_copy(update={"id": sid})
+    to_run = [
+        m
+        for m in plan.metrics
+        if (plan.judge_of.get(m.name) is not None or not m.needs_llm)
+        and (row, m.name) not in plan.invalid_cells
+        and not m.input_problems(sample)
+    ]
+    found: Mapping[str, object] = {}
+    if kept and plan.cells is not None:
+        found = plan.cells.lookup(sample, [m for m in to_run if m.needs_llm])
+    cost = sample_cost(
+        sample,
+        [m for m in to_run if m.name not in found],
+        plan.judge_of,
+        plan.shared_judge,
+        batch=batch,
+        repeats=plan.repeats,
+    )
+    return cost, len(found)
+
+
+def estimate(
+    data: Any,
+    metrics: Sequence[MetricLike] | None = None,
+    llm: Judge | str | Sequence[Judge] | None = None,
+    embeddings: Embeddings | str | None = None,
+    *,
+    column_map: Mapping[str, str] | None = None,
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
+    on_invalid: OnInvalid | None = None,
+    repeats: int = 1,
+    batch: bool = False,
+) -> CostEstimate:
+    """What ``evaluate()`` with the same arguments would send, and cost, without sending
+    anything (see the module docstring). `batch=True` prices the requests at the judge
+    model's batch rates (an unknown batch rate makes the cost unknown); `repeats=K` counts
+    every judge cell K times, as ``evaluate(repeats=K)`` scores it."""
+    from rageval.runner._evaluate import RunConfigError, prepare
+    from rageval.runner._schedule import spread
+
+    on_invalid = on_invalid or "raise"
+    if on_invalid not in ("raise", "skip"):
+        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    run = prepare(
+        data,
+        metrics,
+        llm,
+        embeddings,
+        column_map=column_map,
+        metric_params=metric_params,
+        on_invalid=on_invalid,
+        repeats=repeats,
+    )
+    per_metric = {m.name: _Tally() for m in run.metrics}
+    shared: dict[str, _Tally] = {}
+    kept = 0
+    for row, sample in enumerate(run.loaded.samples):
+        sid = run.ids[row]
+        plan = run.plans[spread(sid, len(run.plans))]
+        planned, found = row_cost(plan, row, sample, sid, batch=batch)
+        kept += found
+        for name in planned.undeclared:
+            per_metric[name].declared = False
+        for name, part in planned.by_metric.items():
+            per_metric[name].add(part)
+        for name, part in planned.shared.items():
+            shared.setdefault(name, _Tally()).add(part)
+    total = _Tally()
+    for part in (*per_metric.values(), *shared.values()):
+        total.add(part)
+    notes = []
+    undeclared = sorted(name for name, t in per_metric.items() if not t.declared)
+    if undeclared:
+        notes.append(
+            f"{', '.join(undeclared)} do(es) not declare its judge requests "
+            "(Metric.planned_requests): not counted"
+        )
+    if total.cost is None:
+        models = sorted({j.model for j in run.all_judges()})
+        notes.append(
+            f"the price of {', '.join(models)} is unknown"
+            + (" at batch rates" if batch else "")
+            + ": give it with --price MODEL=INPUT,OUTPUT (USD per million tokens) or "
+            "Judge(prices=PriceTable({...}))"
+        )
+    summary = total.model()
+    return CostEstimate(
+        **summary.model_dump(exclude={"cells", "declared"}),
+        cells=summary.cells,
+        metrics={name: t.model() for name, t in per_metric.items()},
+        shared={name: t.model() for name, t in shared.items()},
+        model=run.judges[0].model if run.judges else None,
+        batch=batch,
+        rows=len(run.loaded.samples),
+        cells_kept=kept,
+        notes=notes,
+    )
+
+
+def _shared_name(key: str) -> str:
+    """The usage label of shared work, as the run log books it."""
+    return SHARED_TAG if key.startswith("statements:") else f"shared:{key}"
