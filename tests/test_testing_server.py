@@ -97,7 +97,7 @@ def test_the_schema_sent_is_billed_as_prompt_tokens(sdk: openai.OpenAI) -> None:
     plain = chat(sdk)
     schema = chat(sdk, response_format=JSON_SCHEMA_FORMAT)
     sent = json.dumps({"response_format": JSON_SCHEMA_FORMAT}, separators=(",", ":"))
-    chars = len(MESSAGES[0]["content"]) + len(sent)
+    chars = len(QUESTION) + len(sent)
     assert schema.usage.prompt_tokens == math.ceil(chars / 4) > plain.usage.prompt_tokens
 
 
@@ -107,8 +107,11 @@ def test_a_shared_prompt_prefix_is_reported_as_cached_tokens(sdk: openai.OpenAI)
     fixed = "Rules. " * 1000  # 7,000 characters: 1,750 tokens
 
     def ask(tail: str) -> Any:
-        messages = [{"role": "system", "content": fixed}, {"role": "user", "content": tail}]
-        return sdk.chat.completions.create(model="judge-model", messages=messages)  # type: ignore[arg-type]
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": fixed},
+            {"role": "user", "content": tail},
+        ]
+        return sdk.chat.completions.create(model="judge-model", messages=messages)
 
     def cached(completion: Any) -> int:
         return int(completion.usage.prompt_tokens_details.cached_tokens)
@@ -117,7 +120,7 @@ def test_a_shared_prompt_prefix_is_reported_as_cached_tokens(sdk: openai.OpenAI)
     assert cached(first) == 0 and first.usage.prompt_tokens == math.ceil((7000 + 10) / 4)
     # "<system>" + 7,000 characters are shared: 7,008 -> the step at 6,656 characters (1,664 t.)
     assert cached(ask("sample two")) == 1664
-    short = sdk.chat.completions.create(model="judge-model", messages=MESSAGES)  # type: ignore[arg-type]
+    short = sdk.chat.completions.create(model="judge-model", messages=MESSAGES)
     assert cached(short) == 0  # under 1,024 tokens: never cached
     other = sdk.chat.completions.create(  # another model has a cache of its own
         model="other-model", messages=[{"role": "system", "content": fixed}]
@@ -132,7 +135,7 @@ def test_a_shared_prompt_prefix_is_reported_as_cached_tokens(sdk: openai.OpenAI)
     scripted = Reply.json({"a": 1}, prompt_tokens=5000, cached_tokens=4096)
     with FakeOpenAI() as server, client(server) as c:
         server.script(scripted)
-        assert cached(c.chat.completions.create(model="m", messages=MESSAGES)) == 4096  # type: ignore[arg-type]
+        assert cached(c.chat.completions.create(model="m", messages=MESSAGES)) == 4096
 
 
 def test_default_handler_answers_schema_in_each_mode(
