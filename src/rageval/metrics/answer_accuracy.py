@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rageval.metrics.authoring import (
-    PlannedRequest,
+    NO_REFERENCE,
     RatingMetric,
     messages,
-    planned_ratings,
     tagged,
+    zero_if_blank,
 )
-from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.base import forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 2, 4)
@@ -56,20 +56,13 @@ class AnswerAccuracy(RatingMetric):
     needs_llm = True
     scale = SCALE
     summary = "agreement of response and reference, two judge templates rating 0/2/4"
+    blank_rules = (
+        NO_REFERENCE,
+        zero_if_blank("response", "the response is empty: it says nothing"),
+    )
 
-    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        response, reference = sample.text("response"), sample.text("reference")
-        if not reference.strip() or not response.strip():
-            return []
-        return planned_ratings(prompts(sample.text("user_input"), response, reference), SCALE)
-
-    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        response, reference = sample.text("response"), sample.text("reference")
-        if not reference.strip():
-            return MetricResult.not_measured("the reference is empty: nothing to compare with")
-        if not response.strip():
-            return MetricResult.ok(0.0, reason="the response is empty: it says nothing")
-        return await self.rate(ctx, prompts(sample.text("user_input"), response, reference))
+    def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
+        return prompts(sample.text("user_input"), sample.text("response"), sample.text("reference"))
 
 
 #: names this module lacks are read from its default metric: ``answer_accuracy.score(...)``

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rageval.metrics.authoring import (
     EXPECTED_ITEM_TOKENS,
+    NO_REFERENCE,
     STATEMENT_RULES as RULES,
     PlannedRequest,
     judge_items,
@@ -135,6 +136,7 @@ class AnswerCorrectness(Metric):
     needs_embeddings = True
     statement_needs = frozenset({"response"})
     summary = "F1 of response vs reference statements, blended with semantic similarity"
+    blank_rules = (NO_REFERENCE,)
 
     def __init__(
         self,
@@ -155,7 +157,7 @@ class AnswerCorrectness(Metric):
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         response, reference = sample.text("response"), sample.text("reference")
-        if not reference.strip() or not response.strip() or self.weights[0] == 0:
+        if not response.strip() or self.weights[0] == 0:
             return []
         # the reply lists the reference's statements (about its sentences), each ruled on
         coverage = sum(text_tokens(s) + EXPECTED_ITEM_TOKENS for s in split_sentences(reference))
@@ -173,8 +175,6 @@ class AnswerCorrectness(Metric):
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
-        if not reference.strip():
-            return MetricResult.not_measured("the reference is empty: nothing to compare with")
         if not response.strip():
             return self._result(0.0, {"factuality": 0.0}, None, "the response is empty")
         w_fact, w_sim = self.weights

@@ -41,7 +41,15 @@ from pydantic.fields import FieldInfo
 
 from rageval import _env
 from rageval._sync import run_sync
-from rageval.metrics.authoring import PlannedRequest, UnitScore, messages, numbered, tagged
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    UnitScore,
+    messages,
+    not_measured_if_blank,
+    numbered,
+    tagged,
+    zero_if_blank,
+)
 from rageval.metrics.base import (
     Metric,
     MetricResult,
@@ -155,6 +163,10 @@ class AnswerRelevance(Metric):
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response")
     needs_llm = True
     summary = "judge rates topical match, completeness, conciseness (0-1); their mean"
+    blank_rules = (
+        not_measured_if_blank("user_input", "the user input is empty: no question to address"),
+        zero_if_blank("response", "the response is empty: it addresses nothing"),
+    )
 
     def __init__(
         self,
@@ -223,8 +235,6 @@ class AnswerRelevance(Metric):
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         question, answer = sample.text("user_input"), sample.text("response")
-        if not question.strip() or not answer.strip():
-            return []
         model = judged_model(self.response_model)
         # a few tokens per score; a sentence or two per other field (the reasoning)
         others = len(model.model_fields) - len(self._scores)
@@ -234,10 +244,6 @@ class AnswerRelevance(Metric):
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, answer = sample.text("user_input"), sample.text("response")
-        if not question.strip():
-            return MetricResult.not_measured("the user input is empty: no question to address")
-        if not answer.strip():
-            return MetricResult.ok(0.0, reason="the response is empty: it addresses nothing")
         result, value = await self._evaluate(ctx, question, answer, sample.retrieved_contexts)
         evidence = result.model_dump(mode="json", exclude={OVERALL})
         parts = ", ".join(f"{n} {getattr(result, n):g}" for n in self._scores)

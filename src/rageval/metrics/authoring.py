@@ -78,7 +78,15 @@ from pydantic import (
 )
 
 from rageval.errors import CauseKind, JudgeCallFailed
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, note_truncation
+from rageval.metrics.base import (
+    BlankRule,
+    Metric,
+    MetricResult,
+    ScoringContext,
+    not_measured_if_blank,
+    note_truncation,
+    zero_if_blank,
+)
 from rageval.samples import Sample
 
 __all__ = [
@@ -88,9 +96,11 @@ __all__ = [
     "ITEM_REPLY_TOKENS",
     "MAX_ITEMS_PER_REQUEST",
     "MAX_REPLY_TOKENS",
+    "NO_REFERENCE",
     "STATEMENT_RULES",
     "SYSTEM",
     "UNIT_SCORES",
+    "BlankRule",
     "PlannedRequest",
     "RatingMetric",
     "UnitScore",
@@ -101,6 +111,7 @@ __all__ = [
     "mean_rating",
     "messages",
     "nonblank",
+    "not_measured_if_blank",
     "note_truncation",
     "number_only",
     "numbered",
@@ -120,6 +131,7 @@ __all__ = [
     "verdict_model",
     "verdict_request",
     "verdict_requests",
+    "zero_if_blank",
 ]
 
 SYSTEM = (
@@ -578,11 +590,17 @@ async def rate_with_templates(
     return MetricResult.ok(value, reason=reason, **evidence)
 
 
+#: the rule of metrics that compare the response with the reference: without a reference
+#: they are not defined
+NO_REFERENCE = not_measured_if_blank("reference", "the reference is empty: nothing to compare with")
+
+
 class RatingMetric(Metric):
     """Base of a metric that rates a sample on a fixed `scale` with one or more templates
     (answer_accuracy, context_relevance, response_groundedness): a subclass sets `scale` and
-    its ``measure`` returns ``await self.rate(ctx, [template_1, template_2])``.
-    `max_retries` is the re-ask budget per template."""
+    implements :meth:`templates`; scoring (every template rated, the valid ratings averaged)
+    and the planned requests follow from them. `max_retries` is the re-ask budget per
+    template. (A subclass may still write its own ``measure`` around :meth:`rate`.)"""
 
     scale: ClassVar[tuple[int, ...]]
 
@@ -591,6 +609,16 @@ class RatingMetric(Metric):
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         self.max_retries = max_retries
+
+    def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
+        """The chat messages of each rating template for `sample`."""
+        raise NotImplementedError(f"{type(self).__name__} must implement templates(sample)")
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        return planned_ratings(self.templates(sample), self.scale)
+
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        return await self.rate(ctx, self.templates(sample))
 
     async def rate(
         self, ctx: ScoringContext, prompts: Sequence[list[dict[str, str]]]

@@ -22,8 +22,10 @@ from rageval.metrics.authoring import (
     PlannedRequest,
     judge_items,
     nonblank,
+    not_measured_if_blank,
     planned_verdicts,
     tagged,
+    zero_if_blank,
 )
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
@@ -65,33 +67,28 @@ class ContextPrecision(Metric):
     summary = (
         "average precision of the useful contexts in rank order (useful = leads to the reference)"
     )
+    blank_rules = (
+        not_measured_if_blank(
+            "reference", "the reference is empty: nothing to judge usefulness by"
+        ),
+        zero_if_blank("retrieved_contexts", "no context was retrieved", contexts=[]),
+    )
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        reference = sample.text("reference")
-        contexts = nonblank(sample.retrieved_contexts)
-        if not reference.strip() or not contexts:
-            return []
         return planned_verdicts(
-            contexts,
-            prompt(sample.text("user_input"), reference),
+            nonblank(sample.retrieved_contexts),
+            prompt(sample.text("user_input"), sample.text("reference")),
             prefix="c",
             verdict="useful",
             meaning=USEFUL,
         )
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        reference = sample.text("reference")
-        if not reference.strip():
-            return MetricResult.not_measured(
-                "the reference is empty: nothing to judge usefulness by"
-            )
         contexts = nonblank(sample.retrieved_contexts)
-        if not contexts:
-            return MetricResult.ok(0.0, reason="no context was retrieved", contexts=[])
         verdicts, _ = await judge_items(
             ctx,
             contexts,
-            prompt(sample.text("user_input"), reference),
+            prompt(sample.text("user_input"), sample.text("reference")),
             prefix="c",
             verdict="useful",
             meaning=USEFUL,

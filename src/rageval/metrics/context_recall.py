@@ -21,6 +21,7 @@ from rageval.metrics.authoring import (
     PlannedRequest,
     judge_items,
     nonblank,
+    not_measured_if_blank,
     numbered,
     planned_verdicts,
     split_sentences,
@@ -60,14 +61,16 @@ class ContextRecall(Metric):
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "reference")
     needs_llm = True
     summary = "share of the reference's sentences supported by the retrieved contexts"
+    blank_rules = (
+        not_measured_if_blank("reference", "the reference is empty: nothing to look for"),
+    )
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        sentences = split_sentences(sample.text("reference"))
         contexts = nonblank(sample.retrieved_contexts)
-        if not sentences or not contexts:
+        if not contexts:
             return []
         return planned_verdicts(
-            sentences,
+            split_sentences(sample.text("reference")),
             prompt(sample.text("user_input"), contexts),
             prefix="r",
             verdict="attributed",
@@ -76,8 +79,6 @@ class ContextRecall(Metric):
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         sentences = split_sentences(sample.text("reference"))
-        if not sentences:
-            return MetricResult.not_measured("the reference is empty: nothing to look for")
         contexts = nonblank(sample.retrieved_contexts)
         if contexts:
             verdicts, _ = await judge_items(

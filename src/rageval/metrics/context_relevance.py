@@ -15,15 +15,15 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rageval.metrics.authoring import (
-    PlannedRequest,
     RatingMetric,
     messages,
     nonblank,
+    not_measured_if_blank,
     numbered,
-    planned_ratings,
     tagged,
+    zero_if_blank,
 )
-from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.base import forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 1, 2)
@@ -60,24 +60,15 @@ class ContextRelevance(RatingMetric):
     summary = (
         "relevance of the retrieved contexts to the question, two judge templates rating 0/1/2"
     )
+    blank_rules = (
+        not_measured_if_blank(
+            "user_input", "the user input is empty: no question to be relevant to"
+        ),
+        zero_if_blank("retrieved_contexts", "no context was retrieved"),
+    )
 
-    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        question = sample.text("user_input")
-        contexts = nonblank(sample.retrieved_contexts)
-        if not question.strip() or not contexts:
-            return []
-        return planned_ratings(prompts(question, contexts), SCALE)
-
-    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        question = sample.text("user_input")
-        contexts = nonblank(sample.retrieved_contexts)
-        if not question.strip():
-            return MetricResult.not_measured(
-                "the user input is empty: no question to be relevant to"
-            )
-        if not contexts:
-            return MetricResult.ok(0.0, reason="no context was retrieved")
-        return await self.rate(ctx, prompts(question, contexts))
+    def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
+        return prompts(sample.text("user_input"), nonblank(sample.retrieved_contexts))
 
 
 #: names this module lacks are read from its default metric: ``context_relevance.score(...)``
