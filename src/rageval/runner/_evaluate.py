@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env, _progress
-from rageval._sync import run_sync
+from rageval._sync import synchronous
 from rageval._version import __version__
 from rageval.errors import BudgetReached, RagevalError
 from rageval.judge import RequestCache, Usage, UsageLedger, endpoint_limiter
@@ -820,53 +820,12 @@ def _write_report(rundir: RunDir) -> None:
         )
 
 
-def evaluate(
-    data: Any,
-    metrics: Sequence[MetricLike] | None = None,
-    llm: Judge | str | Sequence[Judge] | None = None,
-    embeddings: Embeddings | str | None = None,
-    *,
-    column_map: Mapping[str, str] | None = None,
-    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
-    on_invalid: OnInvalid | None = None,
-    run_dir: str | os.PathLike[str] | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    progress: bool | None = None,
-    show_progress: bool | None = None,
-    probe: bool = False,
-    human_labels: LabelsArg | None = None,
-    repeats: int | None = None,
-    engine: Engine = "local",
-    ray_address: str | None = None,
-    ray_actors: int | None = None,
-    max_cost: float | None = None,
-) -> EvaluationResult:
+evaluate = synchronous(
+    aevaluate,
+    "evaluate",
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
-    pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
-    return run_sync(
-        aevaluate(
-            data,
-            metrics,
-            llm,
-            embeddings,
-            column_map=column_map,
-            metric_params=metric_params,
-            on_invalid=on_invalid,
-            run_dir=run_dir,
-            resume=resume,
-            overwrite=overwrite,
-            progress=progress,
-            show_progress=show_progress,
-            probe=probe,
-            human_labels=human_labels,
-            repeats=repeats,
-            engine=engine,
-            ray_address=ray_address,
-            ray_actors=ray_actors,
-            max_cost=max_cost,
-        )
-    )
+    pytest-asyncio) the evaluation runs on a private loop in a worker thread.""",
+)
 
 
 __all__ = [
