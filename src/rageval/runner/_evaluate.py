@@ -77,34 +77,17 @@ class RunConfigError(RagevalError, ValueError):
     """An evaluation asked for something that cannot run (unknown metric, bad option...)."""
 
 
-def judge_from_env(
-    model: str | None = None,
-    *,
-    base_url: str | None = None,
-    max_concurrency: int | None = None,
-    requests_per_minute: float | None = None,
-    tokens_per_minute: float | None = None,
-    cache: bool | str = True,
-    **settings: Any,
-) -> Judge | None:
+def judge_from_env(model: str | None = None, **settings: Any) -> Judge | None:
     """The judge configured by arguments or the environment (see :mod:`rageval._env`): the
-    model from `model` or RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or
-    OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY; `settings` are further Judge
-    keyword arguments. None when no model is named."""
+    model from `model` or RAGEVAL_LLM, the endpoint from a `base_url` setting, else
+    RAGEVAL_BASE_URL or OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY;
+    `settings` are the Judge's keyword arguments. None when no model is named."""
     model = _env.judge_model(model)
     if model is None:
         return None
     from rageval.judge import Judge
 
-    judge = Judge(
-        model,
-        base_url=base_url,
-        max_concurrency=max_concurrency,
-        requests_per_minute=requests_per_minute,
-        tokens_per_minute=tokens_per_minute,
-        cache=cache,
-        **settings,
-    )
+    judge = Judge(model, **settings)
     check_key(judge.describe(), what="judge")
     return judge
 
