@@ -39,10 +39,9 @@ from rageval.metrics.authoring import (
     NO_REFERENCE,
     STATEMENT_RULES as RULES,
     PlannedRequest,
-    judge_items,
+    VerdictQuestion,
     note_truncation,
     planned_statements,
-    planned_verdicts,
     predicted_statements,
     reply_budget,
     split_sentences,
@@ -161,16 +160,22 @@ class AnswerCorrectness(Metric):
             return []
         # the reply lists the reference's statements (about its sentences), each ruled on
         coverage = sum(text_tokens(s) + EXPECTED_ITEM_TOKENS for s in split_sentences(reference))
-        return planned_statements(sample, "response") + planned_verdicts(
-            predicted_statements(response),
+        return planned_statements(sample, "response") + self.question(sample).plan(
+            predicted_statements(response), base_reply_tokens=8 + coverage, predicted=True
+        )
+
+    @staticmethod
+    def question(sample: Sample) -> VerdictQuestion:
+        """Is each statement of the response supported by the reference? The first request's
+        reply also lists the reference's statements, each covered by the response or not."""
+        reference = sample.text("reference")
+        return VerdictQuestion(
             prompt(sample.text("user_input"), reference),
             prefix="s",
             verdict="supported",
             meaning=SUPPORTED,
             base=ReferenceCoverage,
             base_tokens=reply_budget(len(split_sentences(reference)), text=reference),
-            base_reply_tokens=8 + coverage,
-            predicted=True,
         )
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
@@ -219,17 +224,7 @@ class AnswerCorrectness(Metric):
 
     async def _factuality(self, sample: Sample, ctx: ScoringContext) -> dict[str, Any]:
         answer = await ctx.statements.get("response")
-        reference = sample.text("reference")
-        verdicts, coverage = await judge_items(
-            ctx,
-            answer,
-            prompt(sample.text("user_input"), reference),
-            prefix="s",
-            verdict="supported",
-            meaning=SUPPORTED,
-            base=ReferenceCoverage,
-            base_tokens=reply_budget(len(split_sentences(reference)), text=reference),
-        )
+        verdicts, coverage = await self.question(sample).ask(ctx, answer)
         assert isinstance(coverage, ReferenceCoverage)
         claims = [c for c in coverage.reference_statements if c.statement.strip()]
         tp_ids = [v.id for v in verdicts if v.verdict]

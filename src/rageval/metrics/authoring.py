@@ -105,6 +105,7 @@ __all__ = [
     "RatingMetric",
     "UnitScore",
     "Verdict",
+    "VerdictQuestion",
     "VerdictRequest",
     "item_ids",
     "judge_items",
@@ -414,26 +415,71 @@ async def judge_items(
     reply budget sized from its items. With `base`, the first request's reply also fills the
     fields of `base` (given `base_tokens` more of budget), which is returned with the verdicts.
     """
-    requests = verdict_requests(
-        items,
-        prompt,
-        prefix=prefix,
-        verdict=verdict,
-        meaning=meaning,
-        base=base,
-        base_tokens=base_tokens,
-    )
-    replies = await asyncio.gather(
-        *(ctx.ask(r.messages, r.model, max_tokens=r.budget) for r in requests)
-    )
-    out: list[Verdict] = []
-    for request, reply in zip(requests, replies, strict=True):
-        for key, text in zip(
-            item_ids(prefix, len(request.items), request.first), request.items, strict=True
-        ):
-            ruling = getattr(reply, key)
-            out.append(Verdict(key, text, getattr(ruling, verdict), ruling.reason))
-    return out, (replies[0] if base is not None else None)
+    question = VerdictQuestion(prompt, prefix, verdict, meaning, base, base_tokens)
+    return await question.ask(ctx, items)
+
+
+@dataclass(frozen=True)
+class VerdictQuestion:
+    """What a metric asks the judge about each of its items (see :func:`judge_items` for the
+    fields), stated once for scoring (:meth:`ask`) and for the dry run and the budget
+    (:meth:`plan`)."""
+
+    prompt: Callable[[str], str]
+    prefix: str
+    verdict: str
+    meaning: str
+    base: type[BaseModel] | None = None
+    base_tokens: int = 0
+
+    def requests(self, items: Sequence[str]) -> list[VerdictRequest]:
+        """:func:`verdict_requests` of `items`."""
+        return verdict_requests(
+            items,
+            self.prompt,
+            prefix=self.prefix,
+            verdict=self.verdict,
+            meaning=self.meaning,
+            base=self.base,
+            base_tokens=self.base_tokens,
+        )
+
+    async def ask(
+        self, ctx: ScoringContext, items: Sequence[str]
+    ) -> tuple[list[Verdict], BaseModel | None]:
+        """The judge's verdict on each of `items`, in order, and the reply's `base` fields."""
+        requests = self.requests(items)
+        replies = await asyncio.gather(
+            *(ctx.ask(r.messages, r.model, max_tokens=r.budget) for r in requests)
+        )
+        out: list[Verdict] = []
+        for request, reply in zip(requests, replies, strict=True):
+            for key, text in zip(
+                item_ids(self.prefix, len(request.items), request.first),
+                request.items,
+                strict=True,
+            ):
+                ruling = getattr(reply, key)
+                out.append(Verdict(key, text, getattr(ruling, self.verdict), ruling.reason))
+        return out, (replies[0] if self.base is not None else None)
+
+    def plan(
+        self, items: Sequence[str], *, base_reply_tokens: int = 0, predicted: bool = False
+    ) -> list[PlannedRequest]:
+        """The requests :meth:`ask` sends for `items`, as planned requests (the first one's
+        reply also fills `base`: `base_reply_tokens` more expected)."""
+        return [
+            PlannedRequest(
+                r.messages,
+                r.model,
+                reply_tokens=4
+                + EXPECTED_ITEM_TOKENS * len(r.items)
+                + (base_reply_tokens if i == 0 else 0),
+                max_tokens=r.budget,
+                predicted=predicted,
+            )
+            for i, r in enumerate(self.requests(items))
+        ]
 
 
 # --------------------------------------------------------------- planned requests
@@ -498,27 +544,8 @@ def planned_verdicts(
 ) -> list[PlannedRequest]:
     """The requests of :func:`judge_items` for `items`, as planned requests (the first one's
     reply also fills `base`: `base_reply_tokens` more expected)."""
-    requests = verdict_requests(
-        items,
-        prompt,
-        prefix=prefix,
-        verdict=verdict,
-        meaning=meaning,
-        base=base,
-        base_tokens=base_tokens,
-    )
-    return [
-        PlannedRequest(
-            r.messages,
-            r.model,
-            reply_tokens=4
-            + EXPECTED_ITEM_TOKENS * len(r.items)
-            + (base_reply_tokens if i == 0 else 0),
-            max_tokens=r.budget,
-            predicted=predicted,
-        )
-        for i, r in enumerate(requests)
-    ]
+    question = VerdictQuestion(prompt, prefix, verdict, meaning, base, base_tokens)
+    return question.plan(items, base_reply_tokens=base_reply_tokens, predicted=predicted)
 
 
 def planned_ratings(

@@ -20,10 +20,9 @@ from typing import ClassVar
 
 from rageval.metrics.authoring import (
     PlannedRequest,
-    judge_items,
+    VerdictQuestion,
     nonblank,
     not_measured_if_blank,
-    planned_verdicts,
     tagged,
     zero_if_blank,
 )
@@ -74,25 +73,18 @@ class ContextPrecision(Metric):
         zero_if_blank("retrieved_contexts", "no context was retrieved", contexts=[]),
     )
 
+    @staticmethod
+    def question(sample: Sample) -> VerdictQuestion:
+        """Is each context useful for reaching the reference?"""
+        prompt_text = prompt(sample.text("user_input"), sample.text("reference"))
+        return VerdictQuestion(prompt_text, prefix="c", verdict="useful", meaning=USEFUL)
+
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        return planned_verdicts(
-            nonblank(sample.retrieved_contexts),
-            prompt(sample.text("user_input"), sample.text("reference")),
-            prefix="c",
-            verdict="useful",
-            meaning=USEFUL,
-        )
+        return self.question(sample).plan(nonblank(sample.retrieved_contexts))
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         contexts = nonblank(sample.retrieved_contexts)
-        verdicts, _ = await judge_items(
-            ctx,
-            contexts,
-            prompt(sample.text("user_input"), sample.text("reference")),
-            prefix="c",
-            verdict="useful",
-            meaning=USEFUL,
-        )
+        verdicts, _ = await self.question(sample).ask(ctx, contexts)
         useful_ranks = [k for k, v in enumerate(verdicts, start=1) if v.verdict]
         return MetricResult.ok(
             average_precision([v.verdict for v in verdicts]),
