@@ -38,7 +38,7 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
   untrusted text), :func:`numbered` / :func:`item_ids` (items under ids), :func:`nonblank`
   (the one rule for blank contexts), :func:`split_sentences`, :data:`STATEMENT_RULES`;
 * verdicts per item: :func:`judge_items` (ask, in chunks, with budgets) → :class:`Verdict`
-  list; :func:`verdict_evidence`, :func:`unjudged`; lower level :func:`verdict_model`,
+  list, or the same question stated once as a :class:`VerdictQuestion` (``ask`` and ``plan``); :func:`verdict_evidence`, :func:`unjudged`; lower level :func:`verdict_model`,
   :func:`verdict_request`;
 * ratings on a fixed scale: :class:`RatingMetric` and :func:`rate_with_templates` (several
   templates, the valid ratings averaged: :func:`mean_rating`); :func:`rating_model`;
@@ -47,8 +47,10 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
 * embeddings: ``ctx.embed`` and, for a text the model cut, ``ctx.truncated`` with
   :func:`note_truncation`;
 * the requests a metric will make, for the dry run and the budget (``planned_requests``):
-  :class:`PlannedRequest`, :func:`planned_statements`, :func:`planned_verdicts`,
-  :func:`planned_ratings`, :func:`predicted_statements`.
+  :class:`PlannedRequest`, :func:`planned_statements`, :meth:`VerdictQuestion.plan`,
+  :func:`planned_ratings`, :func:`predicted_statements`;
+* blank inputs: :class:`BlankRule` (:func:`zero_if_blank`, :func:`not_measured_if_blank`,
+  :data:`NO_REFERENCE`) in a metric's ``blank_rules``.
 
 The judge itself is reached through the :class:`~rageval.metrics.base.ScoringContext` a
 metric's ``measure`` gets: ``ctx.ask`` (one validated reply), ``ctx.ask_n`` (n independent
@@ -118,7 +120,6 @@ __all__ = [
     "numbered",
     "planned_ratings",
     "planned_statements",
-    "planned_verdicts",
     "predicted_statements",
     "rate_with_templates",
     "rating_model",
@@ -131,7 +132,6 @@ __all__ = [
     "verdict_format",
     "verdict_model",
     "verdict_request",
-    "verdict_requests",
     "zero_if_blank",
 ]
 
@@ -361,40 +361,6 @@ class VerdictRequest:
     budget: int
 
 
-def verdict_requests(
-    items: Sequence[str],
-    prompt: Callable[[str], str],
-    *,
-    prefix: str,
-    verdict: str,
-    meaning: str,
-    base: type[BaseModel] | None = None,
-    base_tokens: int = 0,
-) -> list[VerdictRequest]:
-    """The requests :func:`judge_items` sends for `items`: at most
-    :data:`MAX_ITEMS_PER_REQUEST` items each (one request when there are none), the first one
-    also asking for the fields of `base` (with `base_tokens` more of budget)."""
-    chunks = [
-        (start, list(items[start : start + MAX_ITEMS_PER_REQUEST]))
-        for start in range(0, len(items), MAX_ITEMS_PER_REQUEST)
-    ] or [(0, [])]
-    out = []
-    for index, (start, chunk) in enumerate(chunks):
-        own_base = base if index == 0 else None
-        msgs, model, budget = verdict_request(
-            chunk,
-            prompt,
-            prefix=prefix,
-            verdict=verdict,
-            meaning=meaning,
-            first=start + 1,
-            base=own_base,
-            base_tokens=base_tokens if own_base is not None else 0,
-        )
-        out.append(VerdictRequest(start + 1, chunk, msgs, model, budget))
-    return out
-
-
 async def judge_items(
     ctx: ScoringContext,
     items: Sequence[str],
@@ -411,7 +377,7 @@ async def judge_items(
     `prompt` gets the numbered items (``[s1] …`` lines) and returns the request's text: the
     instructions first, then the tagged data (the items among them); the reply format of the
     verdicts is added to the system message here. The items go in requests of at most
-    :data:`MAX_ITEMS_PER_REQUEST` (asked concurrently, :func:`verdict_requests`), each with a
+    :data:`MAX_ITEMS_PER_REQUEST` (asked concurrently, :meth:`VerdictQuestion.requests`), each with a
     reply budget sized from its items. With `base`, the first request's reply also fills the
     fields of `base` (given `base_tokens` more of budget), which is returned with the verdicts.
     """
@@ -433,16 +399,28 @@ class VerdictQuestion:
     base_tokens: int = 0
 
     def requests(self, items: Sequence[str]) -> list[VerdictRequest]:
-        """:func:`verdict_requests` of `items`."""
-        return verdict_requests(
-            items,
-            self.prompt,
-            prefix=self.prefix,
-            verdict=self.verdict,
-            meaning=self.meaning,
-            base=self.base,
-            base_tokens=self.base_tokens,
-        )
+        """The requests :meth:`ask` sends for `items`: at most :data:`MAX_ITEMS_PER_REQUEST`
+        items each (one request when there are none), the first one also asking for the
+        fields of `base` (with `base_tokens` more of budget)."""
+        chunks = [
+            (start, list(items[start : start + MAX_ITEMS_PER_REQUEST]))
+            for start in range(0, len(items), MAX_ITEMS_PER_REQUEST)
+        ] or [(0, [])]
+        out = []
+        for index, (start, chunk) in enumerate(chunks):
+            base = self.base if index == 0 else None
+            msgs, model, budget = verdict_request(
+                chunk,
+                self.prompt,
+                prefix=self.prefix,
+                verdict=self.verdict,
+                meaning=self.meaning,
+                first=start + 1,
+                base=base,
+                base_tokens=self.base_tokens if base is not None else 0,
+            )
+            out.append(VerdictRequest(start + 1, chunk, msgs, model, budget))
+        return out
 
     async def ask(
         self, ctx: ScoringContext, items: Sequence[str]
@@ -528,24 +506,6 @@ def planned_statements(
     from rageval.metrics._statements import planned
 
     return planned(sample, which)
-
-
-def planned_verdicts(
-    items: Sequence[str],
-    prompt: Callable[[str], str],
-    *,
-    prefix: str,
-    verdict: str,
-    meaning: str,
-    base: type[BaseModel] | None = None,
-    base_tokens: int = 0,
-    base_reply_tokens: int = 0,
-    predicted: bool = False,
-) -> list[PlannedRequest]:
-    """The requests of :func:`judge_items` for `items`, as planned requests (the first one's
-    reply also fills `base`: `base_reply_tokens` more expected)."""
-    question = VerdictQuestion(prompt, prefix, verdict, meaning, base, base_tokens)
-    return question.plan(items, base_reply_tokens=base_reply_tokens, predicted=predicted)
 
 
 def planned_ratings(
