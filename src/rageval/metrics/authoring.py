@@ -38,7 +38,8 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
   untrusted text), :func:`numbered` / :func:`item_ids` (items under ids), :func:`nonblank`
   (the one rule for blank contexts), :func:`split_sentences`, :data:`STATEMENT_RULES`;
 * verdicts per item: :func:`judge_items` (ask, in chunks, with budgets) → :class:`Verdict`
-  list, or the same question stated once as a :class:`VerdictQuestion` (``ask`` and ``plan``); :func:`verdict_evidence`, :func:`unjudged`; lower level :func:`verdict_model`,
+  list, or the same question stated once as a :class:`VerdictQuestion` (``ask`` and
+  ``plan``); :func:`verdict_evidence`, :func:`unjudged`; lower level :func:`verdict_model`,
   :func:`verdict_request`;
 * ratings on a fixed scale: :class:`RatingMetric` and :func:`rate_with_templates` (several
   templates, the valid ratings averaged: :func:`mean_rating`); :func:`rating_model`;
