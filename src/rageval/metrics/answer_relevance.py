@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
 from rageval import _env
-from rageval._sync import run_sync
+from rageval._sync import synchronous
 from rageval.metrics.authoring import (
     PlannedRequest,
     UnitScore,
@@ -270,8 +270,7 @@ class AnswerRelevance(Metric):
             )
         return self.llm
 
-    @_OnInstanceOrClass
-    async def agrade(
+    async def _grade(
         self,
         question: str,
         answer: str,
@@ -282,8 +281,9 @@ class AnswerRelevance(Metric):
     ) -> BaseModel:
         """Grade one answer; returns an instance of the response model (RelevanceScore by
         default). The four arguments may also be given by position, as rag_evals documents:
-        ``grade(question, answer, context, client)``. `model` names the judge model when `client` is a raw openai client
-        (default: $RAGEVAL_LLM, else gpt-4o-mini). Judge failures raise JudgeError."""
+        ``grade(question, answer, context, client)``. `model` names the judge model when
+        `client` is a raw openai client (default: $RAGEVAL_LLM, else gpt-4o-mini). Judge
+        failures raise JudgeError."""
         if not answer.strip():
             raise ValueError("the answer is empty: there is nothing to grade")
         judge = self._judge_for(client, model)
@@ -291,22 +291,15 @@ class AnswerRelevance(Metric):
         result, _ = await self._evaluate(ctx, question, answer, context)
         return result
 
-    @_OnInstanceOrClass
-    def grade(
-        self,
-        question: str,
-        answer: str,
-        context: str | Sequence[str] | None = None,
-        client: Judge | openai.OpenAI | openai.AsyncOpenAI | None = None,
-        *,
-        model: str | None = None,
-    ) -> BaseModel:
-        """Synchronous `agrade` (also inside a running event loop, e.g. Jupyter)."""
-        return run_sync(
-            self.agrade(
-                question=question, answer=answer, context=context, client=client, model=model
-            )
+    agrade = _OnInstanceOrClass(_grade)
+    grade = _OnInstanceOrClass(
+        synchronous(
+            _grade,
+            "grade",
+            "Synchronous `agrade` (also inside a running event loop, e.g. Jupyter).\n\n"
+            + (_grade.__doc__ or ""),
         )
+    )
 
 
 #: the evaluator API's name for building a customised evaluator:
