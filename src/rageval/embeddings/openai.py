@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import base64
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rageval._client._cache import RequestCache, cache_key, resolve_cache
 from rageval._client._endpoint import Endpoint
 from rageval._client._retry import Tally
-from rageval._client._settings import Limits, RetryPolicy, endpoint_settings
+from rageval._client._settings import EndpointOptions, Limits, endpoint_settings
 from rageval._client._transport import BadBody
 from rageval._client._usage import PriceTable, Usage, UsageLedger
-from rageval._env import DEFAULT_API_KEY_ENV
 from rageval.embeddings.base import Embeddings, FloatArray
 from rageval.errors import FatalJudgeError
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["DEFAULT_OPENAI_EMBEDDING_MODEL", "OpenAIEmbeddings"]
 
@@ -46,22 +48,12 @@ class OpenAIEmbeddings(Embeddings):
         self,
         model: str | None = None,
         *,
-        client: Any = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api_key_env: str = DEFAULT_API_KEY_ENV,
         dimensions: int | None = None,
         batch_size: int | None = 128,
         cache_size: int = 50_000,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        max_concurrency: int | None = None,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None,
-        limits: Limits | None = None,
-        retry: RetryPolicy | None = None,
         cache: RequestCache | bool | str | os.PathLike[str] = True,
         prices: PriceTable | None = None,
+        **endpoint: Unpack[EndpointOptions],
     ) -> None:
         super().__init__(batch_size=batch_size, cache_size=cache_size)
         if dimensions is not None and dimensions < 1:
@@ -70,20 +62,7 @@ class OpenAIEmbeddings(Embeddings):
         self.name = f"openai:{self.model}"
         self.dimensions = dimensions
         self.dim = dimensions
-        settings = endpoint_settings(
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            client=client,
-            limits=limits,
-            retry=retry,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_concurrency=max_concurrency,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            default_limits=Limits(),
-        )
+        settings = endpoint_settings(default_limits=Limits(), **endpoint)
         self._endpoint = Endpoint(kind="embeddings endpoint", model=self.model, settings=settings)
         self.base_url = self._endpoint.base_url
         self.cache: RequestCache | None = resolve_cache(cache)

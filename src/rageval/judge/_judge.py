@@ -20,13 +20,12 @@ from rageval._client._endpoint import Endpoint
 from rageval._client._retry import Tally
 from rageval._client._settings import (
     DEFAULT_MAX_CONCURRENCY,
+    EndpointOptions,
     Limits,
-    RetryPolicy,
     endpoint_settings,
 )
 from rageval._client._transport import BadBody, encode_body
 from rageval._client._usage import PriceTable, Usage, UsageLedger
-from rageval._env import DEFAULT_API_KEY_ENV
 from rageval.errors import FatalJudgeError, JudgeCallFailed
 from rageval.judge._modes import (
     MODES,
@@ -47,6 +46,7 @@ from rageval.judge._modes import (
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+    from typing_extensions import Unpack
 
 __all__ = [
     "CONTEXT_WINDOWS",
@@ -162,25 +162,15 @@ class Judge:
         self,
         model: str,
         *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api_key_env: str = DEFAULT_API_KEY_ENV,
-        client: Any = None,
         temperature: float = 0.0,
         max_tokens: int = 1024,
-        timeout: float | None = None,
-        max_retries: int | None = None,
         seed: int | None = None,
-        max_concurrency: int | None = None,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None,
-        limits: Limits | None = None,
-        retry: RetryPolicy | None = None,
         cache: RequestCache | bool | str | os.PathLike[str] = True,
         prices: PriceTable | None = None,
         mode: Literal["auto", "json_schema", "tools", "json"] = "auto",
         max_reasks: int = 2,
         max_prompt_tokens: int | None = None,
+        **endpoint: Unpack[EndpointOptions],
     ) -> None:
         if mode != "auto" and mode not in MODES:
             raise ValueError(f"mode must be 'auto' or one of {MODES}, got {mode!r}")
@@ -191,18 +181,7 @@ class Judge:
         if max_prompt_tokens is not None and max_prompt_tokens < 1:
             raise ValueError(f"max_prompt_tokens must be >= 1 or None, got {max_prompt_tokens}")
         settings = endpoint_settings(
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            client=client,
-            limits=limits,
-            retry=retry,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_concurrency=max_concurrency,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            default_limits=Limits(max_concurrency=DEFAULT_MAX_CONCURRENCY),
+            default_limits=Limits(max_concurrency=DEFAULT_MAX_CONCURRENCY), **endpoint
         )
         self._endpoint = Endpoint(kind="judge", model=model, settings=settings)
         self.model = model

@@ -57,6 +57,7 @@ __all__ = [
     "Handler",
     "RecordedRequest",
     "Reply",
+    "ReplyDetails",
     "main",
 ]
 
