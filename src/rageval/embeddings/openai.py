@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rageval._client._cache import RequestCache, cache_key, resolve_cache
-from rageval._client._endpoint import Endpoint
+from rageval._client._cache import RequestCache, cache_key
+from rageval._client._endpoint import EndpointClient
 from rageval._client._retry import Tally
-from rageval._client._settings import EndpointOptions, Limits, endpoint_settings
+from rageval._client._settings import EndpointOptions, Limits
 from rageval._client._transport import BadBody
-from rageval._client._usage import PriceTable, Usage, UsageLedger
+from rageval._client._usage import PriceTable, Usage
 from rageval.embeddings.base import Embeddings, FloatArray
 from rageval.errors import FatalJudgeError
 
@@ -33,7 +33,7 @@ DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 _CACHE_FORMAT = 1
 
 
-class OpenAIEmbeddings(Embeddings):
+class OpenAIEmbeddings(Embeddings, EndpointClient):
     """An OpenAI-compatible embeddings model, e.g. ``OpenAIEmbeddings("text-embedding-3-small")``.
 
     ``client`` may be an ``openai.AsyncOpenAI`` (or a sync ``openai.OpenAI``, whose settings are
@@ -62,28 +62,18 @@ class OpenAIEmbeddings(Embeddings):
         self.name = f"openai:{self.model}"
         self.dimensions = dimensions
         self.dim = dimensions
-        settings = endpoint_settings(default_limits=Limits(), **endpoint)
-        self._endpoint = Endpoint(kind="embeddings endpoint", model=self.model, settings=settings)
-        self.base_url = self._endpoint.base_url
-        self.cache: RequestCache | None = resolve_cache(cache)
-        self.prices = prices if prices is not None else PriceTable()
-        self.usage = UsageLedger()
+        self._connect("embeddings endpoint", self.model, Limits(), cache, prices, endpoint)
 
     def describe(self) -> dict[str, Any]:
         return {
             **super().describe(),
             "model": self.model,
             "dimensions": self.dimensions,
-            **self._endpoint.describe(),
-            "cache": str(self.cache.path) if self.cache is not None else None,
+            **self._endpoint_description(),
         }
 
     def __repr__(self) -> str:
         return f"OpenAIEmbeddings(model={self.model!r}, base_url={self.base_url!r})"
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections this client opened on the running loop."""
-        await self._endpoint.aclose()
 
     async def _aembed_batch(self, texts: list[str]) -> FloatArray:
         self._endpoint.check_fatal()
