@@ -15,7 +15,7 @@ from typing import ClassVar
 from rageval.metrics.authoring import (
     NO_REFERENCE,
     RatingMetric,
-    messages,
+    rating_prompts,
     tagged,
     zero_if_blank,
 )
@@ -27,26 +27,21 @@ _SCALE_TEXT = (
     "Rate 4 if it says the same as the {ref}, 2 if it agrees only in part, 0 if it is wrong, "
     "contradicts the {ref} or answers a different question."
 )
-REPLY = 'Reply as {"rating": 0|2|4}.'
 
 
 def prompts(question: str, response: str, reference: str) -> list[list[dict[str, str]]]:
-    first = messages(
+    return rating_prompts(
+        SCALE,
         "Compare the candidate answer with the reference answer to the question. "
         + _SCALE_TEXT.format(ref="reference")
         + f"\n\n{tagged('question', question)}\n{tagged('reference', reference)}\n"
         f"{tagged('candidate', response)}",
-        REPLY,
-    )
-    # roles swapped: the reference is judged against the response
-    second = messages(
+        # roles swapped: the reference is judged against the response
         "Judge how well the proposed answer matches the gold answer for the question. "
         + _SCALE_TEXT.format(ref="gold answer")
         + f"\n\n{tagged('question', question)}\n{tagged('gold', response)}\n"
         f"{tagged('proposed', reference)}",
-        REPLY,
     )
-    return [first, second]
 
 
 @register

@@ -42,7 +42,8 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
   ``plan``); :func:`verdict_evidence`, :func:`unjudged`; lower level :func:`verdict_model`,
   :func:`verdict_request`;
 * ratings on a fixed scale: :class:`RatingMetric` and :func:`rate_with_templates` (several
-  templates, the valid ratings averaged: :func:`mean_rating`); :func:`rating_model`;
+  templates, the valid ratings averaged: :func:`mean_rating`); :func:`rating_prompts`,
+  :func:`rating_model`;
 * scores from 0 to 1: :data:`UnitScore`; judged numbers: :func:`number_only`;
 * reply budgets: :func:`reply_budget`, :func:`text_tokens`;
 * embeddings: ``ctx.embed`` and, for a text the model cut, ``ctx.truncated`` with
@@ -124,6 +125,7 @@ __all__ = [
     "predicted_statements",
     "rate_with_templates",
     "rating_model",
+    "rating_prompts",
     "reply_budget",
     "split_sentences",
     "tagged",
@@ -236,6 +238,13 @@ def rating_model(scale: tuple[int, ...], name: str = "Rating") -> type[BaseModel
     return create_model(
         name, __config__=ConfigDict(extra="forbid", strict=True), rating=(rating, described)
     )
+
+
+def rating_prompts(scale: tuple[int, ...], *bodies: str) -> list[list[dict[str, str]]]:
+    """The chat messages of rating templates: each body (instructions, then the tagged data)
+    with the reply format of `scale` (``Reply as {"rating": 0|1|2}.``) in the system message."""
+    reply = 'Reply as {"rating": ' + "|".join(map(str, scale)) + "}."
+    return [messages(body, reply) for body in bodies]
 
 
 #: the values of a :data:`UnitScore` in the schema sent to the judge

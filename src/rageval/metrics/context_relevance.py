@@ -16,10 +16,10 @@ from typing import ClassVar
 
 from rageval.metrics.authoring import (
     RatingMetric,
-    messages,
     nonblank,
     not_measured_if_blank,
     numbered,
+    rating_prompts,
     tagged,
     zero_if_blank,
 )
@@ -29,26 +29,19 @@ from rageval.samples import Sample
 SCALE = (0, 1, 2)
 
 
-REPLY = 'Reply as {"rating": 0|1|2}.'
-
-
 def prompts(question: str, contexts: Sequence[str]) -> list[list[dict[str, str]]]:
     passages = tagged("passages", numbered(contexts))
-    first = messages(
+    return rating_prompts(
+        SCALE,
         "How relevant are the retrieved passages to the question? Rate 2 if together they "
         "contain what is needed to answer it, 1 if they are on topic or cover only part of it, "
         "0 if they do not help answer it.\n\n"
         f"{tagged('question', question)}\n{passages}",
-        REPLY,
-    )
-    second = messages(
         "A search system returned these passages for the query below. Suppose a reader sees "
         "only the passages: could they answer the query? Rate 2 for fully, 1 for partly or "
         "with related background only, 0 for not at all.\n\n"
         f"{passages}\n{tagged('query', question)}",
-        REPLY,
     )
-    return [first, second]
 
 
 @register

@@ -17,9 +17,9 @@ from typing import ClassVar
 
 from rageval.metrics.authoring import (
     RatingMetric,
-    messages,
     nonblank,
     numbered,
+    rating_prompts,
     tagged,
     zero_if_blank,
 )
@@ -29,26 +29,19 @@ from rageval.samples import Sample
 SCALE = (0, 1, 2)
 
 
-REPLY = 'Reply as {"rating": 0|1|2}.'
-
-
 def prompts(response: str, contexts: Sequence[str]) -> list[list[dict[str, str]]]:
     sources = numbered(contexts)
-    first = messages(
+    return rating_prompts(
+        SCALE,
         "Is every claim in the response stated in, or directly inferable from, the contexts? "
         "Rate 2 if all of its claims are, 1 if only some are, 0 if none are or it contradicts "
         "the contexts.\n\n"
         f"{tagged('contexts', sources)}\n{tagged('response', response)}",
-        REPLY,
-    )
-    second = messages(
         "You are fact-checking a text against its sources. Trace each piece of information in "
         "the text back to the sources; outside knowledge does not count. Rate 2 if everything "
         "can be traced, 1 if part can, 0 if nothing can.\n\n"
         f"{tagged('sources', sources)}\n{tagged('text', response)}",
-        REPLY,
     )
-    return [first, second]
 
 
 @register
