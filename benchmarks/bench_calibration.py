@@ -46,7 +46,7 @@ _COLUMNS = ("cohen_kappa", "balanced_accuracy", "auroc", "spearman")
 @contextlib.contextmanager
 def _fake_endpoint() -> Iterator[str]:
     from rageval.testing import FakeOpenAI
-    from rageval.testing.synthetic_judge import handle
+    from synthetic_judge import handle  # next to this script
 
     with FakeOpenAI(handle, keep_records=False) as server:
         yield server.base_url

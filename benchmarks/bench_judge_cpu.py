@@ -1,8 +1,8 @@
 """Client CPU per judge request and per embeddings request, through rageval's own layers.
 
 Each scenario sends ``--requests`` distinct requests, ``--concurrency`` at a time, to the
-synthetic judge (``python -m rageval.testing.server --handler
-rageval.testing.synthetic_judge:handle``) running in its **own process**, so that only the
+synthetic judge (``python -m rageval.testing.server --handler synthetic_judge:handle``,
+with this directory on the path) running in its **own process**, so that only the
 client's work is billed: ``getrusage(RUSAGE_SELF)`` user+sys of this process (worker threads
 included) over the sending loop, divided by the number of requests.
 
@@ -67,7 +67,7 @@ def _cpu() -> float:
 @contextmanager
 def judge_server() -> Iterator[str]:
     """The synthetic judge in a child process; yields its base URL."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(HERE)])}
     env.pop("OPENAI_BASE_URL", None)
     proc = subprocess.Popen(
         [
@@ -77,7 +77,7 @@ def judge_server() -> Iterator[str]:
             "--port",
             "0",
             "--handler",
-            "rageval.testing.synthetic_judge:handle",
+            "synthetic_judge:handle",
             "--embed-dim",
             str(EMBED_DIM),
         ],

@@ -7,7 +7,7 @@ billed to the tool under test)::
     python benchmarks/judge_server.py --judge random --fault-rate 0.3
 
 ``--judge synthetic`` (default) answers rageval's and ragas' prompts plausibly
-(``rageval.testing.synthetic_judge``); ``--judge random`` answers at random within the JSON
+(``synthetic_judge.py``, next to this script); ``--judge random`` answers at random within the JSON
 schema of each request and ignores the prose (``rageval.testing.RandomJudge``: a
 constrained-decoding server in front of a model that reads only the schema); ``--judge
 garbage`` never answers JSON. ``--fault-rate R`` replaces a fraction R of the chat requests with
@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import synthetic_judge  # next to this script, on the path when it runs
 from rageval.testing import (
     FakeOpenAI,
     Fault,
@@ -49,7 +50,6 @@ from rageval.testing import (
     RecordedRequest,
     Reply,
     hash_embedding,
-    synthetic_judge,
 )
 
 #: the faults a --fault-rate injects, equally likely

@@ -24,7 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-HANDLER = "rageval.testing.synthetic_judge:handle"
+# the handler lives next to this script (benchmarks/synthetic_judge.py): the server's child
+# process gets this directory on its path
+HANDLER = "synthetic_judge:handle"
+HERE = Path(__file__).resolve().parent
 
 
 def write_rows(path: Path, n: int) -> None:
@@ -60,6 +63,10 @@ def main() -> int:
             [sys.executable, "-m", "rageval.testing.server", "--handler", HANDLER],
             stdout=subprocess.PIPE,
             text=True,
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+            },
         )
         try:
             assert server.stdout is not None

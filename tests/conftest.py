@@ -1,8 +1,11 @@
 """Session-wide test isolation: no network beyond loopback, no shared cache, no telemetry.
 
-Fixtures: ``fake_openai`` (a running FakeOpenAI), ``openai_env`` (the OpenAI environment
+Fixtures: ``fake_openai`` (a running FakeOpenAI), ``server`` (one answering as the synthetic
+judge), ``openai_env`` (the OpenAI environment
 variables pointed at it), ``browser`` (a headless Chromium for the report's browser tests, one
-per test module).
+per test module), ``fast_backoff`` (millisecond retry backoffs) and ``collect_garbage`` (the
+test's garbage finalised at its end). Helpers the test modules share are in tests/helpers.py
+(a test module never imports another).
 
 Tests marked ``ray`` start Ray, which may only run inside a network namespace that has nothing
 but loopback. They run only with ``--run-ray`` (the CI's ray job: ``.ci/ray-tests``, which
@@ -13,6 +16,7 @@ other than loopback stops the session at once: a ray test never turns into a ski
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import socket
@@ -131,6 +135,16 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 
 
 @pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    """A running FakeOpenAI answering as the synthetic judge (tests/helpers.py: ``handle``);
+    a module that needs other replies defines its own ``server``."""
+    from helpers import handle
+
+    with FakeOpenAI(handle) as s:
+        yield s
+
+
+@pytest.fixture
 def openai_env(monkeypatch: pytest.MonkeyPatch, fake_openai: FakeOpenAI) -> FakeOpenAI:
     """OPENAI_API_KEY / OPENAI_BASE_URL point at ``fake_openai``, which is returned."""
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
@@ -146,3 +160,23 @@ def browser() -> Iterator[Browser]:
 
     with chromium() as b:
         yield b
+
+
+@pytest.fixture
+def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Millisecond backoffs, so a run with hundreds of retries stays fast; the retry *counts*
+    are what these tests check, not the delays."""
+    from rageval._client import _retry
+
+    monkeypatch.setattr(_retry, "BACKOFF_BASE", 0.002)
+    monkeypatch.setattr(_retry, "BACKOFF_CAP", 0.02)
+
+
+@pytest.fixture
+def collect_garbage() -> Iterator[None]:
+    """Finalise the test's garbage at its end, in this thread. A run stopped by a fatal judge
+    error leaves tasks whose exception nobody retrieved (see test_secrets); finalised later, at
+    a random moment, their traceback report can land inside pytest compiling a module, which
+    CPython 3.11.7 turns into "SystemError: AST constructor recursion depth mismatch"."""
+    yield
+    gc.collect()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from helpers import handle, rows, write_jsonl
 from rageval import evaluate
 from rageval._client._budget import SpendingLimit
 from rageval._progress import ProgressLine
@@ -20,8 +21,6 @@ from rageval.judge import Judge, PriceTable
 from rageval.results import EvaluationResult
 from rageval.runner import RunConfigError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest
-from rageval.testing.synthetic_judge import handle
-from runner_helpers import rows, write_jsonl
 
 METRICS = ["faithfulness", "answer_accuracy", "context_precision"]
 # gpt-4o-mini's list prices, USD per token

@@ -13,8 +13,15 @@ from pathlib import Path
 import pytest
 
 from calibration_helpers import FOLDERS, PUBLIC_DATA, write_public_sets
-from label_helpers import BINARY_GRADES, BINARY_LABELS, grader, labelled_rows
-from metric_helpers import judge_for
+from helpers import (
+    BINARY_GRADES,
+    BINARY_LABELS,
+    grader,
+    handle,
+    judge_for,
+    labelled_rows,
+    write_jsonl,
+)
 from rageval import calibrate
 from rageval.calibration import read_calibration
 from rageval.calibration.datasets import DATASETS
@@ -23,7 +30,6 @@ from rageval.log import read_manifest
 from rageval.runner import RunConfigError
 from rageval.samples import InvalidDataError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
-from runner_helpers import handle, write_jsonl
 
 
 def test_binary_agreement_matches_the_hand_worked_numbers(tmp_path: Path) -> None:
@@ -48,7 +54,8 @@ def test_binary_agreement_matches_the_hand_worked_numbers(tmp_path: Path) -> Non
     assert stats["auroc"].value == pytest.approx(17 / 24)
     assert a.kappa_statistic == "cohen_kappa" and a.threshold == 0.5
     for s in stats.values():
-        assert s.low is not None and s.high is not None and s.low <= s.value <= s.high  # type: ignore[operator]
+        assert s.low is not None and s.value is not None and s.high is not None
+        assert s.low <= s.value <= s.high
     # the cost of the run: two templates per row, every request counted
     assert requests == 20 and report.usage.requests == 20 and a.usage.requests == 20
     assert report.usage.total_tokens > 0
@@ -182,6 +189,7 @@ def test_calibrate_each_public_dataset_end_to_end(
         )  # fmt: skip
     assert code == 0
     report = read_calibration(out)
+    assert report is not None
     (a,) = report.agreements
     assert a.n_pairs == 40 and a.n_without_judge == 0
     expected = (
@@ -223,7 +231,7 @@ def test_the_kappa_gate_has_its_own_exit_code(
         assert "kappa gate failed: answer_accuracy vs human: Cohen's κ 0.400 < 0.6" in err
         assert "Cohen's κ          0.400" in out and "calibration run: 20 requests" in out
         saved = read_calibration(tmp_path / "a")
-        assert saved.min_kappa == 0.6 and len(saved.gate_failures) == 1
+        assert saved is not None and saved.min_kappa == 0.6 and len(saved.gate_failures) == 1
         assert _calibrate_cli(server, data, tmp_path / "b", *labels, "--min-kappa", "0.3") == 0
         assert "kappa gate passed" in capsys.readouterr().out
         assert _calibrate_cli(server, data, tmp_path / "c", *labels) == 0

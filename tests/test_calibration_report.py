@@ -11,15 +11,15 @@ import pytest
 from playwright.sync_api import Browser
 
 from browser_helpers import Opened
-from label_helpers import (
+from helpers import (
     BINARY_GRADES,
     BINARY_LABELS,
     PPI_GRADES,
     PPI_LABELS,
     grader,
+    judge_for,
     labelled_rows,
 )
-from metric_helpers import judge_for
 from rageval import calibrate, evaluate
 from rageval.calibration import CALIBRATION_FILE
 from rageval.log import RunLogError

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from helpers import handle, rows, run_cli_in_child, write_jsonl
 from rageval.cli import main
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
-from runner_helpers import handle, rows, write_jsonl
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rag_sample.jsonl"
 
@@ -83,7 +83,15 @@ def test_evaluate_with_a_judge_and_gates(
 ) -> None:
     data = tmp_path / "data.jsonl"
     write_jsonl(data, rows(4))
-    base = ["evaluate", data, "--llm", "test-model", "--base-url", server.base_url, "-q"]
+    base: list[str | Path] = [
+        "evaluate",
+        data,
+        "--llm",
+        "test-model",
+        "--base-url",
+        server.base_url,
+        "-q",
+    ]
     code = run_cli(
         *base, "-m", "faithfulness", "-o", tmp_path / "a", "--fail-under", "faithfulness=0.5"
     )
@@ -187,7 +195,7 @@ def test_a_refused_key_exits_3_at_the_probe_before_any_judge_request(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
     path = tmp_path / "data.jsonl"
     write_jsonl(path, rows(5))
-    args = ["evaluate", path, "-m", "answer_accuracy", "--llm", "m", "--no-cache"]
+    args: list[str | Path] = ["evaluate", path, "-m", "answer_accuracy", "--llm", "m", "--no-cache"]
     with FakeOpenAI(handle, api_key=FAKE_API_KEY) as srv:
         code = run_cli(*args, "--base-url", srv.base_url, "-o", tmp_path / "r")
         _, err = capsys.readouterr()
@@ -285,7 +293,7 @@ def test_resume_on_the_command_line(
 ) -> None:
     path = tmp_path / "data.jsonl"
     write_jsonl(path, rows(3))
-    args = [
+    args: list[str | Path] = [
         "evaluate",
         path,
         "-m",
@@ -384,7 +392,7 @@ def test_a_wrong_or_reversed_column_map_is_an_error(
 ) -> None:
     data = tmp_path / "mine.jsonl"
     write_jsonl(data, [{"query": "q?", "response": "r", "reference": "r"}])
-    base = ["evaluate", data, "-m", "token_f1", "-o", tmp_path / "r"]
+    base: list[str | Path] = ["evaluate", data, "-m", "token_f1", "-o", tmp_path / "r"]
     assert run_cli(*base, "--column-map", "user_input=query") == 2
     assert "looks reversed" in capsys.readouterr().err
     assert run_cli(*base, "--column-map", "qeury=user_input") == 2
@@ -402,36 +410,27 @@ def test_small_input_mistakes_get_clear_messages(
     assert "is a directory: DATA must be a file" in capsys.readouterr().err
 
 
-def _cli(
-    *args: str | Path, stdin: bytes | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[bytes]:
-    code = (
-        "import sys\nfrom rageval.testing import install_network_guard\n"
-        "install_network_guard()\nfrom rageval.cli import main\nsys.exit(main(sys.argv[1:]))\n"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code, *map(str, args)],
-        input=stdin,
-        capture_output=True,
-        timeout=timeout,
-    )
-
-
 def test_data_from_stdin_is_kept_with_the_run(tmp_path: Path) -> None:
     lines = EXAMPLE.read_bytes()
-    done = _cli("evaluate", "-", "-m", "token_f1", "-o", tmp_path / "run", "-q", stdin=lines)
-    assert done.returncode == 0, done.stderr.decode()
+    done = run_cli_in_child(
+        "evaluate", "-", "-m", "token_f1", "-o", tmp_path / "run", "-q", stdin=lines
+    )
+    assert done.returncode == 0, done.stderr
     assert (tmp_path / "run" / "input.jsonl").read_bytes() == lines
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["data"]["path"] == str((tmp_path / "run" / "input.jsonl").resolve())
     rows_in = [json.loads(x) for x in lines.splitlines() if x.strip()]
     as_json = json.dumps(rows_in).encode()  # a JSON list, told apart by its first byte
-    done = _cli("evaluate", "-", "-m", "token_f1", "-o", tmp_path / "json", "-q", stdin=as_json)
-    assert done.returncode == 0, done.stderr.decode()
+    done = run_cli_in_child(
+        "evaluate", "-", "-m", "token_f1", "-o", tmp_path / "json", "-q", stdin=as_json
+    )
+    assert done.returncode == 0, done.stderr
     assert (tmp_path / "json" / "input.json").exists()
     # bad data on stdin leaves nothing behind
-    done = _cli("evaluate", "-", "-m", "token_f1", "-o", tmp_path / "bad", stdin=b"{not json}\n")
-    assert done.returncode == 2 and b"line 1: line is not valid JSON" in done.stderr
+    done = run_cli_in_child(
+        "evaluate", "-", "-m", "token_f1", "-o", tmp_path / "bad", stdin=b"{not json}\n"
+    )
+    assert done.returncode == 2 and "line 1: line is not valid JSON" in done.stderr
     assert not (tmp_path / "bad").exists()
 
 
@@ -441,8 +440,8 @@ def test_a_pandas_written_csv_is_accepted(tmp_path: Path) -> None:
     frame = pd.DataFrame([json.loads(x) for x in EXAMPLE.read_text().splitlines() if x.strip()])
     path = tmp_path / "frame.csv"
     frame.to_csv(path)  # index and all: contexts written as Python list reprs
-    done = _cli("evaluate", path, "-m", "token_f1", "-o", tmp_path / "run", "-q")
-    assert done.returncode == 0, done.stderr.decode()
+    done = run_cli_in_child("evaluate", path, "-m", "token_f1", "-o", tmp_path / "run", "-q")
+    assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["metrics"]["token_f1"]["n_measured"] == len(frame)
     loaded = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
@@ -466,10 +465,10 @@ def test_an_unreachable_endpoint_exits_3_after_one_probe(tmp_path: Path) -> None
     import threading
 
     write_jsonl(tmp_path / "d.jsonl", rows(3))
-    base = ["evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "m"]
+    base: list[str | Path] = ["evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "m"]
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    done = _cli(*base, "--base-url", url, "-o", tmp_path / "run")
-    err = done.stderr.decode()
+    done = run_cli_in_child(*base, "--base-url", url, "-o", tmp_path / "run")
+    err = done.stderr
     assert done.returncode == 3, err
     assert f"could not reach the judge endpoint {url}" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
@@ -490,8 +489,8 @@ def test_an_unreachable_endpoint_exits_3_after_one_probe(tmp_path: Path) -> None
 
         threading.Thread(target=hang_up, daemon=True).start()
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
-        done = _cli(*base, "--base-url", url, "-o", tmp_path / "run2")
-    err = done.stderr.decode()
+        done = run_cli_in_child(*base, "--base-url", url, "-o", tmp_path / "run2")
+    err = done.stderr
     assert done.returncode == 3, err
     assert f"could not reach the judge endpoint {url}" in err
     assert len(accepted) == 1
@@ -505,8 +504,10 @@ def test_no_key_and_no_base_url_is_a_configuration_error_before_any_request(
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("RAGEVAL_BASE_URL", raising=False)
     # the child runs under the network guard: a request to OpenAI would be an error of its own
-    done = _cli("evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "gpt-4o-mini")
-    err = done.stderr.decode()
+    done = run_cli_in_child(
+        "evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "gpt-4o-mini"
+    )
+    err = done.stderr
     assert done.returncode == 2, err
     assert "without an API key: set OPENAI_API_KEY" in err and "--base-url" in err
     assert "network guard" not in err and "Traceback" not in err
@@ -598,12 +599,13 @@ def test_resume_alone_takes_everything_from_the_run(
 
 
 def test_retries_and_reasks_are_shown_in_the_summary(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fast_backoff: None,
 ) -> None:
-    from rageval._client import _retry
     from rageval.testing import Fault, FaultPlan
 
-    monkeypatch.setattr(_retry, "BACKOFF_BASE", 0.002)
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
     write_jsonl(tmp_path / "d.jsonl", rows(6))
     faults = FaultPlan(0.3, [Fault.status(503)], seed=3)

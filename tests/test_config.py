@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from helpers import handle, rows, write_jsonl
 from rageval._config import ConfigError, find_config, load_settings, parse_params
 from rageval.cli import main
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
-from runner_helpers import handle, rows, write_jsonl
 
 
 @pytest.fixture
@@ -75,7 +75,8 @@ def test_params_from_the_command_line_are_typed() -> None:
 
 
 def _manifest(run: Path) -> dict[str, Any]:
-    return json.loads((run / "manifest.json").read_text())  # type: ignore[no-any-return]
+    manifest: dict[str, Any] = json.loads((run / "manifest.json").read_text())
+    return manifest
 
 
 CONFIG = """

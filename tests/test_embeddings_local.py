@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -72,9 +73,9 @@ class CountingModel(Embeddings):
         delay: float = 0.0,
         gate: threading.Event | None = None,
         fail_on: str | None = None,
-        **kw: object,
+        **kw: Any,
     ) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+        super().__init__(**kw)
         self.batches: list[list[str]] = []
         self.threads: set[str] = set()
         self.gate_opened: list[bool] = []
@@ -101,8 +102,8 @@ class CountingModel(Embeddings):
 class AsyncModel(Embeddings):
     name = "fake:async"
 
-    def __init__(self, **kw: object) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
         self.batches: list[list[str]] = []
 
     async def _aembed_batch(self, texts: list[str]) -> FloatArray:
@@ -529,7 +530,7 @@ def test_gelu_is_the_exact_erf_form() -> None:
     # of x and of the result adds a few ulps
     tolerance = 7.5e-8 * np.abs(x) + 4 * np.finfo(np.float32).eps * np.maximum(np.abs(x), 1e-30)
     assert np.all(np.abs(ours - exact) <= tolerance + 1e-12)
-    assert gelu_(np.float32([0.0, -20.0, 20.0])).tolist() == [0.0, 0.0, 20.0]
+    assert gelu_(np.array([0.0, -20.0, 20.0], dtype=np.float32)).tolist() == [0.0, 0.0, 20.0]
 
 
 @needs_model

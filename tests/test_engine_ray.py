@@ -18,22 +18,27 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from helpers import (
+    REPO,
+    assert_ray_not_imported,
+    handle,
+    make_judge,
+    rows,
+    sample_id_of,
+    write_jsonl,
+)
 from rageval.judge import FatalJudgeError, Judge
 from rageval.log import read_lines
 from rageval.results import compare, load_run
 from rageval.runner import evaluate
 from rageval.runner._schedule import spread
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, FaultPlan, RandomJudge
-from runner_helpers import handle, rows, sample_id_of, write_jsonl
-from test_engines import assert_ray_not_imported
 
 pytestmark = pytest.mark.ray
 
-ROOT = Path(__file__).resolve().parents[1]
 JUDGE_METRICS = ["faithfulness", "context_recall", "context_precision", "answer_accuracy"]
 
 
@@ -41,17 +46,12 @@ JUDGE_METRICS = ["faithfulness", "context_recall", "context_precision", "answer_
 def ray_address() -> Iterator[str]:
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
              _node_ip_address="127.0.0.1")  # fmt: skip
     try:
         yield str(ray.get_runtime_context().gcs_address)
     finally:
         ray.shutdown()
-
-
-def make_judge(server: FakeOpenAI, **kw: Any) -> Judge:
-    kw.setdefault("cache", False)
-    return Judge("test-model", base_url=server.base_url, api_key=FAKE_API_KEY, **kw)
 
 
 def actors_and_nodes(caplog: pytest.LogCaptureFixture) -> tuple[int, int]:
@@ -286,7 +286,7 @@ def test_kill_9_of_the_driver_then_resume_on_ray(ray_address: str, tmp_path: Pat
     write_jsonl(data_path, data)
     run = tmp_path / "run"
     env = {**os.environ, "OPENAI_API_KEY": FAKE_API_KEY,
-           "RAGEVAL_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT / "src")}  # fmt: skip
+           "RAGEVAL_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO / "src")}  # fmt: skip
     with FakeOpenAI(handle, latency=0.15) as srv:
         args = [str(data_path), *(a for m in JUDGE_METRICS for a in ("-m", m)),
                 "--llm", "test-model", "--base-url", srv.base_url, "--concurrency", "4",
@@ -321,7 +321,7 @@ def test_two_node_cluster_through_ray_address(tmp_path: Path) -> None:
     env = {**os.environ, "RAGEVAL_CACHE_DIR": str(tmp_path / "cache"), "HEAD_CPUS": "0",
            "NODE_CPUS": "2", "PYTHON": sys.executable}  # fmt: skip
     done = subprocess.run(
-        [str(ROOT / ".ci" / "ray-two-nodes"), str(data_path), str(tmp_path / "run"),
+        [str(REPO / ".ci" / "ray-two-nodes"), str(data_path), str(tmp_path / "run"),
          "-m", "faithfulness", "-m", "context_recall"],
         env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip

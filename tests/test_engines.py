@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from helpers import assert_ray_not_imported, handle, make_judge, rows, sample_id_of
 from rageval._client._cache import RequestCache, merge_shards
 from rageval._client._limiter import RateBudget
 from rageval.embeddings import Embeddings, LocalEmbeddings
@@ -37,39 +38,12 @@ from rageval.runner.engines._ray_worker import (
 )
 from rageval.runner.engines._ship import JudgeSpec, WorkerJob, build
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, Reply
-from runner_helpers import handle, rows, sample_id_of
 
 METRICS = ["faithfulness", "context_recall", "context_precision"]
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
-def make_judge(server: FakeOpenAI, **kw: Any) -> Judge:
-    kw.setdefault("cache", False)
-    return Judge("test-model", base_url=server.base_url, api_key=FAKE_API_KEY, **kw)
-
-
 # ---------------------------------------------------------------------- import cost
-
-
-def modules_after(code: str) -> set[str]:
-    env = {**os.environ, "PYTHONPATH": SRC}
-    out = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys, json; print(json.dumps(sorted(sys.modules)))"],
-        capture_output=True, text=True, env=env, check=True, timeout=120,
-    )  # fmt: skip
-    return set(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
-def assert_ray_not_imported() -> None:
-    cli_help = (
-        "import contextlib, io\n"
-        "from rageval.cli import main\n"
-        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
-        "    main(['evaluate', '--help'])"
-    )
-    for code in ("import rageval", "import rageval.runner.engines", cli_help):
-        loaded = modules_after(code)
-        assert "ray" not in loaded, f"{code!r} imports ray"
 
 
 def test_import_rageval_and_the_cli_do_not_import_ray() -> None:
@@ -210,7 +184,7 @@ def test_worker_job_shares_objects_splits_concurrency_and_shards_caches(tmp_path
     own = Judge("m2", base_url="http://127.0.0.1:8/v1", api_key="k", max_concurrency=4,
                 cache=False)  # fmt: skip
     metrics = [Faithfulness(llm=own), ContextPrecision(llm=own), ContextPrecision()]
-    metrics[2].name = "context_precision_2"  # type: ignore[misc]
+    metrics[2].name = "context_precision_2"
     job = WorkerJob.of(metrics, [run], LocalEmbeddings(), label="job-1", workers=3,
                        rates_actor=None)  # fmt: skip
     assert len(job.judges) == 2 and len(job.embeddings) == 1

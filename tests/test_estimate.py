@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from helpers import handle, rows, write_jsonl
 from rageval import estimate, evaluate
 from rageval.cli import main
 from rageval.judge import Judge, PriceTable
@@ -17,8 +18,6 @@ from rageval.metrics import Metric, MetricResult
 from rageval.metrics.base import ScoringContext, registered_metrics
 from rageval.samples import InvalidDataError, Sample
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
-from rageval.testing.synthetic_judge import handle
-from runner_helpers import rows, write_jsonl
 
 JUDGE_METRICS = sorted(name for name, cls in registered_metrics().items() if cls.needs_llm)
 
@@ -160,7 +159,7 @@ def test_n_generations_and_an_endpoint_that_ignores_n() -> None:
 
 
 class Undeclared(Metric):
-    name: ClassVar[str] = "undeclared_test_metric"
+    name = "undeclared_test_metric"
     required_fields: ClassVar[tuple[str, ...]] = ("response",)
     needs_llm: ClassVar[bool] = True
 

@@ -33,8 +33,8 @@ def question(i: object) -> list[dict[str, str]]:
     return [{"role": "user", "content": f"question {i}"}]
 
 
-def make_judge(server: FakeOpenAI, model: str = "m", **kw: object) -> Judge:
-    return Judge(model, base_url=server.base_url, api_key=KEY, **kw)  # type: ignore[arg-type]
+def make_judge(server: FakeOpenAI, model: str = "m", **kw: Any) -> Judge:
+    return Judge(model, base_url=server.base_url, api_key=KEY, **kw)
 
 
 async def test_hit_sends_no_request(fake_openai: FakeOpenAI) -> None:

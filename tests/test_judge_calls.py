@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import openai
 import pytest
@@ -31,9 +32,9 @@ def ask_text(text: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": "Judge it."}, {"role": "user", "content": text}]
 
 
-def make_judge(server: FakeOpenAI, **kw: object) -> Judge:
+def make_judge(server: FakeOpenAI, **kw: Any) -> Judge:
     kw.setdefault("api_key", KEY)
-    return Judge(kw.pop("model", "m"), base_url=server.base_url, **kw)  # type: ignore[arg-type]
+    return Judge(kw.pop("model", "m"), base_url=server.base_url, **kw)
 
 
 async def test_structured_call_returns_validated_instance_and_usage(

@@ -7,6 +7,7 @@ import asyncio
 import email.utils
 import socket
 import time
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -26,9 +27,9 @@ def question(i: object) -> list[dict[str, str]]:
     return [{"role": "user", "content": f"question {i}"}]
 
 
-def make_judge(server: FakeOpenAI, **kw: object) -> Judge:
+def make_judge(server: FakeOpenAI, **kw: Any) -> Judge:
     kw.setdefault("cache", False)
-    return Judge("m", base_url=server.base_url, api_key="sk-test", **kw)  # type: ignore[arg-type]
+    return Judge("m", base_url=server.base_url, api_key="sk-test", **kw)
 
 
 @pytest.mark.parametrize("header", ["retry-after", "retry-after-ms"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import openai
@@ -20,9 +21,9 @@ from rageval.testing import FakeOpenAI, Fault, FaultPlan, hash_embedding
 KEY = "sk-test-SECRET-1234567890"
 
 
-def make(server: FakeOpenAI, **kw: object) -> OpenAIEmbeddings:
+def make(server: FakeOpenAI, **kw: Any) -> OpenAIEmbeddings:
     kw.setdefault("api_key", KEY)
-    return OpenAIEmbeddings("emb", base_url=server.base_url, **kw)  # type: ignore[arg-type]
+    return OpenAIEmbeddings("emb", base_url=server.base_url, **kw)
 
 
 async def test_batches_and_returns_the_servers_vectors(fake_openai: FakeOpenAI) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from metric_helpers import attempt, chat_count, judge_for, prompts_with, route
+from helpers import attempt, chat_count, judge_for, prompts_with, route
 from rageval.metrics import AnswerAccuracy
 from rageval.metrics.authoring import mean_rating
 from rageval.samples import SingleTurnSample

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from metric_helpers import (
+from helpers import (
     attempt,
     chat_count,
     embeddings_for,
@@ -25,10 +25,11 @@ from rageval.metrics.answer_correctness import answer_correctness_score, fbeta
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
 
+REFERENCE = "Alexander Fleming discovered penicillin in 1928 at St Mary's Hospital in London."
 SAMPLE = Sample(
     user_input="Who discovered penicillin, and where?",
     response="Alexander Fleming discovered penicillin in 1928, in Paris.",
-    reference="Alexander Fleming discovered penicillin in 1928 at St Mary's Hospital in London.",
+    reference=REFERENCE,
 )
 ANSWER_STATEMENTS = [
     "Alexander Fleming discovered penicillin.",
@@ -119,10 +120,10 @@ async def test_default_weights_end_to_end(server: FakeOpenAI) -> None:
     # gets the reference's statements; one embedding call
     assert chat_count(server) == 2
     (extraction,) = prompts_with(server, *EXTRACT)
-    assert SAMPLE.reference not in extraction  # the extraction sees the response alone
+    assert REFERENCE not in extraction  # the extraction sees the response alone
     (classify,) = prompts_with(server, *VERDICTS)
     assert "[s3] The discovery was made in Paris." in classify
-    assert SAMPLE.reference in classify
+    assert REFERENCE in classify
     schema = server.chat_requests[-1].schema
     assert schema is not None
     assert schema["required"] == ["reference_statements", "s1", "s2", "s3"]

@@ -9,7 +9,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from metric_helpers import attempt, chat_count, judge_for, route, user_text
+from helpers import attempt, chat_count, judge_for, route, user_text
 from rageval.metrics import (
     AnswerRelevance,
     ContextEvaluation,
@@ -156,6 +156,7 @@ async def test_agrade_with_our_judge_or_the_instance_llm(fake_openai: FakeOpenAI
     judge = judge_for(fake_openai)
     by_client = await AnswerRelevance.agrade(question=QUESTION, answer=ANSWER, client=judge)
     by_llm = await AnswerRelevance(llm=judge).agrade(question=QUESTION, answer="Less stress.")
+    assert isinstance(by_client, RelevanceScore) and isinstance(by_llm, RelevanceScore)
     assert by_client.overall_score == by_llm.overall_score == pytest.approx(0.8)
     with pytest.raises(ValueError, match="model="):
         await AnswerRelevance.agrade(question=QUESTION, answer=ANSWER, client=judge, model="m")
@@ -173,6 +174,7 @@ async def test_custom_prompt_replaces_instructions_and_sees_context(
     result = await custom.agrade(
         question=QUESTION, answer=ANSWER, context=CONTEXT, client=judge_for(fake_openai)
     )
+    assert isinstance(result, RelevanceScore)
     assert result.overall_score == pytest.approx(0.6)  # (0.3+0.6+0.9)/3
     prompt = user_text(fake_openai.chat_requests[0])
     assert prompt.startswith("Judge strictly against our style guide.")
@@ -213,7 +215,7 @@ def test_response_model_needs_a_float_field() -> None:
     with pytest.raises(ValueError, match="no float score field"):
         ContextEvaluation(prompt="x", response_model=NoScores)
     with pytest.raises(TypeError):
-        ContextEvaluation(prompt="x", response_model=dict)
+        ContextEvaluation(prompt="x", response_model=dict)  # type: ignore[arg-type]  # the wrong type on purpose
     with pytest.raises(ValueError, match="prompt"):
         ContextEvaluation(prompt="  ")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from metric_helpers import attempt, embeddings_for, judge_for, route, user_text
+from helpers import attempt, embeddings_for, judge_for, route, user_text
 from rageval.metrics import AnswerRelevancy, ResponseRelevancy, create_metric
 from rageval.metrics.answer_relevancy import answer_relevancy_score
 from rageval.samples import SingleTurnSample

@@ -14,6 +14,7 @@ import pytest
 
 from rageval import Sample
 from rageval.metrics import Metric, MetricResult, ScoringContext, registered_metrics
+from rageval.metrics.authoring import not_measured_if_blank, zero_if_blank
 from rageval.metrics.token_f1 import TokenF1
 
 METRICS_DIR = Path(importlib.import_module("rageval.metrics").__file__ or "").parent
@@ -179,3 +180,42 @@ def test_a_class_defined_again_replaces_its_registration_another_class_is_refuse
 
     with pytest.raises(ValueError, match="registered twice"):
         register(Other)
+
+
+class _Counted(Metric):
+    """A metric whose blank inputs are ruled on by its declared rules, counting its measures."""
+
+    name = "counted_blank_rules"
+    required_fields: ClassVar[tuple[str, ...]] = ("response", "reference", "retrieved_contexts")
+    blank_rules = (
+        not_measured_if_blank("reference", "no reference"),
+        zero_if_blank("response", "empty response", words=0),
+        zero_if_blank("retrieved_contexts", "no contexts"),
+    )
+    measured = 0
+
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        type(self).measured += 1
+        return MetricResult.ok(0.5)
+
+
+def test_blank_rules_decide_a_cell_in_order_before_measure_and_plan_nothing() -> None:
+    metric = _Counted()
+    full = {"response": "r", "reference": "g", "retrieved_contexts": ["c"]}
+    cases = [
+        ({**full, "reference": " ", "response": ""}, ("not_measured", None, "no reference")),
+        ({**full, "response": "\n"}, ("ok", 0.0, "empty response")),
+        ({**full, "retrieved_contexts": ["", "  "]}, ("ok", 0.0, "no contexts")),
+    ]
+    for fields, (status, value, text) in cases:
+        result = metric.score(**fields)
+        assert (result.status, result.value) == (status, value)
+        assert text in (result.cause or result.reason or "")
+        assert metric.plan(Sample.model_validate(fields)) == []
+    assert _Counted.measured == 0
+    assert metric.score(**full).value == 0.5 and _Counted.measured == 1
+    assert metric.plan(Sample.model_validate(full)) == []  # no judge, no requests
+    blank = metric.score(**{**full, "response": ""})
+    assert blank.evidence == {"words": 0} and blank.cause_kind is None
+    undefined = metric.score(**{**full, "reference": ""})
+    assert undefined.cause_kind == "undefined"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metric_helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
+from helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
 from rageval.metrics import ContextPrecision
 from rageval.metrics.context_precision import average_precision
 from rageval.samples import Sample

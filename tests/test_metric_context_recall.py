@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metric_helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
+from helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
 from rageval.metrics import ContextRecall
 from rageval.metrics.authoring import split_sentences
 from rageval.metrics.context_recall import context_recall_score

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metric_helpers import attempt, chat_count, judge_for, prompts_with, route
+from helpers import attempt, chat_count, judge_for, prompts_with, route
 from rageval.metrics import ContextRelevance
 from rageval.metrics.context_relevance import prompts
 from rageval.samples import SingleTurnSample

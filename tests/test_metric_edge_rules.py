@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from metric_helpers import embeddings_for, judge_for
+from helpers import embeddings_for, judge_for
 from rageval.metrics import create_metric
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply

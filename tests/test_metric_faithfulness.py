@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from metric_helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
+from helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
 from rageval.metrics import Faithfulness
 from rageval.metrics.faithfulness import faithfulness_score
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
 
+CONTEXTS = ["Dune is a 1965 novel by Frank Herbert.", "Dune won the Hugo Award."]
 SAMPLE = Sample(
     user_input="Who wrote Dune and when?",
     response="Frank Herbert wrote Dune. It came out in 1965. He was Canadian. It won a Hugo.",
-    retrieved_contexts=["Dune is a 1965 novel by Frank Herbert.", "Dune won the Hugo Award."],
+    retrieved_contexts=CONTEXTS,
 )
 STATEMENTS = [
     "Frank Herbert wrote Dune.",
@@ -149,7 +150,7 @@ async def test_blank_contexts_are_left_out(fake_openai: FakeOpenAI) -> None:
         (("text",), Reply.json({"statements": STATEMENTS})),
         (("contexts", "statements"), verdicts(True, True, False, True)),
     )
-    sample = SAMPLE.model_copy(update={"retrieved_contexts": ["", *SAMPLE.retrieved_contexts]})
+    sample = SAMPLE.model_copy(update={"retrieved_contexts": ["", *CONTEXTS]})
     result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(sample)
     assert result.value == pytest.approx(0.75)
     (verdict_prompt,) = prompts_with(fake_openai, "contexts", "statements")

@@ -13,6 +13,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from helpers import handle
 from rageval import evaluate
 from rageval.judge import Judge, llm_factory
 from rageval.metrics import (
@@ -25,7 +26,7 @@ from rageval.metrics import (
 )
 from rageval.runner import RunConfigError
 from rageval.runner._evaluate import label_pairs
-from rageval.testing import FakeOpenAI, synthetic_judge
+from rageval.testing import FakeOpenAI
 
 ROWS = [
     {"answer": "The cat sat on the mat.", "ground_truth": "A cat sat on a red mat."},
@@ -88,7 +89,7 @@ def test_a_module_forwards_what_it_lacks_to_its_default_metric() -> None:
 
 @pytest.fixture
 def judge() -> Iterator[Judge]:
-    with FakeOpenAI(synthetic_judge.handle) as server:
+    with FakeOpenAI(handle) as server:
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-test")
         yield llm_factory("test-model", client=client)
 

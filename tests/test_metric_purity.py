@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
+from helpers import handle as scripted, rows
 from rageval.judge import Judge
 from rageval.metrics import AnswerCorrectness, ContextRecall, Faithfulness, create_metric
 from rageval.metrics.base import MetricResult, ScoringContext
 from rageval.runner import RunDirError, evaluate
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, RandomJudge
-from rageval.testing.synthetic_judge import handle as scripted
-from runner_helpers import rows
 
 EIGHT = [
     "answer_relevancy",
@@ -111,8 +110,9 @@ def test_a_configuration_that_cannot_be_recorded_is_never_kept_nor_resumed(
         first = evaluate(rows(3), [strict], llm=judge(server), run_dir=tmp_path / "run")
         lenient = PredicateFaithfulness(passes=lambda v: v >= 0.1)
         second = evaluate(rows(3), [lenient], llm=judge(server))
-        assert judge(server).cache is not None
-        kept = judge(server).cache.stats()["entries"]["records"]  # type: ignore[union-attr]
+        cache = judge(server).cache
+        assert cache is not None
+        kept = cache.stats()["entries"]["records"]
         with pytest.raises(RunDirError, match="cannot be recorded"):
             evaluate(rows(3), [strict], llm=judge(server), run_dir=tmp_path / "run", resume=True)
     assert first["faithfulness_predicate"] == [0.0] * 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metric_helpers import chat_count, judge_for, prompts_with, route
+from helpers import chat_count, judge_for, prompts_with, route
 from rageval.metrics import ResponseGroundedness
 from rageval.metrics.response_groundedness import prompts
 from rageval.samples import SingleTurnSample

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from metric_helpers import attempt, chat_count, judge_for, route, user_text
+from helpers import attempt, chat_count, judge_for, route, user_text
 from rageval.metrics import RubricScore, create_metric
 from rageval.metrics.rubric_score import DEFAULT_RUBRIC, parse_rubric, rubric_value
 from rageval.samples import SingleTurnSample

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from metric_helpers import embeddings_for
+from helpers import embeddings_for
 from rageval.metrics import SemanticSimilarity, create_metric
 from rageval.metrics._statements import SharedStatements
 from rageval.metrics.base import ScoringContext

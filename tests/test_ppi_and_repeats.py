@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from label_helpers import PPI_GRADES, PPI_LABELS, grader, labelled_rows
-from metric_helpers import judge_for, user_text
+from helpers import PPI_GRADES, PPI_LABELS, grader, judge_for, labelled_rows, user_text, write_jsonl
 from rageval import evaluate
 from rageval.cli import main
 from rageval.judge import Judge
@@ -27,7 +26,6 @@ from rageval.results import compare, load_run
 from rageval.runner import RunConfigError, RunDirError
 from rageval.samples import InvalidDataError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
-from runner_helpers import write_jsonl
 
 # ---------------------------------------------------------------------- PPI++ in evaluate
 

@@ -10,15 +10,16 @@ from typing import Any
 
 import pytest
 
+from helpers import handle
 from rageval.judge import Judge
+from rageval.judge._modes import Mode
 from rageval.metrics.base import registered_metrics
 from rageval.runner import evaluate
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest
-from rageval.testing.synthetic_judge import handle
 
 # Two samples with different text and the same shape (2 sentences, 2 contexts), so that
 # verdict requests ask about as many items and their schemas are the same.
-SAMPLES = [
+SAMPLES: list[dict[str, Any]] = [
     {
         "user_input": "When was the first Super Bowl played?",
         "response": "The first Super Bowl was played on January 15, 1967. It was in Los Angeles.",
@@ -56,11 +57,11 @@ def _split(request: RecordedRequest) -> tuple[str, str]:
     return system + "\n" + user[: first.start()], user[first.start() :]
 
 
-def _requests(metric: str, sample: dict[str, Any], mode: str) -> list[RecordedRequest]:
+def _requests(metric: str, sample: dict[str, Any], mode: Mode) -> list[RecordedRequest]:
     with FakeOpenAI(handle) as server:
         judge = Judge(
             "judge-model", base_url=server.base_url, api_key=FAKE_API_KEY, cache=False, mode=mode
-        )  # type: ignore[arg-type]
+        )
         result = evaluate([sample], [metric], llm=judge, progress=False)
         assert result.statuses(metric) == ["ok"], result.sample(0).cells[metric]
         return server.chat_requests
@@ -68,7 +69,7 @@ def _requests(metric: str, sample: dict[str, Any], mode: str) -> list[RecordedRe
 
 @pytest.mark.parametrize("mode", ["json_schema", "json"])
 @pytest.mark.parametrize("metric", JUDGE_METRICS)
-def test_every_request_is_fixed_text_then_the_samples_data(metric: str, mode: str) -> None:
+def test_every_request_is_fixed_text_then_the_samples_data(metric: str, mode: Mode) -> None:
     fixed: list[Counter[str]] = []
     for sample in SAMPLES:
         requests = _requests(metric, sample, mode)

@@ -7,13 +7,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from helpers import handle, rows
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
-from runner_helpers import handle, rows
 
 CONFTEST = """
 from rageval.testing import install_network_guard
@@ -47,12 +46,6 @@ async def test_met_in_an_async_test(assert_scores):
 def test_the_configured_judge_is_a_fixture(rageval_judge):
     assert rageval_judge is not None and rageval_judge.model == "test-model"
 """
-
-
-@pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI(handle) as s:
-        yield s
 
 
 def _project(tmp_path: Path) -> Path:
@@ -165,7 +158,7 @@ def test_an_unreachable_endpoint_fails_the_test_with_a_clear_message(tmp_path: P
         url = srv.base_url
     # the server is gone: nothing listens at `url` any more
     env_server = type("Gone", (), {"base_url": url})()
-    done = _pytest(project, "-k", "test_met and not async", server=env_server, tmp_path=tmp_path)  # type: ignore[arg-type]
+    done = _pytest(project, "-k", "test_met and not async", server=env_server, tmp_path=tmp_path)
     assert done.returncode == 1
     assert f"could not reach the judge endpoint {url}" in done.stdout
     assert "Traceback" not in done.stdout

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import handle
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
-from runner_helpers import handle
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
@@ -19,10 +19,14 @@ def _blocks(section: str, language: str) -> list[str]:
 
 
 def test_the_quickstart_block_is_two_command_lines() -> None:
-    """.ci/run runs the second line: install the dev extras and run the whole suite."""
+    """.ci/run runs the second line: install the dev extras, lint and type-check, then run the
+    whole suite (the checks first, so a lint or type error fails CI before the long part)."""
     lines = _blocks("Quickstart", "bash")[0].strip().splitlines()
     assert len(lines) == 2
-    assert "rageval evaluate" in lines[0] and "python -m pytest" in lines[1]
+    assert "rageval evaluate" in lines[0]
+    checks = ["ruff check .", "ruff format --check .", "mypy --strict", "python -m pytest"]
+    at = [lines[1].find(check) for check in checks]
+    assert -1 not in at and at == sorted(at), lines[1]
 
 
 def test_the_python_example_runs_twice_in_one_session(

@@ -12,14 +12,14 @@ import pytest
 from playwright.sync_api import Browser
 
 from browser_helpers import Opened
-from rageval.report import write_report
-from test_report_render import (
+from helpers import (
     ATTACK_QUESTION,
     ATTACK_REASON,
     NOT_MEASURED_CAUSE,
     synthetic_run,
     write_run,
 )
+from rageval.report import write_report
 
 N = 24
 

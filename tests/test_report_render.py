@@ -1,193 +1,25 @@
-"""The HTML report as text: self-contained, data escaped, tolerant of unfinished runs.
-
-`write_run` and `synthetic_run` are shared with test_report_browser.py.
-"""
+"""The HTML report as text: self-contained, data escaped, tolerant of unfinished runs."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from helpers import (
+    ATTACK_QUESTION,
+    ATTACK_REASON,
+    NOT_MEASURED_CAUSE,
+    RUN_METRICS,
+    embedded_payload,
+    run_manifest,
+    synthetic_run,
+    write_run,
+)
 from rageval.report import REPORT_FILE, render_report, write_report
 from rageval.report._model import RunData
-
-ATTACK_QUESTION = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
-ATTACK_REASON = "the context says </script><script>window.__pwned=3</script> & more \u2028 end"
-METRICS = ("faithfulness", "answer_relevancy", "answer_accuracy")
-NOT_MEASURED_CAUSE = "judge call failed: 3 replies did not cover every statement id"
-
-
-def write_run(
-    run_dir: Path,
-    manifest: dict[str, Any],
-    results: list[dict[str, Any]],
-    summary: dict[str, Any] | None,
-) -> Path:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    lines = "".join(json.dumps(r) + "\n" for r in results)
-    (run_dir / "results.jsonl").write_text(lines, encoding="utf-8")
-    if summary is not None:
-        (run_dir / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
-    return run_dir
-
-
-def usage(requests: int = 1, prompt: int = 100, completion: int = 20) -> dict[str, Any]:
-    return {
-        "requests": requests,
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "cache_hits": 0,
-        "cost_usd": None,
-    }
-
-
-def ok_cell(value: float, reason: str, evidence: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "status": "ok",
-        "value": value,
-        "cause": None,
-        "reason": reason,
-        "evidence": evidence,
-        "usage": usage(),
-    }
-
-
-def not_measured(cause: str) -> dict[str, Any]:
-    return {
-        "status": "not_measured",
-        "value": None,
-        "cause": cause,
-        "reason": None,
-        "evidence": {},
-        "usage": usage(requests=3),
-    }
-
-
-def manifest(n_rows: int) -> dict[str, Any]:
-    return {
-        "rageval_version": "0.1.0",
-        "created_at": "2025-03-04T10:20:30.123456+00:00",
-        "metrics": [
-            {"name": "faithfulness", "params": {}},
-            {"name": "answer_relevancy", "params": {"strictness": 3}},
-            {"name": "answer_accuracy", "params": {"max_retries": 5}},
-        ],
-        "judge": {
-            "model": "gpt-4o-mini",
-            "base_url": "http://127.0.0.1:9/v1",
-            "temperature": 0.0,
-            "max_tokens": 1024,
-        },
-        "embeddings": {"name": "local:all-MiniLM-L6-v2"},
-        "data": {"source": "fixtures/qa.jsonl", "fingerprint": "sha256:0123abcd", "n_rows": n_rows},
-    }
-
-
-def synthetic_run(n: int) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
-    """`n` samples (n >= 4) with deterministic values. Row 1 carries the script injection in its
-    question and faithfulness reason; faithfulness is not measured on rows 2 and 3."""
-    results: list[dict[str, Any]] = []
-    for row in range(n):
-        question = (
-            ATTACK_QUESTION if row == 1 else f"What is fact number {row} about topic {row % 7}?"
-        )
-        faith_value = round(((row * 37) % 101) / 100, 2)
-        faith: dict[str, Any]
-        if row in (2, 3):
-            faith = not_measured(NOT_MEASURED_CAUSE)
-        else:
-            faith = ok_cell(
-                faith_value,
-                ATTACK_REASON
-                if row == 1
-                else f"{faith_value:.2f} of the statements are supported.",
-                {
-                    "statements": [
-                        {"id": 1, "text": f"Fact {row} holds.", "verdict": True},
-                        {
-                            "id": 2,
-                            "text": f"Fact {row} also implies more.",
-                            "verdict": False,
-                            "reason": "not in the contexts",
-                        },
-                    ]
-                },
-            )
-        # Cosines may be negative: -0.5 < -0.1 numerically but not as text.
-        relevancy = ok_cell(
-            round(((row * 29) % 130 - 30) / 100, 2),
-            "mean cosine of generated questions",
-            {
-                "questions": [
-                    {"text": f"Which fact is {row}?", "cosine": 0.8123},
-                    {"text": "What holds?", "cosine": 0.61},
-                ],
-                "noncommittal": False,
-            },
-        )
-        accuracy = ok_cell(
-            [0.0, 0.5, 0.75, 1.0][row % 4],
-            "two templates averaged",
-            {"ratings": {"template_1": 4, "template_2": None if row % 2 else 2}},
-        )
-        results.append(
-            {
-                "row": row,
-                "id": f"q-{row:03d}",
-                "inputs": {
-                    "user_input": question,
-                    "response": f"Answer {row}: fact {row} holds, and it implies more.",
-                    "retrieved_contexts": [f"Context A for {row}.", f"Context B for {row}."],
-                    "reference": f"Fact {row} holds.",
-                    "reference_contexts": None,
-                },
-                "metrics": {
-                    "faithfulness": faith,
-                    "answer_relevancy": relevancy,
-                    "answer_accuracy": accuracy,
-                },
-                "shared_usage": usage(requests=1, prompt=200, completion=50),
-            }
-        )
-    summary: dict[str, Any] = {
-        "metrics": {},
-        "duration_s": 12.5,
-        "usage": {**usage(requests=10 * n), "retries": 2},
-        "shared_usage": {"shared:statements": usage(requests=n, prompt=200 * n, completion=50 * n)},
-    }
-    for name in METRICS:
-        values = [
-            r["metrics"][name]["value"] for r in results if r["metrics"][name]["status"] == "ok"
-        ]
-        mean = sum(values) / len(values)
-        summary["metrics"][name] = {
-            "mean": mean,
-            "ci_low": mean - 0.05,
-            "ci_high": mean + 0.05,
-            "ci_method": "bootstrap 95% percentile, 2000 resamples, seed 0",
-            "n_measured": len(values),
-            "n_not_measured": n - len(values),
-            "n_skipped": 0,
-            "n_cells": n,
-            "usage": usage(requests=3 * n),
-            "causes": {f"not measured: {NOT_MEASURED_CAUSE}": n - len(values)}
-            if len(values) < n
-            else {},
-        }
-    return manifest(n), results, summary
-
-
-def embedded_payload(html: str) -> Any:
-    match = re.search(
-        r'<script type="application/json" id="run-data">(.*?)</script>', html, re.DOTALL
-    )
-    assert match is not None
-    return json.loads(match.group(1))
 
 
 @pytest.fixture
@@ -248,12 +80,12 @@ def test_not_measured_cells_are_kept_and_counted(run_dir: Path) -> None:
     cell = payload["samples"][2]["metrics"]["faithfulness"]
     assert cell["status"] == "not_measured" and cell["value"] is None
     assert cell["cause"].startswith("judge call failed")
-    assert [m["name"] for m in payload["metrics"]] == list(METRICS)
+    assert [m["name"] for m in payload["metrics"]] == list(RUN_METRICS)
     assert payload["metrics"][1]["params"] == {"strictness": 3}
 
 
 def test_empty_run_renders(tmp_path: Path) -> None:
-    man = manifest(0)
+    man = run_manifest(0)
     man["metrics"] = []
     man["judge"] = None
     man["embeddings"] = None

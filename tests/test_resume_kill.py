@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers import handle, make_judge, rows, sample_id_of, write_jsonl
 from rageval.log import read_lines
 from rageval.results import load_run
 from rageval.runner import evaluate
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
-from runner_helpers import handle, rows, sample_id_of, write_jsonl
-from test_runner import make_judge
 
 METRICS = ["faithfulness", "context_recall"]
 N = 40

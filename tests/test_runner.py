@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from helpers import handle, make_judge, rows, sample_id_of, user_text
 from rageval.judge import FatalJudgeError, Judge
 from rageval.metrics import AnswerCorrectness, Faithfulness
 from rageval.metrics.base import Metric, MetricResult, ScoringContext
@@ -18,27 +19,9 @@ from rageval.runner import NO_JUDGE_CAUSE, RunConfigError, aevaluate, evaluate
 from rageval.runner._schedule import MIN_WINDOW
 from rageval.samples import InvalidDataError, Sample
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, Reply
-from runner_helpers import handle, rows, sample_id_of, user_text
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rag_sample.jsonl"
 LLM_METRICS = ["faithfulness", "context_recall", "answer_accuracy"]
-
-
-def make_judge(server: FakeOpenAI, concurrency: int = 8, **kw: Any) -> Judge:
-    return Judge(
-        "test-model",
-        base_url=server.base_url,
-        api_key=FAKE_API_KEY,
-        max_concurrency=concurrency,
-        cache=False,
-        **kw,
-    )
-
-
-@pytest.fixture
-def server() -> Any:
-    with FakeOpenAI(handle) as s:
-        yield s
 
 
 # ---------------------------------------------------------------------- scheduling
@@ -46,7 +29,9 @@ def server() -> Any:
 
 def test_requests_stay_at_the_concurrency_limit_across_samples_and_metrics() -> None:
     with FakeOpenAI(handle, latency=0.05) as srv:
-        result = evaluate(rows(40), LLM_METRICS, llm=make_judge(srv, concurrency=8), progress=False)
+        result = evaluate(
+            rows(40), LLM_METRICS, llm=make_judge(srv, max_concurrency=8), progress=False
+        )
         assert srv.max_in_flight == 8
         assert srv.handler_errors == []
     for metric in LLM_METRICS:

@@ -9,24 +9,18 @@ from typing import Any
 
 import pytest
 
+from helpers import handle, rows, sample_id_of
 from rageval._client._cache import shared_cache
 from rageval.judge import Judge
 from rageval.runner import evaluate
 from rageval.runner._cells import _source_digest
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Reply
-from runner_helpers import handle, rows, sample_id_of
 
 METRICS = ["faithfulness", "context_recall", "answer_accuracy"]
 
 
 def judge(server: FakeOpenAI, **kw: Any) -> Judge:
     return Judge("test-model", base_url=server.base_url, api_key=FAKE_API_KEY, **kw)
-
-
-@pytest.fixture
-def server() -> Any:
-    with FakeOpenAI(handle) as s:
-        yield s
 
 
 def values(result: Any) -> dict[str, list[float | None]]:

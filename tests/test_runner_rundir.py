@@ -8,20 +8,13 @@ from typing import Any
 
 import pytest
 
+from helpers import make_judge, rows, sample_id_of
 from rageval.report._model import RunData
 from rageval.results import load_run
 from rageval.runner import RunDirError, evaluate
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
-from runner_helpers import handle, rows, sample_id_of
-from test_runner import make_judge
 
 METRICS = ["faithfulness", "context_recall", "token_f1"]
-
-
-@pytest.fixture
-def server() -> Any:
-    with FakeOpenAI(handle) as s:
-        yield s
 
 
 def _values(result: Any) -> dict[tuple[str, str], Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ ROWS = [
 ]
 
 
-def _check_two(data):  # type: ignore[no-untyped-def]
+def _check_two(data: Any) -> None:
     loaded = load_samples(data)
     assert loaded.problems == []
     first, second = loaded.samples

@@ -19,14 +19,13 @@ import numpy as np
 import openai
 import pytest
 
-from metric_helpers import prompts_with, user_text
+from helpers import handle, prompts_with, user_text
 from rageval.testing import (
     FAKE_API_KEY,
     FakeOpenAI,
     RecordedRequest,
     Reply,
     hash_embedding,
-    synthetic_judge,
 )
 
 _RATING_SCALE = re.compile(r'\{"rating": (\d+(?:\|\d+)+)\}')
@@ -38,7 +37,7 @@ def top_rating_judge(req: RecordedRequest) -> Reply:
     scale = _RATING_SCALE.search(" ".join(str(m["content"]) for m in req.messages))
     if scale is not None:
         return Reply.json({"rating": max(int(v) for v in scale.group(1).split("|"))})
-    return synthetic_judge.handle(req)
+    return handle(req)
 
 
 @pytest.fixture
@@ -577,6 +576,7 @@ def test_every_seed_example_is_finite_and_on_its_scale_with_a_random_judge(
         AnswerAccuracy,
         AnswerRelevance,
         ContextRelevance,
+        RelevanceScore,
         ResponseGroundedness,
     )
     from rageval.testing import RandomJudge
@@ -601,6 +601,7 @@ def test_every_seed_example_is_finite_and_on_its_scale_with_a_random_judge(
             client=seed_002_client("openai", server),
         )  # fmt: skip
         tenths = {round(i / 10, 1) for i in range(11)}
+        assert isinstance(relevance, RelevanceScore)
         assert {relevance.topical_match, relevance.completeness, relevance.conciseness} <= tenths
         on((0.0, 1.0), relevance.overall_score)
         _, df = run_seed_003()  # seed 003

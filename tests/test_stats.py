@@ -27,7 +27,9 @@ def test_ci_narrows_with_more_data_and_contains_the_mean() -> None:
     for ci in (small, large):
         assert ci.low is not None and ci.high is not None and ci.mean is not None
         assert ci.low <= ci.mean <= ci.high
-    assert (large.high - large.low) < (small.high - small.low) / 5  # type: ignore[operator]
+    assert large.high is not None and large.low is not None
+    assert small.high is not None and small.low is not None
+    assert (large.high - large.low) < (small.high - small.low) / 5
 
 
 def test_ci_is_reproducible_and_depends_on_the_seed() -> None:

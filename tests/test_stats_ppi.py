@@ -38,12 +38,16 @@ def _graded_biased_judge(rng: np.random.Generator, size: int) -> tuple[np.ndarra
     return y, np.clip(0.3 + 0.5 * y + rng.normal(0, 0.1, size), 0, 1)
 
 
-TRUE_MEAN = {_binary_good_judge: 0.6, _binary_useless_judge: 0.6, _graded_biased_judge: 0.5}
+TRUE_MEAN: dict[Draw, float] = {
+    _binary_good_judge: 0.6,
+    _binary_useless_judge: 0.6,
+    _graded_biased_judge: 0.5,
+}
 
 
 def _simulate(draw: Draw, n: int, big_n: int, datasets: int, seed: int) -> dict[str, float]:
     rng = np.random.default_rng(seed)
-    truth = TRUE_MEAN[draw]  # type: ignore[index]
+    truth = TRUE_MEAN[draw]
     covered = classical_covered = 0
     widths, classical_widths, estimates, judge_means = [], [], [], []
     for _ in range(datasets):
@@ -109,7 +113,8 @@ def test_hand_worked_ppi_estimate() -> None:
     assert est.mean == pytest.approx(0.6 + 0.2 / 3)
     rect = np.array([0.2, -0.4, 0.4])
     variance = (0.2 / 3) / 4 + rect.var(ddof=1) / 3
-    assert est.high - est.mean == pytest.approx(1.959964 * math.sqrt(variance), rel=1e-5)  # type: ignore[operator]
+    assert est.high is not None and est.mean is not None
+    assert est.high - est.mean == pytest.approx(1.959964 * math.sqrt(variance), rel=1e-5)
     assert (est.n_labelled, est.n_unlabelled) == (3, 4)
     assert est.classical_mean == pytest.approx(2 / 3)
 

@@ -16,7 +16,7 @@ from rageval.judge._modes import Mode, build_request, shape_of
 from rageval.metrics.authoring import rating_model, verdict_request
 from rageval.testing import RecordedRequest, Reply
 from rageval.testing.server import CHAT_PATH
-from rageval.testing.synthetic_judge import classify, handle, sentences, supported
+from synthetic_judge import classify, handle, sentences, supported
 
 
 def _module(name: str) -> Any:

@@ -16,6 +16,8 @@ from typing import Annotated, Literal
 import jsonschema
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
+from openai.types.shared_params import ResponseFormatJSONSchema
 from pydantic import BaseModel, ConfigDict, Field
 
 from rageval.judge._modes import shape_of
@@ -30,7 +32,9 @@ from rageval.testing import (
 )
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-ASK = [{"role": "user", "content": "Give exactly 3 verdicts, one per id 1..3, ratings 0/2/4."}]
+ASK: list[ChatCompletionMessageParam] = [
+    {"role": "user", "content": "Give exactly 3 verdicts, one per id 1..3, ratings 0/2/4."}
+]
 
 
 class Item(BaseModel):
@@ -55,7 +59,7 @@ def sdk(server: FakeOpenAI) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.base_url, api_key=FAKE_API_KEY, max_retries=0)
 
 
-def response_format(model: type[BaseModel]) -> dict[str, object]:
+def response_format(model: type[BaseModel]) -> ResponseFormatJSONSchema:
     schema = shape_of(model).schema
     return {"type": "json_schema", "json_schema": {"name": "R", "schema": schema}}
 
@@ -80,23 +84,30 @@ def test_random_instances_are_valid_and_vary() -> None:
 def test_random_judge_answers_within_the_schema_in_every_mode(mode: str) -> None:
     schema = shape_of(Reply_).schema
     with FakeOpenAI(RandomJudge(seed=4)) as server, sdk(server) as client:
-        extra: dict[str, object] = {}
-        messages = list(ASK)
+        chat = client.chat.completions
         if mode == "json_schema":
-            extra["response_format"] = response_format(Reply_)
+            completion = chat.create(
+                model="m", messages=ASK, response_format=response_format(Reply_)
+            )
         elif mode == "tools":
-            tool = {"type": "function", "function": {"name": "r", "parameters": schema}}
-            extra["tools"] = [tool]
-            extra["tool_choice"] = {"type": "function", "function": {"name": "r"}}
+            completion = chat.create(
+                model="m",
+                messages=ASK,
+                tools=[{"type": "function", "function": {"name": "r", "parameters": schema}}],
+                tool_choice={"type": "function", "function": {"name": "r"}},
+            )
         else:  # the schema in the prompt, as rageval's json mode and ragas write it
-            messages = [{"role": "system", "content": f"JSON Schema:\n{json.dumps(schema)}"}, *ASK]
-        completion = client.chat.completions.create(
-            model="m",
-            messages=messages,
-            **extra,  # type: ignore[arg-type]
-        )
+            in_prompt = f"JSON Schema:\n{json.dumps(schema)}"
+            completion = chat.create(
+                model="m", messages=[{"role": "system", "content": in_prompt}, *ASK]
+            )
     message = completion.choices[0].message
-    text = message.tool_calls[0].function.arguments if mode == "tools" else message.content
+    text = message.content
+    if mode == "tools":
+        assert message.tool_calls is not None
+        (call,) = message.tool_calls
+        assert call.type == "function"
+        text = call.function.arguments
     assert text is not None
     Reply_.model_validate_json(text)
 
@@ -196,7 +207,7 @@ def test_the_judges_from_the_command_line(judge: str) -> None:
             completion = client.chat.completions.create(
                 model="m",
                 messages=ASK,
-                response_format=response_format(Reply_),  # type: ignore[arg-type]
+                response_format=response_format(Reply_),
             )
         text = completion.choices[0].message.content or ""
         if judge == "random":

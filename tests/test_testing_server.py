@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
+from openai.types.shared_params import ResponseFormatJSONSchema
 from pydantic import BaseModel, Field
 
 from rageval.testing import (
@@ -33,7 +35,8 @@ from rageval.testing import (
     strict_schema_problem,
 )
 
-MESSAGES = [{"role": "user", "content": "Is the sky blue? Answer briefly."}]
+QUESTION = "Is the sky blue? Answer briefly."
+MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": QUESTION}]
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
@@ -42,11 +45,11 @@ class Verdict(BaseModel):
     reason: str
 
 
-VERDICT_TOOL = {
+VERDICT_TOOL: ChatCompletionToolParam = {
     "type": "function",
     "function": {"name": "record_verdict", "parameters": Verdict.model_json_schema()},
 }
-JSON_SCHEMA_FORMAT = {
+JSON_SCHEMA_FORMAT: ResponseFormatJSONSchema = {
     "type": "json_schema",
     "json_schema": {"name": "Verdict", "schema": Verdict.model_json_schema()},
 }
@@ -63,7 +66,7 @@ def aclient(server: FakeOpenAI, **kw: Any) -> openai.AsyncOpenAI:
 
 
 def chat(c: openai.OpenAI, **kw: Any) -> Any:
-    return c.chat.completions.create(model="judge-model", messages=MESSAGES, **kw)  # type: ignore[arg-type]
+    return c.chat.completions.create(model="judge-model", messages=MESSAGES, **kw)
 
 
 @pytest.fixture
@@ -83,7 +86,7 @@ def test_default_reply_looks_like_openai(fake_openai: FakeOpenAI, sdk: openai.Op
     assert choice.message.role == "assistant"
     assert choice.message.content == "ok"
     assert choice.message.tool_calls is None
-    prompt_chars = len(MESSAGES[0]["content"])
+    prompt_chars = len(QUESTION)
     assert completion.usage is not None
     assert completion.usage.prompt_tokens == math.ceil(prompt_chars / 4)
     assert completion.usage.completion_tokens == 1
@@ -94,7 +97,7 @@ def test_the_schema_sent_is_billed_as_prompt_tokens(sdk: openai.OpenAI) -> None:
     plain = chat(sdk)
     schema = chat(sdk, response_format=JSON_SCHEMA_FORMAT)
     sent = json.dumps({"response_format": JSON_SCHEMA_FORMAT}, separators=(",", ":"))
-    chars = len(MESSAGES[0]["content"]) + len(sent)
+    chars = len(QUESTION) + len(sent)
     assert schema.usage.prompt_tokens == math.ceil(chars / 4) > plain.usage.prompt_tokens
 
 
@@ -104,8 +107,11 @@ def test_a_shared_prompt_prefix_is_reported_as_cached_tokens(sdk: openai.OpenAI)
     fixed = "Rules. " * 1000  # 7,000 characters: 1,750 tokens
 
     def ask(tail: str) -> Any:
-        messages = [{"role": "system", "content": fixed}, {"role": "user", "content": tail}]
-        return sdk.chat.completions.create(model="judge-model", messages=messages)  # type: ignore[arg-type]
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": fixed},
+            {"role": "user", "content": tail},
+        ]
+        return sdk.chat.completions.create(model="judge-model", messages=messages)
 
     def cached(completion: Any) -> int:
         return int(completion.usage.prompt_tokens_details.cached_tokens)
@@ -114,7 +120,7 @@ def test_a_shared_prompt_prefix_is_reported_as_cached_tokens(sdk: openai.OpenAI)
     assert cached(first) == 0 and first.usage.prompt_tokens == math.ceil((7000 + 10) / 4)
     # "<system>" + 7,000 characters are shared: 7,008 -> the step at 6,656 characters (1,664 t.)
     assert cached(ask("sample two")) == 1664
-    short = sdk.chat.completions.create(model="judge-model", messages=MESSAGES)  # type: ignore[arg-type]
+    short = sdk.chat.completions.create(model="judge-model", messages=MESSAGES)
     assert cached(short) == 0  # under 1,024 tokens: never cached
     other = sdk.chat.completions.create(  # another model has a cache of its own
         model="other-model", messages=[{"role": "system", "content": fixed}]
@@ -129,7 +135,7 @@ def test_a_shared_prompt_prefix_is_reported_as_cached_tokens(sdk: openai.OpenAI)
     scripted = Reply.json({"a": 1}, prompt_tokens=5000, cached_tokens=4096)
     with FakeOpenAI() as server, client(server) as c:
         server.script(scripted)
-        assert cached(c.chat.completions.create(model="m", messages=MESSAGES)) == 4096  # type: ignore[arg-type]
+        assert cached(c.chat.completions.create(model="m", messages=MESSAGES)) == 4096
 
 
 def test_default_handler_answers_schema_in_each_mode(
@@ -220,10 +226,12 @@ async def test_async_handler_and_recorded_request(fake_openai: FakeOpenAI) -> No
     async with aclient(fake_openai) as c:
         completion = await c.chat.completions.create(
             model="judge-model",
-            messages=[{"role": "system", "content": "be strict"}, *MESSAGES],  # type: ignore[list-item]
-            tools=[VERDICT_TOOL],  # type: ignore[list-item]
+            messages=[{"role": "system", "content": "be strict"}, *MESSAGES],
+            tools=[VERDICT_TOOL],
         )
-    arguments = completion.choices[0].message.tool_calls[0].function.arguments  # type: ignore[index, union-attr]
+    tool_calls = completion.choices[0].message.tool_calls
+    assert tool_calls is not None and tool_calls[0].type == "function"
+    arguments = tool_calls[0].function.arguments
     assert json.loads(arguments) == {"verdict": 2, "reason": "judge-model"}
 
     (inside,) = seen
@@ -354,7 +362,7 @@ def test_malformed_http_is_200_with_invalid_json(
     fake_openai: FakeOpenAI, sdk: openai.OpenAI
 ) -> None:
     fake_openai.script(Fault.malformed_http())
-    raw = sdk.chat.completions.with_raw_response.create(model="judge-model", messages=MESSAGES)  # type: ignore[arg-type]
+    raw = sdk.chat.completions.with_raw_response.create(model="judge-model", messages=MESSAGES)
     assert raw.status_code == 200
     with pytest.raises(ValueError):
         json.loads(raw.text)
@@ -396,7 +404,7 @@ def test_unknown_model_is_404_model_not_found() -> None:
     with FakeOpenAI(models=["judge-model", "embedder"]) as server, client(server) as c:
         assert chat(c).choices[0].message.content == "ok"
         with pytest.raises(openai.NotFoundError) as caught:
-            c.chat.completions.create(model="gpt-nope", messages=MESSAGES)  # type: ignore[arg-type]
+            c.chat.completions.create(model="gpt-nope", messages=MESSAGES)
         assert caught.value.code == "model_not_found"
         assert "gpt-nope" in caught.value.message
         with pytest.raises(openai.NotFoundError):
@@ -576,10 +584,7 @@ async def test_latency_overlaps_and_max_in_flight() -> None:
     async with FakeOpenAI(latency=0.2) as server, aclient(server) as c:
         started = time.monotonic()
         results = await asyncio.gather(
-            *(
-                c.chat.completions.create(model="m", messages=MESSAGES)  # type: ignore[arg-type]
-                for _ in range(16)
-            )
+            *(c.chat.completions.create(model="m", messages=MESSAGES) for _ in range(16))
         )
         elapsed = time.monotonic() - started
     assert all(r.choices[0].message.content == "ok" for r in results)
@@ -848,7 +853,7 @@ async def test_network_guard_blocks_asyncio_and_sdk() -> None:
         # not an OSError, so neither httpx nor the SDK turn it into a retried connection error;
         # anyio wraps it in an exception group, whose type varies by Python version
         with pytest.raises(Exception) as caught:
-            await c.chat.completions.create(model="m", messages=MESSAGES)  # type: ignore[arg-type]
+            await c.chat.completions.create(model="m", messages=MESSAGES)
     assert guard_error_in(caught.value)
     assert time.monotonic() - started < 2
     sync = openai.OpenAI(base_url="http://10.255.255.1:9/v1", api_key="k", max_retries=3)

@@ -166,9 +166,13 @@ def load_settings(
 
 
 def _judge_parameters() -> list[str]:
+    from rageval._client._settings import EndpointOptions
     from rageval.judge import Judge
 
-    names = list(inspect.signature(Judge.__init__).parameters)
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    names = [p.name for p in inspect.signature(Judge.__init__).parameters.values()
+             if p.kind in kinds]  # fmt: skip
+    names += EndpointOptions.__annotations__  # the keywords Judge takes for its endpoint
     return [n for n in names if n not in ("self", "client", "api_key")]
 
 

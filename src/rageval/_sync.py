@@ -17,9 +17,10 @@ import contextlib
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 # the watchers of each loop; the loop itself only holds its async generators weakly
 _watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[AsyncGenerator[None, None]]]
@@ -71,3 +72,19 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]  # type: ignore[no-any-return]
+
+
+def synchronous(
+    coroutine_function: Callable[P, Coroutine[Any, Any, T]], name: str, doc: str
+) -> Callable[P, T]:
+    """The synchronous form of `coroutine_function`, named `name`: the same parameters (for
+    type checkers, ``help()`` and ``inspect.signature``), run by :func:`run_sync`."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_sync(coroutine_function(*args, **kwargs))
+
+    run.__name__ = run.__qualname__ = name
+    run.__module__ = coroutine_function.__module__
+    run.__doc__ = doc
+    run.__wrapped__ = coroutine_function  # type: ignore[attr-defined]
+    return run

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from rageval.samples import InvalidDataError, RowProblem, Sample
 
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 LabelKind = Literal["binary", "ordinal", "continuous"]
-LABEL_KINDS: tuple[LabelKind, ...] = ("binary", "ordinal", "continuous")
+LABEL_KINDS: tuple[LabelKind, ...] = get_args(LabelKind)
 #: more distinct whole-number grades than this are read as a continuous scale
 MAX_ORDINAL_LEVELS = 10
 _TRUE_WORDS = frozenset({"yes", "true", "y", "t"})

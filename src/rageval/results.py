@@ -55,7 +55,7 @@ from rageval.stats import MetricComparison, PPIComparison, compare
 if TYPE_CHECKING:
     import pandas as pd
 
-    from rageval.stats import JudgeNoise, PPIEstimate
+    from rageval.stats import PPIEstimate
 
 __all__ = [
     "EMBEDDINGS_USAGE",
@@ -373,7 +373,9 @@ class EvaluationResult:
 
         scored = [col.repeats[row].values for row in sorted(col.repeats)]
         noise = judge_noise(scored)
-        return None if noise is None else _noise_summary(noise)
+        if noise is None:
+            return None
+        return JudgeNoiseSummary.model_validate(noise, from_attributes=True)  # the same fields
 
     @property
     def embeddings_usage(self) -> Usage:
@@ -533,18 +535,6 @@ def _ppi_summary(e: PPIEstimate) -> PPISummary:
         n_labelled_without_judge=e.n_labelled_without_judge,
         confidence=e.confidence,
         method=e.method,
-    )
-
-
-def _noise_summary(n: JudgeNoise) -> JudgeNoiseSummary:
-    return JudgeNoiseSummary(
-        repeats=n.repeats,
-        n_cells=n.n_cells,
-        mean_cell_sd=n.mean_cell_sd,
-        within_variance=n.within_variance,
-        cell_variance=n.cell_variance,
-        noise_variance_share=n.noise_variance_share,
-        ci_width_share=n.ci_width_share,
     )
 
 

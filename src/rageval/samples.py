@@ -20,7 +20,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from rageval.errors import RagevalError
 
-#: legacy/seed column names accepted everywhere, mapped to the canonical field names
+#: legacy (ragas 0.1-style) column names accepted everywhere, mapped to the canonical field names
 LEGACY_ALIASES: dict[str, str] = {
     "question": "user_input",
     "answer": "response",
@@ -133,7 +133,7 @@ class Sample(BaseModel):
         return v if isinstance(v, str) else ""
 
 
-#: ragas' name for the same thing, so the seed examples run unchanged
+#: ragas' name for the same thing, so code written for ragas runs unchanged
 SingleTurnSample = Sample
 
 

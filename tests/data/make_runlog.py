@@ -24,7 +24,11 @@ from typing import Any
 from rageval.judge import Judge
 from rageval.runner import evaluate
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
-from rageval.testing.synthetic_judge import handle
+
+try:  # the commits these runs were made with kept the synthetic judge in the package
+    from rageval.testing.synthetic_judge import handle
+except ImportError:  # now it is benchmark tooling: benchmarks/synthetic_judge.py
+    from synthetic_judge import handle
 
 
 def rows() -> list[dict[str, Any]]:

@@ -1,22 +1,18 @@
-"""Shared by the reliability tests: traceable data, a guarded CLI launcher, result invariants.
+"""The reliability suite's own checks: retry accounting and the invariants of a result.
 
-Every row carries a unique tag (``T000``, ``T001``...) in its question, response, contexts and
-reference, so every judge prompt about a row names it and the server's records can be traced
-back to rows.
+Its data (``tagged_rows``: every prompt about a row names the row's tag) and the guarded CLI
+launcher are in tests/helpers.py, with everything else the test modules share.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
-import subprocess
-import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from helpers import user_text
 from rageval.results import EvaluationResult
 from rageval.testing import RecordedRequest
 
@@ -27,77 +23,6 @@ LLM_METRICS = (
     "answer_accuracy",
     "context_relevance",
 )
-_TAG = re.compile(r"\bT(\d{3})\b")
-_TOPICS = ("harbour", "bridge", "library", "railway", "museum", "tower", "canal")
-
-# The CLI in a child process, under the same network guard as this test session.
-_GUARDED_CLI = (
-    "import sys\n"
-    "from rageval.testing import install_network_guard\n"
-    "install_network_guard()\n"
-    "from rageval.cli import main\n"
-    "sys.exit(main(sys.argv[1:]))\n"
-)
-
-
-def tag(i: int) -> str:
-    return f"T{i:03d}"
-
-
-def rows(n: int, start: int = 0) -> list[dict[str, Any]]:
-    """`n` distinct samples whose judge verdicts differ (some claims are unsupported)."""
-    out = []
-    for i in range(start, start + n):
-        t, topic, year = tag(i), _TOPICS[i % len(_TOPICS)], 1900 + i
-        out.append(
-            {
-                "id": f"s-{t}",
-                "user_input": f"When did the {topic} of {t} open?",
-                "response": " ".join(
-                    [
-                        f"The {topic} of {t} opened in {year}.",
-                        f"The {topic} of {t} has {i % 5 + 2} entrances.",
-                        f"Its architect was named {topic.title()}son.",
-                    ][: 1 + i % 3]
-                ),
-                "retrieved_contexts": [
-                    f"Records of {t}: the {topic} opened in {year}.",
-                    f"The {topic} of {t} has {i % 5 + 2} entrances.",
-                    f"Weather in {t} is usually mild." if i % 3 else "",
-                ][: 2 + i % 2],
-                "reference": f"The {topic} of {t} opened in {year}.",
-            }
-        )
-    return out
-
-
-def write_jsonl(path: Path, data: Iterable[Mapping[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in data), encoding="utf-8")
-
-
-def user_text(req: RecordedRequest) -> str:
-    """The first user message: the prompt of the logical ask (re-asks are appended after it)."""
-    return next((str(m.get("content")) for m in req.messages if m.get("role") == "user"), "")
-
-
-def tags_of(req: RecordedRequest) -> set[str]:
-    return {f"T{d}" for d in _TAG.findall(user_text(req))}
-
-
-def run_cli(
-    *args: str | Path, env: Mapping[str, str], timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", _GUARDED_CLI, *map(str, args)],
-        env=dict(env),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def cli_command(*args: str | Path) -> list[str]:
-    return [sys.executable, "-c", _GUARDED_CLI, *map(str, args)]
 
 
 # ---------------------------------------------------------------------- retry accounting

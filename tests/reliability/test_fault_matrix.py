@@ -27,9 +27,9 @@ from reliability_helpers import (
     check_invariants,
     logical_asks,
     non_finite,
-    rows,
 )
 
+from helpers import handle as synthetic_answer, tagged_rows
 from rageval.embeddings import Embeddings, embedding_factory
 from rageval.judge import Judge
 from rageval.metrics import (
@@ -43,7 +43,6 @@ from rageval.metrics.base import Metric
 from rageval.results import SHARED_USAGE, EvaluationResult, load_run
 from rageval.runner import aevaluate, evaluate
 from rageval.testing import FakeOpenAI, Fault, FaultPlan, RecordedRequest, Reply
-from rageval.testing.synthetic_judge import handle as synthetic_answer
 
 N = 20
 RATE = 0.3
@@ -195,7 +194,7 @@ def clean_run(embedder: Embeddings) -> EvaluationResult:
     """The same evaluation with a judge that never fails."""
     with FakeOpenAI(synthetic_answer) as srv:
         result = evaluate(
-            rows(N), make_metrics(), llm=make_judge(srv), embeddings=embedder,
+            tagged_rows(N), make_metrics(), llm=make_judge(srv), embeddings=embedder,
             progress=False,
         )  # fmt: skip
         assert srv.handler_errors == []
@@ -292,7 +291,7 @@ def test_thirty_percent_faults_never_break_a_run(
     plan, content = _arm(server, case, RATE, seed=len(name))
     judge = make_judge(server)
     metrics = make_metrics()
-    result = evaluate(rows(N), metrics, llm=judge, embeddings=embedder, progress=False)
+    result = evaluate(tagged_rows(N), metrics, llm=judge, embeddings=embedder, progress=False)
     assert server.handler_errors == []
     injected = len(plan.injected) + len(content.injected)
     assert injected >= 5, f"only {injected} faults were injected"
@@ -313,7 +312,9 @@ def test_thirty_percent_faults_never_break_a_run(
     server.reset()
     caplog.clear()
     _arm(server, case, 1.0, seed=1)
-    broken = evaluate(rows(2, start=900), metrics, llm=judge, embeddings=embedder, progress=False)
+    broken = evaluate(
+        tagged_rows(2, start=900), metrics, llm=judge, embeddings=embedder, progress=False
+    )
     check_invariants(broken, LLM_METRICS, 2)
     for m in LLM_METRICS:
         want = "not_measured" if m in case.hits else "ok"
@@ -346,7 +347,7 @@ async def test_a_mix_of_every_fault_with_a_run_directory(
     judge = make_judge(server)
     try:
         result = await aevaluate(
-            rows(N), make_metrics(), llm=judge, embeddings=embedder, run_dir=run_dir,
+            tagged_rows(N), make_metrics(), llm=judge, embeddings=embedder, run_dir=run_dir,
             progress=False,
         )  # fmt: skip
     finally:

@@ -19,14 +19,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from reliability_helpers import cli_command, rows, tags_of, write_jsonl
 
+from helpers import cli_child_command, handle as synthetic_answer, tagged_rows, tags_of, write_jsonl
 from rageval.judge import Judge
 from rageval.log import read_lines
 from rageval.results import EvaluationResult, load_run
 from rageval.runner import evaluate
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
-from rageval.testing.synthetic_judge import handle as synthetic_answer
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 
@@ -40,7 +39,7 @@ KILLS = 2
 def uninterrupted() -> EvaluationResult:
     with FakeOpenAI(synthetic_answer) as srv:
         judge = Judge("judge-model", base_url=srv.base_url, api_key=FAKE_API_KEY, cache=False)
-        result = evaluate(rows(N), list(METRICS), llm=judge, progress=False)
+        result = evaluate(tagged_rows(N), list(METRICS), llm=judge, progress=False)
         assert len(srv.chat_requests) == N * REQUESTS_PER_ROW
     return result
 
@@ -82,12 +81,12 @@ def test_random_kills_then_resume_give_the_uninterrupted_results(
 ) -> None:
     rng = random.Random(seed)
     data = tmp_path / "data.jsonl"
-    write_jsonl(data, rows(N))
+    write_jsonl(data, tagged_rows(N))
     run = tmp_path / "run"
     log = run / "results.jsonl"
     env = {**os.environ, "OPENAI_API_KEY": FAKE_API_KEY, "RAGEVAL_CACHE_DIR": str(tmp_path / "c")}
     with FakeOpenAI(synthetic_answer, latency=0.05) as srv:
-        base = cli_command(
+        base = cli_child_command(
             "evaluate", data, *(a for m in METRICS for a in ("-m", m)),
             "--llm", "judge-model", "--base-url", srv.base_url,
             "--concurrency", "8", "--no-cache", "-q", "-o", run,
@@ -98,7 +97,7 @@ def test_random_kills_then_resume_give_the_uninterrupted_results(
             resuming = (run / "manifest.json").exists()
             resumes += resuming
             # a resume is `--resume DIR` alone: the run's manifest holds everything else
-            command = cli_command("evaluate", "--resume", run, "-q") if resuming else base
+            command = cli_child_command("evaluate", "--resume", run, "-q") if resuming else base
             done_before = _finished(log)
             seen_before = len(srv.chat_requests)
             proc = subprocess.Popen(

@@ -5,8 +5,9 @@ measured, values are finite and on their scales, and every cell without a value 
 from __future__ import annotations
 
 import pytest
-from reliability_helpers import check_invariants, rows
+from reliability_helpers import check_invariants
 
+from helpers import tagged_rows
 from rageval.judge import Judge
 from rageval.runner import evaluate
 from rageval.testing import FakeOpenAI, Fault, FaultPlan, RandomJudge
@@ -41,7 +42,7 @@ def test_a_schema_only_judge_scores_every_cell(fast_backoff: None, fault_rate: f
     plan = FaultPlan(fault_rate, FAULTS, seed=3) if fault_rate else None
     with FakeOpenAI(RandomJudge(seed=8), faults=plan) as server:
         judge = Judge("m", base_url=server.base_url, api_key="sk-test", cache=False)
-        result = evaluate(rows(N), EIGHT, llm=judge, embeddings="local", progress=False)
+        result = evaluate(tagged_rows(N), EIGHT, llm=judge, embeddings="local", progress=False)
     check_invariants(result, EIGHT, N)
     measured = sum(s == "ok" for m in EIGHT for s in result.statuses(m))
     if fault_rate == 0:

@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability_helpers import rows, run_cli, tags_of, write_jsonl
 
+from helpers import handle as synthetic_answer, run_cli_in_child, tagged_rows, tags_of, write_jsonl
 from rageval.cli import main
 from rageval.judge import FatalJudgeError, Judge
 from rageval.runner import evaluate
 from rageval.testing import FakeOpenAI, Fault, NetworkBlockedError, RecordedRequest, Reply
-from rageval.testing.synthetic_judge import handle as synthetic_answer
 
 KEY = "sk-rageval-SECRET-7f3a9c"
 # the key, and a distinctive part of it that a masked echo ("sk-r...SECRET-7f3a9c") would keep
@@ -67,20 +66,20 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def test_a_full_cli_run_writes_the_key_nowhere(tmp_path: Path, env: dict[str, str]) -> None:
     data = tmp_path / "data.jsonl"
-    write_jsonl(data, rows(6))
+    write_jsonl(data, tagged_rows(6))
     with FakeOpenAI(synthetic_answer, api_key=KEY) as srv:
         base: list[str | Path] = ["evaluate", data, "-m", METRICS, "--llm", "judge-model"]
         base += ["--base-url", srv.base_url]
-        first = run_cli(*base, "-o", tmp_path / "run", env=env)
+        first = run_cli_in_child(*base, "-o", tmp_path / "run", env=env)
         assert first.returncode == 0, first.stderr
         asked = len(srv.chat_requests)
         assert asked > 0
         assert all(r.headers.get("authorization") == f"Bearer {KEY}" for r in srv.chat_requests)
-        again = run_cli(*base, "-o", tmp_path / "run2", env=env)  # answered from the cache
+        again = run_cli_in_child(*base, "-o", tmp_path / "run2", env=env)  # answered from the cache
         assert again.returncode == 0, again.stderr
         assert len(srv.chat_requests) == asked
-        report = run_cli("report", tmp_path / "run", env=env)
-        stats = run_cli("cache", "stats", env=env)
+        report = run_cli_in_child("report", tmp_path / "run", env=env)
+        stats = run_cli_in_child("cache", "stats", env=env)
     assert (tmp_path / "run" / "report.html").exists()
     assert any((tmp_path / "cache").iterdir()), "the cache was on"
     for done in (first, again, report, stats):
@@ -110,7 +109,7 @@ def test_a_key_echoed_by_the_server_is_kept_out_of_results_and_logs(
         with FakeOpenAI(_echo_key_for_t001, api_key=KEY) as srv:
             judge = Judge("judge-model", base_url=srv.base_url, max_retries=2)
             result = evaluate(
-                rows(3), METRICS.split(","), llm=judge, run_dir=tmp_path / "api-run",
+                tagged_rows(3), METRICS.split(","), llm=judge, run_dir=tmp_path / "api-run",
                 progress=False,
             )  # fmt: skip
             # the CLI in this process too, where the backoff is fast
@@ -142,7 +141,7 @@ def test_a_key_echoed_by_the_server_is_kept_out_of_results_and_logs(
 
 def _data(tmp_path: Path) -> Path:
     path = tmp_path / "data.jsonl"
-    write_jsonl(path, rows(3))
+    write_jsonl(path, tagged_rows(3))
     return path
 
 
@@ -160,7 +159,7 @@ def test_a_rejected_key_stops_the_run_without_printing_it(
              "--base-url", srv.base_url, "-o", str(tmp_path / "run")]
         )  # fmt: skip
         with pytest.raises(FatalJudgeError) as info:
-            evaluate(rows(2), ["faithfulness"], llm=Judge("judge-model", base_url=srv.base_url),
+            evaluate(tagged_rows(2), ["faithfulness"], llm=Judge("judge-model", base_url=srv.base_url),
                      progress=False)  # fmt: skip
     out, err = capfd.readouterr()
     assert code == 3
@@ -206,7 +205,7 @@ def test_a_non_loopback_endpoint_is_blocked_before_sending_and_not_retried(
     15-30 s and show as more attempts than the asks of the first wave (3 extractions)."""
     judge = Judge("judge-model", base_url=REMOTE, api_key=KEY, cache=False)
     try:
-        result = evaluate(rows(3), ["faithfulness"], llm=judge, progress=False)
+        result = evaluate(tagged_rows(3), ["faithfulness"], llm=judge, progress=False)
     except FatalJudgeError as e:  # the intended outcome (see the next test)
         assert "network guard" in str(e)
     else:
@@ -221,7 +220,7 @@ def test_a_non_loopback_endpoint_stops_the_run_with_the_guards_error(
 ) -> None:
     judge = Judge("judge-model", base_url=REMOTE, api_key=KEY, cache=False)
     with pytest.raises(FatalJudgeError, match="network guard"):
-        evaluate(rows(3), ["faithfulness"], llm=judge, progress=False)
+        evaluate(tagged_rows(3), ["faithfulness"], llm=judge, progress=False)
     code = main(
         ["evaluate", str(_data(tmp_path)), "-m", "faithfulness", "--llm", "judge-model",
          "--base-url", REMOTE, "-o", str(tmp_path / "run"), "--no-cache", "-q"]
@@ -236,7 +235,9 @@ def test_a_run_stopped_by_a_fatal_error_leaves_no_unretrieved_task_error(
         with FakeOpenAI(lambda req: Fault.status(401, "Incorrect API key provided.")) as srv:
             judge = Judge("judge-model", base_url=srv.base_url, api_key=KEY, cache=False)
             try:
-                evaluate(rows(5), ["faithfulness", "answer_accuracy"], llm=judge, progress=False)
+                evaluate(
+                    tagged_rows(5), ["faithfulness", "answer_accuracy"], llm=judge, progress=False
+                )
             except FatalJudgeError as e:
                 return str(e)  # and the traceback, holding the run's frames, goes
         return "the run was not stopped"
@@ -251,7 +252,7 @@ def test_a_run_stopped_by_a_fatal_error_leaves_no_unretrieved_task_error(
 def test_the_suites_child_processes_run_under_the_guard_too(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
-    done = run_cli(
+    done = run_cli_in_child(
         "evaluate", _data(tmp_path), "-m", "faithfulness", "--llm", "judge-model",
         "--base-url", REMOTE, "-o", tmp_path / "run", "--no-cache", "-q", env=env,
     )  # fmt: skip

@@ -12,6 +12,7 @@ import asyncio
 import functools
 import importlib
 import importlib.util
+import os
 import sys
 import threading
 import weakref
@@ -20,10 +21,17 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from rageval import _env
+from rageval._client._cache import RequestCache, resolve_cache
 from rageval._client._limiter import endpoint_limiter
 from rageval._client._retry import Tally, Target, call_with_retries
-from rageval._client._settings import EndpointSettings
+from rageval._client._settings import (
+    EndpointOptions,
+    EndpointSettings,
+    Limits,
+    endpoint_settings,
+)
 from rageval._client._transport import DirectSender, SdkSender, Sender, _httpx, post_json
+from rageval._client._usage import PriceTable, UsageLedger
 from rageval._sync import close_with_loop
 from rageval.errors import FatalJudgeError
 
@@ -280,3 +288,40 @@ def _http_client(openai: Any, timeout: float) -> Any:
 def _tls_context() -> Any:
     # the defaults of the HTTP library under the SDK: its CA bundle, SSL_CERT_FILE/DIR honoured
     return _httpx().create_ssl_context()
+
+
+class EndpointClient:
+    """What the judge and the OpenAI-compatible embeddings share: their requests go through one
+    :class:`Endpoint` (at `base_url`), with the request cache, a price table and a usage
+    ledger of their own."""
+
+    _endpoint: Endpoint
+    base_url: str
+    cache: RequestCache | None
+    prices: PriceTable
+    usage: UsageLedger
+
+    def _connect(
+        self,
+        kind: str,
+        model: str,
+        default_limits: Limits,
+        cache: RequestCache | bool | str | os.PathLike[str],
+        prices: PriceTable | None,
+        endpoint: EndpointOptions,
+    ) -> None:
+        settings = endpoint_settings(default_limits=default_limits, **endpoint)
+        self._endpoint = Endpoint(kind=kind, model=model, settings=settings)
+        self.base_url = self._endpoint.base_url
+        self.cache = resolve_cache(cache)
+        self.prices = prices if prices is not None else PriceTable()
+        self.usage = UsageLedger()
+
+    def _endpoint_description(self) -> dict[str, Any]:
+        """The endpoint's part of a run manifest (never the key) and where the cache is."""
+        cache = str(self.cache.path) if self.cache is not None else None
+        return {**self._endpoint.describe(), "cache": cache}
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections this client opened on the running loop."""
+        await self._endpoint.aclose()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from rageval._env import DEFAULT_API_KEY_ENV
 
@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
+    "EndpointOptions",
     "EndpointSettings",
     "Limits",
     "RetryPolicy",
@@ -92,22 +93,43 @@ class EndpointSettings:
             raise ValueError("pass either client or base_url/api_key, not both")
 
 
+class EndpointOptions(TypedDict, total=False):
+    """The keyword arguments ``Judge`` and ``OpenAIEmbeddings`` both take for their endpoint:
+    where it is (`base_url`: None means RAGEVAL_BASE_URL, then OPENAI_BASE_URL, then OpenAI),
+    the key (`api_key`, else the variable `api_key_env` names, default OPENAI_API_KEY) or an
+    openai `client` of your own, and how hard it is driven: `limits` and `retry`, or their
+    shorthands `max_concurrency`, `requests_per_minute`, `tokens_per_minute` and
+    `max_retries`, `timeout` (not both for one setting)."""
+
+    base_url: str | None
+    api_key: str | None
+    api_key_env: str
+    client: Any
+    limits: Limits | None
+    retry: RetryPolicy | None
+    timeout: float | None
+    max_retries: int | None
+    max_concurrency: int | None
+    requests_per_minute: float | None
+    tokens_per_minute: float | None
+
+
 def endpoint_settings(
     *,
-    base_url: str | None,
-    api_key: str | None,
-    api_key_env: str,
-    client: Any,
-    limits: Limits | None,
-    retry: RetryPolicy | None,
-    timeout: float | None,
-    max_retries: int | None,
-    max_concurrency: int | None,
-    requests_per_minute: float | None,
-    tokens_per_minute: float | None,
     default_limits: Limits,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    api_key_env: str = DEFAULT_API_KEY_ENV,
+    client: Any = None,
+    limits: Limits | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    max_concurrency: int | None = None,
+    requests_per_minute: float | None = None,
+    tokens_per_minute: float | None = None,
 ) -> EndpointSettings:
-    """The settings a client's keyword arguments describe: a settings object, or the flat
+    """The settings :class:`EndpointOptions` describe: a settings object, or the flat
     shorthands for it (giving both for the same setting is an error), else the defaults."""
     flat_limits = {
         "max_concurrency": max_concurrency,

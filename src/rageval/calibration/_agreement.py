@@ -80,14 +80,8 @@ def measure_agreement(
             n_resamples=n_resamples,
             seed=seed,
         )
-        return StatisticResult(
-            value=est.value,
-            low=est.low,
-            high=est.high,
-            n=est.n,
-            n_undefined=est.n_undefined,
-            note=est.note,
-        )
+        # the estimate's fields the log keeps, under the same names
+        return StatisticResult.model_validate(est, from_attributes=True)
 
     statistics: dict[str, StatisticResult] = {}
     confusion: Confusion | None = None

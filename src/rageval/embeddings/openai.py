@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import base64
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rageval._client._cache import RequestCache, cache_key, resolve_cache
-from rageval._client._endpoint import Endpoint
+from rageval._client._cache import RequestCache, cache_key
+from rageval._client._endpoint import EndpointClient
 from rageval._client._retry import Tally
-from rageval._client._settings import Limits, RetryPolicy, endpoint_settings
+from rageval._client._settings import EndpointOptions, Limits
 from rageval._client._transport import BadBody
-from rageval._client._usage import PriceTable, Usage, UsageLedger
-from rageval._env import DEFAULT_API_KEY_ENV
+from rageval._client._usage import PriceTable, Usage
 from rageval.embeddings.base import Embeddings, FloatArray
 from rageval.errors import FatalJudgeError
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["DEFAULT_OPENAI_EMBEDDING_MODEL", "OpenAIEmbeddings"]
 
@@ -31,7 +33,7 @@ DEFAULT_OPENAI_EMBEDDING_MODEL = "text-embedding-3-small"
 _CACHE_FORMAT = 1
 
 
-class OpenAIEmbeddings(Embeddings):
+class OpenAIEmbeddings(Embeddings, EndpointClient):
     """An OpenAI-compatible embeddings model, e.g. ``OpenAIEmbeddings("text-embedding-3-small")``.
 
     ``client`` may be an ``openai.AsyncOpenAI`` (or a sync ``openai.OpenAI``, whose settings are
@@ -46,22 +48,12 @@ class OpenAIEmbeddings(Embeddings):
         self,
         model: str | None = None,
         *,
-        client: Any = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api_key_env: str = DEFAULT_API_KEY_ENV,
         dimensions: int | None = None,
         batch_size: int | None = 128,
         cache_size: int = 50_000,
-        timeout: float | None = None,
-        max_retries: int | None = None,
-        max_concurrency: int | None = None,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None,
-        limits: Limits | None = None,
-        retry: RetryPolicy | None = None,
         cache: RequestCache | bool | str | os.PathLike[str] = True,
         prices: PriceTable | None = None,
+        **endpoint: Unpack[EndpointOptions],
     ) -> None:
         super().__init__(batch_size=batch_size, cache_size=cache_size)
         if dimensions is not None and dimensions < 1:
@@ -70,41 +62,18 @@ class OpenAIEmbeddings(Embeddings):
         self.name = f"openai:{self.model}"
         self.dimensions = dimensions
         self.dim = dimensions
-        settings = endpoint_settings(
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            client=client,
-            limits=limits,
-            retry=retry,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_concurrency=max_concurrency,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            default_limits=Limits(),
-        )
-        self._endpoint = Endpoint(kind="embeddings endpoint", model=self.model, settings=settings)
-        self.base_url = self._endpoint.base_url
-        self.cache: RequestCache | None = resolve_cache(cache)
-        self.prices = prices if prices is not None else PriceTable()
-        self.usage = UsageLedger()
+        self._connect("embeddings endpoint", self.model, Limits(), cache, prices, endpoint)
 
     def describe(self) -> dict[str, Any]:
         return {
             **super().describe(),
             "model": self.model,
             "dimensions": self.dimensions,
-            **self._endpoint.describe(),
-            "cache": str(self.cache.path) if self.cache is not None else None,
+            **self._endpoint_description(),
         }
 
     def __repr__(self) -> str:
         return f"OpenAIEmbeddings(model={self.model!r}, base_url={self.base_url!r})"
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections this client opened on the running loop."""
-        await self._endpoint.aclose()
 
     async def _aembed_batch(self, texts: list[str]) -> FloatArray:
         self._endpoint.check_fatal()

@@ -15,18 +15,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from rageval._client._budget import SpendingLimit
-from rageval._client._cache import RequestCache, cache_key, resolve_cache
-from rageval._client._endpoint import Endpoint
+from rageval._client._cache import RequestCache, cache_key
+from rageval._client._endpoint import EndpointClient
 from rageval._client._retry import Tally
 from rageval._client._settings import (
     DEFAULT_MAX_CONCURRENCY,
+    EndpointOptions,
     Limits,
-    RetryPolicy,
-    endpoint_settings,
 )
 from rageval._client._transport import BadBody, encode_body
-from rageval._client._usage import PriceTable, Usage, UsageLedger
-from rageval._env import DEFAULT_API_KEY_ENV
+from rageval._client._usage import PriceTable, Usage
 from rageval.errors import FatalJudgeError, JudgeCallFailed
 from rageval.judge._modes import (
     MODES,
@@ -47,6 +45,7 @@ from rageval.judge._modes import (
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+    from typing_extensions import Unpack
 
 __all__ = [
     "CONTEXT_WINDOWS",
@@ -138,7 +137,7 @@ class _Call(Generic[T]):
     temperature: float
 
 
-class Judge:
+class Judge(EndpointClient):
     """A chat model behind any OpenAI-compatible endpoint, asked for validated JSON.
 
     The endpoint is ``base_url`` (default: ``RAGEVAL_BASE_URL``, ``OPENAI_BASE_URL``, OpenAI)
@@ -162,25 +161,15 @@ class Judge:
         self,
         model: str,
         *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api_key_env: str = DEFAULT_API_KEY_ENV,
-        client: Any = None,
         temperature: float = 0.0,
         max_tokens: int = 1024,
-        timeout: float | None = None,
-        max_retries: int | None = None,
         seed: int | None = None,
-        max_concurrency: int | None = None,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None,
-        limits: Limits | None = None,
-        retry: RetryPolicy | None = None,
         cache: RequestCache | bool | str | os.PathLike[str] = True,
         prices: PriceTable | None = None,
         mode: Literal["auto", "json_schema", "tools", "json"] = "auto",
         max_reasks: int = 2,
         max_prompt_tokens: int | None = None,
+        **endpoint: Unpack[EndpointOptions],
     ) -> None:
         if mode != "auto" and mode not in MODES:
             raise ValueError(f"mode must be 'auto' or one of {MODES}, got {mode!r}")
@@ -190,34 +179,17 @@ class Judge:
             raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
         if max_prompt_tokens is not None and max_prompt_tokens < 1:
             raise ValueError(f"max_prompt_tokens must be >= 1 or None, got {max_prompt_tokens}")
-        settings = endpoint_settings(
-            base_url=base_url,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            client=client,
-            limits=limits,
-            retry=retry,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_concurrency=max_concurrency,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            default_limits=Limits(max_concurrency=DEFAULT_MAX_CONCURRENCY),
-        )
-        self._endpoint = Endpoint(kind="judge", model=model, settings=settings)
+        limits = Limits(max_concurrency=DEFAULT_MAX_CONCURRENCY)
+        self._connect("judge", model, limits, cache, prices, endpoint)
         self.model = model
-        self.base_url = self._endpoint.base_url
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
         self.seed = seed
         self.mode = mode
         self.max_reasks = max_reasks
         self.max_prompt_tokens = max_prompt_tokens
-        self.prices = prices if prices is not None else PriceTable()
-        self.usage = UsageLedger()
         #: the run's budget, when it has one (set by evaluate(max_cost=...))
         self.spending: SpendingLimit | None = None
-        self.cache: RequestCache | None = resolve_cache(cache)
         self._settings_keys: dict[tuple[Any, ...], str] = {}
         # the calls in progress, by id: the tallies of what each consumed so far (see
         # pending_usage)
@@ -227,7 +199,7 @@ class Judge:
         """Settings for run manifests (never the API key)."""
         return {
             "model": self.model,
-            **self._endpoint.describe(),
+            **self._endpoint_description(),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "max_prompt_tokens": self.max_prompt_tokens,
@@ -238,15 +210,10 @@ class Judge:
             if self.mode != "auto"
             else known_mode(self.base_url, self.model),
             "max_reasks": self.max_reasks,
-            "cache": str(self.cache.path) if self.cache is not None else None,
         }
 
     def __repr__(self) -> str:
         return f"Judge(model={self.model!r}, base_url={self.base_url!r}, mode={self.mode!r})"
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections this judge opened on the running loop."""
-        await self._endpoint.aclose()
 
     def uncached(self) -> Judge:
         """This judge without its request cache: every call is sent to the endpoint (to score
@@ -716,7 +683,7 @@ class Judge:
 
 
 def llm_factory(model: str, client: Any = None, **kw: Any) -> Judge:
-    """Build a :class:`Judge` (the name the seeds use): ``llm_factory("gpt-4o-mini", client=...)``."""
+    """Build a :class:`Judge` (ragas' name for it): ``llm_factory("gpt-4o-mini", client=...)``."""
     return Judge(model, client=client, **kw)
 
 

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from rageval._client._limiter import Slots
 from rageval._client._transport import PreEncoded
@@ -56,7 +56,8 @@ __all__ = [
 ]
 
 Mode = Literal["json_schema", "tools", "json"]
-MODES: tuple[Mode, ...] = ("json_schema", "tools", "json")
+#: the modes in the order they are tried
+MODES: tuple[Mode, ...] = get_args(Mode)
 
 _STRICT_UNSUPPORTED = frozenset(
     {

@@ -11,6 +11,7 @@ line is left out), :func:`read_line_at`, :func:`read_summary`, :func:`read_calib
 Writing: :class:`ResultsWriter`, :func:`write_atomic`.
 """
 
+from rageval._client._usage import Usage, sum_usage
 from rageval.log._calibration import (
     STATISTIC_TITLES,
     CalibrationReport,
@@ -55,7 +56,6 @@ from rageval.log._models import (
     RunLogError,
     SampleLine,
     Summary,
-    Usage,
 )
 from rageval.log._summary import (
     EMBEDDINGS_USAGE,
@@ -64,7 +64,6 @@ from rageval.log._summary import (
     MetricTally,
     RunTally,
     build_summary,
-    sum_usage,
 )
 
 __all__ = [

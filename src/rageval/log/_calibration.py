@@ -15,14 +15,6 @@ from rageval._client._usage import Usage
 from rageval.labels import LabelKind
 from rageval.log._models import _LogModel, _Versioned
 
-__all__ = [
-    "STATISTIC_TITLES",
-    "CalibrationReport",
-    "Confusion",
-    "LabelAgreement",
-    "StatisticResult",
-]
-
 #: how each statistic reads, for tables and the report
 STATISTIC_TITLES: dict[str, str] = {
     "cohen_kappa": "Cohen's κ",

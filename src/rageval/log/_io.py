@@ -22,25 +22,6 @@ from pydantic_core import PydanticSerializationError
 from rageval.log._calibration import CalibrationReport
 from rageval.log._models import Manifest, RunLogError, SampleLine, Summary, _Versioned
 
-__all__ = [
-    "CALIBRATION_FILE",
-    "MANIFEST_FILE",
-    "RESULTS_FILE",
-    "SUMMARY_FILE",
-    "LogEntry",
-    "ResultsWriter",
-    "line_json",
-    "model_json",
-    "plain_json",
-    "read_calibration",
-    "read_line_at",
-    "read_lines",
-    "read_manifest",
-    "read_summary",
-    "write_atomic",
-    "written_format",
-]
-
 MANIFEST_FILE = "manifest.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"

@@ -60,29 +60,6 @@ from rageval.errors import CauseKind, RagevalError
 from rageval.metrics.base import MetricResult
 from rageval.samples import SAMPLE_FIELDS, Sample
 
-__all__ = [
-    "FORMAT_VERSION",
-    "RESUMABLE_FORMAT",
-    "CauseExample",
-    "Cell",
-    "DataInfo",
-    "EmbeddingsInfo",
-    "FailureGroup",
-    "HumanLabels",
-    "Inputs",
-    "JudgeInfo",
-    "JudgeNoiseSummary",
-    "Manifest",
-    "MetricSpec",
-    "MetricSummary",
-    "PPISummary",
-    "RepeatedScores",
-    "RunLogError",
-    "SampleLine",
-    "Summary",
-    "Usage",
-]
-
 #: the format this rageval writes; it reads every format from 1 up to this one
 FORMAT_VERSION = 4
 #: the oldest format a run can be resumed from (format 1 lines lack what a summary needs now)

@@ -27,18 +27,6 @@ from rageval.log._models import (
 )
 from rageval.metrics._statements import SHARED_TAG
 
-__all__ = [
-    "EMBEDDINGS_USAGE",
-    "MAX_EXAMPLES",
-    "MAX_EXAMPLE_IDS",
-    "SHARED_USAGE",
-    "FailureTally",
-    "MetricTally",
-    "RunTally",
-    "build_summary",
-    "sum_usage",
-]
-
 #: the summary's label for statement extraction, done once per sample for several metrics
 SHARED_USAGE = SHARED_TAG
 #: the summary's label for the usage of remote embeddings (not split by metric)

@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rageval.metrics.authoring import (
-    PlannedRequest,
+    NO_REFERENCE,
     RatingMetric,
-    messages,
-    planned_ratings,
+    rating_prompts,
     tagged,
+    zero_if_blank,
 )
-from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.base import forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 2, 4)
@@ -27,26 +27,21 @@ _SCALE_TEXT = (
     "Rate 4 if it says the same as the {ref}, 2 if it agrees only in part, 0 if it is wrong, "
     "contradicts the {ref} or answers a different question."
 )
-REPLY = 'Reply as {"rating": 0|2|4}.'
 
 
 def prompts(question: str, response: str, reference: str) -> list[list[dict[str, str]]]:
-    first = messages(
+    return rating_prompts(
+        SCALE,
         "Compare the candidate answer with the reference answer to the question. "
         + _SCALE_TEXT.format(ref="reference")
         + f"\n\n{tagged('question', question)}\n{tagged('reference', reference)}\n"
         f"{tagged('candidate', response)}",
-        REPLY,
-    )
-    # roles swapped: the reference is judged against the response
-    second = messages(
+        # roles swapped: the reference is judged against the response
         "Judge how well the proposed answer matches the gold answer for the question. "
         + _SCALE_TEXT.format(ref="gold answer")
         + f"\n\n{tagged('question', question)}\n{tagged('gold', response)}\n"
         f"{tagged('proposed', reference)}",
-        REPLY,
     )
-    return [first, second]
 
 
 @register
@@ -56,20 +51,13 @@ class AnswerAccuracy(RatingMetric):
     needs_llm = True
     scale = SCALE
     summary = "agreement of response and reference, two judge templates rating 0/2/4"
+    blank_rules = (
+        NO_REFERENCE,
+        zero_if_blank("response", "the response is empty: it says nothing"),
+    )
 
-    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        response, reference = sample.text("response"), sample.text("reference")
-        if not reference.strip() or not response.strip():
-            return []
-        return planned_ratings(prompts(sample.text("user_input"), response, reference), SCALE)
-
-    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        response, reference = sample.text("response"), sample.text("reference")
-        if not reference.strip():
-            return MetricResult.not_measured("the reference is empty: nothing to compare with")
-        if not response.strip():
-            return MetricResult.ok(0.0, reason="the response is empty: it says nothing")
-        return await self.rate(ctx, prompts(sample.text("user_input"), response, reference))
+    def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
+        return prompts(sample.text("user_input"), sample.text("response"), sample.text("reference"))
 
 
 #: names this module lacks are read from its default metric: ``answer_accuracy.score(...)``

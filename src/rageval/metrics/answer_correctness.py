@@ -36,12 +36,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rageval.metrics.authoring import (
     EXPECTED_ITEM_TOKENS,
+    NO_REFERENCE,
     STATEMENT_RULES as RULES,
     PlannedRequest,
-    judge_items,
+    VerdictQuestion,
     note_truncation,
     planned_statements,
-    planned_verdicts,
     predicted_statements,
     reply_budget,
     split_sentences,
@@ -135,6 +135,7 @@ class AnswerCorrectness(Metric):
     needs_embeddings = True
     statement_needs = frozenset({"response"})
     summary = "F1 of response vs reference statements, blended with semantic similarity"
+    blank_rules = (NO_REFERENCE,)
 
     def __init__(
         self,
@@ -155,26 +156,30 @@ class AnswerCorrectness(Metric):
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         response, reference = sample.text("response"), sample.text("reference")
-        if not reference.strip() or not response.strip() or self.weights[0] == 0:
+        if not response.strip() or self.weights[0] == 0:
             return []
         # the reply lists the reference's statements (about its sentences), each ruled on
         coverage = sum(text_tokens(s) + EXPECTED_ITEM_TOKENS for s in split_sentences(reference))
-        return planned_statements(sample, "response") + planned_verdicts(
-            predicted_statements(response),
+        return planned_statements(sample, "response") + self.question(sample).plan(
+            predicted_statements(response), base_reply_tokens=8 + coverage, predicted=True
+        )
+
+    @staticmethod
+    def question(sample: Sample) -> VerdictQuestion:
+        """Is each statement of the response supported by the reference? The first request's
+        reply also lists the reference's statements, each covered by the response or not."""
+        reference = sample.text("reference")
+        return VerdictQuestion(
             prompt(sample.text("user_input"), reference),
             prefix="s",
             verdict="supported",
             meaning=SUPPORTED,
             base=ReferenceCoverage,
             base_tokens=reply_budget(len(split_sentences(reference)), text=reference),
-            base_reply_tokens=8 + coverage,
-            predicted=True,
         )
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
-        if not reference.strip():
-            return MetricResult.not_measured("the reference is empty: nothing to compare with")
         if not response.strip():
             return self._result(0.0, {"factuality": 0.0}, None, "the response is empty")
         w_fact, w_sim = self.weights
@@ -219,17 +224,7 @@ class AnswerCorrectness(Metric):
 
     async def _factuality(self, sample: Sample, ctx: ScoringContext) -> dict[str, Any]:
         answer = await ctx.statements.get("response")
-        reference = sample.text("reference")
-        verdicts, coverage = await judge_items(
-            ctx,
-            answer,
-            prompt(sample.text("user_input"), reference),
-            prefix="s",
-            verdict="supported",
-            meaning=SUPPORTED,
-            base=ReferenceCoverage,
-            base_tokens=reply_budget(len(split_sentences(reference)), text=reference),
-        )
+        verdicts, coverage = await self.question(sample).ask(ctx, answer)
         assert isinstance(coverage, ReferenceCoverage)
         claims = [c for c in coverage.reference_statements if c.statement.strip()]
         tp_ids = [v.id for v in verdicts if v.verdict]

@@ -11,7 +11,7 @@ measured. The retrieved contexts are not shown to the default prompt (relevance 
 on question and answer alone).
 Judge requests: 1 (more only for re-asks).
 
-Customising (the seed's "an evaluator is a prompt plus a pydantic response model")::
+Customising (an evaluator is a prompt plus a pydantic response model)::
 
     CustomRelevance = ContextEvaluation(prompt="...", response_model=RelevanceScore)
     result = CustomRelevance.grade(question=q, answer=a, context=c, client=openai.OpenAI())
@@ -40,8 +40,16 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
 from rageval import _env
-from rageval._sync import run_sync
-from rageval.metrics.authoring import PlannedRequest, UnitScore, messages, numbered, tagged
+from rageval._sync import synchronous
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    UnitScore,
+    messages,
+    not_measured_if_blank,
+    numbered,
+    tagged,
+    zero_if_blank,
+)
 from rageval.metrics.base import (
     Metric,
     MetricResult,
@@ -66,7 +74,7 @@ FALLBACK_MODEL = "gpt-4o-mini"
 
 
 class RelevanceScore(BaseModel):
-    """The seed's result: three dimensions in [0, 1], their mean and the judge's reasoning."""
+    """The evaluator's result: three dimensions in [0, 1], their mean and the judge's reasoning."""
 
     overall_score: float = Field(description="mean of the three dimensions (computed, not judged)")
     topical_match: float = Field(description="0-1: the answer's subject matches what was asked")
@@ -134,8 +142,8 @@ E = TypeVar("E", bound="AnswerRelevance")
 
 
 class _OnInstanceOrClass(Generic[E, P, R]):
-    """A method that also works when called on the class, then on a default instance: the seed
-    calls `AnswerRelevance.grade(...)` on the evaluator itself."""
+    """A method that also works when called on the class, then on a default instance: the
+    evaluator API calls `AnswerRelevance.grade(...)` on the evaluator class itself."""
 
     def __init__(self, method: Callable[Concatenate[E, P], R]) -> None:
         self._method = method
@@ -155,6 +163,10 @@ class AnswerRelevance(Metric):
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response")
     needs_llm = True
     summary = "judge rates topical match, completeness, conciseness (0-1); their mean"
+    blank_rules = (
+        not_measured_if_blank("user_input", "the user input is empty: no question to address"),
+        zero_if_blank("response", "the response is empty: it addresses nothing"),
+    )
 
     def __init__(
         self,
@@ -223,8 +235,6 @@ class AnswerRelevance(Metric):
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         question, answer = sample.text("user_input"), sample.text("response")
-        if not question.strip() or not answer.strip():
-            return []
         model = judged_model(self.response_model)
         # a few tokens per score; a sentence or two per other field (the reasoning)
         others = len(model.model_fields) - len(self._scores)
@@ -234,17 +244,13 @@ class AnswerRelevance(Metric):
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, answer = sample.text("user_input"), sample.text("response")
-        if not question.strip():
-            return MetricResult.not_measured("the user input is empty: no question to address")
-        if not answer.strip():
-            return MetricResult.ok(0.0, reason="the response is empty: it addresses nothing")
         result, value = await self._evaluate(ctx, question, answer, sample.retrieved_contexts)
         evidence = result.model_dump(mode="json", exclude={OVERALL})
         parts = ", ".join(f"{n} {getattr(result, n):g}" for n in self._scores)
         # not ok(**evidence): a user's model may have fields named like ok()'s own parameters
         return MetricResult(value=value, reason=f"mean of {parts}", evidence=evidence)
 
-    # ---- the seed's evaluator API ----------------------------------------------------
+    # ---- the evaluator API (ContextEvaluation) ----------------------------------------
 
     def _judge_for(
         self, client: Judge | openai.OpenAI | openai.AsyncOpenAI | None, model: str | None
@@ -264,8 +270,7 @@ class AnswerRelevance(Metric):
             )
         return self.llm
 
-    @_OnInstanceOrClass
-    async def agrade(
+    async def _grade(
         self,
         question: str,
         answer: str,
@@ -276,8 +281,9 @@ class AnswerRelevance(Metric):
     ) -> BaseModel:
         """Grade one answer; returns an instance of the response model (RelevanceScore by
         default). The four arguments may also be given by position, as rag_evals documents:
-        ``grade(question, answer, context, client)``. `model` names the judge model when `client` is a raw openai client
-        (default: $RAGEVAL_LLM, else gpt-4o-mini). Judge failures raise JudgeError."""
+        ``grade(question, answer, context, client)``. `model` names the judge model when
+        `client` is a raw openai client (default: $RAGEVAL_LLM, else gpt-4o-mini). Judge
+        failures raise JudgeError."""
         if not answer.strip():
             raise ValueError("the answer is empty: there is nothing to grade")
         judge = self._judge_for(client, model)
@@ -285,25 +291,19 @@ class AnswerRelevance(Metric):
         result, _ = await self._evaluate(ctx, question, answer, context)
         return result
 
-    @_OnInstanceOrClass
-    def grade(
-        self,
-        question: str,
-        answer: str,
-        context: str | Sequence[str] | None = None,
-        client: Judge | openai.OpenAI | openai.AsyncOpenAI | None = None,
-        *,
-        model: str | None = None,
-    ) -> BaseModel:
-        """Synchronous `agrade` (also inside a running event loop, e.g. Jupyter)."""
-        return run_sync(
-            self.agrade(
-                question=question, answer=answer, context=context, client=client, model=model
-            )
+    agrade = _OnInstanceOrClass(_grade)
+    grade = _OnInstanceOrClass(
+        synchronous(
+            _grade,
+            "grade",
+            "Synchronous `agrade` (also inside a running event loop, e.g. Jupyter).\n\n"
+            + (_grade.__doc__ or ""),
         )
+    )
 
 
-#: the seed's name for building a customised evaluator: ContextEvaluation(prompt=..., response_model=...)
+#: the evaluator API's name for building a customised evaluator:
+#: ContextEvaluation(prompt=..., response_model=...)
 ContextEvaluation = AnswerRelevance
 
 

@@ -1,6 +1,6 @@
 """answer_relevancy: does the response answer the question that was asked?
 
-The published method (seeds 000/001, and ragas): the judge reads the response alone (never the
+The published method (as ragas implements it): the judge reads the response alone (never the
 question, which it could simply copy) and reverse-engineers the question it answers, N =
 `strictness` times independently; each generation also says whether the response is
 noncommittal (evasive, vague, "I don't know"). Then
@@ -29,8 +29,22 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from rageval.metrics.authoring import PlannedRequest, messages, note_truncation, tagged, text_tokens
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    messages,
+    not_measured_if_blank,
+    note_truncation,
+    tagged,
+    text_tokens,
+    zero_if_blank,
+)
+from rageval.metrics.base import (
+    Metric,
+    MetricResult,
+    ScoringContext,
+    forward_to_metric,
+    register,
+)
 from rageval.samples import Sample
 
 
@@ -70,6 +84,10 @@ class AnswerRelevancy(Metric):
     needs_llm = True
     needs_embeddings = True
     summary = "mean cosine of questions generated from the response to the user input"
+    blank_rules = (
+        not_measured_if_blank("user_input", "the user input is empty: no question to answer"),
+        zero_if_blank("response", "the response is empty: it answers nothing"),
+    )
 
     def __init__(self, *, strictness: int = 3, temperature: float = 0.3, **kw: Any) -> None:
         super().__init__(**kw)
@@ -88,18 +106,12 @@ class AnswerRelevancy(Metric):
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         question, response = sample.text("user_input"), sample.text("response")
-        if not question.strip() or not response.strip():
-            return []
         # each generation: a question about as long as the user's, and the flag
         expected = 12 + text_tokens(question)
         return [PlannedRequest(prompt(response), GeneratedQuestion, expected, n=self.strictness)]
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, response = sample.text("user_input"), sample.text("response")
-        if not question.strip():
-            return MetricResult.not_measured("the user input is empty: no question to answer")
-        if not response.strip():
-            return MetricResult.ok(0.0, reason="the response is empty: it answers nothing")
         replies = await ctx.ask_n(
             prompt(response), GeneratedQuestion, self.strictness, temperature=self.temperature
         )

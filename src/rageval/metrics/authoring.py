@@ -38,17 +38,21 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
   untrusted text), :func:`numbered` / :func:`item_ids` (items under ids), :func:`nonblank`
   (the one rule for blank contexts), :func:`split_sentences`, :data:`STATEMENT_RULES`;
 * verdicts per item: :func:`judge_items` (ask, in chunks, with budgets) → :class:`Verdict`
-  list; :func:`verdict_evidence`, :func:`unjudged`; lower level :func:`verdict_model`,
+  list, or the same question stated once as a :class:`VerdictQuestion` (``ask`` and
+  ``plan``); :func:`verdict_evidence`, :func:`unjudged`; lower level :func:`verdict_model`,
   :func:`verdict_request`;
 * ratings on a fixed scale: :class:`RatingMetric` and :func:`rate_with_templates` (several
-  templates, the valid ratings averaged: :func:`mean_rating`); :func:`rating_model`;
+  templates, the valid ratings averaged: :func:`mean_rating`); :func:`rating_prompts`,
+  :func:`rating_model`;
 * scores from 0 to 1: :data:`UnitScore`; judged numbers: :func:`number_only`;
 * reply budgets: :func:`reply_budget`, :func:`text_tokens`;
 * embeddings: ``ctx.embed`` and, for a text the model cut, ``ctx.truncated`` with
   :func:`note_truncation`;
 * the requests a metric will make, for the dry run and the budget (``planned_requests``):
-  :class:`PlannedRequest`, :func:`planned_statements`, :func:`planned_verdicts`,
-  :func:`planned_ratings`, :func:`predicted_statements`.
+  :class:`PlannedRequest`, :func:`planned_statements`, :meth:`VerdictQuestion.plan`,
+  :func:`planned_ratings`, :func:`predicted_statements`;
+* blank inputs: :class:`BlankRule` (:func:`zero_if_blank`, :func:`not_measured_if_blank`,
+  :data:`NO_REFERENCE`) in a metric's ``blank_rules``.
 
 The judge itself is reached through the :class:`~rageval.metrics.base.ScoringContext` a
 metric's ``measure`` gets: ``ctx.ask`` (one validated reply), ``ctx.ask_n`` (n independent
@@ -78,7 +82,15 @@ from pydantic import (
 )
 
 from rageval.errors import CauseKind, JudgeCallFailed
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, note_truncation
+from rageval.metrics.base import (
+    BlankRule,
+    Metric,
+    MetricResult,
+    ScoringContext,
+    not_measured_if_blank,
+    note_truncation,
+    zero_if_blank,
+)
 from rageval.samples import Sample
 
 __all__ = [
@@ -88,28 +100,32 @@ __all__ = [
     "ITEM_REPLY_TOKENS",
     "MAX_ITEMS_PER_REQUEST",
     "MAX_REPLY_TOKENS",
+    "NO_REFERENCE",
     "STATEMENT_RULES",
     "SYSTEM",
     "UNIT_SCORES",
+    "BlankRule",
     "PlannedRequest",
     "RatingMetric",
     "UnitScore",
     "Verdict",
+    "VerdictQuestion",
     "VerdictRequest",
     "item_ids",
     "judge_items",
     "mean_rating",
     "messages",
     "nonblank",
+    "not_measured_if_blank",
     "note_truncation",
     "number_only",
     "numbered",
     "planned_ratings",
     "planned_statements",
-    "planned_verdicts",
     "predicted_statements",
     "rate_with_templates",
     "rating_model",
+    "rating_prompts",
     "reply_budget",
     "split_sentences",
     "tagged",
@@ -119,7 +135,7 @@ __all__ = [
     "verdict_format",
     "verdict_model",
     "verdict_request",
-    "verdict_requests",
+    "zero_if_blank",
 ]
 
 SYSTEM = (
@@ -222,6 +238,13 @@ def rating_model(scale: tuple[int, ...], name: str = "Rating") -> type[BaseModel
     return create_model(
         name, __config__=ConfigDict(extra="forbid", strict=True), rating=(rating, described)
     )
+
+
+def rating_prompts(scale: tuple[int, ...], *bodies: str) -> list[list[dict[str, str]]]:
+    """The chat messages of rating templates: each body (instructions, then the tagged data)
+    with the reply format of `scale` (``Reply as {"rating": 0|1|2}.``) in the system message."""
+    reply = 'Reply as {"rating": ' + "|".join(map(str, scale)) + "}."
+    return [messages(body, reply) for body in bodies]
 
 
 #: the values of a :data:`UnitScore` in the schema sent to the judge
@@ -348,40 +371,6 @@ class VerdictRequest:
     budget: int
 
 
-def verdict_requests(
-    items: Sequence[str],
-    prompt: Callable[[str], str],
-    *,
-    prefix: str,
-    verdict: str,
-    meaning: str,
-    base: type[BaseModel] | None = None,
-    base_tokens: int = 0,
-) -> list[VerdictRequest]:
-    """The requests :func:`judge_items` sends for `items`: at most
-    :data:`MAX_ITEMS_PER_REQUEST` items each (one request when there are none), the first one
-    also asking for the fields of `base` (with `base_tokens` more of budget)."""
-    chunks = [
-        (start, list(items[start : start + MAX_ITEMS_PER_REQUEST]))
-        for start in range(0, len(items), MAX_ITEMS_PER_REQUEST)
-    ] or [(0, [])]
-    out = []
-    for index, (start, chunk) in enumerate(chunks):
-        own_base = base if index == 0 else None
-        msgs, model, budget = verdict_request(
-            chunk,
-            prompt,
-            prefix=prefix,
-            verdict=verdict,
-            meaning=meaning,
-            first=start + 1,
-            base=own_base,
-            base_tokens=base_tokens if own_base is not None else 0,
-        )
-        out.append(VerdictRequest(start + 1, chunk, msgs, model, budget))
-    return out
-
-
 async def judge_items(
     ctx: ScoringContext,
     items: Sequence[str],
@@ -398,30 +387,87 @@ async def judge_items(
     `prompt` gets the numbered items (``[s1] …`` lines) and returns the request's text: the
     instructions first, then the tagged data (the items among them); the reply format of the
     verdicts is added to the system message here. The items go in requests of at most
-    :data:`MAX_ITEMS_PER_REQUEST` (asked concurrently, :func:`verdict_requests`), each with a
+    :data:`MAX_ITEMS_PER_REQUEST` (asked concurrently, :meth:`VerdictQuestion.requests`), each with a
     reply budget sized from its items. With `base`, the first request's reply also fills the
     fields of `base` (given `base_tokens` more of budget), which is returned with the verdicts.
     """
-    requests = verdict_requests(
-        items,
-        prompt,
-        prefix=prefix,
-        verdict=verdict,
-        meaning=meaning,
-        base=base,
-        base_tokens=base_tokens,
-    )
-    replies = await asyncio.gather(
-        *(ctx.ask(r.messages, r.model, max_tokens=r.budget) for r in requests)
-    )
-    out: list[Verdict] = []
-    for request, reply in zip(requests, replies, strict=True):
-        for key, text in zip(
-            item_ids(prefix, len(request.items), request.first), request.items, strict=True
-        ):
-            ruling = getattr(reply, key)
-            out.append(Verdict(key, text, getattr(ruling, verdict), ruling.reason))
-    return out, (replies[0] if base is not None else None)
+    question = VerdictQuestion(prompt, prefix, verdict, meaning, base, base_tokens)
+    return await question.ask(ctx, items)
+
+
+@dataclass(frozen=True)
+class VerdictQuestion:
+    """What a metric asks the judge about each of its items (see :func:`judge_items` for the
+    fields), stated once for scoring (:meth:`ask`) and for the dry run and the budget
+    (:meth:`plan`)."""
+
+    prompt: Callable[[str], str]
+    prefix: str
+    verdict: str
+    meaning: str
+    base: type[BaseModel] | None = None
+    base_tokens: int = 0
+
+    def requests(self, items: Sequence[str]) -> list[VerdictRequest]:
+        """The requests :meth:`ask` sends for `items`: at most :data:`MAX_ITEMS_PER_REQUEST`
+        items each (one request when there are none), the first one also asking for the
+        fields of `base` (with `base_tokens` more of budget)."""
+        chunks = [
+            (start, list(items[start : start + MAX_ITEMS_PER_REQUEST]))
+            for start in range(0, len(items), MAX_ITEMS_PER_REQUEST)
+        ] or [(0, [])]
+        out = []
+        for index, (start, chunk) in enumerate(chunks):
+            base = self.base if index == 0 else None
+            msgs, model, budget = verdict_request(
+                chunk,
+                self.prompt,
+                prefix=self.prefix,
+                verdict=self.verdict,
+                meaning=self.meaning,
+                first=start + 1,
+                base=base,
+                base_tokens=self.base_tokens if base is not None else 0,
+            )
+            out.append(VerdictRequest(start + 1, chunk, msgs, model, budget))
+        return out
+
+    async def ask(
+        self, ctx: ScoringContext, items: Sequence[str]
+    ) -> tuple[list[Verdict], BaseModel | None]:
+        """The judge's verdict on each of `items`, in order, and the reply's `base` fields."""
+        requests = self.requests(items)
+        replies = await asyncio.gather(
+            *(ctx.ask(r.messages, r.model, max_tokens=r.budget) for r in requests)
+        )
+        out: list[Verdict] = []
+        for request, reply in zip(requests, replies, strict=True):
+            for key, text in zip(
+                item_ids(self.prefix, len(request.items), request.first),
+                request.items,
+                strict=True,
+            ):
+                ruling = getattr(reply, key)
+                out.append(Verdict(key, text, getattr(ruling, self.verdict), ruling.reason))
+        return out, (replies[0] if self.base is not None else None)
+
+    def plan(
+        self, items: Sequence[str], *, base_reply_tokens: int = 0, predicted: bool = False
+    ) -> list[PlannedRequest]:
+        """The requests :meth:`ask` sends for `items`, as planned requests (the first one's
+        reply also fills `base`: `base_reply_tokens` more expected)."""
+        return [
+            PlannedRequest(
+                r.messages,
+                r.model,
+                reply_tokens=4
+                + EXPECTED_ITEM_TOKENS * len(r.items)
+                + (base_reply_tokens if i == 0 else 0),
+                max_tokens=r.budget,
+                predicted=predicted,
+            )
+            for i, r in enumerate(self.requests(items))
+        ]
 
 
 # --------------------------------------------------------------- planned requests
@@ -470,43 +516,6 @@ def planned_statements(
     from rageval.metrics._statements import planned
 
     return planned(sample, which)
-
-
-def planned_verdicts(
-    items: Sequence[str],
-    prompt: Callable[[str], str],
-    *,
-    prefix: str,
-    verdict: str,
-    meaning: str,
-    base: type[BaseModel] | None = None,
-    base_tokens: int = 0,
-    base_reply_tokens: int = 0,
-    predicted: bool = False,
-) -> list[PlannedRequest]:
-    """The requests of :func:`judge_items` for `items`, as planned requests (the first one's
-    reply also fills `base`: `base_reply_tokens` more expected)."""
-    requests = verdict_requests(
-        items,
-        prompt,
-        prefix=prefix,
-        verdict=verdict,
-        meaning=meaning,
-        base=base,
-        base_tokens=base_tokens,
-    )
-    return [
-        PlannedRequest(
-            r.messages,
-            r.model,
-            reply_tokens=4
-            + EXPECTED_ITEM_TOKENS * len(r.items)
-            + (base_reply_tokens if i == 0 else 0),
-            max_tokens=r.budget,
-            predicted=predicted,
-        )
-        for i, r in enumerate(requests)
-    ]
 
 
 def planned_ratings(
@@ -578,11 +587,17 @@ async def rate_with_templates(
     return MetricResult.ok(value, reason=reason, **evidence)
 
 
+#: the rule of metrics that compare the response with the reference: without a reference
+#: they are not defined
+NO_REFERENCE = not_measured_if_blank("reference", "the reference is empty: nothing to compare with")
+
+
 class RatingMetric(Metric):
     """Base of a metric that rates a sample on a fixed `scale` with one or more templates
     (answer_accuracy, context_relevance, response_groundedness): a subclass sets `scale` and
-    its ``measure`` returns ``await self.rate(ctx, [template_1, template_2])``.
-    `max_retries` is the re-ask budget per template."""
+    implements :meth:`templates`; scoring (every template rated, the valid ratings averaged)
+    and the planned requests follow from them. `max_retries` is the re-ask budget per
+    template. (A subclass may still write its own ``measure`` around :meth:`rate`.)"""
 
     scale: ClassVar[tuple[int, ...]]
 
@@ -591,6 +606,16 @@ class RatingMetric(Metric):
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         self.max_retries = max_retries
+
+    def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
+        """The chat messages of each rating template for `sample`."""
+        raise NotImplementedError(f"{type(self).__name__} must implement templates(sample)")
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        return planned_ratings(self.templates(sample), self.scale)
+
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        return await self.rate(ctx, self.templates(sample))
 
     async def rate(
         self, ctx: ScoringContext, prompts: Sequence[list[dict[str, str]]]

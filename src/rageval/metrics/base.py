@@ -8,6 +8,7 @@ response model(s) and a pure scoring function. Everything that touches a model g
 from __future__ import annotations
 
 import abc
+import copy
 import dataclasses
 import difflib
 import enum
@@ -114,6 +115,43 @@ class MetricResult(BaseModel):
         if self.value is not None:
             return str(round(self.value, 6))
         return f"{self.status.replace('_', ' ')}: {self.cause}"
+
+
+@dataclass(frozen=True)
+class BlankRule:
+    """What a blank `field` makes of a metric's cell, decided before any model call: a value
+    (0.0) with `reason` as its explanation, or not measured with `reason` as its cause when
+    `value` is None. Text is blank when it is empty or whitespace; a list of texts (the
+    contexts) when none of its texts is not blank (:func:`~rageval.metrics.authoring.nonblank`).
+    Make one with :func:`zero_if_blank` or :func:`not_measured_if_blank`."""
+
+    field: str
+    reason: str
+    value: float | None = None
+    evidence: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def applies_to(self, sample: Sample) -> bool:
+        found = getattr(sample, self.field)
+        if isinstance(found, (list, tuple)):
+            return not any(isinstance(t, str) and t.strip() for t in found)
+        return not sample.text(self.field).strip()
+
+    def result(self) -> MetricResult:
+        if self.value is None:
+            return MetricResult.not_measured(self.reason)
+        return MetricResult.ok(self.value, reason=self.reason, **copy.deepcopy(dict(self.evidence)))
+
+
+def zero_if_blank(field: str, reason: str, **evidence: Any) -> BlankRule:
+    """A blank `field` scores 0.0 with `reason` (and `evidence`): e.g. an empty response
+    answers nothing."""
+    return BlankRule(field, reason, 0.0, evidence)
+
+
+def not_measured_if_blank(field: str, cause: str) -> BlankRule:
+    """A blank `field` leaves the metric undefined (not measured, kind ``undefined``): e.g. an
+    empty reference gives nothing to compare with."""
+    return BlankRule(field, cause)
 
 
 class NoJudgeError(RagevalError, RuntimeError):
@@ -382,6 +420,9 @@ class Metric(abc.ABC):
     summary: ClassVar[str] = ""
     #: part of the default selection when the user names no metrics
     in_default_run: ClassVar[bool] = True
+    #: what blank inputs make of a cell, checked in order before :meth:`measure` (and before
+    #: :meth:`planned_requests`: such a cell asks nothing); see :class:`BlankRule`
+    blank_rules: ClassVar[tuple[BlankRule, ...]] = ()
 
     _config: dict[str, _Captured]
 
@@ -448,8 +489,8 @@ class Metric(abc.ABC):
         """This metric on one sample: the hook every metric implements.
 
         `sample` has every field in `required_fields` (checked by :meth:`input_problems` for
-        every row before the first model call; blank text is still possible and is the
-        metric's to rule on). `ctx` reaches the judge (:meth:`ScoringContext.ask`,
+        every row before the first model call) and none of the blank fields `blank_rules`
+        rule on; any other blank text is the metric's to rule on. `ctx` reaches the judge (:meth:`ScoringContext.ask`,
         :meth:`~ScoringContext.ask_n`), the embeddings (:meth:`~ScoringContext.embed`) and
         the work shared per sample (``ctx.statements``); retries, limits, caching and usage
         accounting happen there, never in the metric.
@@ -480,21 +521,37 @@ class Metric(abc.ABC):
         builders (:class:`~rageval.metrics.authoring.PlannedRequest`): what the dry run
         (:func:`rageval.estimate`) and the budget (``max_cost``) count. None when the metric
         does not say (a metric that needs no judge makes none); rageval's metrics declare
-        theirs next to their scoring code."""
+        theirs next to their scoring code. Asked, like :meth:`measure`, only about samples
+        `blank_rules` let through (:meth:`plan`)."""
         return None if self.needs_llm else []
 
+    def blank_result(self, sample: Sample) -> MetricResult | None:
+        """The cell the first of `blank_rules` that applies to `sample` makes, if any."""
+        rule = next((r for r in self.blank_rules if r.applies_to(sample)), None)
+        return None if rule is None else rule.result()
+
+    def plan(self, sample: Sample) -> Sequence[PlannedRequest] | None:
+        """The requests scoring `sample` takes: none when a blank rule decides the cell, else
+        :meth:`planned_requests`."""
+        if self.blank_result(sample) is not None:
+            return []
+        return self.planned_requests(sample)
+
     async def score_sample(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        """Score one validated sample with :meth:`measure`. A judge call that failed for good
-        becomes a `not_measured` cell with its cause; fatal judge errors propagate and stop
-        the run."""
+        """Score one validated sample: the cell a blank rule decides, else :meth:`measure`. A
+        judge call that failed for good becomes a `not_measured` cell with its cause; fatal
+        judge errors propagate and stop the run."""
         from rageval.judge import JudgeCallFailed
 
+        blank = self.blank_result(sample)
+        if blank is not None:
+            return blank
         try:
             return await self.measure(sample, ctx)
         except JudgeCallFailed as e:
             return MetricResult.not_measured(f"judge call failed: {e.cause}", cause_kind=e.kind)
 
-    # ---- the seeds' scorer API ---------------------------------------------------------
+    # ---- the ragas-compatible scorer API ----------------------------------------------
 
     async def single_turn_ascore(self, sample: Sample | Mapping[str, Any]) -> MetricResult:
         if not isinstance(sample, Sample):

@@ -20,10 +20,11 @@ from typing import ClassVar
 
 from rageval.metrics.authoring import (
     PlannedRequest,
-    judge_items,
+    VerdictQuestion,
     nonblank,
-    planned_verdicts,
+    not_measured_if_blank,
     tagged,
+    zero_if_blank,
 )
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
@@ -65,37 +66,25 @@ class ContextPrecision(Metric):
     summary = (
         "average precision of the useful contexts in rank order (useful = leads to the reference)"
     )
+    blank_rules = (
+        not_measured_if_blank(
+            "reference", "the reference is empty: nothing to judge usefulness by"
+        ),
+        zero_if_blank("retrieved_contexts", "no context was retrieved", contexts=[]),
+    )
+
+    @staticmethod
+    def question(sample: Sample) -> VerdictQuestion:
+        """Is each context useful for reaching the reference?"""
+        prompt_text = prompt(sample.text("user_input"), sample.text("reference"))
+        return VerdictQuestion(prompt_text, prefix="c", verdict="useful", meaning=USEFUL)
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        reference = sample.text("reference")
-        contexts = nonblank(sample.retrieved_contexts)
-        if not reference.strip() or not contexts:
-            return []
-        return planned_verdicts(
-            contexts,
-            prompt(sample.text("user_input"), reference),
-            prefix="c",
-            verdict="useful",
-            meaning=USEFUL,
-        )
+        return self.question(sample).plan(nonblank(sample.retrieved_contexts))
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        reference = sample.text("reference")
-        if not reference.strip():
-            return MetricResult.not_measured(
-                "the reference is empty: nothing to judge usefulness by"
-            )
         contexts = nonblank(sample.retrieved_contexts)
-        if not contexts:
-            return MetricResult.ok(0.0, reason="no context was retrieved", contexts=[])
-        verdicts, _ = await judge_items(
-            ctx,
-            contexts,
-            prompt(sample.text("user_input"), reference),
-            prefix="c",
-            verdict="useful",
-            meaning=USEFUL,
-        )
+        verdicts, _ = await self.question(sample).ask(ctx, contexts)
         useful_ranks = [k for k, v in enumerate(verdicts, start=1) if v.verdict]
         return MetricResult.ok(
             average_precision([v.verdict for v in verdicts]),

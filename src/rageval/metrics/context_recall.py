@@ -19,10 +19,10 @@ from typing import ClassVar
 
 from rageval.metrics.authoring import (
     PlannedRequest,
-    judge_items,
+    VerdictQuestion,
     nonblank,
+    not_measured_if_blank,
     numbered,
-    planned_verdicts,
     split_sentences,
     tagged,
     unjudged,
@@ -60,34 +60,27 @@ class ContextRecall(Metric):
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "reference")
     needs_llm = True
     summary = "share of the reference's sentences supported by the retrieved contexts"
+    blank_rules = (
+        not_measured_if_blank("reference", "the reference is empty: nothing to look for"),
+    )
+
+    @staticmethod
+    def question(sample: Sample, contexts: list[str]) -> VerdictQuestion:
+        """Can each sentence of the reference be attributed to the contexts?"""
+        prompt_text = prompt(sample.text("user_input"), contexts)
+        return VerdictQuestion(prompt_text, prefix="r", verdict="attributed", meaning=ATTRIBUTED)
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        sentences = split_sentences(sample.text("reference"))
         contexts = nonblank(sample.retrieved_contexts)
-        if not sentences or not contexts:
+        if not contexts:
             return []
-        return planned_verdicts(
-            sentences,
-            prompt(sample.text("user_input"), contexts),
-            prefix="r",
-            verdict="attributed",
-            meaning=ATTRIBUTED,
-        )
+        return self.question(sample, contexts).plan(split_sentences(sample.text("reference")))
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         sentences = split_sentences(sample.text("reference"))
-        if not sentences:
-            return MetricResult.not_measured("the reference is empty: nothing to look for")
         contexts = nonblank(sample.retrieved_contexts)
         if contexts:
-            verdicts, _ = await judge_items(
-                ctx,
-                sentences,
-                prompt(sample.text("user_input"), contexts),
-                prefix="r",
-                verdict="attributed",
-                meaning=ATTRIBUTED,
-            )
+            verdicts, _ = await self.question(sample, contexts).ask(ctx, sentences)
             found = sum(v.verdict for v in verdicts)
             reason = f"{found} of {len(sentences)} reference sentences are found in the contexts"
         else:

@@ -15,40 +15,33 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rageval.metrics.authoring import (
-    PlannedRequest,
     RatingMetric,
-    messages,
     nonblank,
+    not_measured_if_blank,
     numbered,
-    planned_ratings,
+    rating_prompts,
     tagged,
+    zero_if_blank,
 )
-from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.base import forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 1, 2)
 
 
-REPLY = 'Reply as {"rating": 0|1|2}.'
-
-
 def prompts(question: str, contexts: Sequence[str]) -> list[list[dict[str, str]]]:
     passages = tagged("passages", numbered(contexts))
-    first = messages(
+    return rating_prompts(
+        SCALE,
         "How relevant are the retrieved passages to the question? Rate 2 if together they "
         "contain what is needed to answer it, 1 if they are on topic or cover only part of it, "
         "0 if they do not help answer it.\n\n"
         f"{tagged('question', question)}\n{passages}",
-        REPLY,
-    )
-    second = messages(
         "A search system returned these passages for the query below. Suppose a reader sees "
         "only the passages: could they answer the query? Rate 2 for fully, 1 for partly or "
         "with related background only, 0 for not at all.\n\n"
         f"{passages}\n{tagged('query', question)}",
-        REPLY,
     )
-    return [first, second]
 
 
 @register
@@ -60,24 +53,15 @@ class ContextRelevance(RatingMetric):
     summary = (
         "relevance of the retrieved contexts to the question, two judge templates rating 0/1/2"
     )
+    blank_rules = (
+        not_measured_if_blank(
+            "user_input", "the user input is empty: no question to be relevant to"
+        ),
+        zero_if_blank("retrieved_contexts", "no context was retrieved"),
+    )
 
-    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        question = sample.text("user_input")
-        contexts = nonblank(sample.retrieved_contexts)
-        if not question.strip() or not contexts:
-            return []
-        return planned_ratings(prompts(question, contexts), SCALE)
-
-    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        question = sample.text("user_input")
-        contexts = nonblank(sample.retrieved_contexts)
-        if not question.strip():
-            return MetricResult.not_measured(
-                "the user input is empty: no question to be relevant to"
-            )
-        if not contexts:
-            return MetricResult.ok(0.0, reason="no context was retrieved")
-        return await self.rate(ctx, prompts(question, contexts))
+    def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
+        return prompts(sample.text("user_input"), nonblank(sample.retrieved_contexts))
 
 
 #: names this module lacks are read from its default metric: ``context_relevance.score(...)``

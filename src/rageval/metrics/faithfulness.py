@@ -15,11 +15,10 @@ from typing import ClassVar
 
 from rageval.metrics.authoring import (
     PlannedRequest,
-    judge_items,
+    VerdictQuestion,
     nonblank,
     numbered,
     planned_statements,
-    planned_verdicts,
     predicted_statements,
     tagged,
     unjudged,
@@ -58,19 +57,17 @@ class Faithfulness(Metric):
     statement_needs = frozenset({"response"})
     summary = "share of the response's claims supported by the retrieved contexts"
 
+    @staticmethod
+    def question(contexts: list[str]) -> VerdictQuestion:
+        """Is each statement of the response supported by the contexts?"""
+        return VerdictQuestion(prompt(contexts), prefix="s", verdict="supported", meaning=SUPPORTED)
+
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         plan = planned_statements(sample, "response")
         statements = predicted_statements(sample.text("response"))
         contexts = nonblank(sample.retrieved_contexts)
         if statements and contexts:
-            plan += planned_verdicts(
-                statements,
-                prompt(contexts),
-                prefix="s",
-                verdict="supported",
-                meaning=SUPPORTED,
-                predicted=True,
-            )
+            plan += self.question(contexts).plan(statements, predicted=True)
         return plan
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
@@ -79,14 +76,7 @@ class Faithfulness(Metric):
             return MetricResult.not_measured("the response makes no factual statement to check")
         contexts = nonblank(sample.retrieved_contexts)
         if contexts:
-            verdicts, _ = await judge_items(
-                ctx,
-                statements,
-                prompt(contexts),
-                prefix="s",
-                verdict="supported",
-                meaning=SUPPORTED,
-            )
+            verdicts, _ = await self.question(contexts).ask(ctx, statements)
             supported = sum(v.verdict for v in verdicts)
             reason = f"{supported} of {len(verdicts)} statements are supported by the contexts"
         else:

@@ -25,6 +25,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from rageval.metrics.authoring import NO_REFERENCE, zero_if_blank
 from rageval.metrics.base import Metric, MetricResult, ScoringContext
 from rageval.samples import Sample
 
@@ -58,6 +59,7 @@ class LexicalMetric(Metric):
     (:meth:`count_overlap`, the one thing a lexical baseline defines) and its F-measure."""
 
     required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
+    blank_rules = (NO_REFERENCE, zero_if_blank("response", "the response is empty"))
     drop_articles: ClassVar[bool]
     #: evidence key and reason wording of the overlap count
     overlap_key: ClassVar[str]
@@ -77,10 +79,6 @@ class LexicalMetric(Metric):
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
-        if not reference.strip():
-            return MetricResult.not_measured("the reference is empty: nothing to compare with")
-        if not response.strip():
-            return MetricResult.ok(0.0, reason="the response is empty")
         r = tokens(response, drop_articles=self.drop_articles)
         g = tokens(reference, drop_articles=self.drop_articles)
         overlap = self.count_overlap(r, g)

@@ -16,40 +16,32 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from rageval.metrics.authoring import (
-    PlannedRequest,
     RatingMetric,
-    messages,
     nonblank,
     numbered,
-    planned_ratings,
+    rating_prompts,
     tagged,
+    zero_if_blank,
 )
-from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.base import forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 1, 2)
 
 
-REPLY = 'Reply as {"rating": 0|1|2}.'
-
-
 def prompts(response: str, contexts: Sequence[str]) -> list[list[dict[str, str]]]:
     sources = numbered(contexts)
-    first = messages(
+    return rating_prompts(
+        SCALE,
         "Is every claim in the response stated in, or directly inferable from, the contexts? "
         "Rate 2 if all of its claims are, 1 if only some are, 0 if none are or it contradicts "
         "the contexts.\n\n"
         f"{tagged('contexts', sources)}\n{tagged('response', response)}",
-        REPLY,
-    )
-    second = messages(
         "You are fact-checking a text against its sources. Trace each piece of information in "
         "the text back to the sources; outside knowledge does not count. Rate 2 if everything "
         "can be traced, 1 if part can, 0 if nothing can.\n\n"
         f"{tagged('sources', sources)}\n{tagged('text', response)}",
-        REPLY,
     )
-    return [first, second]
 
 
 @register
@@ -59,22 +51,13 @@ class ResponseGroundedness(RatingMetric):
     needs_llm = True
     scale = SCALE
     summary = "how far the response is backed by the retrieved contexts, two templates rating 0/1/2"
+    blank_rules = (
+        zero_if_blank("response", "the response is empty"),
+        zero_if_blank("retrieved_contexts", "no context was retrieved"),
+    )
 
-    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        response = sample.text("response")
-        contexts = nonblank(sample.retrieved_contexts)
-        if not response.strip() or not contexts:
-            return []
-        return planned_ratings(prompts(response, contexts), SCALE)
-
-    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        response = sample.text("response")
-        contexts = nonblank(sample.retrieved_contexts)
-        if not response.strip():
-            return MetricResult.ok(0.0, reason="the response is empty")
-        if not contexts:
-            return MetricResult.ok(0.0, reason="no context was retrieved")
-        return await self.rate(ctx, prompts(response, contexts))
+    def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
+        return prompts(sample.text("response"), nonblank(sample.retrieved_contexts))
 
 
 #: names this module lacks are read from its default metric: ``response_groundedness.score(...)``

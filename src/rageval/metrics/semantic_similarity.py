@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from rageval.metrics.authoring import note_truncation
+from rageval.metrics.authoring import NO_REFERENCE, note_truncation, zero_if_blank
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
@@ -49,6 +49,10 @@ class SemanticSimilarity(Metric):
     needs_llm = False
     needs_embeddings = True
     summary = "cosine similarity of response and reference embeddings (no LLM)"
+    blank_rules = (
+        NO_REFERENCE,
+        zero_if_blank("response", "the response is empty: it shares no meaning with the reference"),
+    )
 
     def __init__(self, *, threshold: float | None = None, **kw: Any) -> None:
         super().__init__(**kw)
@@ -58,12 +62,6 @@ class SemanticSimilarity(Metric):
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         response, reference = sample.text("response"), sample.text("reference")
-        if not reference.strip():
-            return MetricResult.not_measured("the reference is empty: nothing to compare with")
-        if not response.strip():
-            return MetricResult.ok(
-                0.0, reason="the response is empty: it shares no meaning with the reference"
-            )
         cos = await semantic_similarity_value(ctx, response, reference)
         value = semantic_similarity_score(cos, self.threshold)
         if self.threshold is None:

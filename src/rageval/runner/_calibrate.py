@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rageval._sync import run_sync
+from rageval._sync import synchronous
 from rageval._version import __version__
 from rageval.calibration._agreement import measure_agreement
 from rageval.labels import LabelColumn, LabelKind, read_label_column
@@ -185,49 +185,12 @@ async def acalibrate(
     return report
 
 
-def calibrate(
-    data: Any,
-    labels: LabelsArg,
-    llm: Judge | str | Sequence[Judge] | None = None,
-    embeddings: Embeddings | str | None = None,
-    *,
-    label_kinds: Mapping[str, LabelKind] | None = None,
-    label_levels: Mapping[str, Sequence[float]] | None = None,
-    threshold: float = 0.5,
-    kappa_weights: KappaWeights = "quadratic",
-    min_kappa: float | None = None,
-    column_map: Mapping[str, str] | None = None,
-    on_invalid: OnInvalid = "raise",
-    run_dir: str | os.PathLike[str] | None = None,
-    resume: bool = False,
-    progress: bool | None = None,
-    confidence: float = 0.95,
-    n_resamples: int = 2000,
-    seed: int = 0,
-) -> CalibrationReport:
+calibrate = synchronous(
+    acalibrate,
+    "calibrate",
     """Synchronous :func:`acalibrate`. Inside a running event loop (Jupyter) it runs on a
-    private loop in a worker thread."""
-    return run_sync(
-        acalibrate(
-            data,
-            labels,
-            llm,
-            embeddings,
-            label_kinds=label_kinds,
-            label_levels=label_levels,
-            threshold=threshold,
-            kappa_weights=kappa_weights,
-            min_kappa=min_kappa,
-            column_map=column_map,
-            on_invalid=on_invalid,
-            run_dir=run_dir,
-            resume=resume,
-            progress=progress,
-            confidence=confidence,
-            n_resamples=n_resamples,
-            seed=seed,
-        )
-    )
+    private loop in a worker thread.""",
+)
 
 
 __all__ = ["acalibrate", "calibrate"]

@@ -234,7 +234,7 @@ def plan_sample(sample: Sample, metrics: Sequence[Metric]) -> SamplePlan:
     """What `metrics` (the cells of `sample` that will run) ask the judge for."""
     plan = SamplePlan()
     for metric in metrics:
-        found = metric.planned_requests(sample)
+        found = metric.plan(sample)
         if found is None:
             plan.undeclared.add(metric.name)
             continue

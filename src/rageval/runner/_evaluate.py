@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env, _progress
-from rageval._sync import run_sync
+from rageval._sync import synchronous
 from rageval._version import __version__
 from rageval.errors import BudgetReached, RagevalError
 from rageval.judge import RequestCache, Usage, UsageLedger, endpoint_limiter
@@ -77,34 +77,17 @@ class RunConfigError(RagevalError, ValueError):
     """An evaluation asked for something that cannot run (unknown metric, bad option...)."""
 
 
-def judge_from_env(
-    model: str | None = None,
-    *,
-    base_url: str | None = None,
-    max_concurrency: int | None = None,
-    requests_per_minute: float | None = None,
-    tokens_per_minute: float | None = None,
-    cache: bool | str = True,
-    **settings: Any,
-) -> Judge | None:
+def judge_from_env(model: str | None = None, **settings: Any) -> Judge | None:
     """The judge configured by arguments or the environment (see :mod:`rageval._env`): the
-    model from `model` or RAGEVAL_LLM, the endpoint from `base_url`, RAGEVAL_BASE_URL or
-    OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY; `settings` are further Judge
-    keyword arguments. None when no model is named."""
+    model from `model` or RAGEVAL_LLM, the endpoint from a `base_url` setting, else
+    RAGEVAL_BASE_URL or OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY;
+    `settings` are the Judge's keyword arguments. None when no model is named."""
     model = _env.judge_model(model)
     if model is None:
         return None
     from rageval.judge import Judge
 
-    judge = Judge(
-        model,
-        base_url=base_url,
-        max_concurrency=max_concurrency,
-        requests_per_minute=requests_per_minute,
-        tokens_per_minute=tokens_per_minute,
-        cache=cache,
-        **settings,
-    )
+    judge = Judge(model, **settings)
     check_key(judge.describe(), what="judge")
     return judge
 
@@ -820,53 +803,12 @@ def _write_report(rundir: RunDir) -> None:
         )
 
 
-def evaluate(
-    data: Any,
-    metrics: Sequence[MetricLike] | None = None,
-    llm: Judge | str | Sequence[Judge] | None = None,
-    embeddings: Embeddings | str | None = None,
-    *,
-    column_map: Mapping[str, str] | None = None,
-    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
-    on_invalid: OnInvalid | None = None,
-    run_dir: str | os.PathLike[str] | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    progress: bool | None = None,
-    show_progress: bool | None = None,
-    probe: bool = False,
-    human_labels: LabelsArg | None = None,
-    repeats: int | None = None,
-    engine: Engine = "local",
-    ray_address: str | None = None,
-    ray_actors: int | None = None,
-    max_cost: float | None = None,
-) -> EvaluationResult:
+evaluate = synchronous(
+    aevaluate,
+    "evaluate",
     """Synchronous :func:`aevaluate`. Inside a running event loop (Jupyter, FastAPI,
-    pytest-asyncio) the evaluation runs on a private loop in a worker thread."""
-    return run_sync(
-        aevaluate(
-            data,
-            metrics,
-            llm,
-            embeddings,
-            column_map=column_map,
-            metric_params=metric_params,
-            on_invalid=on_invalid,
-            run_dir=run_dir,
-            resume=resume,
-            overwrite=overwrite,
-            progress=progress,
-            show_progress=show_progress,
-            probe=probe,
-            human_labels=human_labels,
-            repeats=repeats,
-            engine=engine,
-            ray_address=ray_address,
-            ray_actors=ray_actors,
-            max_cost=max_cost,
-        )
-    )
+    pytest-asyncio) the evaluation runs on a private loop in a worker thread.""",
+)
 
 
 __all__ = [

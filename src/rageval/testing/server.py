@@ -38,10 +38,13 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
 from rageval.testing.prompt_cache import PrefixCache
 from rageval.testing.schema import schema_instance, strict_schema_problem
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "CHAT_PATH",
@@ -54,6 +57,7 @@ __all__ = [
     "Handler",
     "RecordedRequest",
     "Reply",
+    "ReplyDetails",
     "main",
 ]
 
@@ -213,6 +217,16 @@ class RecordedRequest:
         return self.schema_text + "".join(messages)
 
 
+class ReplyDetails(TypedDict, total=False):
+    """What a reply may say besides its content (``Reply.json(obj, finish_reason="length")``):
+    the fields of :class:`Reply` of the same names."""
+
+    finish_reason: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_tokens: int | None
+
+
 @dataclass(frozen=True)
 class Reply:
     """A chat answer. Build with ``Reply.json``, ``Reply.text``, ``Reply.tool_arguments``, or
@@ -228,43 +242,20 @@ class Reply:
     cached_tokens: int | None = None
 
     @staticmethod
-    def json(
-        obj: Any,
-        *,
-        finish_reason: str = "stop",
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-        cached_tokens: int | None = None,
-    ) -> Reply:
+    def json(obj: Any, **details: Unpack[ReplyDetails]) -> Reply:
         """A structured answer, delivered as a tool call if the request used tools, else as
         message content holding the JSON text."""
-        return Reply("json", obj, finish_reason, prompt_tokens, completion_tokens, cached_tokens)
+        return Reply("json", obj, **details)
 
     @staticmethod
-    def text(
-        s: str,
-        *,
-        finish_reason: str = "stop",
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-        cached_tokens: int | None = None,
-    ) -> Reply:
+    def text(s: str, **details: Unpack[ReplyDetails]) -> Reply:
         """Raw message content, in every mode (a model that ignored the tools answers this way)."""
-        return Reply("text", s, finish_reason, prompt_tokens, completion_tokens, cached_tokens)
+        return Reply("text", s, **details)
 
     @staticmethod
-    def tool_arguments(
-        s: str,
-        *,
-        finish_reason: str = "stop",
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-        cached_tokens: int | None = None,
-    ) -> Reply:
+    def tool_arguments(s: str, **details: Unpack[ReplyDetails]) -> Reply:
         """A tool call whose ``arguments`` are exactly ``s`` (e.g. malformed JSON)."""
-        return Reply(
-            "tool_arguments", s, finish_reason, prompt_tokens, completion_tokens, cached_tokens
-        )
+        return Reply("tool_arguments", s, **details)
 
     @staticmethod
     def choices(*replies: Reply) -> Reply:

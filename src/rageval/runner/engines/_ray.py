@@ -203,7 +203,9 @@ class RayRun:
         began = time.monotonic()
         connected, private = _connect(self.address)
         log.info("ray: connected in %.1f s", time.monotonic() - began)
-        keeper = None
+        # Ray's own annotations type what ray.remote(...)(cls).remote() returns as a union of a
+        # handle and the class itself; it is an actor handle
+        keeper: Any = None
         try:
             # shards a killed run left behind: in the main files before the first lookup
             self._merge_shards(private, label=None, timeout=0.0)
@@ -290,7 +292,10 @@ class RayRun:
         # An actor's calls run at once, on threads that hand their batch to its one event loop;
         # it is given no more batches than it runs, so an actor that is ready first does not
         # queue up the batches of those still starting.
-        pool_size = {"size": job.workers, "max_tasks_in_flight_per_actor": CALLS_PER_ACTOR}
+        pool_size: dict[str, Any] = {
+            "size": job.workers,
+            "max_tasks_in_flight_per_actor": CALLS_PER_ACTOR,
+        }
         extra: dict[str, Any] = {}
         try:
             pool = ray.data.ActorPoolStrategy(

@@ -1,9 +1,13 @@
 """A deterministic stand-in judge that answers both rageval's and ragas' prompts plausibly.
 
 Use it as the ``FakeOpenAI`` handler for benchmarks, so that every evaluation tool does its
-full work (statement extraction, verdicts per item, ratings) against a judge that never fails::
+full work (statement extraction, verdicts per item, ratings) against a judge that never fails
+(from this directory, or with it on ``PYTHONPATH``)::
 
-    python -m rageval.testing.server --handler rageval.testing.synthetic_judge:handle
+    python -m rageval.testing.server --handler synthetic_judge:handle
+
+It is benchmark tooling, not part of the installed package; rageval's tests use it too (pytest
+puts this directory on the path: ``pythonpath`` in pyproject.toml).
 
 What it answers:
 
