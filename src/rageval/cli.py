@@ -27,7 +27,7 @@ from rageval._version import __version__
 if TYPE_CHECKING:
     from rageval._config import Settings
     from rageval.embeddings import Embeddings
-    from rageval.judge import Judge, PriceTable
+    from rageval.judge import BatchSettings, Judge, PriceTable
     from rageval.results import EvaluationResult
     from rageval.runner._stored import StoredRun
     from rageval.stats import MetricComparison
@@ -175,7 +175,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             metric_params=params or None,
             on_invalid="skip" if args.skip_invalid else settings.on_invalid,
             repeats=args.repeats or 1,
-            batch=args.batch or bool(settings.batch),
+            batch=_batch_settings(args.batch, settings.batch) is not None,
             as_json=args.json,
         )
     gates = _gates(args.fail_under)
@@ -210,6 +210,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 ray_address=args.ray_address,
                 ray_actors=args.ray_actors,
                 max_cost=args.max_cost if args.max_cost is not None else settings.max_cost,
+                # resuming without --batch: as the run was started
+                batch=_batch_settings(args.batch, settings.batch),
             )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         _discard_unused(copy, run_dir)
@@ -276,6 +278,19 @@ def _dry_run(
         raise _UsageError(str(e)) from None
     _out(found.model_dump_json(indent=2) if as_json else found.table())
     return EXIT_OK
+
+
+def _batch_settings(flag: bool, configured: bool | dict[str, float] | None) -> BatchSettings | None:
+    """--batch, or the config file's `batch` (true, or a table of BatchSettings); None when
+    neither asks for batch mode (resuming: as the run was)."""
+    from rageval.judge import BatchSettings
+
+    if isinstance(configured, dict):
+        try:
+            return BatchSettings(**configured)  # type: ignore[arg-type]
+        except (TypeError, ValueError) as e:
+            raise _UsageError(f"the config file's batch settings: {e}") from None
+    return BatchSettings() if flag or configured else None
 
 
 def _prices(values: Sequence[str]) -> PriceTable | None:

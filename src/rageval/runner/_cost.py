@@ -4,17 +4,21 @@ attached to the run's judges while it lasts (see README "Cost control")."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+import os
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rageval._client._batch import BatchQueue, BatchSettings, RecordedBatch
 from rageval._client._budget import SpendingLimit
 from rageval.errors import BudgetReached
+from rageval.log import BatchEvent, append_batch_event, read_batch_events
 
 if TYPE_CHECKING:
     from rageval.judge import Judge
     from rageval.log import SampleLine
 
-__all__ = ["Admission", "limit_spending", "unpriced"]
+__all__ = ["Admission", "RunBatchJournal", "limit_spending", "send_in_batches", "unpriced"]
 
 
 def unpriced(judges: Sequence[Judge], *, batch: bool = False) -> list[str]:
@@ -79,3 +83,63 @@ def limit_spending(
     finally:
         for judge, old in zip(distinct, before, strict=True):
             judge.spending = old
+
+
+class RunBatchJournal:
+    """The uploads of a run in batch mode, in its directory's ``batches.jsonl``
+    (:class:`~rageval.log.BatchEvent`), for :class:`~rageval._client._batch.BatchQueue`."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.run_dir = Path(run_dir)
+
+    def recorded(self) -> list[RecordedBatch]:
+        uploads: dict[str, RecordedBatch] = {}
+        for event in read_batch_events(self.run_dir):
+            if event.event == "uploaded" and event.endpoint and event.url:
+                uploads[event.file_id] = RecordedBatch(
+                    event.file_id, event.endpoint, event.url, dict(event.lines)
+                )
+            elif event.event == "created" and event.file_id in uploads:
+                uploads[event.file_id].batch_id = event.batch_id
+        return list(uploads.values())
+
+    def uploaded(self, batch: RecordedBatch) -> None:
+        append_batch_event(
+            self.run_dir,
+            BatchEvent(
+                event="uploaded",
+                file_id=batch.file_id,
+                endpoint=batch.endpoint,
+                url=batch.url,
+                lines=batch.lines,
+            ),
+        )
+
+    def created(self, file_id: str, batch_id: str) -> None:
+        append_batch_event(
+            self.run_dir, BatchEvent(event="created", file_id=file_id, batch_id=batch_id)
+        )
+
+
+@contextlib.asynccontextmanager
+async def send_in_batches(
+    judges: Sequence[Judge], settings: BatchSettings | None, journal: RunBatchJournal | None
+) -> AsyncIterator[list[BatchQueue]]:
+    """Every judge of `judges` sends through its endpoint's Batch API while the block runs
+    (nothing changes when `settings` is None); the queues are closed afterwards (a batch in
+    flight runs on at the endpoint, and a resumed run re-attaches to it)."""
+    if settings is None:
+        yield []
+        return
+    endpoints = list({id(j.endpoint): j.endpoint for j in judges}.values())
+    queues = []
+    for endpoint in endpoints:
+        endpoint.batch = BatchQueue(endpoint, settings, journal)
+        queues.append(endpoint.batch)
+    try:
+        yield queues
+    finally:
+        for endpoint in endpoints:
+            endpoint.batch = None
+        for queue in queues:
+            await queue.aclose()
