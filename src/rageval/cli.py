@@ -226,8 +226,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             else "the rows"
         )
         _err(
-            f"stopped at the budget: ${e.spent_usd:.4f} spent of --max-cost "
-            f"${e.max_cost_usd:.4f} (the next request could have passed it); {finished} "
+            f"stopped at the budget: ${e.spent_usd:.6f} spent of --max-cost "
+            f"${e.max_cost_usd:.6f} (the next request could have passed it); {finished} "
             f"finished, kept in {run_dir}; continue with --resume {run_dir} and a larger "
             "--max-cost (or none)"
         )

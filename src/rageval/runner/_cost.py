@@ -27,24 +27,42 @@ def unpriced(judges: Sequence[Judge], *, batch: bool = False) -> list[str]:
 
 
 class Admission:
-    """Starts a row only while the rows in flight, at their planned cost
-    (:mod:`rageval.runner._estimate`), leave room in the budget, so that the rows a run starts
-    are the ones it can finish. What a row may cost beyond its plan is held by the budget's own
-    per-request check (:class:`SpendingLimit`)."""
+    """Starts a row only while it fits in the budget beside the rows in flight, so that the
+    rows a run starts are the ones it can finish: rows in flight progress together, and a
+    budget that runs out while many are half done leaves them all unfinished. A row fits when
+    the rows in flight at their planned cost (:mod:`rageval.runner._estimate`), this row's,
+    and the most any one of their requests may cost (what the budget reserves for a request
+    before sending it: the room their last requests need) stay within the budget. Once no row
+    fits, the next row starts alone, with nothing else in flight, and spends what is left up
+    to the budget's own per-request check (:class:`SpendingLimit`, which also holds what a
+    row costs beyond its plan): so the run stops within one request of the budget, with at
+    most that row unfinished."""
 
-    def __init__(self, limit: SpendingLimit, row_cost: Callable[[int], float]) -> None:
+    def __init__(
+        self, limit: SpendingLimit, row_cost: Callable[[int], tuple[float, float]]
+    ) -> None:
         self.limit = limit
+        #: row -> (planned cost, the most one of its requests may cost)
         self._row_cost = row_cost
-        self._planned: dict[int, float] = {}  # rows in flight
+        self._planned: dict[int, tuple[float, float]] = {}  # rows in flight
         self._spent_finished = 0.0
+        self._next: tuple[int, tuple[float, float]] | None = None  # the row refused last
 
     def admits(self, row: int) -> bool:
         """Whether `row` may start now (then it is counted as in flight)."""
         in_flight_spent = max(0.0, self.limit.spent_usd - self._spent_finished)
-        committed = self._spent_finished + max(sum(self._planned.values()), in_flight_spent)
+        planned = sum(cost for cost, _ in self._planned.values())
+        committed = self._spent_finished + max(planned, in_flight_spent)
         if committed >= self.limit.max_cost_usd:
             return False
-        self._planned[row] = self._row_cost(row)
+        if self._next is None or self._next[0] != row:
+            self._next = (row, self._row_cost(row))
+        cost, largest = self._next[1]
+        room = max([largest, *(worst for _, worst in self._planned.values())])
+        if self._planned and committed + cost + room > self.limit.max_cost_usd:
+            return False  # wait for the rows in flight
+        self._planned[row] = (cost, largest)
+        self._next = None
         return True
 
     def finished(self, line: SampleLine) -> None:

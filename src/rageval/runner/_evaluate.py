@@ -832,14 +832,15 @@ def _caches(judges: Sequence[Judge], embedders: Sequence[Embeddings | None]) -> 
 
 def _row_cost(
     plans: Sequence[Plan], loaded: LoadedData, ids: Sequence[str], batch: bool, row: int
-) -> float:
-    """The planned cost of a row (without looking up kept cells: a row kept costs nothing
-    anyway, and the lookup is the scheduler's)."""
+) -> tuple[float, float]:
+    """The planned cost of a row and the most one of its requests may cost (without looking
+    up kept cells: a row kept costs nothing anyway, and the lookup is the scheduler's)."""
     from rageval.runner._estimate import row_cost
 
     sid = ids[row]
     plan = plans[spread(sid, len(plans))]
-    return row_cost(plan, row, loaded.samples[row], sid, batch=batch, kept=False)[0].cost_usd
+    planned = row_cost(plan, row, loaded.samples[row], sid, batch=batch, kept=False)[0]
+    return planned.cost_usd, planned.largest_request_usd
 
 
 def _stored_batch(run_dir: str | os.PathLike[str]) -> BatchSettings | None:
