@@ -87,6 +87,27 @@ def test_a_judge_that_answers_at_random_within_the_schema() -> None:
         assert result.statuses(metric) == ["ok"] * 8, metric
 
 
+def test_a_structured_output_mode_the_endpoint_refuses_is_dropped_batch_by_batch(
+    online: EvaluationResult,
+) -> None:
+    """No probe in batch mode: every request tries the modes in order, and a line the
+    endpoint refuses (a 400 for json_schema, then for tools) goes into the next batch in the
+    next mode; once a mode answered, later requests use it."""
+    with FakeOpenAI(handle, supports=("json",)) as server:
+        result = evaluate(rows(12), METRICS, llm=judge(server), batch=FAST, progress=False)
+        batches = server.batch_api.batches
+        modes = [line.mode for line in server.batch_api.lines]
+    assert values(result) == values(online)
+    # stage one in json_schema, tools, then json; the verdicts straight in json
+    assert [b["request_counts"] for b in batches] == [
+        {"total": 48, "completed": 0, "failed": 48},
+        {"total": 48, "completed": 0, "failed": 48},
+        {"total": 48, "completed": 48, "failed": 0},
+        {"total": 24, "completed": 24, "failed": 0},
+    ]
+    assert Counter(modes) == {"json_schema": 48, "tools": 48, "text": 72}  # json: in the text
+
+
 def test_failed_lines_and_an_expired_batch_go_into_the_next_batch(
     online: EvaluationResult,
 ) -> None:
