@@ -267,3 +267,12 @@ def test_a_budget_in_batch_mode_counts_batch_prices(
         resumed = evaluate(rows(12), METRICS, llm=judge(server), run_dir=run, resume=True,
                            progress=False)  # fmt: skip
     assert values(resumed) == values(online)
+
+
+def test_the_progress_line_shows_the_batches_waited_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with FakeOpenAI(handle, batch_delay=1.2) as server:
+        evaluate(rows(3), ["answer_accuracy"], llm=judge(server), batch=FAST, progress=True)
+    # drawn twice a second while the one batch (six lines) is in progress
+    assert "batches 1 in flight (0/6 lines done)" in capsys.readouterr().err

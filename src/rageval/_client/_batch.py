@@ -150,6 +150,8 @@ class BatchQueue:
                 known = _Batch(record, earlier=True)
                 for custom_id, key in record.lines.items():
                     self._recorded.setdefault(key, []).append((known, custom_id))
+        #: batch id -> (lines done, lines) of each batch being waited on, as last polled
+        self.waiting_on: dict[str, tuple[int, int]] = {}
         #: batches created, lines uploaded, and lines found in an earlier session's batches
         self.created = 0
         self.uploaded_lines = 0
@@ -300,11 +302,16 @@ class BatchQueue:
                 state = await self._control(lambda: client.batches.retrieve(batch_id))
                 if state.status in _ENDED:
                     break
+                counts = state.request_counts
+                done = counts.completed + counts.failed if counts is not None else 0
+                self.waiting_on[batch_id] = (done, len(record.lines))
                 await asyncio.sleep(self.settings.poll_interval)
         except FatalJudgeError as exc:
             if exc.status == 404:  # gone (an earlier session's, past its retention)
                 return {}
             raise
+        finally:
+            self.waiting_on.pop(batch_id, None)
         if state.status == "failed":
             if batch.earlier:  # a resumed run tries its lines again
                 return {}

@@ -75,6 +75,7 @@ from rageval.samples import (
 )
 
 if TYPE_CHECKING:
+    from rageval._client._batch import BatchQueue
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
 
@@ -487,6 +488,8 @@ class _Progress:
         self.line = line
         self.judges = list({id(j): j for j in judges}.values())
         self._base = self._usage()
+        #: the run's Batch API queues, in batch mode
+        self.queues: Sequence[BatchQueue] = ()
 
     def _usage(self) -> Usage:
         # calls in progress count too: a fault stall's retries show while it lasts
@@ -513,6 +516,9 @@ class _Progress:
             u.cost_usd,
         )
         c.retries, c.reasks = u.retries, u.reasks
+        if self.queues:
+            waiting = [w for q in self.queues for w in q.waiting_on.values()]
+            c.batches = (len(waiting), sum(d for d, _ in waiting), sum(n for _, n in waiting))
         self.line.update(force=force)
 
     async def tick(self) -> None:
@@ -713,7 +719,8 @@ async def aevaluate(
             await ray_run.run(todo, on_record)
         else:
             journal = RunBatchJournal(run_dir) if batching and run_dir is not None else None
-            async with send_in_batches(judges, batching, journal):
+            async with send_in_batches(judges, batching, journal) as queues:
+                meter.queues = queues
                 with limit_spending(judges, max_cost) as limit:
                     admission = None
                     if limit is not None:
