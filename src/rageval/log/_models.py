@@ -26,9 +26,9 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   tokens the provider served from its prompt cache, priced at the cached-input rate); a run in
   batch mode keeps ``batches.jsonl`` (:class:`BatchEvent`: the batches it uploaded and the
   request behind each line, so that a resumed run re-attaches to a batch in flight); the
-  manifest says whether the run was batched, and how (``batch``, ``batch_settings``). All of it is optional and its absence
-  means what format 3 meant (no cached tokens, online requests), so a run of format 2 or 3
-  reads as it is and can be resumed.
+  manifest says whether the run was batched, and how (``batch``, ``batch_settings``). All of
+  it is optional and its absence means what format 3 meant (no cached tokens, online
+  requests), so a run of format 2 or 3 reads as it is and can be resumed.
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
