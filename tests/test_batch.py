@@ -239,6 +239,7 @@ def test_kill_9_while_a_batch_is_in_flight_then_resume_reattaches(
         done = subprocess.run([*base, "--resume", str(run)], env=env, capture_output=True,
                               text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0, done.stderr
+        assert "through the endpoint's Batch API: 2 batches" in done.stdout
         bodies = uploaded_bodies(server)
         batches = server.batch_api.batches
     # no request was uploaded twice: the resume waited on the batch in flight

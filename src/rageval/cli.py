@@ -250,6 +250,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     _out(result.summary_table())
     _print_retries(result)
     _print_causes(result)
+    _print_batches(run_dir)
     report = run_dir / "report.html"
     _out(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
     return _check_gates(
@@ -517,6 +518,24 @@ def _fresh_run_dir() -> Path:
         n += 1
         candidate = base.with_name(f"{base.name}-{n}")
     return candidate
+
+
+def _print_batches(run_dir: Path) -> None:
+    """In batch mode: that the requests went through the Batch API (its prices), and how many
+    batches the run made (all its sessions)."""
+    from rageval.log import RunLogError, read_batch_events, read_manifest
+
+    try:
+        if not read_manifest(run_dir).batch:
+            return
+        created = sum(event.event == "created" for event in read_batch_events(run_dir))
+    except (OSError, RunLogError):
+        return
+    _out(
+        f"\njudge requests went through the endpoint's Batch API: {created} "
+        f"{'batch' if created == 1 else 'batches'} (recorded in {run_dir / 'batches.jsonl'}), "
+        "priced at batch rates"
+    )
 
 
 def _print_causes(result: EvaluationResult, examples: int = 2, width: int = 300) -> None:
