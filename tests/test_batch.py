@@ -5,6 +5,7 @@ re-attaches to what an earlier session uploaded instead of uploading it again.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -149,9 +150,11 @@ def test_a_failed_or_cancelled_batch_stops_the_run_resumably(
         with pytest.raises(FatalJudgeError, match=r"batch batch_\w+ .* failed: .*token_limit"):
             evaluate(rows(12), METRICS, llm=judge(server), run_dir=run, batch=FAST,
                      progress=False)  # fmt: skip
+        # batch=True on a resume: batch mode with the run's own settings, not the defaults
         resumed = evaluate(rows(12), METRICS, llm=judge(server), run_dir=run, resume=True,
-                           progress=False, batch=FAST)  # fmt: skip
+                           progress=False, batch=True)  # fmt: skip
         assert values(resumed) == values(online)
+        assert read_manifest(run).batch_settings == dataclasses.asdict(FAST)
     with FakeOpenAI(handle, batch_delay=30.0) as server:
 
         def cancel_when_created() -> None:  # someone cancels the batch outside the run

@@ -175,7 +175,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             metric_params=params or None,
             on_invalid="skip" if args.skip_invalid else settings.on_invalid,
             repeats=args.repeats or 1,
-            batch=_batch_settings(args.batch, settings.batch) is not None,
+            batch=bool(_batch_settings(args.batch, settings.batch)),
             as_json=args.json,
         )
     gates = _gates(args.fail_under)
@@ -281,9 +281,12 @@ def _dry_run(
     return EXIT_OK
 
 
-def _batch_settings(flag: bool, configured: bool | dict[str, float] | None) -> BatchSettings | None:
-    """--batch, or the config file's `batch` (true, or a table of BatchSettings); None when
-    neither asks for batch mode (resuming: as the run was)."""
+def _batch_settings(
+    flag: bool, configured: bool | dict[str, float] | None
+) -> bool | BatchSettings | None:
+    """--batch or the config file's `batch = true` (True: the default settings, or resuming a
+    batched run, its own), the config file's table of BatchSettings, or None when neither asks
+    for batch mode (resuming: as the run was)."""
     from rageval.judge import BatchSettings
 
     if isinstance(configured, dict):
@@ -291,7 +294,7 @@ def _batch_settings(flag: bool, configured: bool | dict[str, float] | None) -> B
             return BatchSettings(**configured)  # type: ignore[arg-type]
         except (TypeError, ValueError) as e:
             raise _UsageError(f"the config file's batch settings: {e}") from None
-    return BatchSettings() if flag or configured else None
+    return True if flag or configured else None
 
 
 def _prices(values: Sequence[str]) -> PriceTable | None:

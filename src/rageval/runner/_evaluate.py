@@ -594,7 +594,8 @@ async def aevaluate(
     the endpoint's Batch API, priced at the model's batch rates: every row is in flight at
     once, the requests go out as batches, and `run_dir` keeps what was uploaded so that a
     resumed run re-attaches to a batch in flight (:mod:`rageval._client._batch`; local engine
-    only). Resuming, None means as the run was started.
+    only). Resuming, None means as the run was started, and True batch mode with the settings
+    the run was batched with, if it was.
     """
     _check_engine(engine, ray_address, ray_actors)
     if resume and run_dir is None:
@@ -616,8 +617,9 @@ async def aevaluate(
         isinstance(max_cost, (int, float)) and not isinstance(max_cost, bool) and max_cost > 0
     ):
         raise RunConfigError(f"max_cost must be a positive number of USD, got {max_cost!r}")
-    if resume and batch is None and run_dir is not None:
-        batch = _stored_batch(run_dir)
+    if resume and (batch is None or batch is True) and run_dir is not None:
+        # as the run was batched (True: in batch mode, with its settings if it was)
+        batch = _stored_batch(run_dir) or batch
     batching = BatchSettings() if batch is True else batch or None
     if engine == "ray" and (max_cost is not None or batching is not None):
         raise RunConfigError("max_cost and batch work with the local engine, not with engine='ray'")
