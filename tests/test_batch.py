@@ -211,7 +211,7 @@ def test_kill_9_while_a_batch_is_in_flight_then_resume_reattaches(
     config.write_text("batch = { poll_interval = 0.1, settle = 0.1 }\n")
     run = tmp_path / "run"
     env = {**os.environ, "OPENAI_API_KEY": FAKE_API_KEY}
-    with FakeOpenAI(handle, batch_delay=2.0) as server:
+    with FakeOpenAI(handle, batch_delay=1.5) as server:
         base = [sys.executable, "-m", "rageval", "evaluate", "--config", str(config),
                 "--no-cache", "--no-probe", "-q"]  # fmt: skip
         first = subprocess.Popen(
@@ -239,6 +239,7 @@ def test_kill_9_while_a_batch_is_in_flight_then_resume_reattaches(
         first.send_signal(signal.SIGKILL)  # the first batch is in flight
         first.wait()
         assert len(server.batch_api.uploads) == 1
+        assert server.batch_api.batches[0]["status"] in ("validating", "in_progress")
         done = subprocess.run([*base, "--resume", str(run)], env=env, capture_output=True,
                               text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0, done.stderr
