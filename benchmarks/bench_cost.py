@@ -8,7 +8,7 @@ benchmark's samples and the eight metrics, against ``FakeOpenAI`` on 127.0.0.1 i
     python benchmarks/bench_cost.py estimate --samples 200 --judge random
     python benchmarks/bench_cost.py estimate --samples 200 --judge random --fault-rate 0.1
     python benchmarks/bench_cost.py budget --samples 200 --fraction 0.33
-    python benchmarks/bench_cost.py batch --samples 200
+    python benchmarks/bench_cost.py batch --samples 200 [--judge random]
 
 ``estimate``: ``--dry-run --json`` (the HTTP requests the server saw during it must be 0), then
 the real run; the estimate's requests and prompt tokens against the run's (``summary.json``).
@@ -17,7 +17,7 @@ the real run; the estimate's requests and prompt tokens against the run's (``sum
 that must exit 5 with the spending at most the budget and less than one request's worst case
 below it; ``--resume`` (no budget) then finishes, and its results equal the uninterrupted run's.
 
-``batch``: an online run and a ``--batch`` run (same scripted judge): the same value and status
+``batch``: an online run and a ``--batch`` run (the same judge): the same value and status
 in every cell, every row once in ``results.jsonl``, the batches made; then a batch run killed
 with SIGKILL while its first batch is in flight, and ``--resume``: exit 0, no request body
 uploaded twice, the same results again.
@@ -221,23 +221,25 @@ def bench_budget(work: Path, samples: int, fraction: float) -> None:
 
 
 # ------------------------------------------------------------------------------ batch
-def bench_batch(work: Path, samples: int) -> None:
+def bench_batch(work: Path, samples: int, judge: str) -> None:
     from rageval.log import read_batch_events
     from rageval.testing import FakeOpenAI
-    from rageval.testing.synthetic_judge import handle
 
     data = work / "data.jsonl"
     write_data(data, samples)
     config = work / "rageval.toml"
     config.write_text("batch = { poll_interval = 0.05, settle = 0.2 }\n")
     online_run, batch_run, killed_run = work / "online", work / "batch", work / "killed"
-    with FakeOpenAI(handle) as server:
+    # each run against a fresh server: the random judge draws anew for a request it saw
+    # before at a temperature above 0 (answer_relevancy's generations), as a model would
+    with FakeOpenAI(handler(judge)) as server:
         t0 = time.monotonic()
         code, _, err = finish(
             rageval([str(data), *metric_args(), "-o", str(online_run)], server.base_url)
         )
         online_s = time.monotonic() - t0
         assert code == 0, err
+    with FakeOpenAI(handler(judge)) as server:
         t0 = time.monotonic()
         code, _, err = finish(
             rageval(
@@ -248,7 +250,7 @@ def bench_batch(work: Path, samples: int) -> None:
         batch_s = time.monotonic() - t0
         assert code == 0, err
         batches = server.batch_api.batches
-        chat_online = len(server.chat_requests)
+        chat_during_batch = len(server.chat_requests)
     online, batched = cells(online_run), cells(batch_run)
     differ = [
         (sid, m)
@@ -257,21 +259,20 @@ def bench_batch(work: Path, samples: int) -> None:
         if batched[sid][m] != cell
     ]
     ou, bu = usage(online_run), usage(batch_run)
-    print(f"{samples} samples x 8 metrics, scripted judge, load {load_average():.2f}")
+    print(f"{samples} samples x 8 metrics, judge {judge}, load {load_average():.2f}")
     print(
         f"- online: {ou['requests']} requests, ${ou['cost_usd']:.6f}, {online_s:.1f} s; "
         f"batch: {bu['requests']} requests in {len(batches)} batches "
         f"({', '.join(str(b['request_counts']['total']) for b in batches)} lines), "
         f"${bu['cost_usd']:.6f} ({bu['cost_usd'] / ou['cost_usd']:.3f} of online), "
-        f"{batch_s:.1f} s; chat requests online during the batch run: "
-        f"{chat_online - ou['requests']}"
+        f"{batch_s:.1f} s; chat requests online during the batch run: {chat_during_batch}"
     )
     print(
         f"- rows: online {len(online)}, batch {len(batched)} (each once); cells that differ: "
         f"{len(differ)} of {sum(len(r) for r in online.values())}"
     )
 
-    with FakeOpenAI(handle, batch_delay=3.0) as server:
+    with FakeOpenAI(handler(judge), batch_delay=3.0) as server:
         first = rageval(
             [str(data), *metric_args(), "-o", str(killed_run), "--config", str(config)],
             server.base_url,
@@ -318,7 +319,7 @@ def main() -> int:
         elif args.part == "budget":
             bench_budget(work, args.samples, args.fraction)
         else:
-            bench_batch(work, args.samples)
+            bench_batch(work, args.samples, args.judge)
     return 0
 
 
