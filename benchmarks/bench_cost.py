@@ -55,13 +55,15 @@ if TYPE_CHECKING:
 MODEL = "gpt-4o-mini"
 
 
-def rageval(args: list[str], server_url: str, *, timeout: float = 1800) -> subprocess.Popen[str]:
+def rageval(args: list[str], server_url: str) -> subprocess.Popen[str]:
     env = {**child_env(), "OPENAI_API_KEY": "sk-fake-test-key"}
     cmd = [sys.executable, "-m", "rageval", "evaluate", *args]
     if "--resume" not in args:
         cmd += ["--llm", MODEL, "--base-url", server_url, "--embeddings", "local"]
+    # the dry run as a user runs it (it sends nothing, the endpoint check included)
+    quiet = ["--no-cache", "-q"] if "--dry-run" in args else ["--no-cache", "--no-probe", "-q"]
     return subprocess.Popen(
-        [*cmd, "--no-cache", "--no-probe", "-q"],
+        [*cmd, *quiet],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
