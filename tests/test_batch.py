@@ -173,6 +173,26 @@ def test_a_failed_or_cancelled_batch_stops_the_run_resumably(
         canceller.join()
 
 
+def test_batches_stay_under_the_enqueued_token_limit(online: EvaluationResult) -> None:
+    """The endpoint refuses a batch that would take its batches in progress past its
+    enqueued-token limit (OpenAI's per-model cap); max_enqueued_tokens keeps a run under it:
+    batches cut to that size, each sent once the ones in progress leave room."""
+    assert online.usage.prompt_tokens > 0
+    limit = online.usage.prompt_tokens // 4  # the first stage's lines hold most of it
+    with FakeOpenAI(handle, batch_delay=0.05) as server:
+        server.batch_api.enqueued_token_limit = limit
+        with pytest.raises(FatalJudgeError, match="token_limit_exceeded: Enqueued token limit"):
+            evaluate(rows(12), METRICS, llm=judge(server), batch=FAST, progress=False)
+    capped = dataclasses.replace(FAST, max_enqueued_tokens=limit)
+    with FakeOpenAI(handle, batch_delay=0.05) as server:
+        server.batch_api.enqueued_token_limit = limit
+        result = evaluate(rows(12), METRICS, llm=judge(server), batch=capped, progress=False)
+        batches = server.batch_api.batches
+    assert values(result) == values(online)
+    assert len(batches) >= 5 and all(b["status"] == "completed" for b in batches)
+    assert sum(b["request_counts"]["total"] for b in batches) == 12 * 6
+
+
 def test_a_resume_finds_an_upload_whose_batch_was_never_created(
     online: EvaluationResult, tmp_path: Path
 ) -> None:

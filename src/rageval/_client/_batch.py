@@ -19,6 +19,12 @@ A line's fate, sorted by the retry loop like the HTTP reply it stands for
 expired first) or whose reply cannot be read is sent again. A batch that failed as a whole, or
 that was cancelled outside the run, stops the run with its reason.
 
+OpenAI also caps, per model, the input tokens of the batches in progress at once (the
+"enqueued token limit" of your usage tier); a batch that would pass it fails at creation.
+:attr:`BatchSettings.max_enqueued_tokens` keeps a run under it: batches are cut to that size
+and a batch goes out only once the run's batches in progress leave room for it (tokens
+estimated as a quarter of each request body's bytes, more than the tokens billed).
+
 Re-attaching: each upload is recorded in the run directory (:class:`BatchJournal`) with the
 request behind each line (a hash of the request), before the batch is created, and then the
 batch's id. A resumed run in batch mode finds a request it asks again among the recorded lines
@@ -65,12 +71,17 @@ class BatchSettings:
     max_requests: int = 50_000
     max_bytes: int = 190 * 1024 * 1024
     completion_window: str = "24h"
+    #: at most this many input tokens in the run's batches in progress at once (the
+    #: provider's enqueued-token limit for the model; None: no cap)
+    max_enqueued_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if not (self.poll_interval > 0 and self.settle >= 0):
             raise ValueError("poll_interval must be > 0 and settle >= 0")
         if self.max_requests < 1 or self.max_bytes < 1:
             raise ValueError("max_requests and max_bytes must be >= 1")
+        if self.max_enqueued_tokens is not None and self.max_enqueued_tokens < 1:
+            raise ValueError("max_enqueued_tokens must be >= 1 (or None)")
 
 
 @dataclass
@@ -84,6 +95,8 @@ class RecordedBatch:
     url: str
     lines: dict[str, str]
     batch_id: str | None = None
+    #: its lines' input tokens, as estimated (what the enqueued-token cap counts)
+    tokens: int = 0
 
 
 class BatchJournal(Protocol):
@@ -112,6 +125,35 @@ class _Queued:
     body: bytes
     future: asyncio.Future[dict[str, Any]]
 
+    @property
+    def tokens(self) -> int:
+        """More than the input tokens the request is billed (its body holds them and more)."""
+        return -(-len(self.body) // 4)
+
+
+class _Room:
+    """Estimated input tokens of the batches in progress, under a cap (None: no cap); a batch
+    larger than the cap alone goes out when nothing else is in progress."""
+
+    def __init__(self, cap: int | None) -> None:
+        self.cap = cap
+        self.used = 0
+        self._waiters: list[asyncio.Future[None]] = []
+
+    async def take(self, tokens: int) -> None:
+        while self.cap is not None and self.used and self.used + tokens > self.cap:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+        self.used += tokens
+
+    def give(self, tokens: int) -> None:
+        self.used -= tokens
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
 
 @dataclass
 class _Batch:
@@ -138,6 +180,7 @@ class BatchQueue:
         self.settings = settings or BatchSettings()
         self._journal = journal
         self._url_prefix = urlsplit(endpoint.base_url).path.rstrip("/")
+        self._room = _Room(self.settings.max_enqueued_tokens)
         self._pending: list[_Queued] = []
         self._pending_bytes = 0
         self._last = 0.0
@@ -200,11 +243,32 @@ class BatchQueue:
         for item in queued:  # a batch goes to one API path
             by_path.setdefault(item.path, []).append(item)
         for items in by_path.values():
-            self._spawn(self._send(items))
+            for chunk in self._chunks(items):
+                self._spawn(self._send(chunk))
+
+    def _chunks(self, items: list[_Queued]) -> list[list[_Queued]]:
+        """`items` cut into batches of at most the enqueued-token cap each."""
+        cap = self.settings.max_enqueued_tokens
+        if cap is None:
+            return [items]
+        chunks: list[list[_Queued]] = [[]]
+        size = 0
+        for item in items:
+            if chunks[-1] and size + item.tokens > cap:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(item)
+            size += item.tokens
+        return chunks
 
     async def _send(self, queued: list[_Queued]) -> None:
-        """Upload `queued` as one batch, create it, and hand each its line once it ended."""
+        """Upload `queued` as one batch once the batches in progress leave room for it,
+        create it, and hand each its line once it ended."""
+        tokens = sum(item.tokens for item in queued)
+        taken = False
         try:
+            await self._room.take(tokens)
+            taken = True
             lines = {f"r{i}": item for i, item in enumerate(queued, start=1)}
             url = self._url(queued[0].path)
             content = b"".join(
@@ -221,6 +285,7 @@ class BatchQueue:
                 self._endpoint.base_url,
                 url,
                 {custom_id: item.key for custom_id, item in lines.items()},
+                tokens=tokens,
             )
             if self._journal is not None:
                 self._journal.uploaded(record)
@@ -229,8 +294,10 @@ class BatchQueue:
             for custom_id, item in lines.items():
                 batch.waiting.setdefault(custom_id, []).append(item.future)
             await self._create(batch)
-            self._follow(batch)
+            self._follow(batch)  # gives the room back once the batch ended
         except BaseException as exc:
+            if taken:
+                self._room.give(tokens)
             for item in queued:
                 _fail(item.future, exc)
             if not isinstance(exc, Exception):
@@ -240,7 +307,11 @@ class BatchQueue:
     def _follow(self, batch: _Batch) -> None:
         """Collect `batch` (once) and hand its lines to whoever waits on them."""
         if batch.collected is None:
+            tokens = batch.record.tokens
+            if batch.earlier:  # in progress at the endpoint: it holds its tokens there
+                self._room.used += tokens
             batch.collected = self._spawn(self._collect(batch))
+            batch.collected.add_done_callback(lambda _: self._room.give(tokens))
             batch.collected.add_done_callback(lambda _: self._deliver(batch))
         elif batch.collected.done():
             self._deliver(batch)

@@ -309,6 +309,8 @@ class BatchEvent(_Versioned):
     url: str | None = None
     lines: dict[str, str] = Field(default_factory=dict)
     batch_id: str | None = None
+    #: the uploaded lines' input tokens, as estimated (what an enqueued-token cap counts)
+    tokens: int | None = None
 
 
 # ---------------------------------------------------------------------------- summary.json

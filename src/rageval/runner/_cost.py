@@ -115,7 +115,11 @@ class RunBatchJournal:
         for event in read_batch_events(self.run_dir):
             if event.event == "uploaded" and event.endpoint and event.url:
                 uploads[event.file_id] = RecordedBatch(
-                    event.file_id, event.endpoint, event.url, dict(event.lines)
+                    event.file_id,
+                    event.endpoint,
+                    event.url,
+                    dict(event.lines),
+                    tokens=event.tokens or 0,
                 )
             elif event.event == "created" and event.file_id in uploads:
                 uploads[event.file_id].batch_id = event.batch_id
@@ -130,6 +134,7 @@ class RunBatchJournal:
                 endpoint=batch.endpoint,
                 url=batch.url,
                 lines=batch.lines,
+                tokens=batch.tokens,
             ),
         )
 
