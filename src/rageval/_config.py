@@ -78,7 +78,7 @@ class _File(BaseModel):
     fail_under: dict[str, float] | None = None
     probe: bool | None = None
     max_cost: float | None = None
-    batch: bool | dict[str, float] | None = None
+    batch: bool | dict[str, int | float | str] | None = None
     judge: dict[str, Any] | None = None
     params: dict[str, dict[str, Any]] | None = None
 
@@ -96,7 +96,7 @@ class Settings:
     probe: bool | None = None
     #: the run's budget in USD (evaluate(max_cost=...)); whether it goes through a Batch API
     max_cost: float | None = None
-    batch: bool | dict[str, float] | None = None
+    batch: bool | dict[str, int | float | str] | None = None
     #: Judge keyword arguments, `model` and `base_url` among them when the file sets them
     judge: dict[str, Any] = field(default_factory=dict)
     #: metric name -> constructor arguments

@@ -282,7 +282,7 @@ def _dry_run(
 
 
 def _batch_settings(
-    flag: bool, configured: bool | dict[str, float] | None
+    flag: bool, configured: bool | dict[str, int | float | str] | None
 ) -> bool | BatchSettings | None:
     """--batch or the config file's `batch = true` (True: the default settings, or resuming a
     batched run, its own), the config file's table of BatchSettings, or None when neither asks
