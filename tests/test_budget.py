@@ -93,6 +93,11 @@ def test_the_budget_stops_within_one_request_and_a_resume_finishes(tmp_path: Pat
         partial = stopped.value.result
         assert isinstance(partial, EvaluationResult)
         assert 0 < partial.n_finished < len(data)
+        # rows start only while they fit beside those in flight, with room for a request's
+        # worst case: the budget went to finished rows, not to many rows half done when it
+        # ran out (up to the room kept and a row or two at the edge)
+        assert partial.usage.cost_usd is not None
+        assert partial.usage.cost_usd >= budget - largest - 2 * cost / len(data)
         assert (run / "summary.json").exists()  # a stopped run still says how far it got
         resumed = evaluate(data, METRICS, llm=judge(server), run_dir=run, resume=True,
                            progress=False)  # fmt: skip

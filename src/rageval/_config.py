@@ -13,7 +13,8 @@ and `probe`)::
     on_invalid = "skip"
     fail_under = { faithfulness = 0.8 }
     max_cost = 5.0        # USD: the run stops before passing it (README: Cost control)
-    batch = false         # true: judge requests through the endpoint's Batch API
+    batch = false         # true: judge requests through the endpoint's Batch API, or
+                          # { poll_interval = 60, settle = 1 } (rageval.judge.BatchSettings)
 
     [judge]
     model = "llama3.1"
@@ -77,7 +78,7 @@ class _File(BaseModel):
     fail_under: dict[str, float] | None = None
     probe: bool | None = None
     max_cost: float | None = None
-    batch: bool | None = None
+    batch: bool | dict[str, int | float | str] | None = None
     judge: dict[str, Any] | None = None
     params: dict[str, dict[str, Any]] | None = None
 
@@ -95,7 +96,7 @@ class Settings:
     probe: bool | None = None
     #: the run's budget in USD (evaluate(max_cost=...)); whether it goes through a Batch API
     max_cost: float | None = None
-    batch: bool | None = None
+    batch: bool | dict[str, int | float | str] | None = None
     #: Judge keyword arguments, `model` and `base_url` among them when the file sets them
     judge: dict[str, Any] = field(default_factory=dict)
     #: metric name -> constructor arguments

@@ -27,6 +27,8 @@ class Counters:
     reasks: int = 0  # replies asked again because they failed validation
     #: the run's budget (max_cost), shown next to the cost
     budget_usd: float | None = None
+    #: batch mode: (batches waited on, their lines done, their lines), as last polled
+    batches: tuple[int, int, int] | None = None
 
 
 def wanted(progress: bool | None, stream: TextIO | None = None) -> bool:
@@ -73,6 +75,9 @@ class ProgressLine:
             cost = "cost ?" if c.cost_usd is None else f"cost ${c.cost_usd:.4f}"
             parts.append(cost if c.budget_usd is None else f"{cost} / ${c.budget_usd:.4f}")
             parts.append(f"cache hits {c.cache_hits:,}")
+        if c.batches is not None and c.batches[0]:
+            count, done, lines = c.batches
+            parts.append(f"batches {count} in flight ({done:,}/{lines:,} lines done)")
         if c.retries:
             parts.append(f"retries {c.retries:,}")
         if c.reasks:

@@ -27,7 +27,7 @@ from rageval._version import __version__
 if TYPE_CHECKING:
     from rageval._config import Settings
     from rageval.embeddings import Embeddings
-    from rageval.judge import Judge, PriceTable
+    from rageval.judge import BatchSettings, Judge, PriceTable
     from rageval.results import EvaluationResult
     from rageval.runner._stored import StoredRun
     from rageval.stats import MetricComparison
@@ -175,7 +175,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             metric_params=params or None,
             on_invalid="skip" if args.skip_invalid else settings.on_invalid,
             repeats=args.repeats or 1,
-            batch=args.batch or bool(settings.batch),
+            batch=bool(_batch_settings(args.batch, settings.batch)),
             as_json=args.json,
         )
     gates = _gates(args.fail_under)
@@ -210,6 +210,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 ray_address=args.ray_address,
                 ray_actors=args.ray_actors,
                 max_cost=args.max_cost if args.max_cost is not None else settings.max_cost,
+                # resuming without --batch: as the run was started
+                batch=_batch_settings(args.batch, settings.batch),
             )
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         _discard_unused(copy, run_dir)
@@ -224,8 +226,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             else "the rows"
         )
         _err(
-            f"stopped at the budget: ${e.spent_usd:.4f} spent of --max-cost "
-            f"${e.max_cost_usd:.4f} (the next request could have passed it); {finished} "
+            f"stopped at the budget: ${e.spent_usd:.6f} spent of --max-cost "
+            f"${e.max_cost_usd:.6f} (the next request could have passed it); {finished} "
             f"finished, kept in {run_dir}; continue with --resume {run_dir} and a larger "
             "--max-cost (or none)"
         )
@@ -248,6 +250,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     _out(result.summary_table())
     _print_retries(result)
     _print_causes(result)
+    _print_batches(run_dir)
     report = run_dir / "report.html"
     _out(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
     return _check_gates(
@@ -276,6 +279,22 @@ def _dry_run(
         raise _UsageError(str(e)) from None
     _out(found.model_dump_json(indent=2) if as_json else found.table())
     return EXIT_OK
+
+
+def _batch_settings(
+    flag: bool, configured: bool | dict[str, int | float | str] | None
+) -> bool | BatchSettings | None:
+    """--batch or the config file's `batch = true` (True: the default settings, or resuming a
+    batched run, its own), the config file's table of BatchSettings, or None when neither asks
+    for batch mode (resuming: as the run was)."""
+    from rageval.judge import BatchSettings
+
+    if isinstance(configured, dict):
+        try:
+            return BatchSettings(**configured)  # type: ignore[arg-type]
+        except (TypeError, ValueError) as e:
+            raise _UsageError(f"the config file's batch settings: {e}") from None
+    return True if flag or configured else None
 
 
 def _prices(values: Sequence[str]) -> PriceTable | None:
@@ -502,6 +521,24 @@ def _fresh_run_dir() -> Path:
         n += 1
         candidate = base.with_name(f"{base.name}-{n}")
     return candidate
+
+
+def _print_batches(run_dir: Path) -> None:
+    """In batch mode: that the requests went through the Batch API (its prices), and how many
+    batches the run made (all its sessions)."""
+    from rageval.log import RunLogError, read_batch_events, read_manifest
+
+    try:
+        if not read_manifest(run_dir).batch:
+            return
+        created = sum(event.event == "created" for event in read_batch_events(run_dir))
+    except (OSError, RunLogError):
+        return
+    _out(
+        f"\njudge requests went through the endpoint's Batch API: {created} "
+        f"{'batch' if created == 1 else 'batches'} (recorded in {run_dir / 'batches.jsonl'}), "
+        "priced at batch rates"
+    )
 
 
 def _print_causes(result: EvaluationResult, examples: int = 2, width: int = 300) -> None:

@@ -17,13 +17,13 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from rageval import _env
 from rageval._client._cache import RequestCache, resolve_cache
 from rageval._client._limiter import endpoint_limiter
-from rageval._client._retry import Tally, Target, call_with_retries
+from rageval._client._retry import BatchLineLost, Tally, Target, call_with_retries
 from rageval._client._settings import (
     EndpointOptions,
     EndpointSettings,
@@ -34,6 +34,9 @@ from rageval._client._transport import DirectSender, SdkSender, Sender, _httpx, 
 from rageval._client._usage import PriceTable, UsageLedger
 from rageval._sync import close_with_loop
 from rageval.errors import FatalJudgeError
+
+if TYPE_CHECKING:
+    from rageval._client._batch import BatchQueue
 
 __all__ = ["Endpoint", "normalize_base_url"]
 
@@ -116,7 +119,7 @@ class Endpoint:
         self._fatal: FatalJudgeError | None = None
         self._reached = False
         #: the Batch API queue requests go through instead, in batch mode
-        self.batch: Any = None
+        self.batch: BatchQueue | None = None
 
     def _adopt(self, client: Any) -> None:
         import openai  # already imported by whoever built the client
@@ -181,6 +184,13 @@ class Endpoint:
             close_with_loop(self.aclose)  # a pool of ours: closed when its loop shuts down
         return sender
 
+    async def client(self) -> Any:
+        """The openai SDK client requests on the running loop go out with (the Files and
+        Batches APIs are called through it)."""
+        await self.sender()
+        with self._lock:
+            return self._senders[asyncio.get_running_loop()][0]
+
     async def aclose(self) -> None:
         """Close the HTTP pool this endpoint opened on the running loop (not a given client)."""
         with self._lock:
@@ -200,7 +210,10 @@ class Endpoint:
         tally: Tally,
     ) -> R:
         """POST ``body`` under the limiter, with retries (see :mod:`rageval._client._retry`), and
-        ``read`` the JSON object of the reply."""
+        ``read`` the JSON object of the reply. In batch mode the request goes through the
+        endpoint's Batch API queue instead (:mod:`rageval._client._batch`)."""
+        if self.batch is not None:
+            return await self._post_batched(path, body, read, estimated_tokens, tally)
 
         # Before the limiter: a rate-paced slot must not be spent on importing the SDK.
         sender = await self.sender()
@@ -224,6 +237,38 @@ class Endpoint:
             tally=tally,
             check_fatal=self.check_fatal,
             reached=lambda: self._reached,
+        )
+
+    async def _post_batched(
+        self,
+        path: str,
+        body: Mapping[str, Any],
+        read: Callable[[dict[str, Any]], R],
+        estimated_tokens: int,
+        tally: Tally,
+    ) -> R:
+        queue = self.batch
+        assert queue is not None
+
+        async def attempt() -> R:
+            data = await queue.submit(path, body)
+            try:
+                return read(data)
+            except ValueError as exc:  # BadBody: a line that is no chat completion
+                raise BatchLineLost(f"malformed reply in a batch line: {exc}") from exc
+
+        # a line holds no connection (no limiter), and the next batch is the only wait a
+        # line sent again needs
+        return await call_with_retries(
+            attempt,
+            target=self.target,
+            limiter=None,
+            estimated_tokens=estimated_tokens,
+            max_retries=self.max_retries,
+            tally=tally,
+            check_fatal=self.check_fatal,
+            reached=lambda: True,
+            delay_of=lambda _retry: 0.0,
         )
 
     # ----------------------------------------------------------------- fatal

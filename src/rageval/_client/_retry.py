@@ -12,6 +12,7 @@ the model and where the API key came from; the server's text is included with th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import logging
@@ -26,7 +27,15 @@ from typing import Any, TypeVar
 from rageval._client._limiter import EndpointLimiter
 from rageval.errors import FatalJudgeError, JudgeCallFailed, RagevalError
 
-__all__ = ["Tally", "Target", "backoff_delay", "call_with_retries", "parse_retry_after"]
+__all__ = [
+    "BatchLineError",
+    "BatchLineLost",
+    "Tally",
+    "Target",
+    "backoff_delay",
+    "call_with_retries",
+    "parse_retry_after",
+]
 
 log = logging.getLogger("rageval.judge")
 
@@ -116,22 +125,28 @@ async def call_with_retries(
     send: Callable[[], Awaitable[R]],
     *,
     target: Target,
-    limiter: EndpointLimiter,
+    limiter: EndpointLimiter | None,
     estimated_tokens: int,
     max_retries: int,
     tally: Tally,
     check_fatal: Callable[[], None],
     reached: Callable[[], bool],
+    delay_of: Callable[[int], float] = backoff_delay,
 ) -> R:
     """Send through ``limiter`` until success, a fatal error, or ``max_retries`` retries.
 
     ``check_fatal`` raises if the endpoint already failed fatally (then nothing is sent);
     ``reached`` tells whether the endpoint ever answered, so that an endpoint that could never
-    be reached at all fails fatally instead of one call at a time.
+    be reached at all fails fatally instead of one call at a time. Without a limiter nothing
+    waits for a slot (a request of a Batch API holds no connection); ``delay_of(retry)`` is the
+    pause before a retry the server gave no delay for.
     """
     while True:
         check_fatal()
-        async with limiter.request(estimated_tokens):
+        slot = (
+            limiter.request(estimated_tokens) if limiter is not None else contextlib.nullcontext()
+        )
+        async with slot:
             check_fatal()
             tally.requests += 1
             try:
@@ -159,9 +174,10 @@ async def call_with_retries(
                     "transport",
                 )
             delay = outcome.retry_after
-            limiter.pause(delay)
+            if limiter is not None:
+                limiter.pause(delay)
         else:
-            delay = backoff_delay(tally.retries)
+            delay = delay_of(tally.retries)
         tally.retries += 1
         log.info(
             "%s %s: %s; retry %d/%d in %.2f s",
@@ -181,9 +197,42 @@ class RequestNotSent(RagevalError):
     network policy), and :func:`classify` decides whether a retry can help."""
 
 
+class BatchLineError(RagevalError):
+    """A line of a Batch API job came back with an error response (``status_code``, the
+    error ``body``): sorted like the HTTP error it stands for (a 429 or 5xx goes into the next
+    batch, a 400 is fatal...)."""
+
+    def __init__(self, status_code: int, body: Any) -> None:
+        error = body.get("error", body) if isinstance(body, dict) else body
+        message = error.get("message") if isinstance(error, dict) else None
+        super().__init__(f"batch line error {status_code}: {message or error}")
+        self.status_code = status_code
+        self.body = error
+        self.code = error.get("code") if isinstance(error, dict) else None
+        self.message = str(message or "")
+        self.response = _NoHeaders()
+
+
+class BatchLineLost(RagevalError):
+    """A line of a Batch API job got no answer (the batch expired before it ran, or its
+    reply could not be read): it goes into the next batch."""
+
+
+class _NoHeaders:
+    """What the sorting reads of an HTTP response, for a batch line (which has no headers)."""
+
+    def __init__(self) -> None:
+        self.headers: dict[str, str] = {}
+
+
 def classify(exc: Exception, target: Target) -> _Transient | FatalJudgeError | JudgeCallFailed:
     """Sort an exception raised by the openai SDK into transient, fatal or failed-call."""
     import openai
+
+    if isinstance(exc, BatchLineError):
+        return _classify_status(exc, target)
+    if isinstance(exc, BatchLineLost):
+        return _Transient(target.redact(str(exc)), None, connection=False)
 
     if isinstance(exc, openai.APIStatusError):
         return _classify_status(exc, target)

@@ -6,6 +6,7 @@ cache, usage), whose public names are re-exported here. Importing this package d
 ``openai`` client object is handed in.
 """
 
+from rageval._client._batch import BatchSettings
 from rageval._client._cache import RequestCache, default_cache_dir
 from rageval._client._limiter import EndpointLimiter, endpoint_limiter
 from rageval._client._settings import Limits, RetryPolicy
@@ -15,6 +16,7 @@ from rageval.judge._judge import Judge, JudgeReply, llm_factory
 
 __all__ = [
     "DEFAULT_PRICES",
+    "BatchSettings",
     "EndpointLimiter",
     "FatalJudgeError",
     "Judge",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from rageval._client._budget import SpendingLimit
 from rageval._client._cache import RequestCache, cache_key
-from rageval._client._endpoint import EndpointClient
+from rageval._client._endpoint import Endpoint, EndpointClient
 from rageval._client._retry import Tally
 from rageval._client._settings import (
     DEFAULT_MAX_CONCURRENCY,
@@ -464,6 +464,12 @@ class Judge(EndpointClient):
         if self.mode != "auto":
             return await self._request_n(self.mode, convo, call, budget, tally, n)
         mode = known_mode(self.base_url, self.model)
+        if mode is None and self.batched:
+            # No probe first: through a Batch API it would take a whole batch on its own.
+            # Every request tries the modes in order; one refused goes into the next batch.
+            mode = await self._stored_mode()
+            if mode is None:
+                return await self._try_modes(MODES, convo, call, budget, tally, n)
         if mode is None:
             async with probe_lock(self.base_url, self.model).hold():
                 mode = known_mode(self.base_url, self.model) or await self._stored_mode()
@@ -594,13 +600,20 @@ class Judge(EndpointClient):
         tally.completion_tokens += head.completion_tokens
         tally.cached_tokens += head.cached_tokens
         used = head.prompt_tokens + head.completion_tokens
-        self._endpoint.limiter.settle(estimate, used if head.counted else estimate)
+        if not self.batched:  # a batched request took no rate budget
+            self._endpoint.limiter.settle(estimate, used if head.counted else estimate)
         return raws
 
     def _cost(self, prompt: int, completion: int, cached: int = 0) -> float | None:
         return self.prices.cost(
             self.model, prompt, completion, cached_tokens=cached, batch=self.batched
         )
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The endpoint client requests go out through (:mod:`rageval._client`): the runner
+        puts it in batch mode for a run."""
+        return self._endpoint
 
     @property
     def batched(self) -> bool:

@@ -20,14 +20,17 @@ from rageval.log._calibration import (
     StatisticResult,
 )
 from rageval.log._io import (
+    BATCHES_FILE,
     CALIBRATION_FILE,
     MANIFEST_FILE,
     RESULTS_FILE,
     SUMMARY_FILE,
     LogEntry,
     ResultsWriter,
+    append_batch_event,
     model_json,
     plain_json,
+    read_batch_events,
     read_calibration,
     read_line_at,
     read_lines,
@@ -39,6 +42,7 @@ from rageval.log._io import (
 from rageval.log._models import (
     FORMAT_VERSION,
     RESUMABLE_FORMAT,
+    BatchEvent,
     CauseExample,
     Cell,
     DataInfo,
@@ -67,6 +71,7 @@ from rageval.log._summary import (
 )
 
 __all__ = [
+    "BATCHES_FILE",
     "CALIBRATION_FILE",
     "EMBEDDINGS_USAGE",
     "FORMAT_VERSION",
@@ -76,6 +81,7 @@ __all__ = [
     "SHARED_USAGE",
     "STATISTIC_TITLES",
     "SUMMARY_FILE",
+    "BatchEvent",
     "CalibrationReport",
     "CauseExample",
     "Cell",
@@ -103,9 +109,11 @@ __all__ = [
     "StatisticResult",
     "Summary",
     "Usage",
+    "append_batch_event",
     "build_summary",
     "model_json",
     "plain_json",
+    "read_batch_events",
     "read_calibration",
     "read_line_at",
     "read_lines",

@@ -20,12 +20,20 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from rageval.log._calibration import CalibrationReport
-from rageval.log._models import Manifest, RunLogError, SampleLine, Summary, _Versioned
+from rageval.log._models import (
+    BatchEvent,
+    Manifest,
+    RunLogError,
+    SampleLine,
+    Summary,
+    _Versioned,
+)
 
 MANIFEST_FILE = "manifest.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 CALIBRATION_FILE = "calibration.json"
+BATCHES_FILE = "batches.jsonl"
 
 V = TypeVar("V", bound=_Versioned)
 
@@ -132,7 +140,34 @@ def read_line_at(path: str | os.PathLike[str], offset: int) -> SampleLine:
         raise RunLogError(f"{path} at byte {offset}: {_problem(e)}") from None
 
 
+def read_batch_events(run_dir: str | os.PathLike[str]) -> list[BatchEvent]:
+    """The events of ``batches.jsonl`` in `run_dir` (none when the run never batched); a
+    torn last line (a process killed while writing it) is left out."""
+    path = Path(run_dir) / BATCHES_FILE
+    if not path.exists():
+        return []
+    events = []
+    lines = path.read_bytes().split(b"\n")
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            events.append(BatchEvent.model_validate_json(raw))
+        except ValidationError as e:
+            if number == len(lines):  # no newline after it: a torn final write
+                break
+            raise RunLogError(f"{path}:{number}: {_problem(e)}") from None
+    return events
+
+
 # ------------------------------------------------------------------------------ writers
+
+
+def append_batch_event(run_dir: str | os.PathLike[str], event: BatchEvent) -> None:
+    """Append `event` to ``batches.jsonl`` in `run_dir`, flushed to the OS at once."""
+    with (Path(run_dir) / BATCHES_FILE).open("ab") as fh:
+        fh.write((model_json(event) + "\n").encode("utf-8"))
+        fh.flush()
 
 
 def write_atomic(path: Path, model: BaseModel) -> None:

@@ -26,9 +26,9 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   tokens the provider served from its prompt cache, priced at the cached-input rate); a run in
   batch mode keeps ``batches.jsonl`` (:class:`BatchEvent`: the batches it uploaded and the
   request behind each line, so that a resumed run re-attaches to a batch in flight); the
-  manifest says whether the run was batched (``batch``). All of it is optional and its absence
-  means what format 3 meant (no cached tokens, online requests), so a run of format 2 or 3
-  reads as it is and can be resumed.
+  manifest says whether the run was batched, and how (``batch``, ``batch_settings``). All of
+  it is optional and its absence means what format 3 meant (no cached tokens, online
+  requests), so a run of format 2 or 3 reads as it is and can be resumed.
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
@@ -163,8 +163,10 @@ class Manifest(_Versioned):
     repeats: int = Field(default=1, ge=1)
     #: where the rows were scored: "local" or "ray" (None: a log from before it was recorded)
     engine: str | None = None
-    #: whether judge requests went through the endpoint's Batch API (``batches.jsonl``)
+    #: whether judge requests went through the endpoint's Batch API (``batches.jsonl``), and
+    #: how (poll interval, settle time, sizes: a resumed run keeps them)
     batch: bool = False
+    batch_settings: dict[str, Any] | None = None
 
 
 # ---------------------------------------------------------------------------- results.jsonl
@@ -265,6 +267,26 @@ class SampleLine(_Versioned):
     def sample(self) -> Sample:
         """The sample again, as the run read it."""
         return Sample.model_validate({**self.inputs.model_dump(exclude_none=True), "id": self.id})
+
+
+# ---------------------------------------------------------------------------- batches.jsonl
+
+
+class BatchEvent(_Versioned):
+    """One line of ``batches.jsonl`` (a run in batch mode): a file of requests uploaded to an
+    endpoint's Batch API (``event="uploaded"``: the endpoint, the API path its lines go to, and
+    the request behind each line as custom_id -> request hash), or the batch created from it
+    (``event="created"``: its id). Written before and after the batch is created, so that a
+    resumed run re-attaches to a batch in flight instead of uploading its requests again."""
+
+    event: Literal["uploaded", "created"]
+    file_id: str
+    endpoint: str | None = None
+    url: str | None = None
+    lines: dict[str, str] = Field(default_factory=dict)
+    batch_id: str | None = None
+    #: the uploaded lines' input tokens, as estimated (what an enqueued-token cap counts)
+    tokens: int | None = None
 
 
 # ---------------------------------------------------------------------------- summary.json

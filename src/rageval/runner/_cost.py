@@ -4,17 +4,21 @@ attached to the run's judges while it lasts (see README "Cost control")."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+import os
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rageval._client._batch import BatchQueue, BatchSettings, RecordedBatch
 from rageval._client._budget import SpendingLimit
 from rageval.errors import BudgetReached
+from rageval.log import BatchEvent, append_batch_event, read_batch_events
 
 if TYPE_CHECKING:
     from rageval.judge import Judge
     from rageval.log import SampleLine
 
-__all__ = ["Admission", "limit_spending", "unpriced"]
+__all__ = ["Admission", "RunBatchJournal", "limit_spending", "send_in_batches", "unpriced"]
 
 
 def unpriced(judges: Sequence[Judge], *, batch: bool = False) -> list[str]:
@@ -23,24 +27,42 @@ def unpriced(judges: Sequence[Judge], *, batch: bool = False) -> list[str]:
 
 
 class Admission:
-    """Starts a row only while the rows in flight, at their planned cost
-    (:mod:`rageval.runner._estimate`), leave room in the budget, so that the rows a run starts
-    are the ones it can finish. What a row may cost beyond its plan is held by the budget's own
-    per-request check (:class:`SpendingLimit`)."""
+    """Starts a row only while it fits in the budget beside the rows in flight, so that the
+    rows a run starts are the ones it can finish: rows in flight progress together, and a
+    budget that runs out while many are half done leaves them all unfinished. A row fits when
+    the rows in flight at their planned cost (:mod:`rageval.runner._estimate`), this row's,
+    and the most any one of their requests may cost (what the budget reserves for a request
+    before sending it: the room their last requests need) stay within the budget. Once no row
+    fits, the next row starts alone, with nothing else in flight, and spends what is left up
+    to the budget's own per-request check (:class:`SpendingLimit`, which also holds what a
+    row costs beyond its plan): so the run stops within one request of the budget, with at
+    most that row unfinished."""
 
-    def __init__(self, limit: SpendingLimit, row_cost: Callable[[int], float]) -> None:
+    def __init__(
+        self, limit: SpendingLimit, row_cost: Callable[[int], tuple[float, float]]
+    ) -> None:
         self.limit = limit
+        #: row -> (planned cost, the most one of its requests may cost)
         self._row_cost = row_cost
-        self._planned: dict[int, float] = {}  # rows in flight
+        self._planned: dict[int, tuple[float, float]] = {}  # rows in flight
         self._spent_finished = 0.0
+        self._next: tuple[int, tuple[float, float]] | None = None  # the row refused last
 
     def admits(self, row: int) -> bool:
         """Whether `row` may start now (then it is counted as in flight)."""
         in_flight_spent = max(0.0, self.limit.spent_usd - self._spent_finished)
-        committed = self._spent_finished + max(sum(self._planned.values()), in_flight_spent)
+        planned = sum(cost for cost, _ in self._planned.values())
+        committed = self._spent_finished + max(planned, in_flight_spent)
         if committed >= self.limit.max_cost_usd:
             return False
-        self._planned[row] = self._row_cost(row)
+        if self._next is None or self._next[0] != row:
+            self._next = (row, self._row_cost(row))
+        cost, largest = self._next[1]
+        room = max([largest, *(worst for _, worst in self._planned.values())])
+        if self._planned and committed + cost + room > self.limit.max_cost_usd:
+            return False  # wait for the rows in flight
+        self._planned[row] = (cost, largest)
+        self._next = None
         return True
 
     def finished(self, line: SampleLine) -> None:
@@ -79,3 +101,68 @@ def limit_spending(
     finally:
         for judge, old in zip(distinct, before, strict=True):
             judge.spending = old
+
+
+class RunBatchJournal:
+    """The uploads of a run in batch mode, in its directory's ``batches.jsonl``
+    (:class:`~rageval.log.BatchEvent`), for :class:`~rageval._client._batch.BatchQueue`."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.run_dir = Path(run_dir)
+
+    def recorded(self) -> list[RecordedBatch]:
+        uploads: dict[str, RecordedBatch] = {}
+        for event in read_batch_events(self.run_dir):
+            if event.event == "uploaded" and event.endpoint and event.url:
+                uploads[event.file_id] = RecordedBatch(
+                    event.file_id,
+                    event.endpoint,
+                    event.url,
+                    dict(event.lines),
+                    tokens=event.tokens or 0,
+                )
+            elif event.event == "created" and event.file_id in uploads:
+                uploads[event.file_id].batch_id = event.batch_id
+        return list(uploads.values())
+
+    def uploaded(self, batch: RecordedBatch) -> None:
+        append_batch_event(
+            self.run_dir,
+            BatchEvent(
+                event="uploaded",
+                file_id=batch.file_id,
+                endpoint=batch.endpoint,
+                url=batch.url,
+                lines=batch.lines,
+                tokens=batch.tokens,
+            ),
+        )
+
+    def created(self, file_id: str, batch_id: str) -> None:
+        append_batch_event(
+            self.run_dir, BatchEvent(event="created", file_id=file_id, batch_id=batch_id)
+        )
+
+
+@contextlib.asynccontextmanager
+async def send_in_batches(
+    judges: Sequence[Judge], settings: BatchSettings | None, journal: RunBatchJournal | None
+) -> AsyncIterator[list[BatchQueue]]:
+    """Every judge of `judges` sends through its endpoint's Batch API while the block runs
+    (nothing changes when `settings` is None); the queues are closed afterwards (a batch in
+    flight runs on at the endpoint, and a resumed run re-attaches to it)."""
+    if settings is None:
+        yield []
+        return
+    endpoints = list({id(j.endpoint): j.endpoint for j in judges}.values())
+    queues = []
+    for endpoint in endpoints:
+        endpoint.batch = BatchQueue(endpoint, settings, journal)
+        queues.append(endpoint.batch)
+    try:
+        yield queues
+    finally:
+        for endpoint in endpoints:
+            endpoint.batch = None
+        for queue in queues:
+            await queue.aclose()

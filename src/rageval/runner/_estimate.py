@@ -147,6 +147,9 @@ class _Tally:
     cost: list[float] | None = field(default_factory=lambda: [0.0, 0.0, 0.0])
     cells: int = 0
     declared: bool = True
+    #: the most one of the requests may cost, as the budget reserves it (its prompt and its
+    #: whole reply budget; 0 when unknown)
+    largest_request_usd: float = 0.0
 
     def add(self, other: _Tally) -> None:
         for mine, theirs in (
@@ -162,6 +165,7 @@ class _Tally:
         else:
             self.cost = None
         self.cells += other.cells
+        self.largest_request_usd = max(self.largest_request_usd, other.largest_request_usd)
 
     def scale(self, factor: int) -> None:
         """`factor` times as much (the same cells, scored `factor` times)."""
@@ -188,10 +192,14 @@ def plan_cost(judge: Judge, planned: Sequence[PlannedRequest], *, batch: bool = 
     tally = _Tally()
     honoured = judge.honours_n()
     for request in planned:
-        chars, _budget = judge.request_size(
+        chars, budget = judge.request_size(
             request.messages, request.response_model, max_tokens=request.max_tokens
         )
         prompt = tokens(chars)
+        worst = judge.prices.cost(
+            judge.model, prompt + 4 * len(request.messages), budget * request.n, batch=batch
+        )
+        tally.largest_request_usd = max(tally.largest_request_usd, worst or 0.0)
         spread = _PREDICTED if request.predicted else _TOKENIZER
         n = request.n
         # requests (each billing the prompt) if the endpoint honours n, and if it does not
@@ -262,6 +270,12 @@ class SampleCost:
         """The estimated cost (0 for parts of unknown price)."""
         parts = (*self.by_metric.values(), *self.shared.values())
         return sum(p.cost[0] for p in parts if p.cost is not None)
+
+    @property
+    def largest_request_usd(self) -> float:
+        """The most one of its requests may cost, as the budget reserves it."""
+        parts = (*self.by_metric.values(), *self.shared.values())
+        return max((p.largest_request_usd for p in parts), default=0.0)
 
 
 def sample_cost(

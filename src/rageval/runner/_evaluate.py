@@ -27,7 +27,7 @@ from rageval import _env, _progress
 from rageval._sync import synchronous
 from rageval._version import __version__
 from rageval.errors import BudgetReached, RagevalError
-from rageval.judge import RequestCache, Usage, UsageLedger, endpoint_limiter
+from rageval.judge import BatchSettings, RequestCache, Usage, UsageLedger, endpoint_limiter
 from rageval.log import (
     DataInfo,
     EmbeddingsInfo,
@@ -35,7 +35,9 @@ from rageval.log import (
     JudgeInfo,
     Manifest,
     MetricSpec,
+    RunLogError,
     SampleLine,
+    read_manifest,
 )
 from rageval.metrics.base import (
     Metric,
@@ -44,7 +46,13 @@ from rageval.metrics.base import (
     registered_metrics,
 )
 from rageval.results import EvaluationResult
-from rageval.runner._cost import Admission, limit_spending, unpriced
+from rageval.runner._cost import (
+    Admission,
+    RunBatchJournal,
+    limit_spending,
+    send_in_batches,
+    unpriced,
+)
 from rageval.runner._probe import check_key, probe_endpoints
 from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
 from rageval.runner._schedule import (
@@ -67,10 +75,15 @@ from rageval.samples import (
 )
 
 if TYPE_CHECKING:
+    from rageval._client._batch import BatchQueue
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
 
 OnInvalid = Literal["raise", "skip"]
+
+
+#: rows in flight at once in batch mode (each waits on its batch, holding no connection)
+BATCH_WINDOW = 10_000
 
 
 class RunConfigError(RagevalError, ValueError):
@@ -458,6 +471,8 @@ class _Progress:
         self.line = line
         self.judges = list({id(j): j for j in judges}.values())
         self._base = self._usage()
+        #: the run's Batch API queues, in batch mode
+        self.queues: Sequence[BatchQueue] = ()
 
     def _usage(self) -> Usage:
         # calls in progress count too: a fault stall's retries show while it lasts
@@ -484,6 +499,9 @@ class _Progress:
             u.cost_usd,
         )
         c.retries, c.reasks = u.retries, u.reasks
+        if self.queues:
+            waiting = [w for q in self.queues for w in q.waiting_on.values()]
+            c.batches = (len(waiting), sum(d for d, _ in waiting), sum(n for _, n in waiting))
         self.line.update(force=force)
 
     async def tick(self) -> None:
@@ -514,6 +532,7 @@ async def aevaluate(
     ray_address: str | None = None,
     ray_actors: int | None = None,
     max_cost: float | None = None,
+    batch: bool | BatchSettings | None = None,
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
@@ -553,6 +572,13 @@ async def aevaluate(
     cannot fit, the run stops with :class:`~rageval.errors.BudgetReached` (its ``result`` holds
     what finished, kept in `run_dir` for a resume). A judge model of unknown price is refused
     up front. See :mod:`rageval._client._budget` (local engine only).
+
+    `batch=True` (or a :class:`~rageval.judge.BatchSettings`) sends the judge requests through
+    the endpoint's Batch API, priced at the model's batch rates: every row is in flight at
+    once, the requests go out as batches, and `run_dir` keeps what was uploaded so that a
+    resumed run re-attaches to a batch in flight (:mod:`rageval._client._batch`; local engine
+    only). Resuming, None means as the run was started, and True batch mode with the settings
+    the run was batched with, if it was.
     """
     _check_engine(engine, ray_address, ray_actors)
     if resume and run_dir is None:
@@ -574,8 +600,12 @@ async def aevaluate(
         isinstance(max_cost, (int, float)) and not isinstance(max_cost, bool) and max_cost > 0
     ):
         raise RunConfigError(f"max_cost must be a positive number of USD, got {max_cost!r}")
-    if engine == "ray" and max_cost is not None:
-        raise RunConfigError("max_cost works with the local engine, not with engine='ray'")
+    if resume and (batch is None or batch is True) and run_dir is not None:
+        # as the run was batched (True: in batch mode, with its settings if it was)
+        batch = _stored_batch(run_dir) or batch
+    batching = BatchSettings() if batch is True else batch or None
+    if engine == "ray" and (max_cost is not None or batching is not None):
+        raise RunConfigError("max_cost and batch work with the local engine, not with engine='ray'")
     started = time.monotonic()
     run = prepare(
         data,
@@ -592,11 +622,14 @@ async def aevaluate(
     run_judges, embedder, plans = run.judges, run.embedder, run.plans
     human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
     judges = run.all_judges()
-    if max_cost is not None and unpriced(judges, batch=False):
+    missing = unpriced(judges, batch=batching is not None)
+    if max_cost is not None and missing:
+        rates = "batch " if batching is not None else ""
         raise RunConfigError(
-            f"max_cost needs the price of the judge model {', '.join(unpriced(judges))}, which "
-            "rageval does not know: give it with --price MODEL=INPUT,OUTPUT (USD per million "
-            "tokens) or Judge(..., prices=PriceTable({'MODEL': (INPUT, OUTPUT)}))"
+            f"max_cost needs the {rates}price of the judge model {', '.join(missing)}, which "
+            "rageval does not know: give it with --price MODEL=INPUT,OUTPUT[,CACHED_INPUT"
+            "[,BATCH_INPUT,BATCH_OUTPUT]] (USD per million tokens) or Judge(..., "
+            "prices=PriceTable({'MODEL': ModelPrice(...)}))"
         )
     for j in judges:
         meter_judge(j)
@@ -625,6 +658,8 @@ async def aevaluate(
         repeats,
         engine,
     )
+    manifest.batch = batching is not None
+    manifest.batch_settings = dataclasses.asdict(batching) if batching is not None else None
     rundir = RunDir(run_dir) if run_dir is not None else None
     if probe:  # after every local check: bad data or the wrong run directory cost nothing
         if rundir is not None and resume:
@@ -668,18 +703,26 @@ async def aevaluate(
         if ray_run is not None:
             await ray_run.run(todo, on_record)
         else:
-            with limit_spending(judges, max_cost) as limit:
-                admission = None
-                if limit is not None:
-                    admission = Admission(limit, functools.partial(_row_cost, plans, loaded, ids))
-                await Scheduler(
-                    plans,
-                    loaded.samples,
-                    ids,
-                    window=_window(judges),
-                    on_record=on_record,
-                    admission=admission,
-                ).run(todo)
+            journal = RunBatchJournal(run_dir) if batching and run_dir is not None else None
+            async with send_in_batches(judges, batching, journal) as queues:
+                meter.queues = queues
+                with limit_spending(judges, max_cost) as limit:
+                    admission = None
+                    if limit is not None:
+                        cost = functools.partial(
+                            _row_cost, plans, loaded, ids, batching is not None
+                        )
+                        admission = Admission(limit, cost)
+                    # in batch mode a request holds no connection: every row is in flight
+                    window = _window(judges) if batching is None else BATCH_WINDOW
+                    await Scheduler(
+                        plans,
+                        loaded.samples,
+                        ids,
+                        window=window,
+                        on_record=on_record,
+                        admission=admission,
+                    ).run(todo)
     except Exception as stopped:
         if isinstance(stopped, BudgetReached):
             stopped.result = result
@@ -779,14 +822,32 @@ def _caches(judges: Sequence[Judge], embedders: Sequence[Embeddings | None]) -> 
     return [c for c in found if isinstance(c, RequestCache)]
 
 
-def _row_cost(plans: Sequence[Plan], loaded: LoadedData, ids: Sequence[str], row: int) -> float:
-    """The planned cost of a row (without looking up kept cells: a row kept costs nothing
-    anyway, and the lookup is the scheduler's)."""
+def _row_cost(
+    plans: Sequence[Plan], loaded: LoadedData, ids: Sequence[str], batch: bool, row: int
+) -> tuple[float, float]:
+    """The planned cost of a row and the most one of its requests may cost (without looking
+    up kept cells: a row kept costs nothing anyway, and the lookup is the scheduler's)."""
     from rageval.runner._estimate import row_cost
 
     sid = ids[row]
     plan = plans[spread(sid, len(plans))]
-    return row_cost(plan, row, loaded.samples[row], sid, kept=False)[0].cost_usd
+    planned = row_cost(plan, row, loaded.samples[row], sid, batch=batch, kept=False)[0]
+    return planned.cost_usd, planned.largest_request_usd
+
+
+def _stored_batch(run_dir: str | os.PathLike[str]) -> BatchSettings | None:
+    """How the run in `run_dir` was batched, if it was (None too when it cannot be read: the
+    resume reports why)."""
+    try:
+        stored = read_manifest(run_dir)
+    except (OSError, RunLogError):
+        return None
+    if not stored.batch:
+        return None
+    try:
+        return BatchSettings(**(stored.batch_settings or {}))
+    except (TypeError, ValueError):  # settings of another rageval: the defaults
+        return BatchSettings()
 
 
 def _write_report(rundir: RunDir) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from rageval.errors import RagevalError
 from rageval.log import (
+    BATCHES_FILE,
     FORMAT_VERSION,
     MANIFEST_FILE,
     RESULTS_FILE,
@@ -77,7 +78,7 @@ class RunDir:
         """Start a new run here; refuses a directory that already holds one, unless told to
         `overwrite` it (then the old run's files go, and nothing else in the directory)."""
         if overwrite:
-            for name in (MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE):
+            for name in (MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE, BATCHES_FILE):
                 (self.path / name).unlink(missing_ok=True)
         self.check_vacant()
         self.path.mkdir(parents=True, exist_ok=True)
@@ -129,6 +130,9 @@ class RunDir:
             "resumed_at": resumed,
             "human_labels": manifest.human_labels,
             "format_version": FORMAT_VERSION,
+            # batched in any of its sessions: batches.jsonl holds what they uploaded
+            "batch": stored.batch or manifest.batch,
+            "batch_settings": manifest.batch_settings or stored.batch_settings,
         }
         write_atomic(self.manifest_path, stored.model_copy(update=update))
         return sorted(lines.values(), key=lambda item: item[1].row)

@@ -34,6 +34,11 @@ Failures to inject, one per batch in the order batches are created (:meth:`Batch
 
 ``POST /v1/batches/{id}/cancel`` before the lines are answered gives a ``cancelled`` batch
 whose lines are error lines with code ``batch_cancelled``.
+
+:attr:`BatchAPI.enqueued_token_limit` (None: no limit) is OpenAI's per-model cap on the input
+tokens of the batches in progress at once: a batch that would pass it fails at creation with
+the code ``token_limit_exceeded``. Tokens are counted as the server bills them
+(ceil(characters / 4) of each line's messages and the structured-output schema).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 import re
 import threading
 import time
@@ -107,6 +113,8 @@ class _Batch:
     answering: bool = False
     cancel_asked: bool = False
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the input tokens of its lines (what the enqueued-token limit counts)
+    tokens: int = 0
 
 
 class BatchAPI:
@@ -116,6 +124,8 @@ class BatchAPI:
         self.server = server
         #: seconds a batch stays in progress before its lines are answered (settable)
         self.delay = delay
+        #: the most input tokens the batches in progress may hold at once (None: no limit)
+        self.enqueued_token_limit: int | None = None
         self.files: dict[str, dict[str, Any]] = {}
         self._content: dict[str, bytes] = {}
         self._batches: dict[str, _Batch] = {}
@@ -260,9 +270,22 @@ class BatchAPI:
             "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
             "metadata": body.get("metadata"),
         }
-        batch = _Batch(obj, lines, fault)
+        batch = _Batch(obj, lines, fault, tokens=sum(_line_tokens(line) for line in lines))
         with self._lock:
+            enqueued = sum(
+                b.tokens for b in self._batches.values() if b.obj["status"] not in _TERMINAL
+            )
             self._batches[batch_id] = batch
+        limit = self.enqueued_token_limit
+        if limit is not None and not problems and enqueued + batch.tokens > limit:
+            problems = [
+                {
+                    "code": "token_limit_exceeded",
+                    "message": f"Enqueued token limit reached for {_model(lines)}. Limit: "
+                    f"{limit:,} enqueued tokens. Please try again once some in_progress "
+                    "batches have been completed.",
+                }
+            ]
         if problems or (fault is not None and fault.kind == "fail"):
             errors = problems or [{"code": "failed", "message": fault.message if fault else ""}]
             obj.update(
@@ -373,6 +396,18 @@ class BatchAPI:
             error_file_id=store(err, f"{obj['id']}_error.jsonl"),
         )
         obj.update(status=status, **{f"{status}_at": now})
+
+
+def _line_tokens(line: dict[str, Any]) -> int:
+    """A line's input tokens, as the server bills a request: its messages and schema."""
+    body = line["body"]
+    record = RecordedRequest(CHAT_PATH, {}, body, 0.0)
+    return math.ceil((record.prompt_chars + len(record.schema_text)) / 4)
+
+
+def _model(lines: list[dict[str, Any]]) -> str:
+    model = lines[0]["body"].get("model") if lines else None
+    return model if isinstance(model, str) else "the model"
 
 
 def _lines(content: bytes, endpoint: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
