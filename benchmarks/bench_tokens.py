@@ -66,6 +66,27 @@ OWNER = {
 }
 PER_MESSAGE = 3
 REPLY_PRIMER = 3
+#: the keys OpenAI's rendering of a response_format schema leaves out, and the tokens it adds,
+#: as fitted against the API's reported usage in openai/openai-cookbook#2140
+UNBILLED_KEYS = frozenset({"required", "additionalProperties", "$schema"})
+SCHEMA_FRAME = 9
+
+
+def without_unbilled(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: without_unbilled(v) for k, v in value.items() if k not in UNBILLED_KEYS}
+    if isinstance(value, list):
+        return [without_unbilled(v) for v in value]
+    return value
+
+
+def fitted_schema_tokens(enc: tiktoken.Encoding, request: RecordedRequest) -> int:
+    """The schema as openai/openai-cookbook#2140 found it billed: the compact JSON of the
+    schema alone, without the keys of :data:`UNBILLED_KEYS` at any depth, + 9 tokens."""
+    assert request.mode == "json_schema", "the fit is for response_format json_schema"
+    schema = (request.response_format or {})["json_schema"]["schema"]
+    text = json.dumps(without_unbilled(schema), ensure_ascii=False, separators=(",", ":"))
+    return len(enc.encode(text)) + SCHEMA_FRAME
 
 
 def owner(request: RecordedRequest) -> str:
@@ -99,12 +120,14 @@ def count(
             for m in request.messages
         )
         schema = len(enc.encode(request.schema_text))
+        fitted = fitted_schema_tokens(enc, request)
         completion = sum(len(enc.encode(t)) for t in reply_texts(request, reply))
         for key in (owner(request), "total"):
             part = found[key]
             part["requests"] += 1
             part["messages"] += messages
             part["schema"] += schema
+            part["fitted"] += fitted
             part["completion"] += completion
             part["message_chars"] += request.prompt_chars
             part["schema_chars"] += len(request.schema_text)
@@ -164,15 +187,20 @@ def main() -> int:
         real = count(enc, recorded)
 
     total = real["total"]
-    billed = total["messages"] + total["schema"]
+    billings = {  # the real prompt tokens, by how the schema is billed
+        "schema as sent (JSON)": lambda part: part["messages"] + part["schema"],
+        "schema as fitted (#2140)": lambda part: part["messages"] + part["fitted"],
+        "schema free": lambda part: part["messages"],
+    }
     print(
         f"judge {args.judge}, {args.samples} samples x 8 metrics, {total['requests']} chat "
         f"requests, load {load_average():.2f}"
     )
     print(
-        f"- real o200k_base prompt tokens: {billed} = messages {total['messages']} "
-        f"(with the chat format's overhead) + structured-output schema {total['schema']} "
-        f"(compact JSON); test server's chars/4 count: {server_count['prompt_tokens']}"
+        f"- real o200k_base prompt tokens: messages {total['messages']} (chat format's "
+        f"overhead included) + schema {total['schema']} as sent (compact JSON of "
+        f"response_format) or {total['fitted']} as fitted; test server's chars/4 count: "
+        f"{server_count['prompt_tokens']}"
     )
     print(
         f"- characters per token: message texts "
@@ -182,23 +210,29 @@ def main() -> int:
     print(f"- real o200k_base completion tokens: {total['completion']}")
     for label, est in estimates.items():
         p, c = est["prompt_tokens"], est["completion_tokens"]
-        inside = p["low"] <= billed <= p["high"]
+        print(f"- estimate by {est.get('tokenizer')} ({label}):")
+        for billing, billed in billings.items():
+            actual = billed(total)
+            inside = p["low"] <= actual <= p["high"]
+            print(
+                f"  - prompt {p['estimate']:.0f} [{p['low']:.0f}-{p['high']:.0f}] vs {actual} "
+                f"({billing}) -> {pct(p['estimate'], actual)} "
+                f"({'inside' if inside else 'OUTSIDE'} the range)"
+            )
         print(
-            f"- estimate by {est.get('tokenizer')} ({label}): prompt {p['estimate']:.0f} "
-            f"[{p['low']:.0f}-{p['high']:.0f}] -> {pct(p['estimate'], billed)} "
-            f"({'inside' if inside else 'OUTSIDE'} the range; vs messages alone "
-            f"{pct(p['estimate'], total['messages'])}); completion {c['estimate']:.0f} "
-            f"[{c['low']:.0f}-{c['high']:.0f}] -> {pct(c['estimate'], total['completion'])}"
+            f"  - completion {c['estimate']:.0f} [{c['low']:.0f}-{c['high']:.0f}] vs "
+            f"{total['completion']} -> {pct(c['estimate'], total['completion'])}"
         )
         for name in sorted(k for k in real if k != "total"):
             part = real[name]
             mine = (est["shared"] if name.startswith("shared:") else est["metrics"])[name]
-            prompt = part["messages"] + part["schema"]
+            prompt = mine["prompt_tokens"]["estimate"]
+            versus = ", ".join(
+                f"{billed(part)} ({pct(prompt, billed(part))})" for billed in billings.values()
+            )
             print(
-                f"  - {name}: requests {mine['requests']['estimate']:.0f}/{part['requests']}, "
-                f"prompt {mine['prompt_tokens']['estimate']:.0f}/{prompt} "
-                f"({pct(mine['prompt_tokens']['estimate'], prompt)}; schema share "
-                f"{part['schema'] / prompt:.0%}), completion "
+                f"    - {name}: requests {mine['requests']['estimate']:.0f}/{part['requests']}, "
+                f"prompt {prompt:.0f} vs {versus}; completion "
                 f"{mine['completion_tokens']['estimate']:.0f}/{part['completion']} "
                 f"({pct(mine['completion_tokens']['estimate'], part['completion'])})"
             )
