@@ -25,7 +25,8 @@ uploaded twice, the same results again.
 The test server counts tokens as ceil(characters / 4), the same approximation the estimate
 uses when no tokenizer of the model is known offline, so the estimate's prompt-token error
 measured here is that of its request plan and its predictions (statements, replies), not
-that of a tokenizer.
+that of a tokenizer (``bench_tokens.py`` measures that; a ``TIKTOKEN_CACHE_DIR`` holding
+gpt-4o-mini's vocabulary makes the dry run count with it, and then this comparison is off).
 """
 
 from __future__ import annotations

@@ -122,6 +122,9 @@ def rageval_cache_dir(
     cache_dir = root / "rageval-cache"
     monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(cache_dir))
     monkeypatch.setenv("XDG_CACHE_HOME", str(root / "xdg-cache"))
+    # tiktoken's cache: empty, so the dry run approximates tokens unless a test puts a
+    # vocabulary there (a developer's own cache would change the counts)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(root / "tiktoken-cache"))
     for name in _OPENAI_ENV:
         monkeypatch.delenv(name, raising=False)
     return cache_dir

@@ -20,6 +20,10 @@ environment.
                        never downloaded to); else ``HF_HOME/hub``, else
                        ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``,
                        as huggingface_hub resolves it (``HUGGINGFACE_HUB_CACHE``: its old name)
+``TIKTOKEN_CACHE_DIR`` tiktoken's cache of tokenizer vocabularies, which the dry run counts with
+                       when the judge model's is already there (read, never downloaded to);
+                       else ``DATA_GYM_CACHE_DIR``, else ``<temp dir>/data-gym-cache``, as
+                       tiktoken resolves it (set but empty: tiktoken caches nothing)
 =====================  ======================================================================
 """
 
@@ -37,6 +41,7 @@ __all__ = [
     "hf_hub_cache",
     "judge_model",
     "minilm_dir",
+    "tiktoken_cache_dir",
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -93,3 +98,14 @@ def hf_hub_cache() -> Path:
         return Path(home).expanduser() / "hub"
     xdg = _get("XDG_CACHE_HOME")
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "huggingface" / "hub"
+
+
+def tiktoken_cache_dir() -> Path | None:
+    """tiktoken's cache directory, resolved the way tiktoken resolves it; None when it caches
+    nothing (the variable it reads is set but empty)."""
+    import tempfile
+
+    for name in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if name in os.environ:  # tiktoken's rule: set, even to "", wins
+            return Path(os.environ[name]) if os.environ[name] else None
+    return Path(tempfile.gettempdir()) / "data-gym-cache"

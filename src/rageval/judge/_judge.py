@@ -239,22 +239,20 @@ class Judge(EndpointClient):
             found = next((m for m in MODES if m == stored), None)
         return found or MODES[0]
 
-    def request_size(
+    def request_text(
         self,
         messages: Sequence[Mapping[str, str]],
         response_model: type[BaseModel],
         *,
         max_tokens: int | None = None,
-    ) -> tuple[int, int]:
-        """(characters, reply budget) of the request that :meth:`ask` would send: the
-        characters of its messages and of the schema sent beside them, in the
-        :meth:`structured_mode`, and the reply budget it would ask for. Nothing is sent."""
+    ) -> tuple[list[dict[str, Any]], str, int]:
+        """What :meth:`ask` would send, in the :meth:`structured_mode`: the messages, the
+        structured-output arguments sent beside them (the schema) as JSON text ("" when the
+        schema is in the messages), and the reply budget it would ask for. Nothing is sent."""
         shape = shape_of(response_model)
         sent, extra = build_request(self.structured_mode(), _clean_messages(messages), shape)
-        chars = sum(len(str(m.get("content") or "")) for m in sent)
-        if extra:
-            chars += len(encode_body(extra))
-        return chars, max(self.max_tokens, max_tokens or 0)
+        schema = encode_body(extra).decode() if extra else ""
+        return sent, schema, max(self.max_tokens, max_tokens or 0)
 
     def honours_n(self) -> bool | None:
         """Whether the endpoint returns the ``n`` generations one request asks for (learnt

@@ -8,11 +8,13 @@ statements the judge extracts -- is built from a prediction of that reply (the s
 text are predicted as its sentences) and marked as predicted. Cells already kept from an
 earlier run of the same evaluation (:mod:`rageval.runner._cells`) cost nothing, as in a run.
 
-Tokens: no tokenizer of the judge model is available offline, so every count is the documented
-approximation of one token per :data:`CHARS_PER_TOKEN` characters of what is sent -- the
-message texts and the structured-output schema sent beside them (a provider bills both), in
-the judge's structured-output mode -- and of the reply expected. English text runs at 3.5 to
-4.5 characters per token with OpenAI's tokenizers.
+Tokens: a prompt -- the message texts and the structured-output schema sent beside them (a
+provider bills both), in the judge's structured-output mode -- is counted with the judge
+model's tokenizer where it is known offline (:mod:`rageval.runner._tokens`: tiktoken with the
+encoding's file already in its cache), else by the documented approximation of one token per
+:data:`CHARS_PER_TOKEN` characters (English text runs at 3.5 to 4.5 characters per token with
+OpenAI's tokenizers); the estimate says which (``tokenizer``). Expected replies are sized by
+the metrics, in approximated tokens.
 
 Each figure comes with a range, ``low`` to ``high``: the tokenizer approximation (±15%), a
 predicted request's text (-25% to +35%), replies from half to twice the expected length, an
@@ -24,7 +26,6 @@ prefixes bills less.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ from pydantic import BaseModel, Field
 from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
 from rageval.metrics.base import Metric, MetricLike
+from rageval.runner._tokens import APPROXIMATION, CHARS_PER_TOKEN, Counters
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
@@ -51,8 +53,6 @@ __all__ = [
     "plan_cost",
 ]
 
-#: the approximation every token count of the estimate uses
-CHARS_PER_TOKEN = 4
 #: relative spread of a token count made with the approximation, of a predicted request's
 #: prompt, and of a reply around its expected length
 _TOKENIZER = (0.85, 1.15)
@@ -60,11 +60,6 @@ _PREDICTED = (0.75, 1.35)
 _REPLY = (0.5, 2.0)
 #: the share of requests (and of their prompt tokens) re-asks and retries may add
 _REASKS = 0.10
-
-
-def tokens(chars: int) -> int:
-    """Tokens of `chars` characters, by the estimate's approximation."""
-    return math.ceil(chars / CHARS_PER_TOKEN)
 
 
 class Range(BaseModel):
@@ -100,7 +95,8 @@ class CostEstimate(UsageEstimate):
     rows: int = 0
     #: cells kept from an earlier run of the same evaluation: no request
     cells_kept: int = 0
-    tokenizer: str = f"approximation: {CHARS_PER_TOKEN} characters per token"
+    #: how tokens were counted: a tokenizer (``o200k_base (tiktoken)``) or the approximation
+    tokenizer: str = APPROXIMATION.label
     notes: list[str] = Field(default_factory=list)
 
     def table(self) -> str:
@@ -187,15 +183,23 @@ class _Tally:
         )
 
 
-def plan_cost(judge: Judge, planned: Sequence[PlannedRequest], *, batch: bool = False) -> _Tally:
-    """The requests, tokens and cost of `planned` requests to `judge` (estimate, low, high)."""
+def plan_cost(
+    judge: Judge,
+    planned: Sequence[PlannedRequest],
+    *,
+    batch: bool = False,
+    counters: Counters | None = None,
+) -> _Tally:
+    """The requests, tokens and cost of `planned` requests to `judge` (estimate, low, high),
+    the prompts counted by the judge model's counter in `counters` (else approximated)."""
+    counter = APPROXIMATION if counters is None else counters.of(judge.model)
     tally = _Tally()
     honoured = judge.honours_n()
     for request in planned:
-        chars, budget = judge.request_size(
+        messages, schema, budget = judge.request_text(
             request.messages, request.response_model, max_tokens=request.max_tokens
         )
-        prompt = tokens(chars)
+        prompt = counter.prompt_tokens(messages, schema)
         worst = judge.prices.cost(
             judge.model, prompt + 4 * len(request.messages), budget * request.n, batch=batch
         )
@@ -286,18 +290,21 @@ def sample_cost(
     *,
     batch: bool = False,
     repeats: int = 1,
+    counters: Counters | None = None,
 ) -> SampleCost:
     """What `metrics` (the cells of `sample` that will be scored, each `repeats` times)
-    cost, as planned."""
+    cost, as planned (prompts counted as :func:`plan_cost` counts them)."""
     plan = plan_sample(sample, metrics)
     out = SampleCost(undeclared=plan.undeclared)
     for name, requests in plan.by_metric.items():
         judge = judge_of.get(name)
         if requests and judge is not None:
-            out.by_metric[name] = plan_cost(judge, requests, batch=batch)
+            out.by_metric[name] = plan_cost(judge, requests, batch=batch, counters=counters)
     if shared_judge is not None:
         for key, request in plan.shared.items():
-            out.shared[_shared_name(key)] = plan_cost(shared_judge, [request], batch=batch)
+            out.shared[_shared_name(key)] = plan_cost(
+                shared_judge, [request], batch=batch, counters=counters
+            )
     for part in (*out.by_metric.values(), *out.shared.values()):
         part.cells = 1
         part.scale(repeats)  # a repeat asks everything again, the statements too
@@ -312,6 +319,7 @@ def row_cost(
     *,
     batch: bool = False,
     kept: bool = True,
+    counters: Counters | None = None,
 ) -> tuple[SampleCost, int]:
     """The planned cost of scoring `row` under `plan`, as the scheduler scores it, and how
     many of its cells are kept from an earlier run (those cost nothing; looked up only with
@@ -337,6 +345,7 @@ def row_cost(
         plan.shared_judge,
         batch=batch,
         repeats=plan.repeats,
+        counters=counters,
     )
     return cost, len(found)
 
@@ -378,10 +387,11 @@ def estimate(
     per_metric = {m.name: _Tally() for m in run.metrics}
     shared: dict[str, _Tally] = {}
     kept = 0
+    counters = Counters()
     for row, sample in enumerate(run.loaded.samples):
         sid = run.ids[row]
         plan = run.plans[spread(sid, len(run.plans))]
-        planned, found = row_cost(plan, row, sample, sid, batch=batch)
+        planned, found = row_cost(plan, row, sample, sid, batch=batch, counters=counters)
         kept += found
         for name in planned.undeclared:
             per_metric[name].declared = False
@@ -417,6 +427,7 @@ def estimate(
         batch=batch,
         rows=len(run.loaded.samples),
         cells_kept=kept,
+        tokenizer=counters.label(),
         notes=notes,
     )
 
