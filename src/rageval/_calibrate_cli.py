@@ -31,7 +31,7 @@ def add_calibrate_command(
         help="agreement of the judge's metrics with human labels (kappa, AUROC, Spearman)",
         description=_DESCRIPTION,
     )
-    from rageval.cli import _PairsThenData  # options never eat DATA
+    from rageval.cli import _add_pairs_option  # options never eat DATA
 
     cal.add_argument(
         "data",
@@ -40,11 +40,9 @@ def add_calibrate_command(
         help="data file whose label columns hold human labels; with --dataset, the folder "
         "(or file) of a public labelled dataset",
     )
-    cal.add_argument(
+    _add_pairs_option(
+        cal,
         "--labels",
-        nargs="+",
-        action=_PairsThenData,
-        default=[],
         metavar="COLUMN=METRIC",
         help="a label column and the metric it validates (repeat for more pairs; one column "
         "may validate several metrics)",
@@ -61,11 +59,9 @@ def add_calibrate_command(
         metavar="N",
         help="with --dataset: a random sample of N rows (the same every time)",
     )
-    cal.add_argument(
+    _add_pairs_option(
+        cal,
         "--label-kind",
-        nargs="+",
-        action=_PairsThenData,
-        default=[],
         metavar="COLUMN=KIND",
         help="binary, ordinal or continuous (default: inferred from the values)",
     )

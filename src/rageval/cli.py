@@ -802,6 +802,17 @@ class _PairsThenData(argparse.Action):
         namespace.spilled = [*namespace.spilled, *rest]
 
 
+def _add_pairs_option(
+    parser: argparse.ArgumentParser, flag: str, *, metavar: str, help: str
+) -> None:
+    """Add `flag`, an option taking NAME=VALUE pairs (repeatable), whose following words are
+    left for DATA (:class:`_PairsThenData`: they go to ``spilled``, empty by default)."""
+    parser.set_defaults(spilled=[])
+    parser.add_argument(
+        flag, nargs="+", action=_PairsThenData, default=[], metavar=metavar, help=help
+    )
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -826,7 +837,6 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         help="JSONL, JSON, CSV, TSV or Parquet file, or - for stdin (optional with --resume)",
     )
-    ev.set_defaults(spilled=[])
     ev.add_argument(
         "-m",
         "--metric",
@@ -846,11 +856,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--overwrite", action="store_true", help="replace the run already in the -o DIR"
     )
-    ev.add_argument(
+    _add_pairs_option(
+        ev,
         "--fail-under",
-        nargs="+",
-        action=_PairsThenData,
-        default=[],
         metavar="METRIC=VALUE",
         help="exit 1 if the metric's mean is below VALUE (or not measured)",
     )
@@ -874,11 +882,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not check first, with one quick request, that each endpoint is reachable",
     )
-    ev.add_argument(
+    _add_pairs_option(
+        ev,
         "--human-labels",
-        nargs="+",
-        action=_PairsThenData,
-        default=[],
         metavar="COLUMN=METRIC",
         help="a column of human scores for METRIC (empty where not labelled): the summary adds "
         "the PPI++ mean of the label, the judge's scores rectified by the labelled rows",
@@ -1007,13 +1013,8 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-cache", action="store_true", help="do not read or write the request cache"
     )
-    parser.add_argument(
-        "--column-map",
-        nargs="+",
-        action=_PairsThenData,
-        default=[],
-        metavar="THEIRS=OURS",
-        help="rename columns, e.g. query=user_input",
+    _add_pairs_option(
+        parser, "--column-map", metavar="THEIRS=OURS", help="rename columns, e.g. query=user_input"
     )
     parser.add_argument(
         "--config",
@@ -1022,7 +1023,6 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
         help="config file (default: the nearest rageval.toml, or pyproject.toml with "
         "[tool.rageval], here or above); the command line and the environment win over it",
     )
-    parser.set_defaults(spilled=[])
     parser.add_argument(
         "--skip-invalid",
         action="store_true",

@@ -23,7 +23,13 @@ from urllib.parse import urlsplit, urlunsplit
 from rageval import _env
 from rageval._client._cache import RequestCache, resolve_cache
 from rageval._client._limiter import endpoint_limiter
-from rageval._client._retry import BatchLineLost, Tally, Target, call_with_retries
+from rageval._client._retry import (
+    BatchLineLost,
+    Tally,
+    Target,
+    backoff_delay,
+    call_with_retries,
+)
 from rageval._client._settings import (
     EndpointOptions,
     EndpointSettings,
@@ -212,63 +218,43 @@ class Endpoint:
         """POST ``body`` under the limiter, with retries (see :mod:`rageval._client._retry`), and
         ``read`` the JSON object of the reply. In batch mode the request goes through the
         endpoint's Batch API queue instead (:mod:`rageval._client._batch`)."""
-        if self.batch is not None:
-            return await self._post_batched(path, body, read, estimated_tokens, tally)
-
-        # Before the limiter: a rate-paced slot must not be spent on importing the SDK.
-        sender = await self.sender()
-
-        async def attempt() -> R:
-            try:
-                result = await post_json(sender, path, body, timeout=self.timeout, read=read)
-            except Exception as exc:
-                if getattr(exc, "status_code", None) is not None:  # an HTTP answer, even an error
-                    self._reached = True
-                raise
-            self._reached = True
-            return result
-
-        return await call_with_retries(
-            attempt,
-            target=self.target,
-            limiter=self.limiter,
-            estimated_tokens=estimated_tokens,
-            max_retries=self.max_retries,
-            tally=tally,
-            check_fatal=self.check_fatal,
-            reached=lambda: self._reached,
-        )
-
-    async def _post_batched(
-        self,
-        path: str,
-        body: Mapping[str, Any],
-        read: Callable[[dict[str, Any]], R],
-        estimated_tokens: int,
-        tally: Tally,
-    ) -> R:
         queue = self.batch
-        assert queue is not None
+        if queue is not None:
 
-        async def attempt() -> R:
-            data = await queue.submit(path, body)
-            try:
-                return read(data)
-            except ValueError as exc:  # BadBody: a line that is no chat completion
-                raise BatchLineLost(f"malformed reply in a batch line: {exc}") from exc
+            async def attempt() -> R:
+                data = await queue.submit(path, body)
+                try:
+                    return read(data)
+                except ValueError as exc:  # BadBody: a line that is no chat completion
+                    raise BatchLineLost(f"malformed reply in a batch line: {exc}") from exc
 
-        # a line holds no connection (no limiter), and the next batch is the only wait a
-        # line sent again needs
+        else:
+            # Before the limiter: a rate-paced slot must not be spent on importing the SDK.
+            sender = await self.sender()
+
+            async def attempt() -> R:
+                try:
+                    result = await post_json(sender, path, body, timeout=self.timeout, read=read)
+                except Exception as exc:
+                    if getattr(exc, "status_code", None) is not None:  # an HTTP answer, an error
+                        self._reached = True
+                    raise
+                self._reached = True
+                return result
+
+        # a batch line holds no connection (no limiter), is not sent to the endpoint on its own
+        # (nothing to reach), and the next batch is the only wait a line sent again needs
+        batched = queue is not None
         return await call_with_retries(
             attempt,
             target=self.target,
-            limiter=None,
+            limiter=None if batched else self.limiter,
             estimated_tokens=estimated_tokens,
             max_retries=self.max_retries,
             tally=tally,
             check_fatal=self.check_fatal,
-            reached=lambda: True,
-            delay_of=lambda _retry: 0.0,
+            reached=lambda: batched or self._reached,
+            delay_of=(lambda _retry: 0.0) if batched else backoff_delay,
         )
 
     # ----------------------------------------------------------------- fatal

@@ -10,8 +10,6 @@ Judge requests: 2 (more only for re-asks).
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from rageval.metrics.authoring import (
     NO_REFERENCE,
     RatingMetric,
@@ -47,8 +45,7 @@ def prompts(question: str, response: str, reference: str) -> list[list[dict[str,
 @register
 class AnswerAccuracy(RatingMetric):
     name = "answer_accuracy"
-    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference")
-    needs_llm = True
+    required_fields = ("user_input", "response", "reference")
     scale = SCALE
     summary = "agreement of response and reference, two judge templates rating 0/2/4"
     blank_rules = (

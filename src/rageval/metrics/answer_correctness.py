@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -129,7 +129,7 @@ def _validate_weights(weights: Sequence[float]) -> tuple[float, float]:
 @register
 class AnswerCorrectness(Metric):
     name = "answer_correctness"
-    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "reference")
+    required_fields = ("user_input", "response", "reference")
     needs_llm = True
     #: only when the similarity weight is positive; with weights[1] = 0 nothing is embedded
     needs_embeddings = True

@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Concatenate, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
@@ -160,7 +160,7 @@ class AnswerRelevance(Metric):
     evaluator reports under, by default ``custom_relevance``."""
 
     name = "answer_relevance"
-    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response")
+    required_fields = ("user_input", "response")
     needs_llm = True
     summary = "judge rates topical match, completeness, conciseness (0-1); their mean"
     blank_rules = (

@@ -25,7 +25,7 @@ Judge requests: 1 (N where the endpoint ignores or refuses `n`). Embedding calls
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -80,7 +80,7 @@ def answer_relevancy_score(cosines: Sequence[float], noncommittal: Sequence[bool
 @register
 class AnswerRelevancy(Metric):
     name = "answer_relevancy"
-    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response")
+    required_fields = ("user_input", "response")
     needs_llm = True
     needs_embeddings = True
     summary = "mean cosine of questions generated from the response to the user input"

@@ -599,6 +599,7 @@ class RatingMetric(Metric):
     and the planned requests follow from them. `max_retries` is the re-ask budget per
     template. (A subclass may still write its own ``measure`` around :meth:`rate`.)"""
 
+    needs_llm = True  # every rating is the judge's
     scale: ClassVar[tuple[int, ...]]
 
     def __init__(self, *, max_retries: int = 5, **kw: Any) -> None:

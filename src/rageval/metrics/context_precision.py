@@ -16,7 +16,6 @@ Judge requests: 1 (ragas makes one per context).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
 
 from rageval.metrics.authoring import (
     PlannedRequest,
@@ -61,7 +60,7 @@ def average_precision(verdicts: Sequence[bool]) -> float:
 @register
 class ContextPrecision(Metric):
     name = "context_precision"
-    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "reference")
+    required_fields = ("user_input", "retrieved_contexts", "reference")
     needs_llm = True
     summary = (
         "average precision of the useful contexts in rank order (useful = leads to the reference)"

@@ -15,7 +15,6 @@ Judge requests: 1.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
 
 from rageval.metrics.authoring import (
     PlannedRequest,
@@ -57,7 +56,7 @@ def context_recall_score(attributed: Sequence[bool]) -> float | None:
 @register
 class ContextRecall(Metric):
     name = "context_recall"
-    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts", "reference")
+    required_fields = ("user_input", "retrieved_contexts", "reference")
     needs_llm = True
     summary = "share of the reference's sentences supported by the retrieved contexts"
     blank_rules = (

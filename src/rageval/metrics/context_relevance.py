@@ -12,7 +12,6 @@ Judge requests: 2 (more only for re-asks).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from rageval.metrics.authoring import (
     RatingMetric,
@@ -47,8 +46,7 @@ def prompts(question: str, contexts: Sequence[str]) -> list[list[dict[str, str]]
 @register
 class ContextRelevance(RatingMetric):
     name = "context_relevance"
-    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
-    needs_llm = True
+    required_fields = ("user_input", "retrieved_contexts")
     scale = SCALE
     summary = (
         "relevance of the retrieved contexts to the question, two judge templates rating 0/1/2"

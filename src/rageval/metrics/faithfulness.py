@@ -11,7 +11,6 @@ Judge requests: 1 for the verdicts (+ the shared statement extraction).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
 
 from rageval.metrics.authoring import (
     PlannedRequest,
@@ -52,7 +51,7 @@ def faithfulness_score(verdicts: list[bool]) -> float | None:
 @register
 class Faithfulness(Metric):
     name = "faithfulness"
-    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "retrieved_contexts")
+    required_fields = ("user_input", "response", "retrieved_contexts")
     needs_llm = True
     statement_needs = frozenset({"response"})
     summary = "share of the response's claims supported by the retrieved contexts"

@@ -58,7 +58,7 @@ class LexicalMetric(Metric):
     """Shared flow of the lexical baselines: empty-input rules, then an overlap count
     (:meth:`count_overlap`, the one thing a lexical baseline defines) and its F-measure."""
 
-    required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
+    required_fields = ("response", "reference")
     blank_rules = (NO_REFERENCE, zero_if_blank("response", "the response is empty"))
     drop_articles: ClassVar[bool]
     #: evidence key and reason wording of the overlap count

@@ -13,7 +13,6 @@ Judge requests: 2 (more only for re-asks).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from rageval.metrics.authoring import (
     RatingMetric,
@@ -47,8 +46,7 @@ def prompts(response: str, contexts: Sequence[str]) -> list[list[dict[str, str]]
 @register
 class ResponseGroundedness(RatingMetric):
     name = "response_groundedness"
-    required_fields: ClassVar[tuple[str, ...]] = ("response", "retrieved_contexts")
-    needs_llm = True
+    required_fields = ("response", "retrieved_contexts")
     scale = SCALE
     summary = "how far the response is backed by the retrieved contexts, two templates rating 0/1/2"
     blank_rules = (

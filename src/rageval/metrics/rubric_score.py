@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -110,7 +110,7 @@ def rubric_value(score: int) -> float:
 @register
 class RubricScore(Metric):
     name = "rubric_score"
-    required_fields: ClassVar[tuple[str, ...]] = ("response",)
+    required_fields = ("response",)
     needs_llm = True
     summary = "judge grades the sample 1..5 against a rubric; (score-1)/4"
     in_default_run = False  # opt-in: a rubric is the user's own criteria

@@ -16,7 +16,7 @@ an embedding of "" would give an arbitrary, usually non-zero, cosine).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from rageval.metrics.authoring import NO_REFERENCE, note_truncation, zero_if_blank
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
@@ -45,8 +45,7 @@ async def semantic_similarity_value(ctx: ScoringContext, a: str, b: str) -> floa
 @register
 class SemanticSimilarity(Metric):
     name = "semantic_similarity"
-    required_fields: ClassVar[tuple[str, ...]] = ("response", "reference")
-    needs_llm = False
+    required_fields = ("response", "reference")
     needs_embeddings = True
     summary = "cosine similarity of response and reference embeddings (no LLM)"
     blank_rules = (

@@ -41,6 +41,8 @@
   const h = (tag, props, ...kids) => addKids(setProps(document.createElement(tag), props), kids);
   const svg = (tag, props, ...kids) =>
     addKids(setProps(document.createElementNS(SVGNS, tag), props), kids);
+  // A table in its card, which scrolls sideways when the table is wider than the page.
+  const wideTable = (props, ...kids) => h("div", { class: "table-wrap" }, h("table", props, ...kids));
 
   // ---- formatting ----------------------------------------------------------------------
 
@@ -442,16 +444,11 @@
       { id: "summary" },
       h("h2", null, "Summary"),
       METRICS.length
-        ? h(
-            "div",
-            { class: "table-wrap" },
-            h(
-              "table",
-              { class: "summary" },
-              h("thead", null, h("tr", null, heads.map((t, i) => h("th", { class: i > 0 && i !== 3 ? "num" : null, scope: "col" }, t)))),
-              h("tbody", null, body),
-              h("tfoot", null, shared, foot),
-            ),
+        ? wideTable(
+            { class: "summary" },
+            h("thead", null, h("tr", null, heads.map((t, i) => h("th", { class: i > 0 && i !== 3 ? "num" : null, scope: "col" }, t)))),
+            h("tbody", null, body),
+            h("tfoot", null, shared, foot),
           )
         : h("p", { class: "empty" }, "This run has no metrics."),
       h("p", { class: "footnote" }, notes.filter(Boolean).join(" ")),
@@ -523,26 +520,21 @@
       "div",
       { class: "causes" },
       h("h3", null, "Cells without a value"),
-      h(
-        "div",
-        { class: "table-wrap" },
+      wideTable(
+        { class: "causes-table" },
         h(
-          "table",
-          { class: "causes-table" },
+          "thead",
+          null,
           h(
-            "thead",
+            "tr",
             null,
-            h(
-              "tr",
-              null,
-              h("th", { scope: "col" }, "Metric"),
-              h("th", { scope: "col" }, "Kind"),
-              h("th", { scope: "col", class: "num" }, "Cells"),
-              h("th", { scope: "col" }, "Example causes"),
-            ),
+            h("th", { scope: "col" }, "Metric"),
+            h("th", { scope: "col" }, "Kind"),
+            h("th", { scope: "col", class: "num" }, "Cells"),
+            h("th", { scope: "col" }, "Example causes"),
           ),
-          h("tbody", null, rows),
         ),
+        h("tbody", null, rows),
       ),
     );
   }
@@ -850,7 +842,7 @@
         ui.clear,
       ),
       ui.status,
-      h("div", { class: "table-wrap" }, h("table", { class: "samples", id: "samples-table" }, h("thead", null, ui.head), ui.body)),
+      wideTable({ class: "samples", id: "samples-table" }, h("thead", null, ui.head), ui.body),
       ui.pager,
     );
   }
