@@ -130,6 +130,28 @@ def _metric_names(values: Sequence[str]) -> list[str] | None:
     return names
 
 
+def _import_from_cwd() -> None:
+    """Let a user's metric module in the current directory be imported, as ``python -m``
+    would (only done when a metric is named by its module)."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+
+
+def _own_metrics_by_name(names: Sequence[str] | None) -> list[str] | None:
+    """The metrics with every ``module:ClassName`` (a metric of the user's own, importable
+    from the current directory as with ``python -m``) imported, registered and replaced by
+    its name, so that -p, --fail-under and the judge check know it."""
+    if names is None or not any(":" in n for n in names):
+        return None if names is None else list(names)
+    from rageval.metrics.base import metric_class
+
+    _import_from_cwd()
+    try:
+        return [metric_class(n).name if ":" in n else n for n in names]
+    except KeyError as e:
+        raise _UsageError(f"-m: {e.args[0]}") from None
+
+
 # ---------------------------------------------------------------------- evaluate
 
 
@@ -160,7 +182,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         cli_params = parse_params(args.param)
     except ValueError as e:  # a bad config file, -p or run directory
         raise _UsageError(str(e)) from None
-    metrics = _metric_names(args.metric) or settings.metrics
+    metrics = _own_metrics_by_name(_metric_names(args.metric) or settings.metrics)
+    if stored is not None and any(":" in name for name, _, _ in stored.metrics):
+        _import_from_cwd()  # the run used a metric of the user's own, recorded by its module
     params = merged_params(settings.params, cli_params)
     judge, embeddings = _judge_and_embeddings(args, settings, stored)
     column_map = dict(_pairs(args.column_map, "--column-map")) or settings.column_map
@@ -843,7 +867,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="METRIC",
-        help="metric to run (repeat, or comma-separate); default: every metric "
+        help="metric to run: a name, or module:ClassName for one of your own (repeat, or "
+        "comma-separate); default: every metric "
         "whose fields the data has",
     )
     _add_judge_options(ev)

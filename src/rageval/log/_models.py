@@ -102,8 +102,10 @@ class MetricSpec(_LogModel):
     #: constructor parameters: with the registry name they re-create the metric
     #: (``create_metric(spec.registered_name or spec.name, spec.params)``)
     params: dict[str, Any] = Field(default_factory=dict)
-    #: the registry name of the metric's class, when the metric reports under a name of its
-    #: own (a customised ContextEvaluation); written only then
+    #: how to find the metric's class again, when its name does not: ``"module:ClassName"``
+    #: for a metric defined outside rageval (importable, not ``__main__``), else the registry
+    #: name of the class when the metric reports under a name of its own (a customised
+    #: ContextEvaluation); written only then
     registered_name: str | None = Field(default=None, exclude_if=lambda v: v is None)
     #: the metric's own judge, when it is not the run's
     judge: dict[str, Any] | None = None

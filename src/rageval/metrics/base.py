@@ -615,13 +615,48 @@ def registered_metrics() -> dict[str, type[Metric]]:
 
 
 def metric_class(name: str) -> type[Metric]:
-    """The metric class registered under `name` (KeyError naming close matches if none)."""
+    """The metric class registered under `name` (KeyError naming close matches if none), or
+    found at the import path ``"package.module:ClassName"`` -- how the command line
+    (``-m my_metrics:ContextUtilization``) and a run's manifest name a metric of your own;
+    importing it registers it."""
+    if ":" in name:
+        return _imported_metric(name)
     metrics = registered_metrics()
     if name not in metrics:
         close = difflib.get_close_matches(name, list(metrics), n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise KeyError(f"unknown metric {name!r}{hint}; known: {', '.join(metrics)}")
     return metrics[name]
+
+
+def _imported_metric(path: str) -> type[Metric]:
+    import importlib
+
+    module_name, _, qualname = path.partition(":")
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError) as e:
+        raise KeyError(f"cannot import metric {path!r}: {e}") from None
+    if not (isinstance(found, type) and issubclass(found, Metric)) or inspect.isabstract(found):
+        raise KeyError(f"{path!r} is not a metric class (a concrete Metric subclass)")
+    if _REGISTRY.get(found.name) is not found:
+        register(found)
+    return found
+
+
+def metric_path(cls: type[Metric]) -> str | None:
+    """Where a run's manifest finds `cls` again: its ``"module:ClassName"`` when it is defined
+    outside rageval in a module that can be imported again (not ``__main__``), else None."""
+    module = cls.__module__
+    if (
+        module == "__main__"
+        or module.partition(".")[0] == "rageval"
+        or "<locals>" in cls.__qualname__
+    ):
+        return None
+    return _path(cls)
 
 
 def create_metric(name: str, params: Mapping[str, Any] | None = None) -> Metric:

@@ -43,6 +43,7 @@ from rageval.metrics.base import (
     Metric,
     MetricLike,
     as_metric,
+    metric_path,
     registered_metrics,
 )
 from rageval.results import EvaluationResult
@@ -395,7 +396,8 @@ def _manifest(
             MetricSpec(
                 name=m.name,
                 params=json_normal(m.params()),
-                registered_name=type(m).name if type(m).name != m.name else None,
+                registered_name=metric_path(type(m))
+                or (type(m).name if type(m).name != m.name else None),
                 judge=json_normal(own.describe()) if own is not None and own is not judge else None,
                 uncaptured=m.uncaptured,
             )
