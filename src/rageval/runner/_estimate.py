@@ -366,14 +366,10 @@ def estimate(
     anything (see the module docstring). `batch=True` prices the requests at the judge
     model's batch rates (an unknown batch rate makes the cost unknown); `repeats=K` counts
     every judge cell K times, as ``evaluate(repeats=K)`` scores it."""
-    from rageval.runner._evaluate import RunConfigError, prepare
+    from rageval.runner._evaluate import checked_options, prepare
     from rageval.runner._schedule import spread
 
-    on_invalid = on_invalid or "raise"
-    if on_invalid not in ("raise", "skip"):
-        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    on_invalid, repeats = checked_options(on_invalid, repeats)
     run = prepare(
         data,
         metrics,

@@ -319,6 +319,17 @@ class Prepared:
         return list({id(j): j for j in found if j is not None}.values())
 
 
+def checked_options(on_invalid: str | None, repeats: int | None) -> tuple[OnInvalid, int]:
+    """`on_invalid` and `repeats` as given to :func:`aevaluate` or :func:`rageval.estimate`,
+    checked, with their defaults for None."""
+    if on_invalid not in (None, "raise", "skip"):
+        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
+    repeats = 1 if repeats is None else repeats
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    return ("skip" if on_invalid == "skip" else "raise"), repeats
+
+
 def prepare(
     data: Any,
     metrics: Sequence[MetricLike] | None,
@@ -592,12 +603,7 @@ async def aevaluate(
         data, metrics, llm, embeddings, column_map, on_invalid, repeats = _from_manifest(
             run_dir, data, metrics, llm, embeddings, column_map, on_invalid, repeats
         )
-    on_invalid = on_invalid or "raise"
-    repeats = 1 if repeats is None else repeats
-    if on_invalid not in ("raise", "skip"):
-        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    on_invalid, repeats = checked_options(on_invalid, repeats)
     if max_cost is not None and not (
         isinstance(max_cost, (int, float)) and not isinstance(max_cost, bool) and max_cost > 0
     ):
