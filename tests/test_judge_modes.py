@@ -7,10 +7,14 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
+from rageval._client._transport import encode_body
 from rageval.judge._modes import (
+    MODES,
+    Mode,
     _untitled,
     build_request,
     error_text,
+    extra_body,
     parse_json_object,
     shape_of,
     strict_schema,
@@ -65,6 +69,16 @@ def test_json_mode_adds_a_system_message_when_there_is_none() -> None:
     assert extra == {}
     assert messages[0]["role"] == "system" and '"id"' in messages[0]["content"]
     assert messages[1] == {"role": "user", "content": "x"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_extra_body_is_the_json_of_the_extra_arguments_made_once(mode: Mode) -> None:
+    shape = shape_of(Reply)
+    _, extra = build_request(mode, [{"role": "user", "content": "x"}], shape)
+    body = extra_body(mode, shape)
+    assert body == (encode_body(extra) if extra else b"")
+    assert (body == b"") == (mode == "json")  # json mode: the schema is in the messages
+    assert extra_body(mode, shape) is body
 
 
 @pytest.mark.parametrize(

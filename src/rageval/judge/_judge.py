@@ -23,7 +23,7 @@ from rageval._client._settings import (
     EndpointOptions,
     Limits,
 )
-from rageval._client._transport import BadBody, encode_body
+from rageval._client._transport import BadBody
 from rageval._client._usage import PriceTable, Usage
 from rageval.errors import FatalJudgeError, JudgeCallFailed
 from rageval.judge._modes import (
@@ -32,6 +32,7 @@ from rageval.judge._modes import (
     Shape,
     build_request,
     error_text,
+    extra_body,
     known_mode,
     known_n_support,
     parse_json_object,
@@ -249,9 +250,9 @@ class Judge(EndpointClient):
         """What :meth:`ask` would send, in the :meth:`structured_mode`: the messages, the
         structured-output arguments sent beside them (the schema) as JSON text ("" when the
         schema is in the messages), and the reply budget it would ask for. Nothing is sent."""
-        shape = shape_of(response_model)
-        sent, extra = build_request(self.structured_mode(), _clean_messages(messages), shape)
-        schema = encode_body(extra).decode() if extra else ""
+        shape, mode = shape_of(response_model), self.structured_mode()
+        sent, _ = build_request(mode, _clean_messages(messages), shape)
+        schema = extra_body(mode, shape).decode()
         return sent, schema, max(self.max_tokens, max_tokens or 0)
 
     def honours_n(self) -> bool | None:
@@ -558,8 +559,9 @@ class Judge(EndpointClient):
     ) -> list[_Raw]:
         """One HTTP request (with its retries); its choices (one unless ``n`` > 1)."""
         messages, extra = build_request(mode, convo, call.shape)
-        # json mode carries the schema in the messages, the other modes in `extra`
-        prompt = _estimate_prompt(messages, len(encode_body(extra)) if extra else 0)
+        # json mode carries the schema in the messages, the other modes in `extra` (whose JSON
+        # is made once per response model and mode)
+        prompt = _estimate_prompt(messages, len(extra_body(mode, call.shape)))
         budget = self._fit(prompt, budget)
         params: dict[str, Any] = {
             "model": self.model,

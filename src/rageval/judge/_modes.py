@@ -35,7 +35,7 @@ from functools import cached_property, lru_cache
 from typing import Any, Literal, get_args
 
 from rageval._client._limiter import Slots
-from rageval._client._transport import PreEncoded
+from rageval._client._transport import PreEncoded, encode_body
 
 __all__ = [
     "MODES",
@@ -103,6 +103,11 @@ class Shape:
     @cached_property
     def encoded_extras(self) -> dict[str, dict[str, Any]]:
         """build_request's extra arguments by mode, made on first use."""
+        return {}
+
+    @cached_property
+    def extra_bodies(self) -> dict[str, bytes]:
+        """The JSON of build_request's extra arguments by mode, made on first use."""
         return {}
 
 
@@ -195,9 +200,24 @@ def build_request(
 
     The extra arguments (the schema, the same in every request for a response model) come as
     :class:`PreEncoded` values, so their JSON is made once, not once per request."""
-    if mode == "json" or mode not in MODES:
+    if not _schema_beside_messages(mode):
         return _schema_in_messages(messages, shape), {}
     return messages, _encoded_extra(mode, shape)
+
+
+def extra_body(mode: Mode, shape: Shape) -> bytes:
+    """The JSON text of the extra arguments :func:`build_request` sends beside the messages in
+    ``mode`` (b"" when the schema is in the messages). Made once per response model and mode,
+    not once per request: the judge sizes every request's prompt by it."""
+    body = shape.extra_bodies.get(mode)
+    if body is None:
+        extra = _encoded_extra(mode, shape) if _schema_beside_messages(mode) else {}
+        body = shape.extra_bodies[mode] = encode_body(extra) if extra else b""
+    return body
+
+
+def _schema_beside_messages(mode: Mode) -> bool:
+    return mode != "json" and mode in MODES
 
 
 def _encoded_extra(mode: Mode, shape: Shape) -> dict[str, Any]:
