@@ -17,6 +17,10 @@ theirs), which are not probed; `--no-probe` turns it off.
 
 from __future__ import annotations
 
+import asyncio
+import http.client
+import urllib.error
+import urllib.request
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -57,48 +61,54 @@ async def probe(
 ) -> None:
     """One `GET /models` to the endpoint `described` (a judge's or remote embeddings'
     `describe()`); raises FatalJudgeError when it cannot be reached or refuses the key."""
-    import openai
-
     variable = key_variable(described)
     base_url = described.get("base_url")
     if variable is None or not base_url:
         return  # a client made in Python: not ours to probe
-    client = openai.AsyncOpenAI(
-        base_url=str(base_url),
-        api_key=_env.api_key(variable) or "no-key-set",
-        max_retries=0,
-        timeout=timeout,
-    )
     where = f"the {what} endpoint {base_url}"
+    key = _env.api_key(variable) or "no-key-set"
     try:
-        await client.models.list()
-    except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
-        raise FatalJudgeError(
-            f"{where} refused the API key from {variable} ({e.status_code}); check the key",
-            status=e.status_code,
-        ) from None
-    except openai.APIStatusError:
-        return  # it answered
-    except openai.APIConnectionError as e:
-        # by name: the HTTP library under the SDK is httpx, or httpx2 from openai 3 on
-        cause = e.__cause__
-        if type(cause).__name__ == "ReadTimeout":
-            return  # connected, slow to answer: the run's own retries deal with that
-        if isinstance(e, openai.APITimeoutError):
+        # the standard library, in a thread: importing the openai SDK for this one GET would
+        # cost half a second, and a run whose every cell is kept never needs the SDK
+        status = await asyncio.to_thread(_get_models, str(base_url), key, timeout)
+    except urllib.error.URLError as e:
+        reason = e.reason
+        if isinstance(reason, TimeoutError):
             reason = f"no connection within {timeout:g} s"
-        else:
-            reason = f"{type(cause).__name__}: {cause}" if cause is not None else str(e)
         raise FatalJudgeError(
             f"could not reach {where} ({reason}); is the server running and the URL right? "
             "(--no-probe skips this check)"
         ) from None
-    except Exception as e:  # raised below the SDK (e.g. a network policy): nothing was sent
+    except TimeoutError:
+        return  # connected, slow to answer: the run's own retries deal with that
+    except (http.client.HTTPException, ConnectionError) as e:  # accepted, then hung up
+        raise FatalJudgeError(
+            f"could not reach {where} ({type(e).__name__}: {e}); is the server running and the "
+            "URL right? (--no-probe skips this check)"
+        ) from None
+    except Exception as e:  # raised below HTTP (e.g. a network policy): nothing was sent
         leaf = _first_leaf(e)
         raise FatalJudgeError(
             f"could not send a request to {where}: {type(leaf).__name__}: {leaf}"
         ) from None
-    finally:
-        await client.close()
+    if status in (401, 403):
+        raise FatalJudgeError(
+            f"{where} refused the API key from {variable} ({status}); check the key",
+            status=status,
+        )
+    # any other answer, even an error status (some servers have no model list): it is there
+
+
+def _get_models(base_url: str, key: str, timeout: float) -> int:
+    """The HTTP status of `GET {base_url}/models` with the key as a bearer token."""
+    request = urllib.request.Request(
+        base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {key}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
 
 
 async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> None:
