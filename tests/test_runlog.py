@@ -26,7 +26,7 @@ from rageval.log import (
 )
 from rageval.report import write_report
 from rageval.report._model import RunData
-from rageval.results import load_run
+from rageval.results import EvaluationResult, load_run
 from rageval.runner import RunDirError, evaluate
 from rageval.stats import compare
 from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
@@ -119,6 +119,27 @@ def make_runlog() -> ModuleType:
     return module
 
 
+def _cut_to_three_rows_and_resume(run: Path) -> EvaluationResult:
+    """Resume `run` (an older format's) with this rageval, as if it had been killed after three
+    rows: the lines it has are kept, the two rows left are scored."""
+    log = run / RESULTS_FILE
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:3]))
+    (run / "summary.json").unlink()
+    old = make_runlog()
+    with FakeOpenAI(old.judge_reply) as server:
+        resumed = evaluate(
+            old.rows(),
+            METRICS,
+            llm=judge(server),
+            on_invalid="skip",
+            run_dir=run,
+            resume=True,
+            progress=False,
+        )
+        assert server.chat_requests  # the two rows left were scored
+    return resumed
+
+
 def test_a_run_of_the_second_format_loads_reports_compares_and_resumes(tmp_path: Path) -> None:
     run = Path(shutil.copytree(FORMAT_2, tmp_path / "old"))
     assert written_format(read_manifest(run)) == 2
@@ -138,20 +159,7 @@ def test_a_run_of_the_second_format_loads_reports_compares_and_resumes(tmp_path:
     # an interrupted run of format 2 is finished by this rageval: the lines it has are kept,
     # the new ones and the manifest are of this format
     log = run / RESULTS_FILE
-    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:3]))
-    (run / "summary.json").unlink()
-    old = make_runlog()
-    with FakeOpenAI(old.judge_reply) as server:
-        resumed = evaluate(
-            old.rows(),
-            METRICS,
-            llm=judge(server),
-            on_invalid="skip",
-            run_dir=run,
-            resume=True,
-            progress=False,
-        )
-        assert server.chat_requests  # the two rows left were scored
+    resumed = _cut_to_three_rows_and_resume(run)
     assert resumed.complete and resumed["token_f1"] == result["token_f1"]
     manifest = read_manifest(run)
     assert written_format(manifest) == FORMAT_VERSION and len(manifest.resumed_at) == 1
@@ -172,20 +180,7 @@ def test_a_run_of_the_third_format_reads_without_cached_tokens_and_resumes(
     assert stored is not None and written_format(stored) == 3
     assert stored.usage.cached_tokens == 0 and stored.usage.cost_usd == result.usage.cost_usd
     log = run / RESULTS_FILE
-    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:3]))
-    (run / "summary.json").unlink()
-    old = make_runlog()
-    with FakeOpenAI(old.judge_reply) as server:
-        resumed = evaluate(
-            old.rows(),
-            METRICS,
-            llm=judge(server),
-            on_invalid="skip",
-            run_dir=run,
-            resume=True,
-            progress=False,
-        )
-        assert server.chat_requests
+    resumed = _cut_to_three_rows_and_resume(run)
     assert resumed.complete and resumed["token_f1"] == result["token_f1"]
     assert [written_format(e.line) for e in read_lines(log)] == [3, 3, 3, 4, 4]
     assert load_run(run).summary() == resumed.summary()
