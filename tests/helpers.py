@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from _harness import EIGHT as EIGHT  # the eight judge metrics the bars are measured on
+from judge_server import FAULTS as FAULTS  # the transient faults a fault rate draws from
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, RecordedRequest, Reply
 from synthetic_judge import handle as handle  # the tests' judge, re-exported
 

@@ -10,24 +10,13 @@ from typing import Any
 
 import pytest
 
-from helpers import handle as scripted, rows
+from helpers import EIGHT, handle as scripted, rows
 from rageval.judge import Judge
 from rageval.metrics import AnswerCorrectness, ContextRecall, Faithfulness, create_metric
 from rageval.metrics.base import MetricResult, ScoringContext
 from rageval.runner import RunDirError, evaluate
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, RandomJudge
-
-EIGHT = [
-    "answer_relevancy",
-    "answer_correctness",
-    "faithfulness",
-    "context_precision",
-    "context_recall",
-    "answer_accuracy",
-    "context_relevance",
-    "response_groundedness",
-]
 
 
 def judge(server: FakeOpenAI, model: str = "m", **kw: Any) -> Judge:

@@ -7,30 +7,12 @@ from __future__ import annotations
 import pytest
 from reliability_helpers import check_invariants
 
-from helpers import tagged_rows
+from helpers import EIGHT, FAULTS, tagged_rows
 from rageval.judge import Judge
 from rageval.runner import evaluate
-from rageval.testing import FakeOpenAI, Fault, FaultPlan, RandomJudge
+from rageval.testing import FakeOpenAI, FaultPlan, RandomJudge
 
-EIGHT = [
-    "answer_relevancy",
-    "answer_correctness",
-    "faithfulness",
-    "context_precision",
-    "context_recall",
-    "answer_accuracy",
-    "context_relevance",
-    "response_groundedness",
-]
 N = 25
-FAULTS = (
-    Fault.rate_limit(0.0),
-    Fault.status(500),
-    Fault.status(503),
-    Fault.garbage(),
-    Fault.truncated(),
-    Fault.drop(),
-)
 RANGES = {
     "answer_relevancy": (-1.0, 1.0),
     "answer_correctness": (-0.25, 1.0),
