@@ -640,3 +640,31 @@ def test_resume_alone_keeps_the_runs_repeats(
     capsys.readouterr()
     assert run_cli("evaluate", "--resume", run, "-q") == 0, capsys.readouterr().err
     assert json.loads((run / "manifest.json").read_text())["repeats"] == 2
+
+
+def test_the_probe_leaves_a_certificate_it_cannot_check_to_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The probe uses the standard library's certificate store, the SDK its own (certifi): a
+    TLS server that answered is there, whatever the store says of its certificate; an endpoint
+    that refuses the connection is not."""
+    import asyncio
+    import ssl
+    import urllib.error
+
+    from rageval.judge import FatalJudgeError
+    from rageval.runner import _probe
+
+    described = {"base_url": "https://judge.example/v1", "api_key_from": "OPENAI_API_KEY"}
+
+    def fails_with(reason: BaseException) -> None:
+        def get_models(base_url: str, key: str, timeout: float) -> int:
+            raise urllib.error.URLError(reason)
+
+        monkeypatch.setattr(_probe, "_get_models", get_models)
+
+    fails_with(ssl.SSLCertVerificationError("unable to get local issuer certificate"))
+    asyncio.run(_probe.probe(described, what="judge"))  # no error: the run decides
+    fails_with(ConnectionRefusedError(111, "Connection refused"))
+    with pytest.raises(FatalJudgeError, match="could not reach the judge endpoint"):
+        asyncio.run(_probe.probe(described, what="judge"))
