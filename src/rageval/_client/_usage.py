@@ -78,17 +78,7 @@ class Usage:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: every count, the cost and ``total_tokens``."""
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "requests": self.requests,
-            "retries": self.retries,
-            "reasks": self.reasks,
-            "cache_hits": self.cache_hits,
-            "cached_tokens": self.cached_tokens,
-            "cost_usd": self.cost_usd,
-            "total_tokens": self.prompt_tokens + self.completion_tokens,
-        }
+        return {**vars(self), "total_tokens": self.prompt_tokens + self.completion_tokens}
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
