@@ -45,9 +45,9 @@ from rageval.metrics.authoring import (
     predicted_statements,
     reply_budget,
     split_sentences,
-    tagged,
     text_tokens,
     verdict_evidence,
+    verdict_prompt,
 )
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.metrics.semantic_similarity import semantic_similarity_value
@@ -72,25 +72,21 @@ class ReferenceCoverage(BaseModel):
     reference_statements: list[ReferenceStatement]
 
 
+TASK = (
+    "Compare an answer with a reference answer to the question.\n"
+    "1. reference_statements: split the reference into its atomic factual claims. "
+    f"{RULES} For each claim, covered = the numbered answer statements state it or directly "
+    "imply it.\n"
+    "2. For each numbered answer statement: supported = the reference states it or directly "
+    "implies it. A statement that conflicts with the reference is not supported.\n"
+    'Reply with "reference_statements": [{"statement": "...", "reason": "...", '
+    '"covered": true or false}, ...].'
+)
+
+
 def prompt(question: str, reference: str) -> Callable[[str], str]:
     """The classification request's text, around the numbered response statements."""
-
-    def body(statements: str) -> str:
-        return (
-            "Compare an answer with a reference answer to the question.\n"
-            "1. reference_statements: split the reference into its atomic factual claims. "
-            f"{RULES} For each claim, covered = the numbered answer statements state it or "
-            "directly imply it.\n"
-            "2. For each numbered answer statement: supported = the reference states it or "
-            "directly implies it. A statement that conflicts with the reference is not "
-            "supported.\n"
-            'Reply with "reference_statements": [{"statement": "...", "reason": "...", '
-            '"covered": true or false}, ...].\n\n'
-            f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
-            f"{tagged('answer_statements', statements)}"
-        )
-
-    return body
+    return verdict_prompt(TASK, "answer_statements", question=question, reference=reference)
 
 
 def fbeta(tp: int, fp: int, fn: int, beta: float = 1.0) -> float:

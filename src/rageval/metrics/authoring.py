@@ -127,6 +127,7 @@ __all__ = [
     "rating_model",
     "rating_prompts",
     "reply_budget",
+    "share_true",
     "split_sentences",
     "tagged",
     "text_tokens",
@@ -134,6 +135,7 @@ __all__ = [
     "verdict_evidence",
     "verdict_format",
     "verdict_model",
+    "verdict_prompt",
     "verdict_request",
     "zero_if_blank",
 ]
@@ -328,6 +330,19 @@ def verdict_evidence(verdicts: Sequence[Verdict], field: str) -> list[dict[str, 
     return [
         {"id": v.id, "text": v.text, field: v.verdict, "reason": v.reason or None} for v in verdicts
     ]
+
+
+def verdict_prompt(task: str, items_tag: str, **data: str) -> Callable[[str], str]:
+    """The text of a verdict request, as :class:`VerdictQuestion` and :func:`judge_items`
+    take it: `task` first, then each of `data` inside its own tag (in the order given), then
+    the numbered items inside `items_tag`. Fixed text comes first and sample text last, so
+    providers' prompt caching can reuse the start."""
+    head = f"{task}\n\n" + "".join(f"{tagged(tag, text)}\n" for tag, text in data.items())
+
+    def text(numbered_items: str) -> str:
+        return head + tagged(items_tag, numbered_items)
+
+    return text
 
 
 def verdict_format(prefix: str, verdict: str) -> str:
@@ -527,6 +542,11 @@ def planned_ratings(
 
 
 # ------------------------------------------------------------------ ratings
+
+
+def share_true(verdicts: Sequence[bool]) -> float | None:
+    """The share of true verdicts; None when there is none (0/0 is not a score)."""
+    return sum(verdicts) / len(verdicts) if verdicts else None
 
 
 def mean_rating(ratings: Sequence[int | None], scale_max: int) -> float | None:

@@ -22,28 +22,23 @@ from rageval.metrics.authoring import (
     VerdictQuestion,
     nonblank,
     not_measured_if_blank,
-    tagged,
+    verdict_prompt,
     zero_if_blank,
 )
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 USEFUL = "true if it gives information the reference answer relies on"
+TASK = (
+    "For each numbered context, decide whether it was useful for arriving at the reference "
+    "answer to the question: it gives information the reference answer relies on. A context "
+    "that is merely on topic is not useful."
+)
 
 
 def prompt(question: str, reference: str) -> Callable[[str], str]:
     """The verdict request's text, around the numbered contexts."""
-
-    def body(contexts: str) -> str:
-        return (
-            "For each numbered context, decide whether it was useful for arriving at the "
-            "reference answer to the question: it gives information the reference answer relies "
-            "on. A context that is merely on topic is not useful.\n\n"
-            f"{tagged('question', question)}\n{tagged('reference', reference)}\n"
-            f"{tagged('contexts', contexts)}"
-        )
-
-    return body
+    return verdict_prompt(TASK, "contexts", question=question, reference=reference)
 
 
 def average_precision(verdicts: Sequence[bool]) -> float:

@@ -22,35 +22,30 @@ from rageval.metrics.authoring import (
     nonblank,
     not_measured_if_blank,
     numbered,
+    share_true,
     split_sentences,
-    tagged,
     unjudged,
     verdict_evidence,
+    verdict_prompt,
 )
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 ATTRIBUTED = "true if the contexts state it or it follows directly from them"
+TASK = (
+    "The numbered sentences come from a reference answer to the question. For each one, decide "
+    "whether it can be attributed to the retrieved contexts: they state it or it follows "
+    "directly from them. Background knowledge does not count."
+)
 
 
 def prompt(question: str, contexts: Sequence[str]) -> Callable[[str], str]:
     """The verdict request's text, around the numbered reference sentences."""
-
-    def body(sentences: str) -> str:
-        return (
-            "The numbered sentences come from a reference answer to the question. For each one, "
-            "decide whether it can be attributed to the retrieved contexts: they state it or it "
-            "follows directly from them. Background knowledge does not count.\n\n"
-            f"{tagged('question', question)}\n{tagged('contexts', numbered(contexts, 'c'))}\n"
-            f"{tagged('sentences', sentences)}"
-        )
-
-    return body
+    return verdict_prompt(TASK, "sentences", question=question, contexts=numbered(contexts, "c"))
 
 
-def context_recall_score(attributed: Sequence[bool]) -> float | None:
-    """attributed / total; None when the reference has no sentence to look for."""
-    return sum(attributed) / len(attributed) if attributed else None
+#: the score from the verdicts: attributed / total; None when the reference has no sentence
+context_recall_score = share_true
 
 
 @register

@@ -19,33 +19,29 @@ from rageval.metrics.authoring import (
     numbered,
     planned_statements,
     predicted_statements,
-    tagged,
+    share_true,
     unjudged,
     verdict_evidence,
+    verdict_prompt,
 )
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 SUPPORTED = "true only if the contexts state it or it follows directly from them"
+TASK = (
+    "For each numbered statement, decide whether the contexts support it: it is stated in them "
+    "or follows directly from them. Anything the contexts do not give is unsupported, even if "
+    "it is true."
+)
 
 
 def prompt(contexts: list[str]) -> Callable[[str], str]:
     """The verdict request's text, around the numbered statements."""
-
-    def body(statements: str) -> str:
-        return (
-            "For each numbered statement, decide whether the contexts support it: it is stated "
-            "in them or follows directly from them. Anything the contexts do not give is "
-            "unsupported, even if it is true.\n\n"
-            f"{tagged('contexts', numbered(contexts, 'c'))}\n{tagged('statements', statements)}"
-        )
-
-    return body
+    return verdict_prompt(TASK, "statements", contexts=numbered(contexts, "c"))
 
 
-def faithfulness_score(verdicts: list[bool]) -> float | None:
-    """supported / total; None when there is nothing to judge."""
-    return sum(verdicts) / len(verdicts) if verdicts else None
+#: the score from the verdicts: supported / total; None when there is nothing to judge
+faithfulness_score = share_true
 
 
 @register
