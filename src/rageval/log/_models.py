@@ -312,15 +312,20 @@ class FailureGroup(_LogModel):
     examples: list[CauseExample] = Field(default_factory=list)
 
 
-class PPISummary(_LogModel):
+class _MeanWithInterval(_LogModel):
+    """A mean and its confidence interval (None: not enough values for one)."""
+
+    mean: FiniteFloat | None = None
+    ci_low: FiniteFloat | None = None
+    ci_high: FiniteFloat | None = None
+
+
+class PPISummary(_MeanWithInterval):
     """The mean of a human label column by PPI++: the metric's values on every finished row,
     rectified by the rows that carry a label (:func:`rageval.stats.ppi_mean`), next to the
     labelled rows' own mean. The means are None with fewer than two rows that carry both a
     label and a value."""
 
-    mean: FiniteFloat | None = None
-    ci_low: FiniteFloat | None = None
-    ci_high: FiniteFloat | None = None
     labelled_mean: FiniteFloat | None = None
     labelled_ci_low: FiniteFloat | None = None
     labelled_ci_high: FiniteFloat | None = None
@@ -352,12 +357,9 @@ class JudgeNoiseSummary(_LogModel):
     ci_width_share: FiniteFloat
 
 
-class MetricSummary(_LogModel):
+class MetricSummary(_MeanWithInterval):
     """Aggregate of one metric: mean and CI over the measured cells, and every count."""
 
-    mean: FiniteFloat | None = None
-    ci_low: FiniteFloat | None = None
-    ci_high: FiniteFloat | None = None
     ci_method: str | None = None
     n_measured: int = 0
     n_not_measured: int = 0
