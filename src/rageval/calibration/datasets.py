@@ -146,6 +146,17 @@ def _count(left_out: dict[str, int], reason: str) -> None:
     left_out[reason] = left_out.get(reason, 0) + 1
 
 
+def _binary(
+    label: str | None, yes: str, no: str, left_out: dict[str, int], field: str
+) -> int | None:
+    """1 for the label `yes`, 0 for `no`; any other value is counted as a reason to leave the
+    row out (as "`field` 'value'") and gives None."""
+    if label in (yes, no):
+        return int(label == yes)
+    _count(left_out, f"{field} {label!r}")
+    return None
+
+
 def _gold(answers: Sequence[str]) -> str:
     """Several acceptable gold answers as one reference text."""
     kept = [a.strip() for a in answers if a.strip()]
@@ -177,8 +188,8 @@ def nq301(path: str | Path) -> LabelledSet:
         if question not in gold:
             _count(left_out, "question without gold answers")
             continue
-        if acceptable not in ("Yes", "No"):
-            _count(left_out, f"label {acceptable!r}")
+        correct = _binary(acceptable, "Yes", "No", left_out, "label")
+        if correct is None:
             continue
         rows.append(
             {
@@ -186,7 +197,7 @@ def nq301(path: str | Path) -> LabelledSet:
                 "user_input": question,
                 "response": answer,
                 "reference": gold[question],
-                "human_correct": 1 if acceptable == "Yes" else 0,
+                "human_correct": correct,
                 "question_id": qid,
                 "annotators": [v for v in votes if v],
             }
@@ -285,8 +296,8 @@ def memerag(path: str | Path, variant: str = "original") -> LabelledSet:
                 raise DatasetError(f"{file}:{number}: not a MEMERAG record ({e})") from e
             for sentence in sentences:
                 verdict = _one_label(sentence.get("factuality"))
-                if verdict not in ("Supported", "Not Supported"):
-                    _count(left_out, f"factuality {verdict!r}")
+                supported = _binary(verdict, "Supported", "Not Supported", left_out, "factuality")
+                if supported is None:
                     continue
                 sid = f"{item.get('query_id', number)}-{sentence.get('sentence_id')}"
                 rows.append(
@@ -295,7 +306,7 @@ def memerag(path: str | Path, variant: str = "original") -> LabelledSet:
                         "user_input": query,
                         "response": str(sentence["sentence"]),
                         "retrieved_contexts": contexts,
-                        "human_supported": 1 if verdict == "Supported" else 0,
+                        "human_supported": supported,
                         "error_type": _one_label(sentence.get("fine_grained_factuality")),
                     }
                 )
@@ -334,8 +345,10 @@ def begin(path: str | Path, split: str = "test") -> LabelledSet:
     left_out: dict[str, int] = {}
     for number, fields in _tsv(file):
         model, _, knowledge, message, response, label = _fields(file, number, fields, 6)[:6]
-        if label not in ("Fully attributable", "Not fully attributable"):
-            _count(left_out, f"label {label!r}")
+        attributable = _binary(
+            label, "Fully attributable", "Not fully attributable", left_out, "label"
+        )
+        if attributable is None:
             continue
         rows.append(
             {
@@ -343,7 +356,7 @@ def begin(path: str | Path, split: str = "test") -> LabelledSet:
                 "user_input": message,
                 "response": response,
                 "retrieved_contexts": [knowledge],
-                "human_attributable": 1 if label == "Fully attributable" else 0,
+                "human_attributable": attributable,
                 "response_model": model,
             }
         )
