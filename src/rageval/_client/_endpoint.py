@@ -107,13 +107,7 @@ class Endpoint:
                     else f"{settings.api_key_env} (which is not set)"
                 )
             self.base_url = normalize_base_url(_env.base_url(settings.base_url))
-        limits = settings.limits
-        self.limiter = endpoint_limiter(
-            self.base_url,
-            max_concurrency=limits.max_concurrency,
-            requests_per_minute=limits.requests_per_minute,
-            tokens_per_minute=limits.tokens_per_minute,
-        )
+        self.limiter = endpoint_limiter(self.base_url, settings.limits)
         self.target = Target(
             kind=kind,
             base_url=self.base_url,

@@ -32,17 +32,15 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from rageval._client._settings import DEFAULT_MAX_CONCURRENCY, Limits
+
 __all__ = [
-    "DEFAULT_MAX_CONCURRENCY",
     "EndpointLimiter",
     "Pace",
     "RateBudget",
     "Slots",
     "endpoint_limiter",
 ]
-
-DEFAULT_MAX_CONCURRENCY = 16
-
 
 class Slots:
     """A counting semaphore usable from any event loop and thread; ``Slots(1)`` is a lock."""
@@ -168,10 +166,10 @@ class RateBudget(abc.ABC):
 class _LocalRates(RateBudget):
     """The rates paced in this process (the default budget)."""
 
-    def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None) -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._rpm = Pace(requests_per_minute) if requests_per_minute is not None else None
-        self._tpm = Pace(tokens_per_minute) if tokens_per_minute is not None else None
+        self._rpm: Pace | None = None
+        self._tpm: Pace | None = None
 
     @property
     def requests_per_minute(self) -> float | None:
@@ -209,21 +207,16 @@ class _LocalRates(RateBudget):
 class EndpointLimiter:
     """Admission control for one endpoint; see the module docstring."""
 
-    def __init__(
-        self,
-        endpoint: str,
-        *,
-        max_concurrency: int | None = None,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None,
-    ) -> None:
+    def __init__(self, endpoint: str, limits: Limits | None = None) -> None:
         self.endpoint = endpoint
-        self._slots = Slots(max_concurrency or DEFAULT_MAX_CONCURRENCY)
-        self._explicit_concurrency = max_concurrency is not None
-        self._local_rates = _LocalRates(requests_per_minute, tokens_per_minute)
+        self._slots = Slots(DEFAULT_MAX_CONCURRENCY)
+        self._explicit_concurrency = False
+        self._local_rates = _LocalRates()
         self._rates: RateBudget = self._local_rates
         self._lock = threading.Lock()
         self._paused_until = 0.0
+        if limits is not None:
+            self.tighten(limits)
 
     @property
     def max_concurrency(self) -> int:
@@ -241,19 +234,16 @@ class EndpointLimiter:
     def in_flight(self) -> int:
         return self._slots.in_use
 
-    def tighten(
-        self,
-        *,
-        max_concurrency: int | None = None,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None,
-    ) -> None:
+    def tighten(self, limits: Limits) -> None:
+        """Apply `limits` where they are tighter than this limiter's (a concurrency asked for
+        replaces the default of 16 even when larger)."""
+        concurrency = limits.max_concurrency
         with self._lock:
-            if max_concurrency is not None:
-                if not self._explicit_concurrency or max_concurrency < self._slots.limit:
-                    self._slots.set_limit(max_concurrency)
+            if concurrency is not None:
+                if not self._explicit_concurrency or concurrency < self._slots.limit:
+                    self._slots.set_limit(concurrency)
                 self._explicit_concurrency = True
-        self._local_rates.tighten(requests_per_minute, tokens_per_minute)
+        self._local_rates.tighten(limits.requests_per_minute, limits.tokens_per_minute)
 
     def share_rates(self, budget: RateBudget | None) -> None:
         """Pace this endpoint's rates with ``budget`` (None: this process's own limits again)."""
@@ -298,29 +288,15 @@ _REGISTRY: weakref.WeakValueDictionary[str, EndpointLimiter] = weakref.WeakValue
 _REGISTRY_LOCK = threading.Lock()
 
 
-def endpoint_limiter(
-    endpoint: str,
-    *,
-    max_concurrency: int | None = None,
-    requests_per_minute: float | None = None,
-    tokens_per_minute: float | None = None,
-) -> EndpointLimiter:
-    """The process-wide limiter of ``endpoint`` (a normalised base URL), tightened as asked."""
+def endpoint_limiter(endpoint: str, limits: Limits | None = None) -> EndpointLimiter:
+    """The process-wide limiter of ``endpoint`` (a normalised base URL), tightened to `limits`."""
     with _REGISTRY_LOCK:
         limiter = _REGISTRY.get(endpoint)
         if limiter is None:
-            limiter = _REGISTRY[endpoint] = EndpointLimiter(
-                endpoint,
-                max_concurrency=max_concurrency,
-                requests_per_minute=requests_per_minute,
-                tokens_per_minute=tokens_per_minute,
-            )
+            limiter = _REGISTRY[endpoint] = EndpointLimiter(endpoint, limits)
             return limiter
-    limiter.tighten(
-        max_concurrency=max_concurrency,
-        requests_per_minute=requests_per_minute,
-        tokens_per_minute=tokens_per_minute,
-    )
+    if limits is not None:
+        limiter.tighten(limits)
     return limiter
 
 
