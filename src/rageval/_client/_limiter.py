@@ -42,6 +42,7 @@ __all__ = [
     "endpoint_limiter",
 ]
 
+
 class Slots:
     """A counting semaphore usable from any event loop and thread; ``Slots(1)`` is a lock."""
 
