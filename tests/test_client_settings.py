@@ -85,6 +85,14 @@ def test_one_limits_object_for_judge_and_embeddings() -> None:
     assert judge._endpoint.limiter.tokens_per_minute == 10_000
 
 
+def test_a_rate_is_recorded_as_it_was_given() -> None:
+    # 1000 / 60 * 60 is 1000.0000000000001 in floating point: the manifest must say 1000
+    judge = Judge("m", base_url="http://127.0.0.1:2/v1", tokens_per_minute=1000)
+    judge._endpoint.limiter.tighten(Limits(requests_per_minute=7))
+    described = judge.describe()
+    assert (described["tokens_per_minute"], described["requests_per_minute"]) == (1000, 7)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

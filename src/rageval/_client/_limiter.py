@@ -131,8 +131,13 @@ class Pace:
     """Evenly spaced admission at ``per_minute`` units per minute (GCRA without burst)."""
 
     def __init__(self, per_minute: float) -> None:
-        self.per_second = _positive(per_minute) / 60.0
+        self.per_minute = _positive(per_minute)
         self._next_free = 0.0  # monotonic time at which the budget is next free
+
+    @property
+    def per_second(self) -> float:
+        # derived, so the rate reads back exactly as it was given (recorded in run manifests)
+        return self.per_minute / 60.0
 
     def reserve(self, now: float, cost: float) -> float:
         """Book ``cost`` units; returns the monotonic time at which they may be used."""
@@ -174,11 +179,11 @@ class _LocalRates(RateBudget):
 
     @property
     def requests_per_minute(self) -> float | None:
-        return self._rpm.per_second * 60 if self._rpm else None
+        return self._rpm.per_minute if self._rpm else None
 
     @property
     def tokens_per_minute(self) -> float | None:
-        return self._tpm.per_second * 60 if self._tpm else None
+        return self._tpm.per_minute if self._tpm else None
 
     def tighten(self, requests_per_minute: float | None, tokens_per_minute: float | None) -> None:
         with self._lock:
@@ -304,7 +309,7 @@ def endpoint_limiter(endpoint: str, limits: Limits | None = None) -> EndpointLim
 def _tighter(current: Pace | None, per_minute: float) -> Pace:
     if current is None:
         return Pace(per_minute)
-    current.per_second = min(current.per_second, _positive(per_minute) / 60.0)
+    current.per_minute = min(current.per_minute, _positive(per_minute))
     return current
 
 
