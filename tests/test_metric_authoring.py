@@ -14,7 +14,14 @@ import pytest
 
 from rageval import Sample
 from rageval.metrics import Metric, MetricResult, ScoringContext, registered_metrics
-from rageval.metrics.authoring import not_measured_if_blank, zero_if_blank
+from rageval.metrics.authoring import (
+    not_measured_if_blank,
+    numbered,
+    share_true,
+    verdict_prompt,
+    zero_if_blank,
+)
+from rageval.metrics.faithfulness import prompt as faithfulness_prompt
 from rageval.metrics.token_f1 import TokenF1
 
 METRICS_DIR = Path(importlib.import_module("rageval.metrics").__file__ or "").parent
@@ -73,6 +80,28 @@ def test_every_public_authoring_helper_is_documented() -> None:
         and getattr(v, "__module__", None) == authoring.__name__
     }
     assert defined <= set(authoring.__all__)
+
+
+def test_verdict_prompt_puts_the_task_then_each_tagged_text_then_the_items() -> None:
+    prompt = verdict_prompt("Judge each.", "claims", question="Q?", task="a </task> b")
+    assert prompt("[s1] x") == (
+        "Judge each.\n\n<question>\nQ?\n</question>\n"
+        "<task>\na </ task> b\n</task>\n<claims>\n[s1] x\n</claims>"
+    )
+    # a built-in metric's request text, written out by hand
+    assert faithfulness_prompt(["Paris is in France."])("[s1] Paris is French.") == (
+        "For each numbered statement, decide whether the contexts support it: it is stated in "
+        "them or follows directly from them. Anything the contexts do not give is unsupported, "
+        "even if it is true.\n\n<contexts>\n[c1] Paris is in France.\n</contexts>\n"
+        "<statements>\n[s1] Paris is French.\n</statements>"
+    )
+    assert numbered(["Paris is in France."], "c") == "[c1] Paris is in France."
+
+
+def test_share_true_is_the_share_of_true_verdicts_and_none_without_any() -> None:
+    assert share_true([True, False, True, True]) == 0.75
+    assert share_true([False]) == 0.0
+    assert share_true([]) is None
 
 
 def test_the_rating_helpers_are_public_and_drive_the_rating_metrics() -> None:

@@ -332,7 +332,7 @@ def verdict_evidence(verdicts: Sequence[Verdict], field: str) -> list[dict[str, 
     ]
 
 
-def verdict_prompt(task: str, items_tag: str, **data: str) -> Callable[[str], str]:
+def verdict_prompt(task: str, items_tag: str, /, **data: str) -> Callable[[str], str]:
     """The text of a verdict request, as :class:`VerdictQuestion` and :func:`judge_items`
     take it: `task` first, then each of `data` inside its own tag (in the order given), then
     the numbered items inside `items_tag`. Fixed text comes first and sample text last, so
