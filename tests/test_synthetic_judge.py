@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from rageval import Sample
 from rageval._client._transport import encode_body
 from rageval.judge._modes import Mode, build_request, shape_of
-from rageval.metrics.authoring import rating_model, verdict_request
+from rageval.metrics.authoring import VerdictQuestion, rating_model
 from rageval.testing import RecordedRequest, Reply
 from rageval.testing.server import CHAT_PATH
 from synthetic_judge import classify, handle, sentences, supported
@@ -61,6 +62,14 @@ def ask(messages: list[dict[str, str]], model: type[BaseModel], mode: Mode) -> t
     return model.model_validate(raw), classify(req)
 
 
+def first_request(
+    question: VerdictQuestion, items: list[str]
+) -> tuple[list[dict[str, str]], type[BaseModel]]:
+    """The messages and response model of the metric's (first) verdict request about `items`."""
+    request = question.requests(items)[0]
+    return request.messages, request.model
+
+
 def ruled(reply: Any, prefix: str, field: str, count: int) -> list[bool]:
     return [getattr(getattr(reply, f"{prefix}{i}"), field) for i in range(1, count + 1)]
 
@@ -68,13 +77,7 @@ def ruled(reply: Any, prefix: str, field: str, count: int) -> list[bool]:
 @pytest.mark.parametrize("mode", MODES)
 def test_faithfulness_rules_on_every_statement_and_follows_the_contexts(mode: Mode) -> None:
     statements = [*sentences(RESPONSE), "Varlen has a famous opera house."]
-    messages, model, _ = verdict_request(
-        statements,
-        faithfulness.prompt(CONTEXTS),
-        prefix="s",
-        verdict="supported",
-        meaning=faithfulness.SUPPORTED,
-    )
+    messages, model = first_request(faithfulness.Faithfulness.question(CONTEXTS), statements)
     reply, kind = ask(messages, model, mode)
     assert ruled(reply, "s", "supported", 4) == [True, True, False, False]
     assert kind == ("rageval-json:reply" if mode == "json" else "rageval:SupportedVerdicts")
@@ -84,14 +87,8 @@ def test_faithfulness_rules_on_every_statement_and_follows_the_contexts(mode: Mo
 def test_answer_correctness_rules_on_both_sides(mode: Mode) -> None:
     answer = sentences(RESPONSE)
     reference = f"{REFERENCE} The town of Varlen has a stone bridge."
-    messages, model, _ = verdict_request(
-        answer,
-        answer_correctness.prompt(QUESTION, reference),
-        prefix="s",
-        verdict="supported",
-        meaning=answer_correctness.SUPPORTED,
-        base=answer_correctness.ReferenceCoverage,
-    )
+    sample = Sample(user_input=QUESTION, reference=reference)
+    messages, model = first_request(answer_correctness.AnswerCorrectness.question(sample), answer)
     reply, _ = ask(messages, model, mode)
     assert ruled(reply, "s", "supported", 3) == [True, False, False]
     claims = reply.reference_statements
@@ -100,26 +97,18 @@ def test_answer_correctness_rules_on_both_sides(mode: Mode) -> None:
 
 
 def test_context_precision_marks_only_the_answering_context_useful() -> None:
-    messages, model, _ = verdict_request(
-        CONTEXTS,
-        context_precision.prompt(QUESTION, REFERENCE),
-        prefix="c",
-        verdict="useful",
-        meaning=context_precision.USEFUL,
-    )
+    sample = Sample(user_input=QUESTION, reference=REFERENCE)
+    question = context_precision.ContextPrecision.question(sample)
+    messages, model = first_request(question, CONTEXTS)
     reply, _ = ask(messages, model, "json_schema")
     assert ruled(reply, "c", "useful", 3) == [False, True, False]
 
 
 def test_context_recall_rules_on_the_sentences_not_the_contexts() -> None:
     reference = [REFERENCE, "The town of Varlen hosts a salt market."]
-    messages, model, _ = verdict_request(
-        reference,
-        context_recall.prompt(QUESTION, CONTEXTS),
-        prefix="r",
-        verdict="attributed",
-        meaning=context_recall.ATTRIBUTED,
-    )
+    sample = Sample(user_input=QUESTION, reference=" ".join(reference))
+    question = context_recall.ContextRecall.question(sample, CONTEXTS)
+    messages, model = first_request(question, reference)
     reply, _ = ask(messages, model, "tools")
     assert ruled(reply, "r", "attributed", 2) == [True, False]
 
