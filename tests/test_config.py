@@ -157,10 +157,8 @@ def test_bad_settings_are_usage_errors(
     assert main([*base, "-p", "answer_correctness.beta=2"]) == 2
     assert "answer_correctness is not a metric of this run" in capsys.readouterr().err
     assert main([*base, "-p", "token_f1.smoothing=1"]) == 2
-    assert (
-        "token_f1: " in capsys.readouterr().err
-        and "smoothing" in capsys.readouterr().err + "smoothing"
-    )
+    err = capsys.readouterr().err
+    assert "token_f1: " in err and "smoothing" in err
     (tmp_path / "rageval.toml").write_text("[judge]\nmodle = 'x'\n")
     assert main(base) == 2
     assert "not a Judge setting" in capsys.readouterr().err
