@@ -10,7 +10,7 @@
   judge's verdicts on them differ), ``labelled_rows`` (a human label column and a grade the
   ``grader`` judge reads back); ``write_jsonl``;
 - the CLI in a child process under the network guard (``run_cli_in_child``,
-  ``cli_child_command``);
+  ``cli_child_command``); the test server's command line in a child (``server_in_child``);
 - a hand-written run directory for the report's tests (``write_run``, ``synthetic_run``,
   ``embedded_payload``);
 - what a piece of code imports in a fresh interpreter (``modules_after``,
@@ -28,7 +28,8 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -275,6 +276,31 @@ def run_cli_in_child(
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
     )
+
+
+@contextmanager
+def server_in_child(*args: str, path: Sequence[Path] = ()) -> Iterator[str]:
+    """``python -m rageval.testing.server *args`` in a child process (`path` on its
+    PYTHONPATH, for a handler module): yields the base URL it prints, then stops it and checks
+    that it exited cleanly, with no warning or traceback."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [*path, SRC]))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rageval.testing.server", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        base_url = process.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1"), base_url
+        yield base_url
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=10)
+    assert process.returncode == 0, stderr
+    assert "Warning" not in stderr and "Traceback" not in stderr, stderr
 
 
 # ---------------------------------------------------------------------- a written run directory

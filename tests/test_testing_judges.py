@@ -6,11 +6,7 @@ Fault.garbage), through the real openai SDK."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
-from pathlib import Path
 from typing import Annotated, Literal
 
 import jsonschema
@@ -20,6 +16,7 @@ from openai.types.chat import ChatCompletionMessageParam
 from openai.types.shared_params import ResponseFormatJSONSchema
 from pydantic import BaseModel, ConfigDict, Field
 
+from helpers import server_in_child
 from rageval.judge._modes import shape_of
 from rageval.testing import (
     FAKE_API_KEY,
@@ -31,7 +28,6 @@ from rageval.testing import (
     random_instance,
 )
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 ASK: list[ChatCompletionMessageParam] = [
     {"role": "user", "content": "Give exactly 3 verdicts, one per id 1..3, ratings 0/2/4."}
 ]
@@ -192,30 +188,16 @@ def test_context_window_answers_400_context_length_exceeded() -> None:
 
 @pytest.mark.parametrize("judge", ["random", "garbage"])
 def test_the_judges_from_the_command_line(judge: str) -> None:
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "rageval.testing.server", "--judge", judge, "--judge-seed", "3"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert process.stdout is not None
-        base_url = process.stdout.readline().strip()
-        with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
-            completion = client.chat.completions.create(
-                model="m",
-                messages=ASK,
-                response_format=response_format(Reply_),
-            )
-        text = completion.choices[0].message.content or ""
-        if judge == "random":
+    with (
+        server_in_child("--judge", judge, "--judge-seed", "3") as base_url,
+        openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client,
+    ):
+        completion = client.chat.completions.create(
+            model="m", messages=ASK, response_format=response_format(Reply_)
+        )
+    text = completion.choices[0].message.content or ""
+    if judge == "random":
+        Reply_.model_validate_json(text)
+    else:
+        with pytest.raises(ValueError):
             Reply_.model_validate_json(text)
-        else:
-            with pytest.raises(ValueError):
-                Reply_.model_validate_json(text)
-    finally:
-        process.terminate()
-        _, stderr = process.communicate(timeout=10)
-    assert "Traceback" not in stderr, stderr

@@ -9,8 +9,6 @@ import json
 import math
 import os
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolPara
 from openai.types.shared_params import ResponseFormatJSONSchema
 from pydantic import BaseModel, Field
 
+from helpers import server_in_child
 from rageval.testing import (
     FAKE_API_KEY,
     FakeOpenAI,
@@ -37,7 +36,6 @@ from rageval.testing import (
 
 QUESTION = "Is the sky blue? Answer briefly."
 MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": QUESTION}]
-SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 class Verdict(BaseModel):
@@ -894,35 +892,12 @@ def test_standalone_server_process(tmp_path: Path) -> None:
         "def handle(request):\n"
         "    return Reply.json({'echo': request.messages[-1]['content']})\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(SRC)])}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rageval.testing.server",
-            "--port",
-            "0",
-            "--latency-ms",
-            "300",
-            "--handler",
-            "my_judge:handle",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert process.stdout is not None
-        base_url = process.stdout.readline().strip()
-        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
-        with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as c:
-            started = time.monotonic()
-            completion = chat(c)
-            assert time.monotonic() - started >= 0.3
-        assert json.loads(completion.choices[0].message.content) == {"echo": MESSAGES[0]["content"]}
-    finally:
-        process.terminate()
-        _, stderr = process.communicate(timeout=10)
-    assert process.returncode == 0, stderr
-    assert "Warning" not in stderr and "Traceback" not in stderr, stderr
+    args = ("--port", "0", "--latency-ms", "300", "--handler", "my_judge:handle")
+    with (
+        server_in_child(*args, path=[tmp_path]) as base_url,
+        openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as c,
+    ):
+        started = time.monotonic()
+        completion = chat(c)
+        assert time.monotonic() - started >= 0.3
+    assert json.loads(completion.choices[0].message.content) == {"echo": MESSAGES[0]["content"]}
