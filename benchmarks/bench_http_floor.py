@@ -39,6 +39,7 @@ def _cpu() -> float:
 
 
 def _request_body() -> dict[str, Any]:
+    from rageval._client._transport import encode_body
     from rageval.judge._modes import build_request, shape_of
 
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
@@ -47,18 +48,19 @@ def _request_body() -> dict[str, Any]:
     faithfulness = importlib.import_module("rageval.metrics.faithfulness")
     sample = make_sample(0)
     statements = sample["response"].split(". ")
-    messages, extra = build_request(
-        "json_schema",
-        faithfulness.prompt(sample["retrieved_contexts"], statements),
-        shape_of(faithfulness.FaithfulnessVerdicts),
-    )
-    return {
+    question = faithfulness.Faithfulness.question(sample["retrieved_contexts"])
+    request = question.requests(statements)[0]
+    messages, extra = build_request("json_schema", request.messages, shape_of(request.model))
+    body = {
         "model": "gpt-4o-mini",
         "messages": messages,
         "temperature": 0.0,
         "max_tokens": 1024,
         **extra,
     }
+    # the schema arguments are pre-encoded bytes: decode the body as it goes on the wire
+    decoded: dict[str, Any] = json.loads(encode_body(body))
+    return decoded
 
 
 async def _measure(n: int, send: Callable[[], Awaitable[Any]]) -> tuple[float, float]:

@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import cProfile
 import functools
-import importlib
 import json
 import os
 import resource
@@ -97,22 +96,13 @@ def judge_server() -> Iterator[str]:
 
 
 def _faithfulness_call(index: int) -> tuple[list[dict[str, str]], Any, Any]:
-    from rageval.metrics.authoring import verdict_request
-
-    # the module, not the metric instance that `rageval.metrics.faithfulness` names
-    faithfulness = importlib.import_module("rageval.metrics.faithfulness")
+    from rageval.metrics.faithfulness import Faithfulness
 
     sample = make_sample(index)
     statements = [s.strip() for s in sample["response"].split(". ") if s.strip()]
-    messages, model, _ = verdict_request(
-        statements,
-        faithfulness.prompt(sample["retrieved_contexts"]),
-        prefix="s",
-        verdict="supported",
-        meaning=faithfulness.SUPPORTED,
-    )
+    request = Faithfulness.question(sample["retrieved_contexts"]).requests(statements)[0]
     # the rules are in the schema now: no separate check
-    return messages, model, None
+    return request.messages, request.model, None
 
 
 async def _measure(
