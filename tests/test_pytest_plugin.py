@@ -132,7 +132,6 @@ def test_thresholds_met_pass(server: FakeOpenAI, tmp_path: Path) -> None:
 
 
 def test_xdist_workers_share_one_session_directory(server: FakeOpenAI, tmp_path: Path) -> None:
-    pytest.importorskip("xdist")  # the dev extra installs it
     project = _project(tmp_path)
     done = _pytest(project, "-n", "2", "-k", "not not_met", server=server, tmp_path=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

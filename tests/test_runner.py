@@ -277,7 +277,8 @@ def test_server_errors_that_are_not_fatal_are_retried(server: FakeOpenAI) -> Non
 
 
 def test_result_views(server: FakeOpenAI) -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+
     data = rows(3)
     data[1]["response"] = "<b>Answer</b> & more"
     result = evaluate(data, ["faithfulness", "token_f1"], llm=make_judge(server), progress=False)
@@ -305,7 +306,6 @@ def test_result_views(server: FakeOpenAI) -> None:
 
 
 def test_to_pandas_marks_not_measured_as_nan_with_its_status() -> None:
-    pytest.importorskip("pandas")
     result = evaluate(
         [{"response": "a b", "reference": "a b"}, {"response": "x", "reference": None}],
         ["token_f1"],

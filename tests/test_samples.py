@@ -50,7 +50,8 @@ def test_dict_of_lists_like_the_seeds() -> None:
 
 
 def test_pandas_dataframe() -> None:
-    pd = pytest.importorskip("pandas")  # dev extra installs it
+    import pandas as pd
+
     _check_two(pd.DataFrame(ROWS))
 
 

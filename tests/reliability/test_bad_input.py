@@ -221,7 +221,8 @@ def test_a_missing_file_is_a_usage_error(
 
 
 def test_objects_through_the_python_api(server: FakeOpenAI) -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+
     frame = pd.DataFrame(GOOD)
     frame.loc[1, "user_input"] = math.nan  # an empty cell of a required column
     cases: list[tuple[Any, int | None, str | None, str]] = [
@@ -243,7 +244,8 @@ def test_objects_through_the_python_api(server: FakeOpenAI) -> None:
 
 
 def test_nan_in_a_column_no_metric_needs_is_accepted(server: FakeOpenAI) -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+
     frame = pd.DataFrame(GOOD)
     frame.loc[0, "reference"] = math.nan
     result = evaluate(frame, ["faithfulness"], llm=judge(server), progress=False)
