@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from helpers import handle, rows, write_jsonl
-from rageval._config import ConfigError, find_config, load_settings, parse_params
+from rageval._config import ConfigError, _price_table, find_config, load_settings, parse_params
 from rageval.cli import main
+from rageval.judge import Judge, ModelPrice
+from rageval.runner._stored import judge_settings
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
 
@@ -185,3 +187,23 @@ def test_the_judge_settings_objects_as_tables(
     )
     assert main(["evaluate", "d.jsonl", "-m", "faithfulness", "-o", "r2", "-q"]) == 2
     assert "rageval.toml: [judge]: timeout must be > 0" in capsys.readouterr().err
+
+
+def test_a_price_in_the_file_may_be_a_table_of_its_rates() -> None:
+    table = _price_table({"a": [1, 2], "b": {"input": 1, "output": 2, "cached_input": 0.5}})
+    assert table.price("a") == ModelPrice(1.0, 2.0)
+    assert table.price("b") == ModelPrice(1.0, 2.0, cached_input=0.5)
+    with pytest.raises(ValueError, match="prices must map a model"):
+        _price_table({"c": {"inputs": 1}})
+
+
+def test_every_judge_setting_a_manifest_records_is_restored_on_resume() -> None:
+    judge = Judge(
+        "m", base_url="http://127.0.0.1:9/v1", max_prompt_tokens=1000, max_reasks=1, seed=7
+    )
+    settings = judge_settings(judge.describe())
+    assert (settings["max_prompt_tokens"], settings["max_reasks"], settings["seed"]) == (1000, 1, 7)
+    again = Judge(**settings).describe()
+    assert {k: v for k, v in again.items() if k != "cache"} == {
+        k: v for k, v in judge.describe().items() if k != "cache"
+    }

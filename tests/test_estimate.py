@@ -125,6 +125,11 @@ def test_cost_uses_the_price_table_and_batch_rates(
         assert main([*args, "-m", "answer_accuracy", "--dry-run", "--json",
                      "--price", "my-llama=1,2"]) == 0  # fmt: skip
         assert json.loads(capsys.readouterr().out)["cost_usd"] == found.cost_usd.model_dump()
+        # DATA may follow the prices, as it may follow every NAME=VALUE option
+        assert main(["evaluate", "--llm", "my-llama", "--base-url", server.base_url,
+                     "-m", "answer_accuracy", "--dry-run", "--json",
+                     "--price", "my-llama=1,2", str(path)]) == 0  # fmt: skip
+        assert json.loads(capsys.readouterr().out)["cost_usd"] == found.cost_usd.model_dump()
         assert main([*args, "--dry-run", "--price", "my-llama=1"]) == 2
         assert "--price" in capsys.readouterr().err
         assert server.requests == []

@@ -92,6 +92,13 @@ def test_a_module_path_that_is_no_metric_is_a_usage_error(project: Path) -> None
     assert not_metric.returncode == 2
     assert "'json:dumps' is not a metric class" in not_metric.stderr
     assert not (project / "a").exists() and not (project / "b").exists()
+    # a class whose name is a built-in metric's: a usage error, not a traceback
+    (project / "clash.py").write_text(
+        MODULE.replace('"longer_than"', '"token_f1"'), encoding="utf-8"
+    )
+    clash = run_cli_in_child("evaluate", "data.jsonl", "-m", "clash:LongerThan", "-o", "c")
+    assert clash.returncode == 2, clash.stderr
+    assert "'token_f1' registered twice" in clash.stderr and "Traceback" not in clash.stderr
 
 
 def test_metric_class_finds_a_class_by_its_import_path() -> None:

@@ -275,9 +275,8 @@ def _price_table(prices: Any) -> Any:
     from rageval.judge import ModelPrice, PriceTable
 
     try:
-        return PriceTable(
-            {name: ModelPrice.of([float(v) for v in p]) for name, p in prices.items()}
-        )
+        # a price is a list [input, output, ...] or a table {input = ..., output = ...}
+        return PriceTable({name: ModelPrice.of(p) for name, p in prices.items()})
     except (AttributeError, TypeError, ValueError, IndexError) as e:
         raise ValueError(
             "prices must map a model to [input, output(, cached input(, batch input, batch "

@@ -1053,11 +1053,9 @@ def _add_judge_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip cells of rows that lack a required field instead of stopping",
     )
-    parser.add_argument(
+    _add_pairs_option(
+        parser,
         "--price",
-        nargs="+",
-        action="extend",
-        default=[],
         metavar="MODEL=IN,OUT[,CACHED[,BATCH_IN,BATCH_OUT]]",
         help="the judge model's price in USD per million tokens (input, output, cached input, "
         "batch input and output), for a model the built-in table does not know",

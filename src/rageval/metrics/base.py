@@ -642,7 +642,10 @@ def _imported_metric(path: str) -> type[Metric]:
     if not (isinstance(found, type) and issubclass(found, Metric)) or inspect.isabstract(found):
         raise KeyError(f"{path!r} is not a metric class (a concrete Metric subclass)")
     if _REGISTRY.get(found.name) is not found:
-        register(found)
+        try:
+            register(found)
+        except ValueError as e:  # its name is another metric's
+            raise KeyError(f"cannot use metric {path!r}: {e}") from None
     return found
 
 

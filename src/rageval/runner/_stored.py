@@ -39,6 +39,7 @@ JUDGE_SETTINGS = (
     "tokens_per_minute",
     "mode",
     "max_reasks",
+    "max_prompt_tokens",
 )
 
 
