@@ -243,3 +243,31 @@ def test_seed_names() -> None:
     assert (
         answer_relevancy.strictness == 3 and answer_relevancy.params() == AnswerRelevancy().params()
     )
+
+
+async def test_a_failed_generation_stops_the_others_and_every_request_is_booked() -> None:
+    import asyncio
+
+    from pydantic import BaseModel
+
+    from rageval.errors import JudgeCallFailed
+
+    class Question(BaseModel):
+        question: str
+
+    async def handler(req: RecordedRequest) -> Reply:
+        if attempt(req) == 1 and "n" not in req.body:
+            await asyncio.sleep(0.6)  # the generations asked for afresh are slow
+        return Reply.json({"wrong": 1})  # and nothing ever validates
+
+    # the n=3 request returns one choice: the first generation fails after its quick re-ask
+    # (the same problem twice ends it) while the other two still wait for their first reply
+    with FakeOpenAI(handler, ignore_n=True) as server:
+        judge = judge_for(server, max_reasks=2, cache=False)
+        with pytest.raises(JudgeCallFailed):
+            await judge.ask_n([{"role": "user", "content": "ask"}], Question, 3, temperature=1.0)
+        await asyncio.sleep(1.5)  # time for abandoned generations to re-ask, were they left
+        # answered: the n=3 request and the re-ask; the other two were cut short unanswered
+        # (left running, they were answered and re-asked: 6)
+        assert len(server.chat_requests) == 2
+        assert judge.usage.total.requests == 4  # every request sent is booked

@@ -401,11 +401,19 @@ class Judge(EndpointClient):
         """Each generation validated (and re-asked) on its own; None: ask for it afresh."""
         mine = [Tally() for _ in firsts]
         tallies.extend(mine)
-        return list(
-            await asyncio.gather(
-                *(self._solve(call, t, first) for t, first in zip(mine, firsts, strict=True))
-            )
-        )
+        tasks = [
+            asyncio.ensure_future(self._solve(call, t, first))
+            for t, first in zip(mine, firsts, strict=True)
+        ]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            # gather leaves the other generations running when one fails: they would go on
+            # sending (and paying for) requests the failed call no longer books
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def _solve(
         self, call: _Call[T], tally: Tally, first: _Raw | None = None
