@@ -301,3 +301,17 @@ def test_the_progress_line_shows_the_batches_waited_on(
         evaluate(rows(3), ["answer_accuracy"], llm=judge(server), batch=FAST, progress=True)
     # drawn twice a second while the one batch (six lines) is in progress
     assert "batches 1 in flight (0/6 lines done)" in capsys.readouterr().err
+
+
+def test_an_event_after_a_torn_last_line_of_the_batch_journal_replaces_it(tmp_path: Path) -> None:
+    from rageval.log import BatchEvent, append_batch_event
+
+    append_batch_event(tmp_path, BatchEvent(event="uploaded", file_id="f1", lines={"a": "k"}))
+    with (tmp_path / "batches.jsonl").open("ab") as fh:
+        fh.write(b'{"format_version": 4, "event": "upl')  # killed while writing
+    append_batch_event(tmp_path, BatchEvent(event="created", file_id="f1", batch_id="b1"))
+    events = read_batch_events(tmp_path)
+    assert [(e.event, e.file_id, e.batch_id) for e in events] == [
+        ("uploaded", "f1", None),
+        ("created", "f1", "b1"),
+    ]

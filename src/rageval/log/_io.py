@@ -164,8 +164,16 @@ def read_batch_events(run_dir: str | os.PathLike[str]) -> list[BatchEvent]:
 
 
 def append_batch_event(run_dir: str | os.PathLike[str], event: BatchEvent) -> None:
-    """Append `event` to ``batches.jsonl`` in `run_dir`, flushed to the OS at once."""
-    with (Path(run_dir) / BATCHES_FILE).open("ab") as fh:
+    """Append `event` to ``batches.jsonl`` in `run_dir`, flushed to the OS at once. A torn last
+    line (a process killed while writing it) is cut first: written after, it would become a
+    damaged line in the middle of the file."""
+    with (Path(run_dir) / BATCHES_FILE).open("a+b") as fh:
+        end = fh.seek(0, os.SEEK_END)
+        if end:
+            fh.seek(end - 1)
+            if fh.read(1) != b"\n":
+                fh.seek(0)
+                fh.truncate(fh.read().rfind(b"\n") + 1)
         fh.write((model_json(event) + "\n").encode("utf-8"))
         fh.flush()
 
