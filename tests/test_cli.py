@@ -344,8 +344,9 @@ def test_a_judge_that_always_answers_garbage_fits_on_a_screen(
         assert [(g["kind"], g["count"]) for g in metric["failures"]] == [("invalid_reply", 40)]
     # per sample: the shared extraction (faithfulness, answer_correctness), context_precision
     # and context_recall: ask + 1 re-ask each; three rating metrics: 2 templates x 2; and
-    # answer_relevancy: one n=3 request, then one re-ask per generation
-    assert requests == 40 * (3 * 2 + 3 * 4 + (1 + 3))
+    # answer_relevancy: one n=3 request, then one re-ask per generation, until the first
+    # generation fails: the re-asks of the others still unanswered then are cancelled
+    assert 40 * (3 * 2 + 3 * 4 + (1 + 1)) <= requests <= 40 * (3 * 2 + 3 * 4 + (1 + 3))
 
 
 # ---------------------------------------------------------------------- rough edges
