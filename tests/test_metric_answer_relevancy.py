@@ -257,7 +257,7 @@ async def test_a_failed_generation_stops_the_others_and_every_request_is_booked(
 
     async def handler(req: RecordedRequest) -> Reply:
         if attempt(req) == 1 and "n" not in req.body:
-            await asyncio.sleep(0.6)  # the generations asked for afresh are slow
+            await asyncio.sleep(2.0)  # the generations asked for afresh are slow
         return Reply.json({"wrong": 1})  # and nothing ever validates
 
     # the n=3 request returns one choice: the first generation fails after its quick re-ask
@@ -266,8 +266,8 @@ async def test_a_failed_generation_stops_the_others_and_every_request_is_booked(
         judge = judge_for(server, max_reasks=2, cache=False)
         with pytest.raises(JudgeCallFailed):
             await judge.ask_n([{"role": "user", "content": "ask"}], Question, 3, temperature=1.0)
-        await asyncio.sleep(1.5)  # time for abandoned generations to re-ask, were they left
-        # answered: the n=3 request and the re-ask; the other two were cut short unanswered
-        # (left running, they were answered and re-asked: 6)
-        assert len(server.chat_requests) == 2
-        assert judge.usage.total.requests == 4  # every request sent is booked
+        await asyncio.sleep(2.5)  # time for abandoned generations to re-ask, were they left
+        # one re-ask: the first generation's (left running, the other two were answered after
+        # their wait and re-asked as well)
+        assert [attempt(r) for r in server.chat_requests if attempt(r) > 1] == [2]
+        assert judge.usage.total.requests >= len(server.chat_requests)  # all sent are booked
