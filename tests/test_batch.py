@@ -5,6 +5,7 @@ re-attaches to what an earlier session uploaded instead of uploading it again.""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -315,3 +316,25 @@ def test_an_event_after_a_torn_last_line_of_the_batch_journal_replaces_it(tmp_pa
         ("uploaded", "f1", None),
         ("created", "f1", "b1"),
     ]
+
+
+def test_a_batched_run_and_an_online_run_at_once_on_one_judge(online: EvaluationResult) -> None:
+    """Batch mode belongs to the run, not to the judge or its endpoint: an online run that
+    shares the judge with a batched run at the same time sends its requests online."""
+    with FakeOpenAI(handle) as server:
+        shared = judge(server)
+
+        async def both() -> tuple[EvaluationResult, EvaluationResult]:
+            from rageval import aevaluate
+
+            return await asyncio.gather(
+                aevaluate(rows(12), METRICS, llm=shared, batch=FAST, progress=False),
+                aevaluate(rows(12), METRICS, llm=shared, progress=False),
+            )
+
+        batched, direct = asyncio.run(both())
+        assert len(server.chat_requests) == 12 * 6  # the online run's, every one
+        assert sum(b["request_counts"]["total"] for b in server.batch_api.batches) == 12 * 6
+    assert values(batched) == values(direct) == values(online)
+    assert direct.usage.cost_usd is not None
+    assert batched.usage.cost_usd == pytest.approx(direct.usage.cost_usd / 2)

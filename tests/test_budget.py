@@ -157,3 +157,36 @@ def test_the_progress_line_shows_spent_and_budget() -> None:
     line = ProgressLine(10)
     line.counters.requests, line.counters.cost_usd, line.counters.budget_usd = 3, 0.0123, 0.05
     assert "cost $0.0123 / $0.0500" in line.text()
+
+
+def test_concurrent_runs_on_one_judge_each_keep_their_own_budget() -> None:
+    """The budget belongs to the run, not to the judge: two runs at once on one Judge stop
+    each at its own budget, a run after them has none, and the judge is as it was built."""
+    data = rows(12)
+    with FakeOpenAI(handle) as server:
+        shared = judge(server)
+        whole = evaluate(data, METRICS, llm=shared, progress=False)
+        # (after a first run: describe() also says which structured-output mode was probed)
+        built = shared.describe()
+        cost = whole.usage.cost_usd
+        assert cost is not None
+        small, large = cost / 4, cost / 2
+
+        async def both() -> tuple[EvaluationResult | BaseException, ...]:
+            from rageval import aevaluate
+
+            return await asyncio.gather(
+                aevaluate(data, METRICS, llm=shared, max_cost=small, progress=False),
+                aevaluate(data, METRICS, llm=shared, max_cost=large, progress=False),
+                return_exceptions=True,
+            )
+
+        first, second = asyncio.run(both())
+        assert isinstance(first, BudgetReached) and isinstance(second, BudgetReached)
+        assert (first.max_cost_usd, second.max_cost_usd) == (small, large)
+        assert first.spent_usd <= small < second.spent_usd <= large
+        assert shared.describe() == built
+        # a third run, without a budget, is charged against none: it finishes
+        third = evaluate(data, METRICS, llm=shared, progress=False)
+        assert third.complete and values(third) == values(whole)
+        assert shared.describe() == built

@@ -17,7 +17,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from rageval import _env
@@ -30,6 +30,7 @@ from rageval._client._retry import (
     backoff_delay,
     call_with_retries,
 )
+from rageval._client._run import current_run
 from rageval._client._settings import (
     EndpointOptions,
     EndpointSettings,
@@ -40,9 +41,6 @@ from rageval._client._transport import DirectSender, SdkSender, Sender, _httpx, 
 from rageval._client._usage import PriceTable, UsageLedger
 from rageval._sync import close_with_loop
 from rageval.errors import FatalJudgeError
-
-if TYPE_CHECKING:
-    from rageval._client._batch import BatchQueue
 
 __all__ = ["Endpoint", "normalize_base_url"]
 
@@ -118,8 +116,6 @@ class Endpoint:
         )
         self._fatal: FatalJudgeError | None = None
         self._reached = False
-        #: the Batch API queue requests go through instead, in batch mode
-        self.batch: BatchQueue | None = None
 
     def _adopt(self, client: Any) -> None:
         import openai  # already imported by whoever built the client
@@ -210,9 +206,10 @@ class Endpoint:
         tally: Tally,
     ) -> R:
         """POST ``body`` under the limiter, with retries (see :mod:`rageval._client._retry`), and
-        ``read`` the JSON object of the reply. In batch mode the request goes through the
-        endpoint's Batch API queue instead (:mod:`rageval._client._batch`)."""
-        queue = self.batch
+        ``read`` the JSON object of the reply. When the current run sends this endpoint's
+        requests in batches, the request goes through its Batch API queue instead
+        (:mod:`rageval._client._batch`, :mod:`rageval._client._run`)."""
+        queue = current_run().batch_queue(self)
         if queue is not None:
 
             async def attempt() -> R:

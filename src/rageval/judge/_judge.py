@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from rageval._client._budget import SpendingLimit
 from rageval._client._cache import RequestCache, cache_key
 from rageval._client._endpoint import Endpoint, EndpointClient
 from rageval._client._retry import Tally
+from rageval._client._run import current_run
 from rageval._client._settings import (
     DEFAULT_MAX_CONCURRENCY,
     EndpointOptions,
@@ -189,8 +189,6 @@ class Judge(EndpointClient):
         self.mode = mode
         self.max_reasks = max_reasks
         self.max_prompt_tokens = max_prompt_tokens
-        #: the run's budget, when it has one (set by evaluate(max_cost=...))
-        self.spending: SpendingLimit | None = None
         self._settings_keys: dict[tuple[Any, ...], str] = {}
         # the calls in progress, by id: the tallies of what each consumed so far (see
         # pending_usage)
@@ -344,7 +342,7 @@ class Judge(EndpointClient):
             value = revalidate(hit[0]) if hit is not None else None
             if value is not None:
                 usage = Usage(cache_hits=1)
-                self.usage.record(usage, tags)
+                self.book(usage, tags)
                 return value, usage, True
         tallies: list[Tally] = []
         self._pending[id(tallies)] = tallies
@@ -358,7 +356,7 @@ class Judge(EndpointClient):
             del self._pending[id(tallies)]
             usage = self._usage_of(tallies)
             if usage.requests:
-                self.usage.record(usage, tags)
+                self.book(usage, tags)
         if cache is not None:
             cache.put(key, self.model, raw, usage.to_dict())
         return value, usage, False
@@ -583,7 +581,7 @@ class Judge(EndpointClient):
         if self.seed is not None:
             params["seed"] = self.seed
         estimate = prompt + budget * n
-        spending = self.spending
+        spending = current_run().spending
         # the most this request can cost: its prompt and its whole reply budget
         reserved = (self._cost(prompt, budget * n) or 0.0) if spending is not None else 0.0
         if spending is not None:
@@ -619,14 +617,20 @@ class Judge(EndpointClient):
 
     @property
     def endpoint(self) -> Endpoint:
-        """The endpoint client requests go out through (:mod:`rageval._client`): the runner
-        puts it in batch mode for a run."""
+        """The endpoint client requests go out through (:mod:`rageval._client`); a run in batch
+        mode gives it a Batch API queue in its run context (:mod:`rageval._client._run`)."""
         return self._endpoint
 
     @property
     def batched(self) -> bool:
-        """Whether requests go through the endpoint's Batch API (priced at batch rates)."""
-        return self._endpoint.batch is not None
+        """Whether the current run sends this judge's requests through the endpoint's Batch API
+        (priced at batch rates)."""
+        return current_run().batch_queue(self._endpoint) is not None
+
+    def book(self, usage: Usage, tags: Mapping[str, str] | None = None) -> None:
+        """Book `usage` under `tags` in this judge's ledger and to the current run's meter."""
+        self.usage.record(usage, tags)
+        current_run().book(usage, tags)
 
     def _fit(self, prompt_tokens: int, budget: int) -> int:
         """The reply budget that fits beside the prompt, or JudgeCallFailed(input_too_long)

@@ -73,7 +73,7 @@ class CellStore:
             found[name] = result
             judge = self._judge_of[name]
             assert judge is not None
-            judge.usage.record(Usage(cache_hits=1), {"metric": name, "sample": _id(sample)})
+            judge.book(Usage(cache_hits=1), {"metric": name, "sample": _id(sample)})
         return found
 
     def keep(

@@ -1,5 +1,5 @@
 """Cost control of a run: its budget (``max_cost``) and, in batch mode, the Batch API queues,
-attached to the run's judges while it lasts (see README "Cost control")."""
+in the run's context while it lasts (:mod:`rageval._client._run`; README "Cost control")."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from rageval._client._batch import BatchQueue, BatchSettings, RecordedBatch
 from rageval._client._budget import SpendingLimit
+from rageval._client._run import run_scope
 from rageval.errors import BudgetReached
 from rageval.log import BatchEvent, append_batch_event, read_batch_events
 
@@ -83,24 +84,15 @@ class Admission:
 
 
 @contextlib.contextmanager
-def limit_spending(
-    judges: Sequence[Judge], max_cost: float | None
-) -> Iterator[SpendingLimit | None]:
-    """`max_cost` USD shared by every judge of `judges` while the block runs (nothing when
-    None); each judge's own setting is back afterwards."""
+def limit_spending(max_cost: float | None) -> Iterator[SpendingLimit | None]:
+    """`max_cost` USD shared by every judge of the run while the block runs (nothing when
+    None), in the run's context: the judges themselves are left as they are."""
     if max_cost is None:
         yield None
         return
     limit = SpendingLimit(max_cost)
-    distinct = list({id(j): j for j in judges}.values())
-    before = [j.spending for j in distinct]
-    for judge in distinct:
-        judge.spending = limit
-    try:
+    with run_scope(spending=limit):
         yield limit
-    finally:
-        for judge, old in zip(distinct, before, strict=True):
-            judge.spending = old
 
 
 class RunBatchJournal:
@@ -148,21 +140,17 @@ class RunBatchJournal:
 async def send_in_batches(
     judges: Sequence[Judge], settings: BatchSettings | None, journal: RunBatchJournal | None
 ) -> AsyncIterator[list[BatchQueue]]:
-    """Every judge of `judges` sends through its endpoint's Batch API while the block runs
-    (nothing changes when `settings` is None); the queues are closed afterwards (a batch in
+    """Every judge of `judges` sends through its endpoint's Batch API while the block runs, in
+    the run's context (nothing changes when `settings` is None); the queues are closed afterwards (a batch in
     flight runs on at the endpoint, and a resumed run re-attaches to it)."""
     if settings is None:
         yield []
         return
-    endpoints = list({id(j.endpoint): j.endpoint for j in judges}.values())
-    queues = []
-    for endpoint in endpoints:
-        endpoint.batch = BatchQueue(endpoint, settings, journal)
-        queues.append(endpoint.batch)
+    endpoints = {id(j.endpoint): j.endpoint for j in judges}
+    queues = {key: BatchQueue(endpoint, settings, journal) for key, endpoint in endpoints.items()}
     try:
-        yield queues
+        with run_scope(batch_queues=queues):
+            yield list(queues.values())
     finally:
-        for endpoint in endpoints:
-            endpoint.batch = None
-        for queue in queues:
+        for queue in queues.values():
             await queue.aclose()

@@ -61,7 +61,6 @@ from rageval.runner._schedule import (
     Plan,
     Scheduler,
     make_plans,
-    meter_judge,
     spread,
     usage_since,
 )
@@ -639,8 +638,6 @@ async def aevaluate(
             "[,BATCH_INPUT,BATCH_OUTPUT]] (USD per million tokens) or Judge(..., "
             "prices=PriceTable({'MODEL': ModelPrice(...)}))"
         )
-    for j in judges:
-        meter_judge(j)
     embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
     ray_run = None
     if engine == "ray":
@@ -714,7 +711,7 @@ async def aevaluate(
             journal = RunBatchJournal(run_dir) if batching and run_dir is not None else None
             async with send_in_batches(judges, batching, journal) as queues:
                 meter.queues = queues
-                with limit_spending(judges, max_cost) as limit:
+                with limit_spending(max_cost) as limit:
                     admission = None
                     if limit is not None:
                         cost = functools.partial(

@@ -18,14 +18,14 @@ variable set by that sample's task (and inherited by every task it starts).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from rageval._client._run import run_scope
 from rageval.errors import BudgetReached
-from rageval.judge import FatalJudgeError, JudgeCallFailed, JudgeError, Usage, UsageLedger
+from rageval.judge import FatalJudgeError, JudgeCallFailed, JudgeError, Usage
 from rageval.log import Cell, Inputs, RepeatedScores, SampleLine
 from rageval.metrics._statements import SHARED_TAG, SharedStatements
 from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext
@@ -71,35 +71,6 @@ class _SampleMeter:
         return self.by_metric.get(key, Usage())
 
 
-_CURRENT: contextvars.ContextVar[_SampleMeter | None] = contextvars.ContextVar(
-    "rageval_sample_meter", default=None
-)
-
-
-class MeteredLedger(UsageLedger):
-    """A judge's ledger, unchanged, that also books each call to the sample being scored."""
-
-    def __init__(self, inner: UsageLedger) -> None:
-        super().__init__()
-        self.inner = inner
-
-    def record(self, usage: Usage, tags: Mapping[str, str] | None = None) -> None:
-        self.inner.record(usage, tags)
-        meter = _CURRENT.get()
-        if meter is not None:
-            meter.add(usage, tags)
-
-    @property
-    def total(self) -> Usage:
-        return self.inner.total
-
-    def by_tag(self, name: str) -> dict[str, Usage]:
-        return self.inner.by_tag(name)
-
-    def tag_names(self) -> list[str]:
-        return self.inner.tag_names()
-
-
 def usage_since(now: Usage, base: Usage) -> Usage:
     """What was used between two readings of a ledger's total."""
     cost = None if now.cost_usd is None or base.cost_usd is None else now.cost_usd - base.cost_usd
@@ -113,11 +84,6 @@ def usage_since(now: Usage, base: Usage) -> Usage:
         cost_usd=cost,
         cached_tokens=now.cached_tokens - base.cached_tokens,
     )
-
-
-def meter_judge(judge: Judge) -> None:
-    if not isinstance(judge.usage, MeteredLedger):
-        judge.usage = MeteredLedger(judge.usage)
 
 
 @dataclasses.dataclass
@@ -273,32 +239,33 @@ class Scheduler:
             else:
                 to_run.append(m)
         meter = _SampleMeter()
-        _CURRENT.set(meter)  # this task's own context: seen by every task started below
-        scored = [m for m in to_run if m.needs_llm]  # a judge's cells, before any was kept
-        cells = plan.cells
-        if cells is not None and to_run:
-            kept = cells.lookup(sample, to_run)
-            results.update(kept)
-            to_run = [m for m in to_run if m.name not in kept]
-        ctx = ScoringContext(
-            judge=plan.shared_judge,
-            embeddings=plan.embeddings,
-            statements=SharedStatements(sample, plan.shared_judge),
-            tags={"sample": sid},
-        )
-        fresh = await self._score(to_run, sample, ctx, plan.judge_of)
-        results.update(fresh)
-        if cells is not None and fresh:
-            cells.keep(sample, to_run, fresh)
-        if plan.repeats > 1:
-            results.update(await self._repeat(plan, scored, sample, sid, results))
-        return SampleLine(
-            row=row,
-            id=sid,
-            inputs=Inputs.of(sample),
-            cells={m.name: Cell.of(results[m.name], meter.take(m.name)) for m in metrics},
-            shared_usage=meter.take(SHARED_TAG),
-        )
+        # every call made for this sample, in this task and the tasks it starts, books to it
+        with run_scope(meter=meter):
+            scored = [m for m in to_run if m.needs_llm]  # a judge's cells, before any was kept
+            cells = plan.cells
+            if cells is not None and to_run:
+                kept = cells.lookup(sample, to_run)
+                results.update(kept)
+                to_run = [m for m in to_run if m.name not in kept]
+            ctx = ScoringContext(
+                judge=plan.shared_judge,
+                embeddings=plan.embeddings,
+                statements=SharedStatements(sample, plan.shared_judge),
+                tags={"sample": sid},
+            )
+            fresh = await self._score(to_run, sample, ctx, plan.judge_of)
+            results.update(fresh)
+            if cells is not None and fresh:
+                cells.keep(sample, to_run, fresh)
+            if plan.repeats > 1:
+                results.update(await self._repeat(plan, scored, sample, sid, results))
+            return SampleLine(
+                row=row,
+                id=sid,
+                inputs=Inputs.of(sample),
+                cells={m.name: Cell.of(results[m.name], meter.take(m.name)) for m in metrics},
+                shared_usage=meter.take(SHARED_TAG),
+            )
 
     async def _score(
         self,

@@ -31,7 +31,7 @@ from rageval._client._limiter import Pace, RateBudget, endpoint_limiter
 from rageval._version import __version__
 from rageval.judge import FatalJudgeError, Usage, UsageLedger
 from rageval.log import Inputs, SampleLine, model_json
-from rageval.runner._schedule import Scheduler, make_plans, meter_judge, usage_since
+from rageval.runner._schedule import Scheduler, make_plans, usage_since
 from rageval.runner.engines._ship import WorkerJob, build
 from rageval.samples import Sample
 
@@ -151,8 +151,6 @@ class ScoreBatch:
 
         self._worker = json.dumps([ray.get_runtime_context().get_node_id(), os.getpid()])
         self._built = build(job, embed_threads=embed_threads)
-        for judge in self._built.judges:
-            meter_judge(judge)
         self._plans = make_plans(
             self._built.metrics,
             self._built.run_judges,

@@ -1,0 +1,82 @@
+"""What belongs to one run and to none of the objects the user built: the run's budget, the
+Batch API queue each endpoint sends through in batch mode, and the meter that books each
+call's usage to the sample being scored.
+
+A :class:`~rageval.judge.Judge` or an endpoint is the user's, and may serve two runs at once
+(a notebook evaluating two datasets, a service reusing one judge): a run never sets anything on
+it. The runner enters a :func:`run_scope` instead, and the judge and the endpoint read
+:func:`current_run` when they send. It is a ``ContextVar``: each asyncio task sees the scope of
+the run that started it, so concurrent runs on one judge each see their own, and code outside
+any run sees the empty :class:`RunContext` (no budget, no batching, no meter).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from rageval._client._budget import SpendingLimit
+    from rageval._client._usage import Usage
+
+__all__ = ["BatchSender", "RunContext", "UsageMeter", "current_run", "run_scope"]
+
+
+class BatchSender(Protocol):
+    """Where a request goes instead of the HTTP endpoint in batch mode (the Batch API queue of
+    :mod:`rageval._client._batch`)."""
+
+    async def submit(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+class UsageMeter(Protocol):
+    """Books the usage of a call, by its tags (the runner's meter of the sample being scored)."""
+
+    def add(self, usage: Usage, tags: Mapping[str, str] | None) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """The state of the run the current task belongs to."""
+
+    #: the run's budget (``evaluate(max_cost=...)``), shared by every judge of the run
+    spending: SpendingLimit | None = None
+    #: in batch mode, the queue each endpoint sends through, by ``id(endpoint)``
+    batch_queues: Mapping[int, BatchSender] = dataclasses.field(default_factory=dict)
+    #: where each call's usage is booked besides the judge's own ledger
+    meter: UsageMeter | None = None
+
+    def batch_queue(self, endpoint: object) -> BatchSender | None:
+        """The Batch API queue `endpoint` sends through in this run, if it is batched."""
+        return self.batch_queues.get(id(endpoint))
+
+    def book(self, usage: Usage, tags: Mapping[str, str] | None) -> None:
+        if self.meter is not None:
+            self.meter.add(usage, tags)
+
+
+#: what code outside any run sees: no budget, no batching, no meter (never changed)
+_OUTSIDE_ANY_RUN = RunContext()
+_CURRENT: contextvars.ContextVar[RunContext] = contextvars.ContextVar(
+    "rageval_run", default=_OUTSIDE_ANY_RUN
+)
+
+
+def current_run() -> RunContext:
+    """The context of the run this task belongs to (an empty one outside any run)."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def run_scope(**changes: Any) -> Iterator[RunContext]:
+    """The current run context with `changes` (fields of :class:`RunContext`) while the block
+    runs, for this task and every task it starts; the one before is back afterwards."""
+    scope = dataclasses.replace(_CURRENT.get(), **changes)
+    token = _CURRENT.set(scope)
+    try:
+        yield scope
+    finally:
+        _CURRENT.reset(token)
