@@ -205,10 +205,10 @@ def test_a_resume_finds_an_upload_whose_batch_was_never_created(
         refuse = api._create  # the first creation fails for good (a 403)
 
         def refused(raw: bytes) -> Any:
-            from rageval.testing.server import _error
+            from rageval.testing._wire import error_response
 
             api._create = refuse  # type: ignore[method-assign]
-            return _error(403, "batch creation is not allowed right now")
+            return error_response(403, "batch creation is not allowed right now")
 
         api._create = refused  # type: ignore[method-assign]
         with pytest.raises(FatalJudgeError, match="403"):

@@ -1,5 +1,10 @@
 """Test support: an OpenAI-compatible fake server and a network guard.
 
+Modules: ``records`` (what the server records and answers: requests, replies, faults),
+``_wire`` (HTTP framing and error bodies), ``server`` (``FakeOpenAI``), ``batch_api`` (its
+Batch API), ``random_judge`` (judges that answer within the schema at random, or garbage),
+``schema``, ``prompt_cache``, ``netguard``; none imports one above it.
+
 Used by rageval's own tests and benchmarks, and usable in your CI (``RandomJudge``: random
 replies valid under each request's schema; ``GarbageJudge``: never JSON)::
 
@@ -19,24 +24,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rageval.testing._wire import FAKE_API_KEY
     from rageval.testing.netguard import (
         NetworkBlockedError,
         install_network_guard,
         is_local_address,
     )
     from rageval.testing.random_judge import GarbageJudge, RandomJudge, random_instance
+    from rageval.testing.records import Fault, FaultPlan, Handler, RecordedRequest, Reply
     from rageval.testing.schema import schema_instance, strict_schema_problem
-    from rageval.testing.server import (
-        FAKE_API_KEY,
-        FakeOpenAI,
-        Fault,
-        FaultPlan,
-        Handler,
-        RecordedRequest,
-        Reply,
-        default_handler,
-        hash_embedding,
-    )
+    from rageval.testing.server import FakeOpenAI, default_handler, hash_embedding
 
 __all__ = [
     "FAKE_API_KEY",
@@ -59,6 +56,12 @@ __all__ = [
 ]
 
 _HOMES = {
+    "FAKE_API_KEY": "_wire",
+    "Fault": "records",
+    "FaultPlan": "records",
+    "Handler": "records",
+    "RecordedRequest": "records",
+    "Reply": "records",
     "GarbageJudge": "random_judge",
     "RandomJudge": "random_judge",
     "random_instance": "random_judge",

@@ -51,21 +51,22 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from rageval.testing.server import (
+from rageval.testing._wire import (
     CHAT_PATH,
     EMBEDDINGS_PATH,
-    RecordedRequest,
-    _Close,
-    _error,
-    _json_response,
-    _Response,
+    Close,
+    Response,
+    error_response,
+    json_response,
 )
+from rageval.testing.records import RecordedRequest
 
-if TYPE_CHECKING:
-    from rageval.testing.server import FakeOpenAI
+#: how the server answers one request of a batch line, by the line's path
+LineAnswer = Callable[[RecordedRequest], Awaitable[Response | Close]]
 
 __all__ = ["BATCH_PATHS", "BatchAPI", "BatchFault"]
 
@@ -118,10 +119,11 @@ class _Batch:
 
 
 class BatchAPI:
-    """Files and batches of one FakeOpenAI (``server.batch_api``)."""
+    """Files and batches of one FakeOpenAI (``server.batch_api``); `answer` answers a line's
+    request as the server would online, by its path (chat completions, embeddings)."""
 
-    def __init__(self, server: FakeOpenAI, *, delay: float = 0.0) -> None:
-        self.server = server
+    def __init__(self, answer: Mapping[str, LineAnswer], *, delay: float = 0.0) -> None:
+        self._online = dict(answer)
         #: seconds a batch stays in progress before its lines are answered (settable)
         self.delay = delay
         #: the most input tokens the batches in progress may hold at once (None: no limit)
@@ -168,10 +170,10 @@ class BatchAPI:
 
     async def handle(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
-    ) -> _Response | _Close:
+    ) -> Response | Close:
         if path == "/v1/files":
             if method != "POST":
-                return _error(405, f"Method {method} not allowed on {path}")
+                return error_response(405, f"Method {method} not allowed on {path}")
             return self._upload(headers, raw)
         if path == "/v1/batches":
             if method == "POST":
@@ -179,27 +181,29 @@ class BatchAPI:
             if method == "GET":
                 with self._lock:
                     data = [b.obj for b in reversed(self._batches.values())]
-                return _json_response(200, {"object": "list", "data": data, "has_more": False})
-            return _error(405, f"Method {method} not allowed on {path}")
+                return json_response(200, {"object": "list", "data": data, "has_more": False})
+            return error_response(405, f"Method {method} not allowed on {path}")
         found = _FILE.match(path)
         if found and method == "GET":
             file_id, content = found.groups()
             if file_id not in self.files:
-                return _error(404, f"No such File object: {file_id}", code="not_found")
+                return error_response(404, f"No such File object: {file_id}", code="not_found")
             if content:
-                return _Response(200, self._content[file_id])
-            return _json_response(200, self.files[file_id])
+                return Response(200, self._content[file_id])
+            return json_response(200, self.files[file_id])
         found = _BATCH.match(path)
         if found:
             batch_id, cancel = found.groups()
             batch = self._batches.get(batch_id)
             if batch is None:
-                return _error(404, f"No batch found with id '{batch_id}'.", code="not_found")
+                return error_response(
+                    404, f"No batch found with id '{batch_id}'.", code="not_found"
+                )
             if cancel and method == "POST":
                 return self._cancel(batch)
             if not cancel and method == "GET":
-                return _json_response(200, batch.obj)
-        return _error(404, f"Invalid URL ({method} {path})", code="unknown_url")
+                return json_response(200, batch.obj)
+        return error_response(404, f"Invalid URL ({method} {path})", code="unknown_url")
 
     # ------------------------------------------------------------------ files
     def _store(self, content: bytes, purpose: str, filename: str) -> dict[str, Any]:
@@ -218,31 +222,35 @@ class BatchAPI:
             self._content[file_id] = content
         return obj
 
-    def _upload(self, headers: dict[str, str], raw: bytes) -> _Response:
+    def _upload(self, headers: dict[str, str], raw: bytes) -> Response:
         parts = _multipart(headers.get("content-type", ""), raw)
         if parts is None or "file" not in parts or "purpose" not in parts:
-            return _error(400, "Expected multipart/form-data with the fields 'purpose' and 'file'.")
+            return error_response(
+                400, "Expected multipart/form-data with the fields 'purpose' and 'file'."
+            )
         purpose = parts["purpose"][1].decode("utf-8", "replace")
         filename, content = parts["file"]
-        return _json_response(200, self._store(content, purpose, filename or "upload.jsonl"))
+        return json_response(200, self._store(content, purpose, filename or "upload.jsonl"))
 
     # ------------------------------------------------------------------ batches
-    def _create(self, raw: bytes) -> _Response:
+    def _create(self, raw: bytes) -> Response:
         try:
             body = json.loads(raw)
         except ValueError:
-            return _error(400, "We could not parse the JSON body of your request.")
+            return error_response(400, "We could not parse the JSON body of your request.")
         if not isinstance(body, dict):
-            return _error(400, "We could not parse the JSON body of your request.")
+            return error_response(400, "We could not parse the JSON body of your request.")
         file_id, endpoint = body.get("input_file_id"), body.get("endpoint")
         if file_id not in self.files:
-            return _error(400, f"Invalid 'input_file_id': {file_id!r}.", param="input_file_id")
+            return error_response(
+                400, f"Invalid 'input_file_id': {file_id!r}.", param="input_file_id"
+            )
         if self.files[file_id]["purpose"] != "batch":
-            return _error(400, "The input file must be uploaded with purpose 'batch'.")
+            return error_response(400, "The input file must be uploaded with purpose 'batch'.")
         if endpoint not in _URLS:
-            return _error(400, f"Invalid 'endpoint': {endpoint!r}.", param="endpoint")
+            return error_response(400, f"Invalid 'endpoint': {endpoint!r}.", param="endpoint")
         if body.get("completion_window") != "24h":
-            return _error(400, "Invalid 'completion_window': only '24h' is supported.")
+            return error_response(400, "Invalid 'completion_window': only '24h' is supported.")
         now = int(time.time())
         batch_id = f"batch_fake{next(self._ids):08x}"
         lines, problems = _lines(self._content[file_id], endpoint)
@@ -298,18 +306,18 @@ class BatchAPI:
             )
         else:
             batch.task = asyncio.ensure_future(self._run(batch))
-        return _json_response(200, obj)
+        return json_response(200, obj)
 
-    def _cancel(self, batch: _Batch) -> _Response:
+    def _cancel(self, batch: _Batch) -> Response:
         obj = batch.obj
         if obj["status"] in _TERMINAL or obj["status"] == "cancelling":
-            return _error(409, f"Cannot cancel a batch with status '{obj['status']}'.")
+            return error_response(409, f"Cannot cancel a batch with status '{obj['status']}'.")
         obj.update(status="cancelling", cancelling_at=int(time.time()))
         batch.cancel_asked = True
         if not batch.answering and batch.task is not None:
             batch.task.cancel()  # still waiting: no line will run
             self._finish(batch, "cancelled")
-        return _json_response(200, obj)
+        return json_response(200, obj)
 
     async def _run(self, batch: _Batch) -> None:
         await asyncio.sleep(0)
@@ -335,18 +343,15 @@ class BatchAPI:
     ) -> dict[str, Any]:
         path = _URLS[line["url"]]
         if fault is not None and fault.kind == "line_errors" and number % fault.every == 0:
-            response: _Response | _Close = _error(
+            response: Response | Close = error_response(
                 fault.status, "The server had an error processing this request."
             )
         else:
             record = RecordedRequest(path, {}, line["body"], time.monotonic())
             self.lines.append(record)
-            if path == CHAT_PATH:
-                response = await self.server._chat(record)
-            else:
-                response = await self.server._embeddings(record)
-        if isinstance(response, _Close):  # a dropped connection has no line of its own
-            response = _error(500, "The server had an error processing this request.")
+            response = await self._online[path](record)
+        if isinstance(response, Close):  # a dropped connection has no line of its own
+            response = error_response(500, "The server had an error processing this request.")
         return {
             "response": {
                 "status_code": response.status,
@@ -393,7 +398,7 @@ class BatchAPI:
             finalizing_at=now,
             request_counts={"total": len(batch.lines), "completed": completed, "failed": failed},
             output_file_id=store(out, f"{obj['id']}_output.jsonl"),
-            error_file_id=store(err, f"{obj['id']}_error.jsonl"),
+            error_file_id=store(err, f"{obj['id']}error_response.jsonl"),
         )
         obj.update(status=status, **{f"{status}_at": now})
 

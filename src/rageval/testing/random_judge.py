@@ -22,7 +22,8 @@ import threading
 from collections import Counter
 from typing import Any
 
-from rageval.testing.server import RecordedRequest, Reply, _text_of
+from rageval.testing._wire import text_of
+from rageval.testing.records import RecordedRequest, Reply
 
 __all__ = ["GarbageJudge", "RandomJudge", "random_instance"]
 
@@ -200,7 +201,7 @@ def schema_in_prompt(req: RecordedRequest) -> dict[str, Any] | None:
     """The JSON schema written into the prompt (json mode): after ``JSON Schema:`` in any
     message, as rageval writes it in the system message and ragas 0.4 in its prompt."""
     for message in req.messages:
-        text = _text_of(message.get("content")) if isinstance(message, dict) else ""
+        text = text_of(message.get("content")) if isinstance(message, dict) else ""
         start = text.find(_SCHEMA_MARK)
         if start < 0:
             continue
@@ -257,7 +258,7 @@ class RandomJudge:
         self, req: RecordedRequest, schema: dict[str, Any] | None, rng: random.Random
     ) -> Reply:
         if schema is None:
-            text = _text_of(req.messages[-1].get("content")) if req.messages else ""
+            text = text_of(req.messages[-1].get("content")) if req.messages else ""
             scale = next((s for mark, s in _NV_SCALES if mark in text), None)
             return Reply.text(str(rng.choice(scale)) if scale else " ".join(rng.sample(_WORDS, 4)))
         value = random_instance(schema, rng)

@@ -28,23 +28,43 @@ import inspect
 import itertools
 import json
 import math
-import random
 import signal
 import struct
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, Literal
 
+from rageval.testing._wire import (
+    CHAT_PATH,
+    EMBEDDINGS_PATH,
+    FAKE_API_KEY,
+    MAX_HEADER_BYTES,
+    MODELS_PATH,
+    REASONS,
+    ROUTES,
+    Close,
+    Response,
+    error_response,
+    estimate_tokens,
+    json_response,
+)
 from rageval.testing.prompt_cache import PrefixCache
+from rageval.testing.records import (
+    Fault,
+    FaultPlan,
+    Handler,
+    RecordedRequest,
+    Reply,
+    ReplyDetails,
+)
 from rageval.testing.schema import schema_instance, strict_schema_problem
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    pass
 
 __all__ = [
     "CHAT_PATH",
@@ -60,353 +80,6 @@ __all__ = [
     "ReplyDetails",
     "main",
 ]
-
-CHAT_PATH = "/v1/chat/completions"
-EMBEDDINGS_PATH = "/v1/embeddings"
-MODELS_PATH = "/v1/models"
-FAKE_API_KEY = "sk-rageval-fake-test-key"
-_ROUTES = {CHAT_PATH: "POST", EMBEDDINGS_PATH: "POST", MODELS_PATH: "GET"}
-Mode: TypeAlias = Literal["json_schema", "tools", "json", "text"]
-
-_MAX_HEADER_BYTES = 1 << 20
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    408: "Request Timeout",
-    409: "Conflict",
-    413: "Payload Too Large",
-    422: "Unprocessable Entity",
-    429: "Too Many Requests",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
-# (type, code, default message) of the error body OpenAI sends for each status.
-_ERRORS: dict[int, tuple[str, str | None, str]] = {
-    400: ("invalid_request_error", None, "Invalid request."),
-    401: ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
-    403: ("invalid_request_error", None, "You are not allowed to access this resource."),
-    404: ("invalid_request_error", "model_not_found", "The model does not exist."),
-    429: ("requests", "rate_limit_exceeded", "Rate limit reached. Please try again later."),
-    500: ("server_error", None, "The server had an error while processing your request."),
-    503: ("server_error", None, "The engine is currently overloaded, please try again later."),
-}
-
-
-def _error_kind(status: int) -> tuple[str, str | None, str]:
-    if status in _ERRORS:
-        return _ERRORS[status]
-    kind = "server_error" if status >= 500 else "invalid_request_error"
-    return kind, None, _REASONS.get(status, f"HTTP {status}")
-
-
-def _estimate_tokens(chars: int) -> int:
-    return max(1, math.ceil(chars / 4))
-
-
-def _text_of(content: Any) -> str:
-    """The text of a message's content, whether a string or a list of content parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request as the server saw it. ``finished`` is NaN while the request is in flight."""
-
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-    started: float
-    finished: float = math.nan
-
-    @property
-    def model(self) -> str | None:
-        model = self.body.get("model")
-        return model if isinstance(model, str) else None
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        messages = self.body.get("messages")
-        return messages if isinstance(messages, list) else []
-
-    @property
-    def response_format(self) -> dict[str, Any] | None:
-        fmt = self.body.get("response_format")
-        return fmt if isinstance(fmt, dict) else None
-
-    @property
-    def tools(self) -> list[dict[str, Any]] | None:
-        tools = self.body.get("tools")
-        return tools if isinstance(tools, list) and tools else None
-
-    @property
-    def mode(self) -> Mode:
-        """The structured-output mechanism the client asked for."""
-        if self.tools:
-            return "tools"
-        fmt_type = (self.response_format or {}).get("type")
-        if fmt_type == "json_schema":
-            return "json_schema"
-        if fmt_type == "json_object":
-            return "json"
-        return "text"
-
-    @property
-    def schema(self) -> dict[str, Any] | None:
-        """The JSON schema sent in ``response_format`` or as the first tool's parameters."""
-        found: Any = None
-        if self.tools:
-            found = self.tools[0].get("function", {}).get("parameters")
-        elif self.response_format is not None:
-            found = self.response_format.get("json_schema", {}).get("schema")
-        return found if isinstance(found, dict) else None
-
-    @property
-    def strict(self) -> bool:
-        """Whether the client asked for strict schema adherence (``strict: true``)."""
-        if self.tools:
-            return self.tools[0].get("function", {}).get("strict") is True
-        if self.response_format is not None:
-            return self.response_format.get("json_schema", {}).get("strict") is True
-        return False
-
-    @property
-    def tool_name(self) -> str | None:
-        """The function the client forced with ``tool_choice``, else the first tool's name."""
-        choice = self.body.get("tool_choice")
-        if isinstance(choice, dict):
-            name = choice.get("function", {}).get("name")
-            if isinstance(name, str):
-                return name
-        if self.tools:
-            name = self.tools[0].get("function", {}).get("name")
-            return name if isinstance(name, str) else None
-        return None
-
-    @property
-    def prompt_chars(self) -> int:
-        return sum(len(_text_of(m.get("content"))) for m in self.messages if isinstance(m, dict))
-
-    @property
-    def schema_text(self) -> str:
-        """The structured-output part of the request as compact JSON (``response_format``, or
-        ``tools`` and ``tool_choice``): a real API bills it as prompt tokens."""
-        parts = {k: self.body[k] for k in ("response_format", "tools", "tool_choice")
-                 if k in self.body}  # fmt: skip
-        return json.dumps(parts, ensure_ascii=False, separators=(",", ":")) if parts else ""
-
-    @property
-    def prompt_text(self) -> str:
-        """What the model reads, in order: the schema, then each message's role and text."""
-        messages = (
-            f"<{m.get('role')}>{_text_of(m.get('content'))}"
-            for m in self.messages
-            if isinstance(m, dict)
-        )
-        return self.schema_text + "".join(messages)
-
-
-class ReplyDetails(TypedDict, total=False):
-    """What a reply may say besides its content (``Reply.json(obj, finish_reason="length")``):
-    the fields of :class:`Reply` of the same names."""
-
-    finish_reason: str
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cached_tokens: int | None
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A chat answer. Build with ``Reply.json``, ``Reply.text``, ``Reply.tool_arguments``, or
-    ``Reply.choices`` for a request with ``n`` > 1 that should get different choices (a single
-    reply to such a request is repeated ``n`` times)."""
-
-    kind: Literal["json", "text", "tool_arguments", "choices"]
-    value: Any
-    finish_reason: str = "stop"
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    #: prompt tokens reported as served from the prompt cache (None: the server's simulation)
-    cached_tokens: int | None = None
-
-    @staticmethod
-    def json(obj: Any, **details: Unpack[ReplyDetails]) -> Reply:
-        """A structured answer, delivered as a tool call if the request used tools, else as
-        message content holding the JSON text."""
-        return Reply("json", obj, **details)
-
-    @staticmethod
-    def text(s: str, **details: Unpack[ReplyDetails]) -> Reply:
-        """Raw message content, in every mode (a model that ignored the tools answers this way)."""
-        return Reply("text", s, **details)
-
-    @staticmethod
-    def tool_arguments(s: str, **details: Unpack[ReplyDetails]) -> Reply:
-        """A tool call whose ``arguments`` are exactly ``s`` (e.g. malformed JSON)."""
-        return Reply("tool_arguments", s, **details)
-
-    @staticmethod
-    def choices(*replies: Reply) -> Reply:
-        """One choice per reply, in order (for a request with ``n`` = the number of replies;
-        a request that asked for fewer gets the first ones)."""
-        if not replies or any(r.kind == "choices" for r in replies):
-            raise ValueError("Reply.choices takes one or more plain replies")
-        return Reply("choices", tuple(replies))
-
-
-@dataclass(frozen=True)
-class Fault:
-    """A failure the server produces instead of an answer."""
-
-    kind: Literal["status", "timeout", "drop", "malformed_http", "truncated", "garbage"]
-    status_code: int = 0
-    message: str = ""
-    headers: tuple[tuple[str, str], ...] = ()
-    seconds: float = 0.0
-    content: str | None = None
-
-    @staticmethod
-    def rate_limit(retry_after: float | None = 1.0, header: str = "retry-after") -> Fault:
-        """429 with the delay in ``retry-after`` (seconds) or ``retry-after-ms`` (milliseconds)."""
-        headers: tuple[tuple[str, str], ...] = ()
-        if retry_after is not None:
-            if header == "retry-after-ms":
-                headers = ((header, f"{retry_after * 1000:g}"),)
-            elif header == "retry-after":
-                headers = ((header, f"{retry_after:g}"),)
-            else:
-                raise ValueError("header must be 'retry-after' or 'retry-after-ms'")
-        return Fault("status", 429, _ERRORS[429][2], headers)
-
-    @staticmethod
-    def status(code: int, message: str | None = None) -> Fault:
-        """An HTTP error with an OpenAI-style body (404 carries ``code: model_not_found``)."""
-        if not 400 <= code <= 599:
-            raise ValueError(f"not an error status: {code}")
-        default = _error_kind(code)[2]
-        return Fault("status", code, message if message is not None else default)
-
-    @staticmethod
-    def timeout(seconds: float) -> Fault:
-        """Accept the request, send nothing for ``seconds``, then close the connection."""
-        return Fault("timeout", seconds=seconds)
-
-    @staticmethod
-    def drop() -> Fault:
-        """Close the connection without any response."""
-        return Fault("drop")
-
-    @staticmethod
-    def malformed_http() -> Fault:
-        """A 200 whose body is not valid JSON."""
-        return Fault("malformed_http")
-
-    @staticmethod
-    def garbage(content: str = "Sure! The answer looks fine to me.") -> Fault:
-        """A 200 whose message is prose instead of the JSON asked for (no tool call either)."""
-        return Fault("garbage", content=content)
-
-    @staticmethod
-    def truncated(content: str | None = None) -> Fault:
-        """A 200 with ``finish_reason: "length"`` and ``content`` (default: the default
-        handler's answer cut in half), in the request's mode."""
-        return Fault("truncated", content=content)
-
-
-# A plain function runs on the server's event loop and must be quick; an async handler may
-# await (e.g. asyncio.sleep for a per-request delay) without holding up other requests.
-Handler: TypeAlias = Callable[[RecordedRequest], "Reply | Fault | Awaitable[Reply | Fault]"]
-
-
-class FaultPlan:
-    """Injects a random fault into a fraction ``rate`` of the requests on ``paths``.
-
-    The decisions depend only on ``seed`` and the order in which requests arrive, so a
-    sequential client sees the same faults on every run.
-    """
-
-    def __init__(
-        self,
-        rate: float,
-        faults: Sequence[Fault],
-        seed: int = 0,
-        paths: Collection[str] = (CHAT_PATH,),
-    ) -> None:
-        if not 0.0 <= rate <= 1.0:
-            raise ValueError("rate must be within [0, 1]")
-        if rate > 0 and not faults:
-            raise ValueError("a positive rate needs at least one fault")
-        if EMBEDDINGS_PATH in paths and any(f.kind == "truncated" for f in faults):
-            raise ValueError("Fault.truncated() only applies to chat completions")
-        self.rate = rate
-        self.faults = tuple(faults)
-        self.seed = seed
-        self.paths = frozenset(paths)
-        self.injected: list[Fault] = []
-        self._rng = random.Random(seed)
-        self._lock = threading.Lock()
-
-    def draw(self, path: str) -> Fault | None:
-        """The fault for the next request on ``path``, or None to let it through."""
-        if path not in self.paths:
-            return None
-        with self._lock:
-            hit = self._rng.random() < self.rate
-            fault = self.faults[self._rng.randrange(len(self.faults))] if hit else None
-            if fault is not None:
-                self.injected.append(fault)
-            return fault
-
-    def reset(self) -> None:
-        with self._lock:
-            self._rng = random.Random(self.seed)
-            self.injected.clear()
-
-
-@dataclass
-class _Response:
-    status: int
-    body: bytes
-    headers: list[tuple[str, str]] = field(default_factory=list)
-
-
-class _Close:
-    """Close the connection without answering, after ``delay`` seconds."""
-
-    def __init__(self, delay: float = 0.0) -> None:
-        self.delay = delay
-
-
-def _json_response(
-    status: int, payload: Any, headers: list[tuple[str, str]] | None = None
-) -> _Response:
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
-    return _Response(status, body, headers or [])
-
-
-def _error(
-    status: int,
-    message: str,
-    *,
-    code: str | None = None,
-    param: str | None = None,
-    headers: list[tuple[str, str]] | None = None,
-) -> _Response:
-    kind, default_code, _ = _error_kind(status)
-    error = {"message": message, "type": kind, "param": param, "code": code or default_code}
-    return _json_response(status, {"error": error}, headers)
 
 
 def hash_embedding(text: str, dim: int) -> list[float]:
@@ -488,7 +161,9 @@ class FakeOpenAI:
         from rageval.testing.batch_api import BatchAPI
 
         #: the Batch API (files and batches; ``batch_delay``: seconds a batch is in progress)
-        self.batch_api = BatchAPI(self, delay=batch_delay)
+        self.batch_api = BatchAPI(
+            {CHAT_PATH: self._chat, EMBEDDINGS_PATH: self._embeddings}, delay=batch_delay
+        )
         self.handler_errors: list[BaseException] = []
         self.max_in_flight = 0
         self.in_flight = 0
@@ -545,7 +220,7 @@ class FakeOpenAI:
 
     async def _open(self) -> None:
         self._server = await asyncio.start_server(
-            self._serve_connection, self.host, self.port, limit=_MAX_HEADER_BYTES
+            self._serve_connection, self.host, self.port, limit=MAX_HEADER_BYTES
         )
         self.port = self._server.sockets[0].getsockname()[1]
 
@@ -649,13 +324,13 @@ class FakeOpenAI:
         except asyncio.IncompleteReadError:
             return False
         except asyncio.LimitOverrunError:
-            await self._write(writer, _error(431, "request headers too large"), False)
+            await self._write(writer, error_response(431, "request headers too large"), False)
             return False
         request_line, *header_lines = head[:-4].decode("latin-1").split("\r\n")
         try:
             method, target, version = request_line.split(" ", 2)
         except ValueError:
-            await self._write(writer, _error(400, "malformed request line"), False)
+            await self._write(writer, error_response(400, "malformed request line"), False)
             return False
         headers: dict[str, str] = {}
         for line in header_lines:
@@ -663,13 +338,13 @@ class FakeOpenAI:
             headers[name.strip().lower()] = value.strip()
         if "chunked" in headers.get("transfer-encoding", "").lower():
             await self._write(
-                writer, _error(501, "chunked request bodies are not supported"), False
+                writer, error_response(501, "chunked request bodies are not supported"), False
             )
             return False
         try:
             length = int(headers.get("content-length", "0"))
         except ValueError:
-            await self._write(writer, _error(400, "bad content-length"), False)
+            await self._write(writer, error_response(400, "bad content-length"), False)
             return False
         raw = await reader.readexactly(length) if length > 0 else b""
         keep_alive = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
@@ -679,22 +354,22 @@ class FakeOpenAI:
         key = next(self._ids)
         try:
             outcome = await self._dispatch(key, method, target.split("?", 1)[0], headers, raw)
-            if isinstance(outcome, _Close) and outcome.delay > 0:
+            if isinstance(outcome, Close) and outcome.delay > 0:
                 await asyncio.sleep(outcome.delay)
         finally:
             # Settled before any byte goes out, so a client that holds its reply already sees
             # the request as finished and no longer in flight.
             self.in_flight -= 1
             self._finish(key)
-        if isinstance(outcome, _Close):
+        if isinstance(outcome, Close):
             return False
         await self._write(writer, outcome, keep_alive)
         return keep_alive
 
     @staticmethod
-    async def _write(writer: asyncio.StreamWriter, response: _Response, keep_alive: bool) -> None:
+    async def _write(writer: asyncio.StreamWriter, response: Response, keep_alive: bool) -> None:
         lines = [
-            f"HTTP/1.1 {response.status} {_REASONS.get(response.status, 'Unknown')}",
+            f"HTTP/1.1 {response.status} {REASONS.get(response.status, 'Unknown')}",
             "content-type: application/json",
             f"content-length: {len(response.body)}",
             f"connection: {'keep-alive' if keep_alive else 'close'}",
@@ -719,7 +394,7 @@ class FakeOpenAI:
     # ------------------------------------------------------------------ routing
     async def _dispatch(
         self, key: int, method: str, path: str, headers: dict[str, str], raw: bytes
-    ) -> _Response | _Close:
+    ) -> Response | Close:
         started = time.monotonic()
         body: Any = {}
         bad_json = False
@@ -736,23 +411,23 @@ class FakeOpenAI:
                 self.api_key is not None
                 and headers.get("authorization") != f"Bearer {self.api_key}"
             ):
-                return _error(401, "Incorrect API key provided.", code="invalid_api_key")
+                return error_response(401, "Incorrect API key provided.", code="invalid_api_key")
             return await self.batch_api.handle(method, path, headers, raw)
-        if path not in _ROUTES:
-            return _error(404, f"Invalid URL ({method} {path})", code="unknown_url")
-        if method != _ROUTES[path]:
-            return _error(405, f"Method {method} not allowed on {path}")
+        if path not in ROUTES:
+            return error_response(404, f"Invalid URL ({method} {path})", code="unknown_url")
+        if method != ROUTES[path]:
+            return error_response(405, f"Method {method} not allowed on {path}")
         if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
-            return _error(401, "Incorrect API key provided.", code="invalid_api_key")
+            return error_response(401, "Incorrect API key provided.", code="invalid_api_key")
         if path == MODELS_PATH:
             return self._models_response()
         if bad_json or not isinstance(body, dict):
-            return _error(400, "We could not parse the JSON body of your request.")
+            return error_response(400, "We could not parse the JSON body of your request.")
         model = record.model
         if model is None:
-            return _error(400, "you must provide a model parameter", param="model")
+            return error_response(400, "you must provide a model parameter", param="model")
         if self.models is not None and model not in self.models:
-            return _error(
+            return error_response(
                 404,
                 f"The model `{model}` does not exist or you do not have access to it.",
                 code="model_not_found",
@@ -761,34 +436,36 @@ class FakeOpenAI:
             return await self._embeddings(record)
         return await self._chat(record)
 
-    def _models_response(self) -> _Response:
+    def _models_response(self) -> Response:
         names = sorted(self.models) if self.models is not None else ["fake-model"]
         data = [{"id": n, "object": "model", "created": 0, "owned_by": "rageval"} for n in names]
-        return _json_response(200, {"object": "list", "data": data})
+        return json_response(200, {"object": "list", "data": data})
 
     # --------------------------------------------------------------------- chat
-    async def _chat(self, record: RecordedRequest) -> _Response | _Close:
+    async def _chat(self, record: RecordedRequest) -> Response | Close:
         if not record.messages:
-            return _error(400, "'messages' must be a non-empty array", param="messages")
+            return error_response(400, "'messages' must be a non-empty array", param="messages")
         if record.body.get("stream"):
-            return _error(400, "FakeOpenAI does not support streaming", param="stream")
+            return error_response(400, "FakeOpenAI does not support streaming", param="stream")
         mode = record.mode
         if mode != "text" and mode not in self.supports:
             param = "tools" if mode == "tools" else "response_format"
-            return _error(400, f"This server does not support {mode} ({param}).", param=param)
+            return error_response(
+                400, f"This server does not support {mode} ({param}).", param=param
+            )
         schema = record.schema
         problem = strict_schema_problem(schema) if schema is not None and record.strict else None
         if problem:
             param = "tools" if mode == "tools" else "response_format"
-            return _error(400, f"Invalid schema for {param}: {problem}", param=param)
+            return error_response(400, f"Invalid schema for {param}: {problem}", param=param)
 
         if self.context_window is not None:
             budget = record.body.get("max_tokens")
-            wanted = _estimate_tokens(record.prompt_chars) + (
+            wanted = estimate_tokens(record.prompt_chars) + (
                 budget if isinstance(budget, int) else 0
             )
             if wanted > self.context_window:
-                return _error(
+                return error_response(
                     400,
                     f"This model's maximum context length is {self.context_window} tokens. "
                     f"However, you requested {wanted} tokens. Please reduce the length of the "
@@ -806,7 +483,7 @@ class FakeOpenAI:
                 answer = await self._call_handler(record)
             except Exception as exc:  # the handler is test code: report its bug, keep serving
                 self.handler_errors.append(exc)
-                return _error(500, f"FakeOpenAI handler raised {type(exc).__name__}: {exc}")
+                return error_response(500, f"FakeOpenAI handler raised {type(exc).__name__}: {exc}")
 
         if isinstance(answer, Fault):
             return await self._fault(record, answer)
@@ -826,19 +503,19 @@ class FakeOpenAI:
         if self.latency > 0:
             await asyncio.sleep(self.latency)
 
-    async def _fault(self, record: RecordedRequest, fault: Fault) -> _Response | _Close:
+    async def _fault(self, record: RecordedRequest, fault: Fault) -> Response | Close:
         if fault.kind == "status":
             param = "model" if fault.status_code == 404 else None
-            return _error(
+            return error_response(
                 fault.status_code, fault.message, param=param, headers=list(fault.headers)
             )
         if fault.kind == "timeout":
-            return _Close(fault.seconds)
+            return Close(fault.seconds)
         if fault.kind == "drop":
-            return _Close()
+            return Close()
         await self._delay()
         if fault.kind == "malformed_http":
-            return _Response(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choi')
+            return Response(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choi')
         if fault.kind == "garbage":
             return self._completion(record, Reply.text(fault.content or ""))
         content = fault.content
@@ -850,7 +527,7 @@ class FakeOpenAI:
         kind: Literal["tool_arguments", "text"] = "tool_arguments" if as_tool else "text"
         return self._completion(record, Reply(kind, content, finish_reason="length"))
 
-    def _completion(self, record: RecordedRequest, reply: Reply) -> _Response:
+    def _completion(self, record: RecordedRequest, reply: Reply) -> Response:
         number = next(self._ids)
         n = record.body.get("n")
         count = n if isinstance(n, int) and n > 0 and not self.ignore_n else 1
@@ -871,11 +548,11 @@ class FakeOpenAI:
                 }
             )
             tokens = one.completion_tokens
-            completion += tokens if tokens is not None else _estimate_tokens(len(text))
+            completion += tokens if tokens is not None else estimate_tokens(len(text))
         head = replies[0]
         prompt = head.prompt_tokens
         if prompt is None:
-            prompt = _estimate_tokens(record.prompt_chars + len(record.schema_text))
+            prompt = estimate_tokens(record.prompt_chars + len(record.schema_text))
         cached = head.cached_tokens
         if cached is None:
             cache = self.prompt_cache
@@ -894,7 +571,7 @@ class FakeOpenAI:
                 "prompt_tokens_details": {"cached_tokens": cached},
             },
         }
-        return _json_response(200, payload, [("x-request-id", f"req_fake{number:08x}")])
+        return json_response(200, payload, [("x-request-id", f"req_fake{number:08x}")])
 
     @staticmethod
     def _message(record: RecordedRequest, reply: Reply, number: int) -> tuple[dict[str, Any], str]:
@@ -917,16 +594,18 @@ class FakeOpenAI:
         return message, text
 
     # --------------------------------------------------------------- embeddings
-    async def _embeddings(self, record: RecordedRequest) -> _Response | _Close:
+    async def _embeddings(self, record: RecordedRequest) -> Response | Close:
         texts = _embedding_inputs(record.body.get("input"))
         if isinstance(texts, str):
-            return _error(400, texts, param="input")
+            return error_response(400, texts, param="input")
         fault = self.faults.draw(record.path) if self.faults else None
         if fault is not None:
             return await self._fault(record, fault)
         encoding = record.body.get("encoding_format", "float")
         if encoding not in ("float", "base64"):
-            return _error(400, f"unknown encoding_format {encoding!r}", param="encoding_format")
+            return error_response(
+                400, f"unknown encoding_format {encoding!r}", param="encoding_format"
+            )
         dimensions = record.body.get("dimensions")
         dim = dimensions if isinstance(dimensions, int) and dimensions > 0 else self.embed_dim
         await self._delay()
@@ -937,14 +616,14 @@ class FakeOpenAI:
             if encoding == "base64":
                 packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
             data.append({"object": "embedding", "index": index, "embedding": packed})
-        tokens = sum(_estimate_tokens(len(t)) for t in texts)
+        tokens = sum(estimate_tokens(len(t)) for t in texts)
         payload = {
             "object": "list",
             "data": data,
             "model": record.model,
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
-        return _json_response(200, payload)
+        return json_response(200, payload)
 
 
 def _embedding_inputs(value: Any) -> list[str] | str:
