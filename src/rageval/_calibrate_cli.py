@@ -100,6 +100,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from rageval.cli import (
         EXIT_CALIBRATION_GATE,
         EXIT_FATAL,
+        EXIT_IN_USE,
         EXIT_INTERRUPTED,
         EXIT_OK,
         _err,
@@ -111,7 +112,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     )
     from rageval.judge import FatalJudgeError
     from rageval.labels import LABEL_KINDS
-    from rageval.runner import RunConfigError, RunDirError, calibrate
+    from rageval.runner import RunConfigError, RunDirError, RunDirInUseError, calibrate
     from rageval.samples import InvalidDataError
 
     labels = _pairs(args.labels, "--labels")
@@ -160,6 +161,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
             run_dir=run_dir,
             progress=False if args.quiet else None,
         )
+    except RunDirInUseError as e:
+        _err(str(e))
+        return EXIT_IN_USE
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         raise _UsageError(str(e)) from None
     except FatalJudgeError as e:

@@ -6,8 +6,9 @@ Only the standard library is imported at module level so that `rageval --help` a
 Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage, input or configuration error, 3 fatal
 judge error (endpoint unreachable, bad key, unknown model...) or a failed Ray job, 4 a
 `calibrate --min-kappa` gate failed, 5 the `--max-cost` budget was reached (the run stopped,
-resumable), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). A reader that stops reading
-(`| head`) changes none of them.
+resumable), 6 the run directory is in use (another run, resume or calibration is writing it:
+refused at once, nothing written), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). A reader
+that stops reading (`| head`) changes none of them.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CALIBRATION_GATE = 4
 #: `evaluate --max-cost`: the next request could have passed the budget; the run can resume
 EXIT_BUDGET = 5
+#: another writer holds the run directory (rageval._rundir_lock); nothing was written
+EXIT_IN_USE = 6
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
@@ -156,6 +159,25 @@ def _own_metrics_by_name(names: Sequence[str] | None) -> list[str] | None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    """`rageval evaluate`, holding the run directory from the start (a dry run writes none):
+    a second writer is refused before this command imports anything heavy."""
+    from rageval._rundir_lock import hold_run_dir
+    from rageval.errors import RunDirError, RunDirInUseError
+
+    run_dir = Path(args.resume or args.output or _fresh_run_dir())
+    if args.dry_run:
+        return _evaluate_in(run_dir, args)
+    try:
+        with hold_run_dir(run_dir):
+            return _evaluate_in(run_dir, args)
+    except RunDirInUseError as e:
+        _err(str(e))
+        return EXIT_IN_USE
+    except RunDirError as e:  # a path that cannot be a run directory
+        raise _UsageError(str(e)) from None
+
+
+def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     from rageval._config import Settings, merged_params, parse_params
     from rageval.errors import BudgetReached
     from rageval.judge import FatalJudgeError
@@ -174,7 +196,6 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise _UsageError("--resume continues the run in DIR; --overwrite replaces it: not both")
     if args.resume and args.param:
         raise _UsageError("a resumed run keeps its metrics' parameters (see its manifest): no -p")
-    run_dir = Path(args.resume or args.output or _fresh_run_dir())
     try:
         # resuming, the run's manifest holds its settings: no config file applies
         settings = Settings() if args.resume else _load_settings(args.config)
@@ -503,12 +524,11 @@ def _sniff(head: bytes) -> str:
 
 
 def _discard_unused(copy: Path | None, run_dir: Path) -> None:
-    """A copy of stdin for a run that never started goes (and the directory, if now empty)."""
+    """A copy of stdin for a run that never started goes (the directory, if this command made
+    it, goes with its lock: rageval._rundir_lock)."""
     if copy is None or (run_dir / "manifest.json").exists():
         return
     copy.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        run_dir.rmdir()
 
 
 def _judge_and_embeddings(

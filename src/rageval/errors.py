@@ -11,7 +11,10 @@ The tree, and where each error is raised::
     ├── RunConfigError (ValueError)         rageval.runner: an evaluation that cannot run as
     │                                       asked (unknown metric, bad option)
     ├── RunDirError (ValueError)            rageval.runner: a run directory that cannot be used
-    │                                       (occupied, another run, not resumable)
+    │   │                                   (occupied, another run, not resumable)
+    │   └── RunDirInUseError                another process (or another evaluation in this one)
+    │                                       is writing the directory now: refused at once,
+    │                                       naming the holder (pid, host, start time)
     ├── RunLogError (ValueError)            rageval.log: a run log that cannot be read (damaged
     │                                       line, written by a newer rageval)
     ├── DatasetError (ValueError)           rageval.calibration.datasets: a public labelled
@@ -50,11 +53,39 @@ __all__ = [
     "JudgeCallFailed",
     "JudgeError",
     "RagevalError",
+    "RunDirError",
+    "RunDirInUseError",
 ]
 
 
 class RagevalError(Exception):
     """Base class of every error rageval raises on purpose."""
+
+
+# The run directory's errors: raised by the runner (rageval.runner re-exports them), defined
+# here with the tree they belong to.
+
+
+class RunDirError(RagevalError, ValueError):
+    """A run directory that cannot be used as asked (occupied, or not the same run)."""
+
+
+class RunDirInUseError(RunDirError):
+    """Another writer holds the run directory: a run, resume or calibration is writing it now.
+
+    One writer per run directory (:mod:`rageval._rundir_lock`): the second is refused at once,
+    before it reads the data or sends a request, and writes nothing. ``pid``, ``host`` and
+    ``started_at`` (UTC, ISO 8601) name the holder as it wrote itself into the lock file; None
+    when it had not written them yet (it was starting at that very moment).
+    """
+
+    def __init__(
+        self, message: str, *, pid: int | None, host: str | None, started_at: str | None
+    ) -> None:
+        super().__init__(message)
+        self.pid = pid
+        self.host = host
+        self.started_at = started_at
 
 
 # The errors of a call to a model endpoint live here, at the bottom, because the endpoint

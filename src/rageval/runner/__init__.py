@@ -1,5 +1,6 @@
 """Running an evaluation: scheduling every (sample x metric) cell, the run directory, resume."""
 
+from rageval.errors import RunDirError, RunDirInUseError
 from rageval.runner._calibrate import acalibrate, calibrate
 from rageval.runner._estimate import CostEstimate, Range, UsageEstimate, estimate
 from rageval.runner._evaluate import (
@@ -10,7 +11,6 @@ from rageval.runner._evaluate import (
     judge_from_env,
     resolve_metrics,
 )
-from rageval.runner._rundir import RunDirError
 from rageval.runner._schedule import NO_JUDGE_CAUSE
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "Range",
     "RunConfigError",
     "RunDirError",
+    "RunDirInUseError",
     "UsageEstimate",
     "acalibrate",
     "aevaluate",

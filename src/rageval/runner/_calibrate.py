@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rageval._rundir_lock import one_writer
 from rageval._sync import synchronous
 from rageval._version import __version__
 from rageval.calibration._agreement import measure_agreement
@@ -54,6 +55,7 @@ def _rereadable(data: Any) -> Any:
     return list(data) if isinstance(data, Iterator) else data
 
 
+@one_writer  # held from the evaluation it runs to calibration.json and the report
 async def acalibrate(
     data: Any,
     labels: LabelsArg,

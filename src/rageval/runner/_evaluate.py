@@ -24,9 +24,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env, _progress
+from rageval._rundir_lock import one_writer
 from rageval._sync import synchronous
 from rageval._version import __version__
-from rageval.errors import BudgetReached, RagevalError
+from rageval.errors import BudgetReached, RagevalError, RunDirError
 from rageval.judge import BatchSettings, RequestCache, Usage, UsageLedger, endpoint_limiter
 from rageval.log import (
     DataInfo,
@@ -55,7 +56,7 @@ from rageval.runner._cost import (
     unpriced,
 )
 from rageval.runner._probe import check_key, probe_endpoints
-from rageval.runner._rundir import RunDir, RunDirError, data_fingerprint, json_normal
+from rageval.runner._rundir import RunDir, data_fingerprint, json_normal
 from rageval.runner._schedule import (
     MIN_WINDOW,
     Plan,
@@ -523,6 +524,7 @@ class _Progress:
             self.refresh(force=True)
 
 
+@one_writer  # the run directory has one writer, from before the first step to the report
 async def aevaluate(
     data: Any,
     metrics: Sequence[MetricLike] | None = None,

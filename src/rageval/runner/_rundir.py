@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import RagevalError
+from rageval.errors import RunDirError
 from rageval.log import (
     BATCHES_FILE,
     FORMAT_VERSION,
@@ -37,10 +37,6 @@ from rageval.log import (
 )
 from rageval.report import REPORT_FILE
 from rageval.samples import LoadedData
-
-
-class RunDirError(RagevalError, ValueError):
-    """A run directory that cannot be used as asked (occupied, or not the same run)."""
 
 
 def data_fingerprint(loaded: LoadedData) -> str:

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rageval.errors import RunDirError
 from rageval.log import Manifest
 from rageval.runner._probe import key_variable
-from rageval.runner._rundir import RunDirError, resumable_manifest
+from rageval.runner._rundir import resumable_manifest
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
