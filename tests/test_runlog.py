@@ -163,7 +163,13 @@ def test_a_run_of_the_second_format_loads_reports_compares_and_resumes(tmp_path:
     assert resumed.complete and resumed["token_f1"] == result["token_f1"]
     manifest = read_manifest(run)
     assert written_format(manifest) == FORMAT_VERSION and len(manifest.resumed_at) == 1
-    assert [written_format(e.line) for e in read_lines(log)] == [2, 2, 2, 4, 4]
+    assert [written_format(e.line) for e in read_lines(log)] == [
+        2,
+        2,
+        2,
+        FORMAT_VERSION,
+        FORMAT_VERSION,
+    ]
     assert load_run(run).summary() == resumed.summary()
 
 
@@ -182,7 +188,13 @@ def test_a_run_of_the_third_format_reads_without_cached_tokens_and_resumes(
     log = run / RESULTS_FILE
     resumed = _cut_to_three_rows_and_resume(run)
     assert resumed.complete and resumed["token_f1"] == result["token_f1"]
-    assert [written_format(e.line) for e in read_lines(log)] == [3, 3, 3, 4, 4]
+    assert [written_format(e.line) for e in read_lines(log)] == [
+        3,
+        3,
+        3,
+        FORMAT_VERSION,
+        FORMAT_VERSION,
+    ]
     assert load_run(run).summary() == resumed.summary()
 
 

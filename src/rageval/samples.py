@@ -105,7 +105,9 @@ class Sample(BaseModel):
     retrieved_contexts: list[str] | None = Field(
         default=None, validation_alias=_alias("retrieved_contexts")
     )
-    reference: str | None = Field(default=None, validation_alias=_alias("reference"))
+    #: the reference answer, or several acceptable ones (QA sets list aliases: "48 Hours",
+    #: "forty-eight time"); see :attr:`references`
+    reference: str | list[str] | None = Field(default=None, validation_alias=_alias("reference"))
     reference_contexts: list[str] | None = None
     id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -127,9 +129,42 @@ class Sample(BaseModel):
             return v.tolist()  # numpy arrays from pandas/parquet
         return v
 
+    @field_validator("reference", mode="before")
+    @classmethod
+    def _reference_alternatives(cls, v: Any) -> Any:
+        if isinstance(v, tuple) or (not isinstance(v, (str, list)) and hasattr(v, "tolist")):
+            v = list(v)  # a tuple, or a numpy array from pandas/parquet
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("an empty list of references: give at least one answer")
+            if not all(isinstance(r, str) for r in v):
+                raise ValueError("must be a text or a list of texts (acceptable answers)")
+            # a blank alternative holds no answer; all blank is a blank reference
+            v = [r for r in v if not (isinstance(r, str) and not r.strip())] or [""]
+            if len(v) == 1:
+                return v[0]  # one acceptable answer is just the reference
+        elif v is not None and not isinstance(v, str):
+            raise ValueError("must be a text or a list of texts (acceptable answers)")
+        return v
+
+    @property
+    def references(self) -> list[str]:
+        """Every acceptable reference in its given order ([] when there is none). The first is
+        the canonical one: :meth:`text` gives it, and metrics that split the reference into
+        statements (answer_correctness, context_recall) read it alone; the lexical metrics and
+        semantic_similarity take the best match over all of them (as SQuAD's F1 does over gold
+        answers), and the judges of answer_accuracy and context_precision are shown them as
+        alternatives (:func:`rageval.metrics.authoring.reference_text`)."""
+        v = self.reference
+        if v is None:
+            return []
+        return [v] if isinstance(v, str) else list(v)
+
     def text(self, field: str) -> str:
-        """Value of a text field ('' when absent)."""
+        """Value of a text field ('' when absent); of several references, the first."""
         v = getattr(self, field)
+        if isinstance(v, list) and field in TEXT_FIELDS:
+            return str(v[0])
         return v if isinstance(v, str) else ""
 
 
@@ -444,7 +479,11 @@ def _parse_list_cells(row: dict[str, Any]) -> dict[str, str]:
     be read, with why."""
     bad = {}
     for key, cell in row.items():
-        if not isinstance(cell, str) or LEGACY_ALIASES.get(key, key) not in LIST_FIELDS:
+        field = LEGACY_ALIASES.get(key, key)
+        if isinstance(cell, str) and field == "reference":
+            row[key] = _reference_cell(cell)
+            continue
+        if not isinstance(cell, str) or field not in LIST_FIELDS:
             continue
         try:
             row[key] = json.loads(cell)
@@ -456,6 +495,19 @@ def _parse_list_cells(row: dict[str, Any]) -> dict[str, str]:
         except ValueError as e:
             bad[key] = f"{_LIST_CELL_HINT} ({e})"
     return bad
+
+
+def _reference_cell(cell: str) -> str | list[str]:
+    """A reference cell of a CSV: several acceptable answers when it holds a JSON list of
+    strings (``["48 Hours", "forty-eight time"]``), else the text as it is."""
+    if cell.lstrip().startswith("["):
+        try:
+            value = json.loads(cell)
+        except json.JSONDecodeError:
+            return cell
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return value
+    return cell
 
 
 def _python_literal(text: str) -> Any:

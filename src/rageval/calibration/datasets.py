@@ -157,10 +157,10 @@ def _binary(
     return None
 
 
-def _gold(answers: Sequence[str]) -> str:
-    """Several acceptable gold answers as one reference text."""
+def _gold(answers: Sequence[str]) -> str | list[str]:
+    """The acceptable gold answers: one reference, or several (``Sample.references``)."""
     kept = [a.strip() for a in answers if a.strip()]
-    return kept[0] if len(kept) == 1 else " | ".join(kept)
+    return kept[0] if len(kept) == 1 else kept
 
 
 # ---------------------------------------------------------------------- answer correctness
@@ -171,13 +171,13 @@ _CORRECTNESS_METRICS = ("answer_accuracy", "answer_correctness")
 def nq301(path: str | Path) -> LabelledSet:
     """NQ-open 301 (Kamalloo et al., ACL 2023): 1,490 answers of 12 QA systems, judged
     acceptable or not by people. `path`: the repository's `data/` folder (or `NQ301_human.tsv`
-    in it); the gold answers come from `NQ301_BEM.tsv` beside it. A reference lists the
-    acceptable answers separated by " | "."""
+    in it); the gold answers come from `NQ301_BEM.tsv` beside it (separated there by " | "),
+    each sample's reference the list of them."""
     human = _find(path, ["NQ301_human.tsv", "data/NQ301_human.tsv"], "nq301")
     bem = human.with_name("NQ301_BEM.tsv")
     if not bem.is_file():
         raise DatasetError(f"nq301: the gold answers file {bem} is missing")
-    gold: dict[str, str] = {}
+    gold: dict[str, str | list[str]] = {}
     for number, fields in _tsv(bem):
         _, question, answers, *_ = _fields(bem, number, fields, 4)
         gold[question] = _gold(answers.split(" | "))

@@ -22,13 +22,16 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   (``registered_name``). Everything format 3 adds is optional and its
   absence means what format 2 meant (no labels, one scoring per cell), so a run of format 2
   reads as it is and can be resumed (the resumed run's manifest is then of format 3).
-* **4** -- this rageval: cost control. Every usage block counts ``cached_tokens`` (prompt
+* **4** -- cost control. Every usage block counts ``cached_tokens`` (prompt
   tokens the provider served from its prompt cache, priced at the cached-input rate); a run in
   batch mode keeps ``batches.jsonl`` (:class:`BatchEvent`: the batches it uploaded and the
   request behind each line, so that a resumed run re-attaches to a batch in flight); the
   manifest says whether the run was batched, and how (``batch``, ``batch_settings``). All of
   it is optional and its absence means what format 3 meant (no cached tokens, online
   requests), so a run of format 2 or 3 reads as it is and can be resumed.
+* **5** -- this rageval: a sample's ``reference`` may be a list of acceptable answers
+  (:attr:`rageval.samples.Sample.references`). A run of format 4 reads as it is and can be
+  resumed.
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
@@ -61,7 +64,7 @@ from rageval.metrics.base import MetricResult
 from rageval.samples import SAMPLE_FIELDS, Sample
 
 #: the format this rageval writes; it reads every format from 1 up to this one
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 #: the oldest format a run can be resumed from (format 1 lines lack what a summary needs now)
 RESUMABLE_FORMAT = 2
 #: the kind under which cells whose log does not say (format 1) are grouped
@@ -180,7 +183,7 @@ class Inputs(_LogModel):
     user_input: str | None = None
     response: str | None = None
     retrieved_contexts: list[str] | None = None
-    reference: str | None = None
+    reference: str | list[str] | None = None
     reference_contexts: list[str] | None = None
     metadata: dict[str, Any] | None = None
 

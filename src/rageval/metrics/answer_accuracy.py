@@ -14,6 +14,7 @@ from rageval.metrics.authoring import (
     NO_REFERENCE,
     RatingMetric,
     rating_prompts,
+    reference_text,
     tagged,
     zero_if_blank,
 )
@@ -54,7 +55,7 @@ class AnswerAccuracy(RatingMetric):
     )
 
     def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
-        return prompts(sample.text("user_input"), sample.text("response"), sample.text("reference"))
+        return prompts(sample.text("user_input"), sample.text("response"), reference_text(sample))
 
 
 #: names this module lacks are read from its default metric: ``answer_accuracy.score(...)``

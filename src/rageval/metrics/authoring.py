@@ -176,6 +176,17 @@ def tagged(tag: str, text: str) -> str:
     return f"<{tag}>\n{safe}\n</{tag}>"
 
 
+def reference_text(sample: Sample) -> str:
+    """The reference as a judge is shown it: the reference itself, or, when the sample gives
+    several acceptable answers (:attr:`~rageval.samples.Sample.references`), every one of them
+    as alternatives, any of which is right."""
+    references = sample.references
+    if len(references) <= 1:
+        return sample.text("reference")
+    listed = "\n".join(f"- {' '.join(r.split())}" for r in references)
+    return f"Any one of these answers is correct (they are alternatives):\n{listed}"
+
+
 def item_ids(prefix: str, count: int, first: int = 1) -> list[str]:
     """``["s1", "s2", …]``: the ids of `count` items from number `first`."""
     return [f"{prefix}{i}" for i in range(first, first + count)]

@@ -22,6 +22,7 @@ from rageval.metrics.authoring import (
     VerdictQuestion,
     nonblank,
     not_measured_if_blank,
+    reference_text,
     verdict_prompt,
     zero_if_blank,
 )
@@ -70,7 +71,7 @@ class ContextPrecision(Metric):
     @staticmethod
     def question(sample: Sample) -> VerdictQuestion:
         """Is each context useful for reaching the reference?"""
-        prompt_text = prompt(sample.text("user_input"), sample.text("reference"))
+        prompt_text = prompt(sample.text("user_input"), reference_text(sample))
         return VerdictQuestion(prompt_text, prefix="c", verdict="useful", meaning=USEFUL)
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:

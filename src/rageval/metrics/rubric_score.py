@@ -25,6 +25,7 @@ from rageval.metrics.authoring import (
     nonblank,
     number_only,
     numbered,
+    reference_text,
     tagged,
 )
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
@@ -87,7 +88,9 @@ def prompt(sample: Sample, rubric: Mapping[int, str]) -> list[dict[str, str]]:
     blocks = []
     for field, tag in _SHOWN:
         value = getattr(sample, field)
-        if isinstance(value, list) and nonblank(value):
+        if field == "reference" and isinstance(value, list):
+            blocks.append(tagged(tag, reference_text(sample)))  # acceptable alternatives
+        elif isinstance(value, list) and nonblank(value):
             blocks.append(tagged(tag, numbered(nonblank(value))))
         elif isinstance(value, str) and (value.strip() or field == "response"):
             blocks.append(tagged(tag, value))

@@ -3,6 +3,9 @@
 score = cos(E_response, E_reference) = E_r·E_g / (‖E_r‖‖E_g‖), not clipped (range −1..1; with
 sentence embeddings it is almost always 0..1). With `threshold` set the score is binary:
 1.0 if cos ≥ threshold, else 0.0. Both texts are embedded in one call. No judge requests.
+With several acceptable references (``Sample.references``), the cosine is the largest over
+them (all embedded in the same call); the evidence then lists each one's cosine
+(``reference_cosines``) and which was closest (``best_reference``, 0-based).
 
 The local embedding model reads the first 256 tokens of a text (its [CLS] and [SEP] included);
 when a text is longer, the evidence says so: ``truncated`` maps it to its whole length in
@@ -16,6 +19,7 @@ an embedding of "" would give an arbitrary, usually non-zero, cosine).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rageval.metrics.authoring import NO_REFERENCE, note_truncation, zero_if_blank
@@ -34,12 +38,22 @@ async def semantic_similarity_value(ctx: ScoringContext, a: str, b: str) -> floa
     """Cosine of the embeddings of `a` and `b` (one embedding call, not clipped).
 
     A blank text has no meaning to share: the result is 0.0 and nothing is embedded."""
-    if not a.strip() or not b.strip():
-        return 0.0
+    return (await semantic_similarity_values(ctx, a, [b]))[0]
+
+
+async def semantic_similarity_values(
+    ctx: ScoringContext, a: str, others: Sequence[str]
+) -> list[float]:
+    """The cosine of `a` with each of `others`, all embedded in one call (a blank text
+    shares no meaning: 0.0, and it is not embedded)."""
+    shown = [t for t in others if t.strip()] if a.strip() else []
+    if not shown:
+        return [0.0] * len(others)
     from rageval.embeddings import cosine
 
-    vectors = await ctx.embed([a, b])
-    return cosine(vectors[0], vectors[1])
+    vectors = await ctx.embed([a, *shown])
+    by_text = {t: cosine(vectors[0], v) for t, v in zip(shown, vectors[1:], strict=True)}
+    return [by_text.get(t, 0.0) for t in others]
 
 
 @register
@@ -60,15 +74,25 @@ class SemanticSimilarity(Metric):
         self.threshold = threshold
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        response, reference = sample.text("response"), sample.text("reference")
-        cos = await semantic_similarity_value(ctx, response, reference)
+        response, references = sample.text("response"), sample.references
+        # several acceptable references: the one the response is closest to counts
+        cosines = await semantic_similarity_values(ctx, response, references)
+        best = max(range(len(references)), key=cosines.__getitem__)
+        cos, reference = cosines[best], references[best]
         value = semantic_similarity_score(cos, self.threshold)
         if self.threshold is None:
             reason = f"cosine similarity {cos:.4f}"
         else:
             relation = "≥" if value == 1.0 else "<"
             reason = f"cosine similarity {cos:.4f} {relation} threshold {self.threshold}"
-        result = MetricResult.ok(value, reason=reason, cosine=cos, threshold=self.threshold)
+        several = {"reference_cosines": cosines, "best_reference": best}
+        result = MetricResult.ok(
+            value,
+            reason=reason,
+            cosine=cos,
+            threshold=self.threshold,
+            **(several if len(references) > 1 else {}),
+        )
         cut = ctx.truncated({"response": response, "reference": reference})
         return note_truncation(result, cut, ctx.embeddings.max_tokens if ctx.embeddings else None)
 
