@@ -168,8 +168,7 @@ class LexicalMetric(Metric):
         super().__init__(**kw)
         if tokenizer not in self.tokenizers:
             raise ValueError(
-                f"{self.name}: tokenizer is one of {', '.join(map(repr, self.tokenizers))}, "
-                f"got {tokenizer!r}"
+                f"tokenizer is one of {', '.join(map(repr, self.tokenizers))}, got {tokenizer!r}"
             )
         self.tokenizer = tokenizer
 
