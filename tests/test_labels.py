@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 
+from rageval.calibration import judge_levels
 from rageval.labels import infer_kind, parse_label, read_label_column
 from rageval.samples import InvalidDataError, Sample, load_samples, sample_ids
 
@@ -103,3 +105,34 @@ def test_a_declared_kind_must_fit_the_values() -> None:
         read_label_column(samples, ids, "h", kind="ordinal")
     with pytest.raises(ValueError, match="label kind"):
         read_label_column(samples, ids, "h", kind="nominal")  # type: ignore[arg-type]
+
+
+# ---- a judge score as a level of an ordinal scale (the confusion matrix, weighted κ) -------
+
+
+def _scales() -> list[list[float]]:
+    """Every scale of 2 to 10 levels, as 1..k and 0..k-1, and some unevenly spaced ones."""
+    even = [[float(v) for v in range(first, first + k)] for k in range(2, 11) for first in (0, 1)]
+    return [*even, [0.0, 1.0, 2.0, 5.0], [1.0, 3.0, 4.0], [0.0, 0.5, 1.0, 7.0, 10.0]]
+
+
+@pytest.mark.parametrize("levels", _scales(), ids=lambda s: ",".join(f"{v:g}" for v in s))
+def test_a_score_half_way_between_two_levels_goes_to_the_lower_one(levels: list[float]) -> None:
+    low, span = Fraction(levels[0]), Fraction(levels[-1]) - Fraction(levels[0])
+    positions = [(Fraction(v) - low) / span for v in levels]
+    for i in range(len(levels) - 1):
+        # the exact midpoint, as the float a computation of it gives (5/6 is not a float)
+        midpoint = float((positions[i] + positions[i + 1]) / 2)
+        above = math.nextafter(midpoint, 2.0)
+        below = math.nextafter(midpoint, -1.0)
+        assert judge_levels([below, midpoint, above], levels) == [
+            levels[i],
+            levels[i],
+            levels[i + 1],
+        ], (levels, i, midpoint)
+
+
+def test_the_scores_at_the_levels_and_outside_0_1() -> None:
+    assert judge_levels([0.5], [1.0, 2.0, 3.0, 4.0]) == [2.0]  # the reported case (was 3)
+    assert judge_levels([-0.3, 0.0, 1 / 3, 2 / 3, 1.0, 1.7], [1, 2, 3, 4]) == [1, 1, 2, 3, 4, 4]
+    assert judge_levels([0.2, 0.9], [3.0]) == [3.0, 3.0]  # a one-level scale

@@ -1,24 +1,155 @@
-"""token_f1 and rouge_l: offline lexical baselines, checked against hand-counted tokens."""
+"""token_f1 and rouge_l: offline lexical baselines, checked against hand-counted tokens and,
+on generated pairs, against their reference implementations: Google's rouge-score package and
+the official SQuAD v2 script's F1 (benchmarks/squad_reference.py, written from its definition)."""
 
 from __future__ import annotations
 
+import json
 import random
+import unicodedata
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
+from rouge_score import rouge_scorer, tokenize
 
 from rageval.metrics import RougeL, TokenF1, create_metric
-from rageval.metrics.lexical import tokens
+from rageval.metrics.lexical import (
+    UNSPACED_SCRIPTS,
+    rouge_score_tokens,
+    squad_tokens,
+    unicode_rouge_tokens,
+    unicode_squad_tokens,
+)
 from rageval.metrics.rouge_l import lcs_length, rouge_l_score
 from rageval.metrics.token_f1 import token_f1_score
 from rageval.samples import SingleTurnSample
+from squad_reference import squad_f1
+
+#: benchmarks/lexical_pairs.py's 2,500 generated pairs (punctuation, numbers, hyphens, case,
+#: many scripts, odd whitespace)
+PAIRS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data" / "lexical_pairs.jsonl").read_text().splitlines()
+]
 
 
-def test_tokens_follow_squad_normalisation() -> None:
-    assert tokens("The «Cat», a mat!", drop_articles=True) == ["cat", "mat"]
-    assert tokens("The «Cat», a mat!", drop_articles=False) == ["the", "cat", "a", "mat"]
+async def test_rouge_l_equals_rouge_score_on_generated_pairs() -> None:
+    scorer = rouge_scorer.RougeScorer(["rougeL"])  # its defaults: no stemmer
+    metric = RougeL()
+    measured = 0
+    for pair in PAIRS:
+        response, reference = pair["response"], pair["reference"]
+        for text in (response, reference):
+            assert rouge_score_tokens(text) == tokenize.tokenize(text, None), text
+        theirs = scorer.score(reference, response)["rougeL"].fmeasure
+        ours = await metric.ascore(response=response, reference=reference)
+        if ours.status == "ok":
+            assert ours.value == theirs, pair  # to the last bit
+            measured += 1
+        else:  # a reference without a token (or blank): rouge-score's 0 is no comparison
+            assert not tokenize.tokenize(reference, None) and theirs == 0.0, pair
+    assert measured > 0.9 * len(PAIRS)
+
+
+async def test_token_f1_equals_the_official_squad_f1_on_generated_pairs() -> None:
+    metric = TokenF1()
+    measured = 0
+    for pair in PAIRS:
+        response, reference = pair["response"], pair["reference"]
+        ours = await metric.ascore(response=response, reference=reference)
+        if ours.status == "ok":
+            assert ours.value == squad_f1(response, reference), pair
+            assert token_f1_score(response, reference) == ours.value
+            measured += 1
+        else:
+            assert not reference.strip(), pair  # only a blank reference goes unmeasured
+    assert measured > 0.9 * len(PAIRS)
+
+
+def test_the_cases_where_rageval_differed_from_the_references() -> None:
+    # punctuation separates words, as in rouge-score (they were deleted and the pieces joined)
+    assert rouge_l_score("36", "36.0") == pytest.approx(2 / 3)
+    assert rouge_l_score("state-of-the-art model", "state of the art model") == 1.0
+    # SQuAD deletes ASCII punctuation only: ’ – “ ” stay part of a word (yet a dash is no word
+    # character, so an article beside it is still removed)
+    assert squad_tokens("It’s “state–of–the–art”, isn't it?") == [
+        "it’s", "“state–of–", "–art”", "isnt", "it"
+    ]  # fmt: skip
+    assert token_f1_score("it’s", "it's") == 0.0
+    assert token_f1_score("it’s", "it's", tokenizer="unicode") == 1.0
+
+
+def test_tokens_follow_the_reference_tokenisers() -> None:
+    assert squad_tokens("The «Cat», a mat!") == ["«cat»", "mat"]
+    assert unicode_squad_tokens("The «Cat», a mat!") == ["cat", "mat"]
     # articles are whole words only; punctuation inside a word is deleted, not split on
-    assert tokens("Theatre isn't an anthem", drop_articles=True) == ["theatre", "isnt", "anthem"]
+    assert squad_tokens("Theatre isn't an anthem") == ["theatre", "isnt", "anthem"]
+    assert rouge_score_tokens("The «Cat», a mat!") == ["the", "cat", "a", "mat"]
+    assert rouge_score_tokens("Zürich café, 1,000") == ["z", "rich", "caf", "1", "000"]
+    assert unicode_rouge_tokens("Zürich café, 1,000") == ["zürich", "café", "1", "000"]
+    # combining marks are part of a word (Devanagari vowel signs, a decomposed é)
+    assert unicode_rouge_tokens("नमस्ते, cafe\u0301!") == ["नमस्ते", "cafe\u0301"]
+
+
+def test_scripts_without_spaces_are_read_character_by_character() -> None:
+    assert unicode_rouge_tokens("GPT4は日本語を話す。") == [
+        "gpt4",
+        "は",
+        "日",
+        "本",
+        "語",
+        "を",
+        "話",
+        "す",
+    ]
+    assert unicode_squad_tokens("the日本") == ["日", "本"]
+    assert unicode_rouge_tokens("서울에 갔다") == ["서", "울", "에", "갔", "다"]
+    # a combining mark stays with its character: Thai vowel signs, the kana voicing mark
+    assert unicode_rouge_tokens("กรุงเทพ") == ["ก", "รุ", "ง", "เ", "ท", "พ"]
+    assert unicode_squad_tokens("か\u3099き") == ["か\u3099", "き"]
+    # near-matches that whitespace tokens score 0 (or leave unmeasured)
+    assert token_f1_score("東京都", "東京") == 0.0
+    assert token_f1_score("東京都", "東京", tokenizer="unicode") == pytest.approx(0.8)
+    assert rouge_l_score("서울에", "서울", tokenizer="unicode") == pytest.approx(0.8)
+    assert token_f1_score("ภาษาไทย", "ภาษา", tokenizer="unicode") == pytest.approx(2 * 4 / 11)
+
+
+@pytest.mark.parametrize("script", sorted(UNSPACED_SCRIPTS))
+def test_every_letter_of_the_documented_scripts_is_a_token(script: str) -> None:
+    letters = [
+        chr(c)
+        for first, last in UNSPACED_SCRIPTS[script]
+        for c in range(first, last + 1)
+        if unicodedata.category(chr(c)).startswith("L")
+    ]
+    assert letters
+    for letter in letters:
+        assert unicode_rouge_tokens(f"{letter}{letter}x") == [letter, letter, "x"], hex(ord(letter))
+        assert unicode_squad_tokens(f"{letter}{letter}") == [letter, letter], hex(ord(letter))
+    # a script with spaces between its words keeps its words whole
+    assert unicode_rouge_tokens("Москва слезам") == ["москва", "слезам"]
+
+
+def test_a_reference_without_tokens_is_not_measured_by_rouge_l() -> None:
+    result = RougeL().score(response="東京", reference="東京")  # rouge-score: 0.0
+    assert result.status == "not_measured" and result.cause_kind == "undefined"
+    assert "tokenizer='unicode'" in str(result.cause)
+    assert RougeL(tokenizer="unicode").score(response="東京", reference="東京").value == 1.0
+    assert RougeL().score(response="東京", reference="Tokyo").value == 0.0
+    with pytest.raises(ValueError, match="no token"):
+        rouge_l_score("!!", "...")
+
+
+def test_the_tokenizer_is_a_recorded_parameter() -> None:
+    assert TokenF1().params() == {"tokenizer": "squad"}
+    assert RougeL().params() == {"tokenizer": "rouge_score"}
+    unicode = create_metric("rouge_l", {"tokenizer": "unicode"})
+    assert isinstance(unicode, RougeL) and unicode.params() == {"tokenizer": "unicode"}
+    with pytest.raises(
+        ValueError, match="tokenizer is one of 'squad', 'unicode', got 'rouge_score'"
+    ):
+        TokenF1(tokenizer="rouge_score")  # type: ignore[arg-type]
 
 
 def test_token_f1_by_hand() -> None:
@@ -29,7 +160,9 @@ def test_token_f1_by_hand() -> None:
     )
     # multiset overlap: "yes" three times vs once → overlap 1; P = 1/3, R = 1/2 → F1 = 0.4
     assert token_f1_score("yes yes yes", "yes no") == pytest.approx(0.4)
-    assert token_f1_score("Paris!", "«paris»") == 1.0
+    assert token_f1_score("Paris!", "paris") == 1.0
+    assert token_f1_score("Paris!", "«paris»") == 0.0  # « » are no ASCII punctuation
+    assert token_f1_score("Paris!", "«paris»", tokenizer="unicode") == 1.0
     assert token_f1_score("Berlin", "Paris") == 0.0
 
 
@@ -68,12 +201,11 @@ def test_lcs_length() -> None:
 
 
 def test_pure_empty_rules() -> None:
-    # nothing left on either side: lexically identical → 1.0; one side only → 0.0
+    # SQuAD's rule: nothing left on either side → 1.0; one side only → 0.0
     assert token_f1_score("", "") == 1.0
     assert token_f1_score("The.", "a!") == 1.0  # only articles and punctuation
     assert token_f1_score("", "Paris") == 0.0
     assert token_f1_score("Paris", "") == 0.0
-    assert rouge_l_score("!!", "...") == 1.0
     assert rouge_l_score("", "Paris") == 0.0
 
 

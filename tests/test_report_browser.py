@@ -338,3 +338,123 @@ def test_hundreds_of_failures_take_a_few_lines_and_filter_by_kind(
         assert "invalid reply" in page.locator("dialog#detail .cause").first.inner_text()
     finally:
         view.close()
+
+
+# ---- text from the data is shown as stored: no bidi control applied, its own direction ----
+
+#: the classic right-to-left override spoof: with U+202E applied, "invoice<U+202E>fdp.exe"
+#: displays as "invoiceexe.pdf"
+SPOOF = "invoice\u202efdp.exe"
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+ARABIC = "مرحبا بالعالم، هذا هو الجواب"
+
+
+def _visible(text: str) -> str:
+    """`text` as the report shows it: each bidi control as a marker."""
+    return "".join(f"⟨U+{ord(c):04X}⟩" if c in BIDI_CONTROLS else c for c in text)
+
+
+def _spoofed_run(folder: Path) -> Path:
+    """A run whose every kind of text from the data carries bidi controls."""
+    man, results, summary = synthetic_run(4)
+    renamed = f"accuracy {SPOOF}"  # a metric's name is the user's too
+    man["data"]["source"] = f"source {SPOOF}"
+    man["judge"]["model"] = f"model {SPOOF}"
+    man["metrics"][1]["params"]["label"] = f"param {SPOOF}"
+    man["metrics"][2]["name"] = renamed
+    summary["metrics"][renamed] = summary["metrics"].pop("answer_accuracy")
+    for record in results:
+        record["metrics"][renamed] = record["metrics"].pop("answer_accuracy")
+    first = results[0]
+    first["id"] = f"id {SPOOF}"
+    first["inputs"].update(
+        user_input=f"question {SPOOF}",
+        response=ARABIC,
+        retrieved_contexts=[f"context {SPOOF}"],
+        reference=f"reference {SPOOF}",
+        note=BIDI_CONTROLS,
+    )
+    faith = first["metrics"]["faithfulness"]
+    faith["reason"] = f"reason {SPOOF}"
+    faith["evidence"]["statements"][0]["text"] = f"statement {SPOOF}"
+    faith["evidence"]["statements"][1]["reason"] = f"why {SPOOF}"
+    results[2]["metrics"]["faithfulness"]["cause"] = f"cause {SPOOF}"
+    return write_report(write_run(folder, man, results, summary))
+
+
+#: every text node of the page (the dialog's too) that shows a marker, with the direction
+#: attribute of its nearest element that has one; text or tooltips holding a raw bidi control
+_SHOWN_TEXT = """() => {
+  const raw = /[\\u061C\\u200E\\u200F\\u202A-\\u202E\\u2066-\\u2069]/;
+  const marked = [];
+  const applied = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.parentElement.closest("script")) continue;  // the run's JSON, never shown
+    if (raw.test(n.data)) applied.push(n.data);
+    if (n.data.includes("⟨U+")) {
+      const holder = n.parentElement.closest("[dir]");
+      marked.push([n.data, holder ? holder.getAttribute("dir") : null]);
+    }
+  }
+  for (const el of document.querySelectorAll("[title], [aria-label], [placeholder]"))
+    for (const name of ["title", "aria-label", "placeholder"])
+      if (raw.test(el.getAttribute(name) || "")) applied.push(`${name}: ${el.getAttribute(name)}`);
+  if (raw.test(document.title)) applied.push(`document.title: ${document.title}`);
+  return { marked, applied };
+}"""
+
+#: the left edge of each character of an element's text, in the order stored
+_CHARACTER_EDGES = """(el) => {
+  const node = el.firstChild;
+  const edges = [];
+  for (let i = 0; i < node.length; i++) {
+    const range = document.createRange();
+    range.setStart(node, i);
+    range.setEnd(node, i + 1);
+    edges.push(range.getBoundingClientRect().left);
+  }
+  return edges;
+}"""
+
+
+def test_bidi_controls_are_shown_never_applied_and_data_text_has_dir_auto(
+    browser: Browser, tmp_path: Path
+) -> None:
+    view = Opened(browser, _spoofed_run(tmp_path / "run"))
+    try:
+        page = view.page
+        detail = page.locator("dialog#detail")
+        marked: list[tuple[str, str | None]] = []
+        for row in (2, 0):  # row 2's detail holds the cause; row 0's the rest
+            page.locator(f'#samples-table tr[data-i="{row}"] td.question').click()
+            assert detail.is_visible()
+            found = page.evaluate(_SHOWN_TEXT)
+            assert found["applied"] == []
+            marked += found["marked"]
+            if row:
+                page.keyboard.press("Escape")
+        shown = "\n".join(text for text, _ in marked)
+        for field in ("source", "model", "param", "accuracy", "id", "question", "context",
+                      "reference", "reason", "statement", "why", "cause"):  # fmt: skip
+            assert _visible(f"{field} {SPOOF}") in shown, field
+        assert _visible(BIDI_CONTROLS) in shown  # all twelve, each as its marker
+        # every element showing text from the data takes the text's own direction
+        assert [text for text, direction in marked if direction != "auto"] == []
+
+        # the stored characters are displayed in their stored order, left to right
+        reference = detail.locator('[data-field="reference"] .text')
+        assert reference.get_attribute("dir") == "auto"
+        assert reference.evaluate("e => e.textContent") == _visible(f"reference {SPOOF}")
+        edges = reference.evaluate(_CHARACTER_EDGES)
+        assert edges == sorted(edges) and len(set(edges)) == len(edges), edges
+
+        # right-to-left text is laid out right to left; the rest of the page is not
+        response = detail.locator('[data-field="response"] .text')
+        assert response.inner_text() == ARABIC
+        assert response.evaluate("e => getComputedStyle(e).direction") == "rtl"
+        question = detail.locator('[data-field="user_input"] .text')
+        assert question.evaluate("e => getComputedStyle(e).direction") == "ltr"
+        assert page.evaluate("getComputedStyle(document.body).direction") == "ltr"
+    finally:
+        view.close()

@@ -11,7 +11,10 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Sequence
+from fractions import Fraction
 
 from rageval.labels import LabelColumn
 from rageval.log import Confusion, LabelAgreement, StatisticResult, Usage
@@ -22,17 +25,18 @@ __all__ = ["judge_levels", "measure_agreement"]
 
 def judge_levels(scores: Sequence[float], levels: Sequence[float]) -> list[float]:
     """Each score (clipped to [0, 1]) as the nearest level of `levels` spread evenly over
-    [0, 1] by value; a score half-way between two levels goes to the lower one."""
+    [0, 1] by value; a score half-way between two levels goes to the lower one.
+
+    The boundaries between levels are computed exactly (fractions) and rounded once to the
+    nearest float: a score up to that float goes to the lower level. So a midpoint that is no
+    float (1/6, 5/6 on a 1-4 scale) counts as a tie when the score is the float nearest to it,
+    as 5 / 6 computed in floating point is, and the ordering of floats decides the rest."""
     ordered = sorted(levels)
-    low, high = ordered[0], ordered[-1]
-    span = high - low
-    positions = [(v - low) / span if span else 0.0 for v in ordered]
-    out = []
-    for s in scores:
-        x = min(1.0, max(0.0, s))
-        best = min(range(len(ordered)), key=lambda i: (abs(positions[i] - x), i))
-        out.append(ordered[best])
-    return out
+    low, span = Fraction(ordered[0]), Fraction(ordered[-1]) - Fraction(ordered[0])
+    positions = [(Fraction(v) - low) / span if span else Fraction(0) for v in ordered]
+    # boundaries[i]: the highest score that still goes to level i
+    boundaries = [float((a + b) / 2) for a, b in itertools.pairwise(positions)]
+    return [ordered[bisect.bisect_left(boundaries, min(1.0, max(0.0, s)))] for s in scores]
 
 
 def measure_agreement(

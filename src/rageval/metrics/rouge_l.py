@@ -1,17 +1,30 @@
 """rouge_l: ROUGE-L F-measure of the response against the reference (no judge, no
 embeddings; a lexical baseline, not a semantic judgement: see :mod:`rageval.metrics.lexical`).
 
-L = length of the longest common subsequence of the two SQuAD-normalised token sequences
-(articles kept), P = L/|response|, R = L/|reference|, F = 2PR/(P+R) (β = 1; 0 when L = 0).
-Unlike the `rouge-score` package there is no stemming, and non-ASCII words are kept.
+L = length of the longest common subsequence of the two token sequences, P = L/|response|,
+R = L/|reference|, F = 2PR/(P+R) (β = 1; 0 when L = 0). With the default tokenizer
+("rouge_score") the value equals Google's `rouge-score` package,
+``RougeScorer(["rougeL"]).score(reference, response)["rougeL"].fmeasure`` (its defaults: no
+stemming), whenever the reference has a token; a reference without one (only punctuation, or
+only letters outside a–z such as a Chinese text) is not measured, where rouge-score says 0.
+``tokenizer="unicode"`` reads every script (see :mod:`rageval.metrics.lexical`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
-from rageval.metrics.base import forward_to_metric, register
-from rageval.metrics.lexical import LexicalMetric
+from rageval.metrics.authoring import NO_REFERENCE, zero_if_blank
+from rageval.metrics.base import MetricResult, forward_to_metric, register
+from rageval.metrics.lexical import (
+    LexicalMetric,
+    Tokenizer,
+    rouge_score_tokens,
+    unicode_rouge_tokens,
+)
+
+RougeTokenizer = Literal["rouge_score", "unicode"]
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
@@ -32,22 +45,44 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
 
 @register
 class RougeL(LexicalMetric):
-    """ROUGE-L F-measure of response vs reference: a lexical baseline, not a semantic judgement."""
+    """ROUGE-L F-measure of response vs reference: a lexical baseline, not a semantic judgement.
+    By default equal to the `rouge-score` package's rougeL F-measure."""
 
     name = "rouge_l"
-    drop_articles = False
+    tokenizers: ClassVar[Mapping[str, Tokenizer]] = {
+        "rouge_score": rouge_score_tokens,
+        "unicode": unicode_rouge_tokens,
+    }
+    blank_rules = (NO_REFERENCE, zero_if_blank("response", "the response is empty"))
     overlap_key = "lcs_tokens"
     overlap_text = "in the longest common subsequence"
     summary = "lexical baseline: ROUGE-L (LCS) F-measure of response vs reference (no LLM)"
+
+    def __init__(self, *, tokenizer: RougeTokenizer = "rouge_score", **kw: Any) -> None:
+        super().__init__(tokenizer=tokenizer, **kw)
 
     @staticmethod
     def count_overlap(response: Sequence[str], reference: Sequence[str]) -> int:
         return lcs_length(response, reference)
 
+    def without_reference_tokens(self, reference: str) -> MetricResult:
+        hint = (
+            " (it keeps only a-z and 0-9: tokenizer='unicode' reads every script)"
+            if self.tokenizer == "rouge_score"
+            else ""
+        )
+        return MetricResult.not_measured(
+            f"the reference has no token under the {self.tokenizer!r} tokenizer{hint}: "
+            "nothing to compare with"
+        )
 
-def rouge_l_score(response: str, reference: str) -> float:
-    """ROUGE-L F-measure (β = 1) of two texts."""
-    return RougeL.text_score(response, reference)
+
+def rouge_l_score(
+    response: str, reference: str, *, tokenizer: RougeTokenizer = "rouge_score"
+) -> float:
+    """ROUGE-L F-measure (β = 1) of two texts. ValueError (with the cause) when the reference
+    has no token under `tokenizer`."""
+    return float(RougeL(tokenizer=tokenizer).compare(response, reference))
 
 
 #: names this module lacks are read from its default metric: ``rouge_l.score(...)``

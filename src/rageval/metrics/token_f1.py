@@ -1,17 +1,31 @@
-"""token_f1: SQuAD-style token F1 of the response against the reference (no judge, no
-embeddings; a lexical baseline, not a semantic judgement: see :mod:`rageval.metrics.lexical`).
+"""token_f1: SQuAD token F1 of the response against the reference (no judge, no embeddings;
+a lexical baseline, not a semantic judgement: see :mod:`rageval.metrics.lexical`).
 
-overlap = |multiset(response) ∩ multiset(reference)| over SQuAD-normalised tokens (articles
-dropped), P = overlap/|response|, R = overlap/|reference|, F1 = 2PR/(P+R) (0 when overlap = 0).
+overlap = |multiset(response) ∩ multiset(reference)| over the texts' tokens,
+P = overlap/|response|, R = overlap/|reference|, F1 = 2PR/(P+R) (0 when overlap = 0; 1.0 when
+neither text has a token, 0.0 when one has none). With the default tokenizer ("squad") the
+value equals ``compute_f1(reference, response)`` of the official SQuAD v2 evaluation script;
+``tokenizer="unicode"`` also deletes Unicode punctuation and reads scripts written without
+spaces (see :mod:`rageval.metrics.lexical`). One reference per sample: the script's maximum
+over several gold answers has no counterpart.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
 
+from rageval.metrics.authoring import NO_REFERENCE
 from rageval.metrics.base import forward_to_metric, register
-from rageval.metrics.lexical import LexicalMetric
+from rageval.metrics.lexical import (
+    LexicalMetric,
+    Tokenizer,
+    squad_tokens,
+    unicode_squad_tokens,
+)
+
+F1Tokenizer = Literal["squad", "unicode"]
 
 
 def token_overlap(response: Sequence[str], reference: Sequence[str]) -> int:
@@ -21,22 +35,32 @@ def token_overlap(response: Sequence[str], reference: Sequence[str]) -> int:
 
 @register
 class TokenF1(LexicalMetric):
-    """SQuAD-style token F1 of response vs reference: a lexical baseline, not a semantic judgement."""
+    """SQuAD token F1 of response vs reference: a lexical baseline, not a semantic judgement.
+    By default equal to the official SQuAD v2 script's F1."""
 
     name = "token_f1"
-    drop_articles = True
+    tokenizers: ClassVar[Mapping[str, Tokenizer]] = {
+        "squad": squad_tokens,
+        "unicode": unicode_squad_tokens,
+    }
+    # a blank response is scored by SQuAD's rule: 0.0, or 1.0 against a reference without a
+    # token (only articles and punctuation), as the script scores an empty prediction
+    blank_rules = (NO_REFERENCE,)
     overlap_key = "shared_tokens"
     overlap_text = "shared (as a multiset)"
     summary = "lexical baseline: SQuAD token F1 of response vs reference (no LLM)"
+
+    def __init__(self, *, tokenizer: F1Tokenizer = "squad", **kw: Any) -> None:
+        super().__init__(tokenizer=tokenizer, **kw)
 
     @staticmethod
     def count_overlap(response: Sequence[str], reference: Sequence[str]) -> int:
         return token_overlap(response, reference)
 
 
-def token_f1_score(response: str, reference: str) -> float:
+def token_f1_score(response: str, reference: str, *, tokenizer: F1Tokenizer = "squad") -> float:
     """SQuAD token F1 of two texts."""
-    return TokenF1.text_score(response, reference)
+    return float(TokenF1(tokenizer=tokenizer).compare(response, reference))
 
 
 #: names this module lacks are read from its default metric: ``token_f1.score(...)``

@@ -1,6 +1,9 @@
 "use strict";
 // Draws the report from the JSON in #run-data. Every string from the data reaches the page
 // through textContent, a text node or an attribute value set with setAttribute: never as markup.
+// What it shows is what is stored: bidi control characters are shown as visible markers, never
+// applied (see `visible`), and each element holding text from the data has dir="auto", so a
+// right-to-left text takes its own direction without reordering what surrounds it.
 (() => {
   const DATA = JSON.parse(document.getElementById("run-data").textContent);
   const SAMPLES = DATA.samples;
@@ -20,10 +23,19 @@
 
   // ---- DOM helpers ---------------------------------------------------------------------
 
+  // The characters that override or embed a text direction (U+202A-U+202E), isolate one
+  // (U+2066-U+2069) or mark one (U+200E, U+200F, U+061C). Applied, U+202E would display
+  // "invoice\u202Efdp.exe" as "invoiceexe.pdf"; shown as ⟨U+202E⟩, the stored order stays visible.
+  const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+  const visible = (text) =>
+    text.replace(BIDI_CONTROLS, (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`);
+  // Attributes a person reads (tooltips, labels read aloud): shown like text.
+  const SHOWN_ATTRIBUTES = new Set(["title", "aria-label", "placeholder"]);
+
   function addKids(node, kids) {
     for (const kid of kids.flat(Infinity)) {
       if (kid === null || kid === undefined || kid === false) continue;
-      node.append(kid instanceof Node ? kid : String(kid));
+      node.append(kid instanceof Node ? kid : visible(String(kid)));
     }
     return node;
   }
@@ -33,12 +45,15 @@
       if (value === null || value === undefined || value === false) continue;
       if (key === "class") node.setAttribute("class", value);
       else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else if (SHOWN_ATTRIBUTES.has(key)) node.setAttribute(key, visible(String(value)));
       else node.setAttribute(key, value === true ? "" : String(value));
     }
     return node;
   }
 
   const h = (tag, props, ...kids) => addKids(setProps(document.createElement(tag), props), kids);
+  // An element showing text taken from the data: its direction is the text's own.
+  const shown = (tag, props, ...kids) => h(tag, { ...props, dir: "auto" }, ...kids);
   const svg = (tag, props, ...kids) =>
     addKids(setProps(document.createElementNS(SVGNS, tag), props), kids);
   // A table in its card, which scrolls sideways when the table is wider than the page.
@@ -275,19 +290,19 @@
       { class: "masthead" },
       h("div", { class: "brand" }, "rageval"),
       h("h1", null, "Evaluation report"),
-      h("p", { class: "subtitle" }, data.source || "unnamed data"),
+      shown("p", { class: "subtitle" }, data.source || "unnamed data"),
       h(
         "dl",
         { class: "facts" },
         facts.map(([k, v]) =>
-          h("div", { class: "fact" }, h("dt", null, k), h("dd", { title: v }, v)),
+          h("div", { class: "fact" }, h("dt", null, k), shown("dd", { title: v }, v)),
         ),
       ),
       h(
         "details",
         { class: "config" },
         h("summary", null, "Run configuration (manifest)"),
-        h("pre", { class: "json" }, JSON.stringify(m, null, 2)),
+        shown("pre", { class: "json" }, JSON.stringify(m, null, 2)),
       ),
     );
     const notices = [];
@@ -351,7 +366,7 @@
           h(
             "th",
             { scope: "row", title: "The mean human label, PPI++: the judge's scores on every row rectified by the labelled rows" },
-            h("div", { class: "ppi-name" }, "↳ human label ", h("span", { class: "label-name" }, column)),
+            h("div", { class: "ppi-name" }, "↳ human label ", shown("span", { class: "label-name" }, column)),
             h("div", { class: "params" }, p.labelled_mean === null ? "PPI++" : `PPI++ · labelled rows alone ${fmtValue(p.labelled_mean)} [${fmtValue(p.labelled_ci_low)}, ${fmtValue(p.labelled_ci_high)}]`),
           ),
           numeric(p.mean === null ? "—" : fmtValue(p.mean)),
@@ -368,8 +383,8 @@
         h(
           "th",
           { scope: "row" },
-          h("div", { class: "metric-name" }, r.name),
-          fmtParams(r.params) ? h("div", { class: "params", title: fmtParams(r.params) }, truncate(fmtParams(r.params), 48)) : null,
+          shown("div", { class: "metric-name" }, r.name),
+          fmtParams(r.params) ? shown("div", { class: "params", title: fmtParams(r.params) }, truncate(fmtParams(r.params), 48)) : null,
         ),
         numeric(r.mean === null ? "—" : fmtValue(r.mean)),
         numeric(
@@ -403,7 +418,7 @@
       h(
         "tr",
         { class: "shared" },
-        h("th", { scope: "row", title: "Work done once per sample for several metrics" }, label),
+        shown("th", { scope: "row", title: "Work done once per sample for several metrics" }, label),
         h("td", { colspan: 6 }),
         usageCells(x),
       ),
@@ -422,18 +437,19 @@
     );
     const heads = ["Metric", "Mean", "95% CI", "", "Measured", "Not measured", "Skipped", "Requests", "Tokens", "Cache hits", "Cost"];
     const method = (METRICS.find((r) => r.ci_method) || {}).ci_method;
-    const noise = METRICS.filter((r) => r.judge_noise).map(
-      (r) =>
-        `${r.name}: ${r.judge_noise.repeats} scores per cell (the value is their mean), spread ` +
+    const noise = METRICS.filter((r) => r.judge_noise).map((r) => [
+      " ",
+      shown("span", null, r.name),
+      `: ${r.judge_noise.repeats} scores per cell (the value is their mean), spread ` +
         `${fmtValue(r.judge_noise.mean_cell_sd)}; judge noise is ${Math.round(r.judge_noise.noise_variance_share * 100)}% ` +
         `of the variance of the mean, ${Math.round(r.judge_noise.ci_width_share * 100)}% of its CI width.`,
-    );
+    ]);
     const notes = [
       "Not-measured and skipped cells are left out of the mean and counted on their own, never as 0.",
       METRICS.some((r) => Object.keys(r.ppi || {}).length)
         ? "↳ rows: the mean human label by PPI++ (normal-approximation 95% CI), the judge rectified by the labelled rows."
         : null,
-      noise.length ? `Judge noise — ${noise.join(" ")}` : null,
+      noise.length ? ["Judge noise —", noise] : null,
       method ? `CI: ${method}.` : null,
       u.retries ? `${fmtInt(u.retries)} ${u.retries === 1 ? "retry" : "retries"} in total (requests sent again after a transient error).` : null,
       u.reasks ? `${fmtInt(u.reasks)} ${u.reasks === 1 ? "re-ask" : "re-asks"} in total (replies asked again because they failed validation).` : null,
@@ -451,7 +467,7 @@
             h("tfoot", null, shared, foot),
           )
         : h("p", { class: "empty" }, "This run has no metrics."),
-      h("p", { class: "footnote" }, notes.filter(Boolean).join(" ")),
+      h("p", { class: "footnote" }, notes.filter(Boolean).map((note, i) => [i ? " " : "", note])),
       drawCauses(),
     );
   }
@@ -484,13 +500,13 @@
           "td",
           { class: "metrics-cell" },
           metrics.map(([name, n]) =>
-            h("div", null, h("span", { class: "metric-name" }, name), metrics.length > 1 ? h("span", { class: "muted" }, ` ${fmtInt(n)}`) : null),
+            h("div", null, shown("span", { class: "metric-name" }, name), metrics.length > 1 ? h("span", { class: "muted" }, ` ${fmtInt(n)}`) : null),
           ),
         ),
         h(
           "td",
           { class: "kind", title: KINDS[group.kind] || null },
-          h("span", { class: "kind-name" }, humanize(group.kind)),
+          shown("span", { class: "kind-name" }, humanize(group.kind)),
           h("span", { class: "muted" }, skipped ? " · skipped" : " · not measured"),
         ),
         h(
@@ -614,9 +630,9 @@
       h(
         "figcaption",
         null,
-        h("span", { class: "metric-name" }, a.metric),
+        shown("span", { class: "metric-name" }, a.metric),
         h("span", { class: "vs" }, " vs "),
-        h("span", { class: "label-name" }, a.label_column),
+        shown("span", { class: "label-name" }, a.label_column),
         h("span", { class: "pill kind" }, `${a.kind} labels`),
       ),
       h("p", { class: "muted counts" }, counts.filter(Boolean).join(" · ")),
@@ -642,7 +658,7 @@
       cal.min_kappa === null
         ? null
         : cal.gate_failures.length
-          ? h("div", { class: "notice warn gate" }, `κ gate ${cal.min_kappa} failed: `, cal.gate_failures.join("; "))
+          ? h("div", { class: "notice warn gate" }, `κ gate ${cal.min_kappa} failed: `, cal.gate_failures.map((f, i) => [i ? "; " : "", shown("span", null, f)]))
           : h("p", { class: "notice info gate" }, `κ gate ${cal.min_kappa}: every κ reaches it.`);
     return h(
       "section",
@@ -664,13 +680,13 @@
   function exampleItem(example, withCount) {
     const ids = (example.sample_ids || []).map((id) =>
       ROW_OF_ID.has(id)
-        ? h("button", { type: "button", class: "sample-link", title: "Open this sample", onclick: () => openDetail(ROW_OF_ID.get(id), null) }, id)
-        : h("span", { class: "sample-id" }, id),
+        ? shown("button", { type: "button", class: "sample-link", title: "Open this sample", onclick: () => openDetail(ROW_OF_ID.get(id), null) }, id)
+        : shown("span", { class: "sample-id" }, id),
     );
     return h(
       "li",
       null,
-      h("span", { title: example.cause }, truncate(example.cause, 240)),
+      shown("span", { title: example.cause }, truncate(example.cause, 240)),
       withCount && example.count > 1 ? h("span", { class: "muted" }, ` (${fmtInt(example.count)} cells)`) : null,
       ids.length ? h("span", { class: "example-ids" }, " — ", ids.flatMap((x, i) => (i ? [", ", x] : [x]))) : null,
     );
@@ -758,7 +774,7 @@
         h(
           "figcaption",
           null,
-          h("span", { class: "metric-name" }, r.name),
+          shown("span", { class: "metric-name" }, r.name),
           h(
             "span",
             { class: "dist-stats" },
@@ -805,7 +821,7 @@
       "select",
       { id: "filter-metric", "aria-label": "Metric to filter on", onchange: onFilterControls },
       h("option", { value: "" }, "any metric"),
-      NAMES.map((n) => h("option", { value: n }, n)),
+      NAMES.map((n) => shown("option", { value: n }, n)),
     );
     ui.cond = h(
       "select",
@@ -873,7 +889,7 @@
 
   function applyKind(name, group) {
     ui.kindOption.hidden = false;
-    ui.kindOption.textContent = `${group.status === "skipped" ? "skipped" : "not measured"}: ${humanize(group.kind)}`;
+    ui.kindOption.textContent = visible(`${group.status === "skipped" ? "skipped" : "not measured"}: ${humanize(group.kind)}`);
     state.kind = { status: group.status, kind: group.kind };
     applyFilter(name, "kind");
   }
@@ -933,7 +949,7 @@
                 ui.head.querySelector(`th[data-key="${CSS.escape(col.key)}"] button`).focus();
               },
             },
-            col.label,
+            shown("span", null, col.label),
             h("span", { class: "arrow", "aria-hidden": "true" }, arrow),
           ),
         );
@@ -966,8 +982,8 @@
           "tr",
           { "data-i": i, tabindex: 0 },
           h("td", { class: "num muted" }, String(s.row)),
-          h("td", { class: "id", title: s.id }, truncate(s.id, 24)),
-          h(
+          shown("td", { class: "id", title: s.id }, truncate(s.id, 24)),
+          shown(
             "td",
             { class: "question", title: typeof q === "string" ? truncate(q, 500) : null },
             typeof q === "string" ? truncate(q, 140) : h("span", { class: "muted" }, "—"),
@@ -1026,7 +1042,7 @@
   let current = null;
 
   function textBlock(text) {
-    return h("div", { class: "text" }, text);
+    return shown("div", { class: "text" }, text);
   }
 
   function verdictBadge(v) {
@@ -1034,7 +1050,7 @@
     const no = v === false || v === 0 || (typeof v === "string" && /^(no|false|unsupported|0)$/i.test(v));
     if (yes) return h("span", { class: "verdict yes", title: `verdict: ${JSON.stringify(v)}` }, "✓");
     if (no) return h("span", { class: "verdict no", title: `verdict: ${JSON.stringify(v)}` }, "✗");
-    return h("span", { class: "verdict other", title: "verdict" }, v === null ? "?" : String(v));
+    return shown("span", { class: "verdict other", title: "verdict" }, v === null ? "?" : String(v));
   }
 
   function scalarText(v) {
@@ -1047,7 +1063,7 @@
     return h(
       "table",
       { class: "kv" },
-      h("tbody", null, entries.map(([k, v]) => h("tr", null, h("th", { scope: "row" }, humanize(k)), h("td", null, scalarText(v))))),
+      h("tbody", null, entries.map(([k, v]) => h("tr", null, shown("th", { scope: "row" }, humanize(k)), shown("td", null, scalarText(v))))),
     );
   }
 
@@ -1063,17 +1079,17 @@
           "li",
           { class: "item" },
           verdictKey ? verdictBadge(item[verdictKey]) : null,
-          "id" in item ? h("span", { class: "item-id" }, `#${item.id}`) : null,
+          "id" in item ? shown("span", { class: "item-id" }, `#${item.id}`) : null,
           h(
             "div",
             { class: "item-body" },
-            h("div", { class: "item-text" }, item[textKey]),
+            shown("div", { class: "item-text" }, item[textKey]),
             rest.length
               ? h(
                   "div",
                   { class: "item-meta" },
                   rest.map((k) =>
-                    h("span", { class: "chip" }, `${humanize(k)}: `, isScalar(item[k]) ? scalarText(item[k]) : JSON.stringify(item[k])),
+                    shown("span", { class: "chip" }, `${humanize(k)}: `, isScalar(item[k]) ? scalarText(item[k]) : JSON.stringify(item[k])),
                   ),
                 )
               : null,
@@ -1088,11 +1104,11 @@
       if (v.length && v.every((o) => isPlainObject(o) && TEXT_KEYS.some((k) => typeof o[k] === "string")))
         return itemList(v);
       if (!v.length) return h("span", { class: "muted" }, "none");
-      if (v.every(isScalar)) return h("div", { class: "chips" }, v.map((x) => h("span", { class: "chip" }, scalarText(x))));
+      if (v.every(isScalar)) return h("div", { class: "chips" }, v.map((x) => shown("span", { class: "chip" }, scalarText(x))));
     } else if (isPlainObject(v) && Object.values(v).every(isScalar)) {
       return kvTable(Object.entries(v));
     }
-    return h("pre", { class: "json" }, JSON.stringify(v, null, 2));
+    return shown("pre", { class: "json" }, JSON.stringify(v, null, 2));
   }
 
   function evidenceView(evidence) {
@@ -1106,7 +1122,7 @@
       scalars.length ? kvTable(scalars.map((k) => [k, evidence[k]])) : null,
       keys
         .filter((k) => !isScalar(evidence[k]))
-        .map((k) => h("div", { class: "ev-block" }, h("div", { class: "ev-key" }, humanize(k)), evidenceValue(evidence[k]))),
+        .map((k) => h("div", { class: "ev-block" }, shown("div", { class: "ev-key" }, humanize(k)), evidenceValue(evidence[k]))),
     );
   }
 
@@ -1126,7 +1142,7 @@
     const head = h(
       "div",
       { class: "metric-head" },
-      h("h3", null, name),
+      shown("h3", null, name),
       cell && cell.status === "ok" ? h("span", { class: "big-value" }, fmtValue(cell.value)) : statusPill(cell),
     );
     if (!cell) return h("section", { class: "metric-detail", "data-metric": name }, head, h("p", { class: "muted" }, "No result recorded for this metric."));
@@ -1139,9 +1155,9 @@
             "div",
             { class: "cause" },
             h("strong", null, "Cause "),
-            h("span", { class: "kind-name", title: KINDS[kindOf(cell)] || null }, `(${humanize(kindOf(cell))})`),
+            shown("span", { class: "kind-name", title: KINDS[kindOf(cell)] || null }, `(${humanize(kindOf(cell))})`),
             h("strong", null, ": "),
-            cell.cause || "no cause given",
+            shown("span", null, cell.cause || "no cause given"),
           )
         : null,
       cell.reason ? h("div", { class: "reason" }, h("h4", null, "Reason"), textBlock(cell.reason)) : null,
@@ -1170,7 +1186,7 @@
         const count = Array.isArray(v) ? ` (${v.length})` : "";
         return h("div", { class: "field", "data-field": key }, h("h4", null, label + count), body);
       }),
-      extra.map((k) => h("div", { class: "field" }, h("h4", null, humanize(k)), evidenceValue(inputs[k]))),
+      extra.map((k) => h("div", { class: "field" }, shown("h4", null, humanize(k)), evidenceValue(inputs[k]))),
     );
   }
 
@@ -1190,7 +1206,7 @@
         h(
           "div",
           { class: "detail-bar" },
-          h("h2", { id: "detail-title" }, `Row ${s.row}`, h("span", { class: "detail-id" }, s.id)),
+          h("h2", { id: "detail-title" }, `Row ${s.row}`, shown("span", { class: "detail-id" }, s.id)),
           h(
             "div",
             { class: "detail-nav" },
@@ -1208,7 +1224,7 @@
             { class: "detail-col" },
             inputsView(s.inputs || {}),
             other.length
-              ? h("section", { class: "other" }, h("h3", null, "Other fields"), h("pre", { class: "json" }, JSON.stringify(Object.fromEntries(other.map((k) => [k, s[k]])), null, 2)))
+              ? h("section", { class: "other" }, h("h3", null, "Other fields"), shown("pre", { class: "json" }, JSON.stringify(Object.fromEntries(other.map((k) => [k, s[k]])), null, 2)))
               : null,
           ),
           h(
@@ -1252,6 +1268,6 @@
     drawSamples(),
     h("footer", null, `Generated by rageval ${DATA.manifest.rageval_version}. This file is self-contained and works offline.`),
   ]);
-  document.title = `rageval report · ${(DATA.manifest.data || {}).source || "run"}`;
+  document.title = visible(`rageval report · ${(DATA.manifest.data || {}).source || "run"}`);
   recompute();
 })();

@@ -25,6 +25,7 @@ from rageval.log import (
     RESUMABLE_FORMAT,
     SUMMARY_FILE,
     Manifest,
+    MetricSpec,
     ResultsWriter,
     RunLogError,
     SampleLine,
@@ -35,6 +36,7 @@ from rageval.log import (
     write_atomic,
     written_format,
 )
+from rageval.metrics.base import create_metric
 from rageval.report import REPORT_FILE
 from rageval.samples import LoadedData
 
@@ -172,7 +174,17 @@ def resumable_manifest(path: Path) -> Manifest:
 
 
 def _metric_specs(manifest: Manifest) -> list[tuple[str, str]]:
-    return sorted((m.name, plain_json(m.params, sort_keys=True)) for m in manifest.metrics)
+    return sorted((m.name, plain_json(_params_now(m), sort_keys=True)) for m in manifest.metrics)
+
+
+def _params_now(spec: MetricSpec) -> dict[str, Any]:
+    """A metric's recorded parameters as this rageval reads them: a parameter the metric gained
+    after the run was written (token_f1's `tokenizer`) is its default, as when the metric is
+    re-created from the manifest. The recorded ones when the metric cannot be made here."""
+    try:
+        return create_metric(spec.registered_name or spec.name, spec.params).params()
+    except (KeyError, TypeError, ValueError):
+        return spec.params
 
 
 def _check_same_run(path: Path, stored: Manifest, now: Manifest) -> None:
