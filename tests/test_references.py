@@ -92,3 +92,24 @@ def test_a_reference_list_of_non_text_names_the_row_and_field() -> None:
         [problem] = raised.value.problems
         assert (problem.row, problem.field) == (0, "reference")
         assert "a text or a list of texts" in problem.message
+
+
+def test_the_lexical_metrics_take_the_best_reference_as_squad_does() -> None:
+    from rageval.metrics import rouge_l, token_f1
+
+    row = {"answer": "forty-eight hours", "reference": ["two days", "48 Hours", "forty-eight time"]}
+    several = evaluate([row], [token_f1, rouge_l], progress=False)
+    for name in ("token_f1", "rouge_l"):
+        alone = [
+            evaluate([{**row, "reference": r}], [name], progress=False)[name][0]
+            for r in row["reference"]
+        ]
+        # by hand: "forty-eight time" shares "forty-eight" (token_f1: 1 of 2 tokens each way,
+        # F1 0.5; rouge_l splits on "-": 2 of 3 tokens each way, F 0.667); "48 Hours" shares
+        # "hours" (token_f1 0.5, tied, so the first best stays; rouge_l 1 of 3 / 1 of 2, 0.4)
+        assert several[name] == [max(v or 0.0 for v in alone)]
+        cell = several.cells(name)[0]
+        assert cell is not None
+        assert cell.evidence["reference_values"] == alone
+        assert cell.evidence["best_reference"] == alone.index(max(alone))
+    assert several["token_f1"] == [0.5] and several["rouge_l"] == [pytest.approx(2 / 3)]

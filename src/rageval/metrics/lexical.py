@@ -205,7 +205,22 @@ class LexicalMetric(Metric):
         )
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        return self.compare(sample.text("response"), sample.text("reference"))
+        response, references = sample.text("response"), sample.references
+        results = [self.compare(response, reference) for reference in references]
+        if len(results) == 1:
+            return results[0]
+        # several acceptable references: the best match counts, as SQuAD's F1 takes the maximum
+        # over the gold answers (a reference without tokens competes only when all are so)
+        measured = [i for i, r in enumerate(results) if r.value is not None]
+        best = max(measured, key=lambda i: results[i].value or 0.0) if measured else 0
+        chosen = results[best]
+        values = [r.value for r in results]
+        return chosen.model_copy(
+            update={
+                "reason": f"{chosen.reason} (reference {best + 1} of {len(results)}, the best)",
+                "evidence": {**chosen.evidence, "reference_values": values, "best_reference": best},
+            }
+        )
 
 
 #: the names that lived here before each baseline got its own module, by their new module
