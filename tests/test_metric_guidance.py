@@ -43,7 +43,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 #: the requests of each metric that carry its guidance, per sample (the shared statement
 #: extraction carries none: it is the same whichever metrics read it)
 GUIDED_REQUESTS = {"answer_accuracy": 2, "answer_correctness": 1, "faithfulness": 1}
-SAMPLES = [
+SAMPLES: list[dict[str, Any]] = [
     {
         "user_input": "When did the harbour of T001 open?",
         "response": "The harbour of T001 opened in 1901. It has three entrances.",
@@ -148,9 +148,10 @@ def test_reasons_come_before_the_rating_when_asked() -> None:
         )
         first, _, with_reasons, _ = server.chat_requests
     assert AnswerAccuracy().reasons is False  # the rating alone by default, as before
-    assert _schema_keys(first) == ["rating"] and "reason" not in plain.sample(0).cells[
-        "answer_accuracy"
-    ].evidence
+    assert (
+        _schema_keys(first) == ["rating"]
+        and "reason" not in plain.sample(0).cells["answer_accuracy"].evidence
+    )
     assert _schema_keys(with_reasons) == ["reason", "rating"]  # reasoning first
     assert '"reason": "your reasoning"' in with_reasons.messages[0]["content"]
     cell = asked.sample(0).cells["answer_accuracy"]
@@ -160,9 +161,7 @@ def test_reasons_come_before_the_rating_when_asked() -> None:
 @pytest.mark.parametrize("cls", [Faithfulness, AnswerCorrectness])
 def test_verdicts_without_reasons_when_asked(cls: type[GuidedMetric]) -> None:
     with FakeOpenAI(handle) as server:
-        result = evaluate(
-            SAMPLES[:1], [cls(reasons=False)], llm=make_judge(server), progress=False
-        )
+        result = evaluate(SAMPLES[:1], [cls(reasons=False)], llm=make_judge(server), progress=False)
         verdicts = [r for r in server.chat_requests if r.schema and "s1" in r.schema["properties"]]
     assert cls().reasons is True  # a reason before each verdict by default, as before
     (request,) = verdicts
@@ -198,9 +197,10 @@ def test_a_threshold_turns_the_score_into_a_verdict() -> None:
             SAMPLES[:1], [Faithfulness(threshold=0.6)], llm=make_judge(server), progress=False
         )
     assert share["faithfulness"] == [0.5]  # one of the two statements is in the context
-    assert cut["faithfulness"] == [0.0] and cut.sample(0).cells["faithfulness"].evidence[
-        "score"
-    ] == 0.5
+    assert (
+        cut["faithfulness"] == [0.0]
+        and cut.sample(0).cells["faithfulness"].evidence["score"] == 0.5
+    )
 
 
 @pytest.mark.parametrize(

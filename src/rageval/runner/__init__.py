@@ -1,5 +1,6 @@
 """Running an evaluation: scheduling every (sample x metric) cell, the run directory, resume."""
 
+from rageval.runner._align import aalign, align
 from rageval.runner._calibrate import acalibrate, calibrate
 from rageval.runner._estimate import CostEstimate, Range, UsageEstimate, estimate
 from rageval.runner._evaluate import (
@@ -20,8 +21,10 @@ __all__ = [
     "RunConfigError",
     "RunDirError",
     "UsageEstimate",
+    "aalign",
     "acalibrate",
     "aevaluate",
+    "align",
     "calibrate",
     "embeddings_from_spec",
     "estimate",
