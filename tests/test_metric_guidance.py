@@ -20,7 +20,7 @@ from rageval.metrics import AnswerAccuracy, AnswerCorrectness, Faithfulness, cre
 from rageval.metrics.authoring import GuidedMetric, item_verdict, rated_verdict
 from rageval.metrics.base import Metric
 from rageval.results import load_run
-from rageval.runner import evaluate
+from rageval.runner import RunDirError, evaluate
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
 
 GUIDE = "Count a surname alone as the whole name."
@@ -278,3 +278,25 @@ def test_a_bad_example_on_the_command_line_is_a_usage_error_before_any_request(
         assert server.chat_requests == []
     assert code == 2
     assert "examples[0]: missing response, reference" in capsys.readouterr().err
+
+
+def test_a_run_started_before_the_guidance_parameters_resumes(tmp_path: Path) -> None:
+    # its manifest records answer_accuracy without instructions, examples, reasons and
+    # threshold: it ran with none of them, which is what their defaults mean
+    run = tmp_path / "run"
+    data = labelled_rows([4, 2, 0], ["yes", "yes", "no"])
+    with FakeOpenAI(grader) as server:
+        evaluate(data, ["answer_accuracy"], llm=make_judge(server), run_dir=run, progress=False)
+        manifest = json.loads((run / "manifest.json").read_text())
+        manifest["metrics"][0]["params"] = {"max_retries": 5}
+        (run / "manifest.json").write_text(json.dumps(manifest))
+        first, *_ = (run / "results.jsonl").read_text().splitlines(keepends=True)
+        (run / "results.jsonl").write_text(first)  # killed after one row
+        sent = len(server.chat_requests)
+        resumed = evaluate(data, ["answer_accuracy"], llm=make_judge(server), run_dir=run,
+                           resume=True, progress=False)  # fmt: skip
+        assert len(server.chat_requests) == sent + 4  # the two rows left, two templates each
+    assert resumed["answer_accuracy"] == [1.0, 0.5, 0.0]
+    with FakeOpenAI(grader) as server, pytest.raises(RunDirError, match="the metrics differ"):
+        evaluate(data, [AnswerAccuracy(threshold=0.5)], llm=make_judge(server), run_dir=run,
+                 resume=True, progress=False)  # fmt: skip

@@ -25,6 +25,7 @@ from rageval.log import (
     RESUMABLE_FORMAT,
     SUMMARY_FILE,
     Manifest,
+    MetricSpec,
     ResultsWriter,
     RunLogError,
     SampleLine,
@@ -35,6 +36,7 @@ from rageval.log import (
     write_atomic,
     written_format,
 )
+from rageval.metrics.base import create_metric
 from rageval.report import REPORT_FILE
 from rageval.samples import LoadedData
 
@@ -176,7 +178,19 @@ def resumable_manifest(path: Path) -> Manifest:
 
 
 def _metric_specs(manifest: Manifest) -> list[tuple[str, str]]:
-    return sorted((m.name, plain_json(m.params, sort_keys=True)) for m in manifest.metrics)
+    return sorted((m.name, plain_json(_full_params(m), sort_keys=True)) for m in manifest.metrics)
+
+
+def _full_params(spec: MetricSpec) -> dict[str, Any]:
+    """A metric's recorded parameters with the defaults of those added since the run was
+    started (a manifest written before a metric took `threshold` records none: it ran
+    without one), so that such a run still resumes; as recorded when the metric cannot be
+    built from them here."""
+    try:
+        return {**create_metric(spec.registered_name or spec.name, spec.params).params(),
+                **spec.params}  # fmt: skip
+    except (KeyError, TypeError, ValueError):
+        return dict(spec.params)
 
 
 def _check_same_run(path: Path, stored: Manifest, now: Manifest) -> None:
