@@ -52,7 +52,12 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
   :class:`PlannedRequest`, :func:`planned_statements`, :meth:`VerdictQuestion.plan`,
   :func:`planned_ratings`, :func:`predicted_statements`;
 * blank inputs: :class:`BlankRule` (:func:`zero_if_blank`, :func:`not_measured_if_blank`,
-  :data:`NO_REFERENCE`) in a metric's ``blank_rules``.
+  :data:`NO_REFERENCE`) in a metric's ``blank_rules``;
+* people's guidance, as ``rageval align`` chooses it: :class:`GuidedMetric` (the parameters
+  ``instructions``, ``examples``, ``reasons``, ``threshold``), :class:`Guidance` (the
+  guidelines and labelled examples between a request's task and its sample), with
+  :func:`rated_verdict` / :func:`item_verdict` (how people's label reads in an example) and
+  :func:`verdict_data` (a verdict request's data, also an example's).
 
 The judge itself is reached through the :class:`~rageval.metrics.base.ScoringContext` a
 metric's ``measure`` gets: ``ctx.ask`` (one validated reply), ``ctx.ask_n`` (n independent
