@@ -223,6 +223,15 @@ def test_without_the_threshold_step_the_default_threshold_stays(tmp_path: Path) 
     assert a.before.threshold == 0.625 and a.config["threshold"] == 0.625
 
 
+def test_examples_take_at_most_half_the_training_rows(tmp_path: Path) -> None:
+    with FakeOpenAI(scripted) as server:
+        report = align(rows(1), {"human": "answer_accuracy"}, judge_for(server), shots=4,
+                       search=["examples"], progress=False)  # fmt: skip
+    (a,) = report.alignments
+    assert (len(a.train_ids), len(a.heldout_ids), len(a.example_ids)) == (4, 2, 2)
+    assert [c.n_rows for c in a.candidates] == [2, 2]
+
+
 def test_the_split_is_stratified_and_fixed_by_the_seed() -> None:
     labels: list[float | None] = [*[1.0] * 7, *[0.0] * 3, None, 2.0, 2.0]
     labelled = [i for i, v in enumerate(labels) if v is not None]

@@ -479,7 +479,10 @@ async def _align_one(
             for i, v in by_row.items()
             if v is not None and _level(v, first.threshold, task.levels, binary) != labels.values[i]
         }
-        examples = _draw_examples(train, labels.values, wrong, shots, seed, metric, runs)
+        # at most half the training rows: the others score the configurations
+        examples = _draw_examples(
+            train, labels.values, wrong, min(shots, len(train) // 2), seed, metric, runs
+        )
     selection = [i for i in train if i not in set(examples)]
     current = scored(base, judged(selection, [by_row[i] for i in selection]), base_usage)
     tried = [current]
