@@ -48,7 +48,7 @@ def _request_body() -> dict[str, Any]:
     faithfulness = importlib.import_module("rageval.metrics.faithfulness")
     sample = make_sample(0)
     statements = sample["response"].split(". ")
-    question = faithfulness.Faithfulness.question(sample["retrieved_contexts"])
+    question = faithfulness.Faithfulness().question(sample["retrieved_contexts"])
     request = question.requests(statements)[0]
     messages, extra = build_request("json_schema", request.messages, shape_of(request.model))
     body = {

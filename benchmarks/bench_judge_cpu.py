@@ -100,7 +100,7 @@ def _faithfulness_call(index: int) -> tuple[list[dict[str, str]], Any, Any]:
 
     sample = make_sample(index)
     statements = [s.strip() for s in sample["response"].split(". ") if s.strip()]
-    request = Faithfulness.question(sample["retrieved_contexts"]).requests(statements)[0]
+    request = Faithfulness().question(sample["retrieved_contexts"]).requests(statements)[0]
     # the rules are in the schema now: no separate check
     return request.messages, request.model, None
 

@@ -283,5 +283,5 @@ def test_a_metric_object_with_its_own_settings_is_used_and_two_are_refused(tmp_p
         with pytest.raises(RunConfigError, match="two different 'answer_accuracy' metric objects"):
             calibrate(rows, [("human", AnswerAccuracy()), ("other", mine)], judge_for(server))
     specs = read_manifest(tmp_path / "run").metrics
-    assert [(m.name, m.params) for m in specs] == [("answer_accuracy", {"max_retries": 1})]
+    assert [(m.name, m.params["max_retries"]) for m in specs] == [("answer_accuracy", 1)]
     assert [a.label_column for a in report.agreements] == ["human", "other"]

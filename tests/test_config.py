@@ -81,6 +81,14 @@ def _manifest(run: Path) -> dict[str, Any]:
     return manifest
 
 
+#: the guidance parameters of answer_correctness (GuidedMetric), at their defaults
+GUIDANCE_DEFAULTS: dict[str, Any] = {
+    "instructions": None,
+    "examples": [],
+    "reasons": True,
+    "threshold": None,
+}
+
 CONFIG = """
 metrics = ["faithfulness", "answer_correctness"]
 fail_under = {{ faithfulness = 0.1 }}
@@ -112,7 +120,9 @@ def test_precedence_command_line_then_environment_then_file(
     assert main([*base, "-o", "a"]) == 0
     m = _manifest(tmp_path / "a")
     assert [x["name"] for x in m["metrics"]] == ["faithfulness", "answer_correctness"]
-    assert m["metrics"][1]["params"] == {"weights": [0.5, 0.5], "beta": 2.0, "threshold": None}
+    assert m["metrics"][1]["params"] == {
+        "weights": [0.5, 0.5], "beta": 2.0, **GUIDANCE_DEFAULTS
+    }  # fmt: skip
     judge = m["judge"]
     assert (judge["model"], judge["base_url"], judge["timeout"]) == (
         "file-model",
@@ -141,7 +151,7 @@ def test_precedence_command_line_then_environment_then_file(
     m = _manifest(tmp_path / "c")
     assert (m["judge"]["model"], m["judge"]["max_concurrency"]) == ("cli-model", 2)
     assert [x["name"] for x in m["metrics"]] == ["answer_correctness"]
-    assert m["metrics"][0]["params"] == {"weights": [0.5, 0.5], "beta": 3, "threshold": None}
+    assert m["metrics"][0]["params"] == {"weights": [0.5, 0.5], "beta": 3, **GUIDANCE_DEFAULTS}
 
     # the file's gate applies; the command line's wins for the same metric
     assert main([*base, "-o", "d", "--fail-under", "faithfulness=0.99"]) == 1

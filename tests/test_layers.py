@@ -25,7 +25,10 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("metrics", frozenset({"metrics"})),
     ("out", frozenset({"log", "stats", "results", "report", "calibration"})),
     ("runner", frozenset({"runner"})),
-    ("front ends", frozenset({"_config", "pytest_plugin", "cli", "_calibrate_cli", "__main__"})),
+    (
+        "front ends",
+        frozenset({"_config", "pytest_plugin", "cli", "_calibrate_cli", "_align_cli", "__main__"}),
+    ),
     ("the package root", frozenset({"__init__"})),
 ]
 RANK = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}

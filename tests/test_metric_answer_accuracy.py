@@ -119,7 +119,9 @@ async def test_default_max_retries_is_five(fake_openai: FakeOpenAI) -> None:
     result = await AnswerAccuracy(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     assert result.value == 1.0
     assert len(prompts_with(fake_openai, *T1)) == 6  # 1 ask + 5 re-asks
-    assert AnswerAccuracy().params() == {"max_retries": 5}
+    assert AnswerAccuracy().params() == {
+        "instructions": None, "examples": [], "reasons": False, "threshold": None, "max_retries": 5
+    }  # fmt: skip
 
 
 def test_negative_max_retries_is_rejected() -> None:

@@ -241,4 +241,7 @@ def test_invalid_parameters_are_rejected(kwargs: dict[str, Any], message: str) -
 def test_params_recreate_the_metric() -> None:
     m = AnswerCorrectness(weights=[0.4, 0.6], beta=2, threshold=0.5)
     again = create_metric("answer_correctness", m.params())
-    assert again.params() == m.params() == {"weights": [0.4, 0.6], "beta": 2.0, "threshold": 0.5}
+    assert again.params() == m.params() == {
+        "weights": [0.4, 0.6], "beta": 2.0,
+        "instructions": None, "examples": [], "reasons": True, "threshold": 0.5,
+    }  # fmt: skip

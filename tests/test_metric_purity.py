@@ -73,7 +73,7 @@ def test_a_custom_constructor_argument_is_part_of_the_kept_cell() -> None:
     assert second["faithfulness_cutoff"] == [0.0] * 4
     assert again["faithfulness_cutoff"] == [1.0] * 4
     assert again.usage.requests == 0 and again.usage.cache_hits == 4  # kept cells, one each
-    assert CutoffFaithfulness(cutoff=0.9).params() == {"cutoff": 0.9}
+    assert CutoffFaithfulness(cutoff=0.9).params()["cutoff"] == 0.9
 
 
 class PredicateFaithfulness(Faithfulness):

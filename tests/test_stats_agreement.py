@@ -18,6 +18,7 @@ from rageval.stats import (
     AGREEMENT_STATISTICS,
     KappaWeights,
     agreement,
+    agreement_difference,
     auroc,
     balanced_accuracy,
     cohen_kappa,
@@ -165,6 +166,49 @@ def test_bootstrap_resamples_are_the_rows_resampled() -> None:
         assert est.low == pytest.approx(expected[0])
         assert est.high == pytest.approx(expected[1])
         assert est.n_undefined == resamples - len(values)
+
+
+def test_a_change_of_judge_is_resampled_in_pairs() -> None:
+    # after − before on the same rows: each resample draws the rows once and computes both
+    # statistics on them (row indices drawn as the single-statistic test draws them)
+    rng = np.random.default_rng(5)
+    n, resamples, seed = 50, 400, 2
+    human = list(rng.integers(0, 2, size=n).astype(float))
+    before = [float(h if rng.uniform() < 0.6 else 1 - h) for h in human]
+    after = [float(h if rng.uniform() < 0.85 else 1 - h) for h in human]
+    draws = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    values = []
+    for idx in draws:
+        h = [human[i] for i in idx]
+        values.append(
+            ref_kappa(h, [after[i] for i in idx]) - ref_kappa(h, [before[i] for i in idx])
+        )
+    expected = np.quantile(values, [0.025, 0.975])
+    change = agreement_difference(
+        "cohen_kappa", human, before, after, n_resamples=resamples, seed=seed
+    )
+    assert change.value == pytest.approx(ref_kappa(human, after) - ref_kappa(human, before))
+    assert change.low == pytest.approx(expected[0]) and change.high == pytest.approx(expected[1])
+    assert change.method.startswith("paired percentile bootstrap") and change.n == n
+    # pairing: the change's interval is narrower than the two intervals' spread suggests
+    one = agreement("cohen_kappa", human, before, n_resamples=resamples, seed=seed)
+    other = agreement("cohen_kappa", human, after, n_resamples=resamples, seed=seed)
+    assert change.low is not None and change.high is not None
+    assert one.high is not None and one.low is not None
+    assert other.high is not None and other.low is not None
+    assert change.high - change.low < (other.high - other.low) + (one.high - one.low)
+
+
+def test_no_change_of_judge_is_zero_with_a_zero_interval() -> None:
+    human = [1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+    judge = [1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0]
+    same = agreement_difference("balanced_accuracy", human, judge, judge)
+    assert (same.value, same.low, same.high) == (0.0, 0.0, 0.0)
+    one_class = agreement_difference("auroc", [1.0] * 8, judge, judge)  # no negative
+    assert one_class.value is None and one_class.note is not None
+    assert one_class.note.startswith("before: ")
+    with pytest.raises(ValueError, match="the same rows"):
+        agreement_difference("auroc", human, judge, judge[:-1])
 
 
 # ---------------------------------------------------------------------- intervals and edges

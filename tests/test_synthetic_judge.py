@@ -77,7 +77,7 @@ def ruled(reply: Any, prefix: str, field: str, count: int) -> list[bool]:
 @pytest.mark.parametrize("mode", MODES)
 def test_faithfulness_rules_on_every_statement_and_follows_the_contexts(mode: Mode) -> None:
     statements = [*sentences(RESPONSE), "Varlen has a famous opera house."]
-    messages, model = first_request(faithfulness.Faithfulness.question(CONTEXTS), statements)
+    messages, model = first_request(faithfulness.Faithfulness().question(CONTEXTS), statements)
     reply, kind = ask(messages, model, mode)
     assert ruled(reply, "s", "supported", 4) == [True, True, False, False]
     assert kind == ("rageval-json:reply" if mode == "json" else "rageval:SupportedVerdicts")
@@ -88,7 +88,7 @@ def test_answer_correctness_rules_on_both_sides(mode: Mode) -> None:
     answer = sentences(RESPONSE)
     reference = f"{REFERENCE} The town of Varlen has a stone bridge."
     sample = Sample(user_input=QUESTION, reference=reference)
-    messages, model = first_request(answer_correctness.AnswerCorrectness.question(sample), answer)
+    messages, model = first_request(answer_correctness.AnswerCorrectness().question(sample), answer)
     reply, _ = ask(messages, model, mode)
     assert ruled(reply, "s", "supported", 3) == [True, False, False]
     claims = reply.reference_statements

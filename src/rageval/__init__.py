@@ -17,6 +17,9 @@ _EXPORTS: dict[str, str] = {
     "aevaluate": "rageval.runner",
     "calibrate": "rageval.runner",
     "acalibrate": "rageval.runner",
+    "align": "rageval.runner",
+    "aalign": "rageval.runner",
+    "AlignReport": "rageval.calibration",
     "estimate": "rageval.runner",
     "CostEstimate": "rageval.runner",
     "CalibrationReport": "rageval.calibration",
@@ -76,7 +79,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from rageval.calibration import CalibrationReport as CalibrationReport
+    from rageval.calibration import (
+        AlignReport as AlignReport,
+        CalibrationReport as CalibrationReport,
+    )
     from rageval.embeddings import (
         Embeddings as Embeddings,
         embedding_factory as embedding_factory,
@@ -116,8 +122,10 @@ if TYPE_CHECKING:
     )
     from rageval.runner import (
         CostEstimate as CostEstimate,
+        aalign as aalign,
         acalibrate as acalibrate,
         aevaluate as aevaluate,
+        align as align,
         calibrate as calibrate,
         estimate as estimate,
         evaluate as evaluate,

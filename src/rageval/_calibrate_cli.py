@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rageval.calibration.datasets import DATASETS
+
+if TYPE_CHECKING:
+    from rageval.calibration.datasets import LabelledSet
 
 _DESCRIPTION = """\
 Score rows that carry human labels with the judge's metrics, and measure how well each metric
@@ -95,8 +98,27 @@ def _positive_int(text: str) -> int:
     return positive(text)
 
 
-def run_calibrate(args: argparse.Namespace) -> int:
+def read_dataset(name: str, path: str, limit: int | None) -> LabelledSet:
+    """`--dataset NAME` with DATA at `path`: the public dataset's rows (with `limit`, its
+    seeded random sample of that many), its origin and what was left out printed."""
     from rageval.calibration.datasets import DatasetError, load_dataset
+    from rageval.cli import _UsageError
+
+    try:
+        dataset = load_dataset(name, path)
+    except DatasetError as e:
+        raise _UsageError(str(e)) from None
+    if limit is not None:
+        dataset = dataset.sample(limit)
+    left_out = ", ".join(f"{n} {why}" for why, n in dataset.left_out.items())
+    print(
+        f"{dataset.name}: {len(dataset.rows)} rows from {dataset.source} "
+        f"(licence: {dataset.licence})" + (f"; left out: {left_out}" if left_out else "")
+    )
+    return dataset
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
     from rageval.cli import (
         EXIT_CALIBRATION_GATE,
         EXIT_FATAL,
@@ -127,19 +149,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if data is None:
         raise _UsageError("DATA is required (a data file, or with --dataset its folder)")
     if args.dataset is not None:
-        try:
-            dataset = load_dataset(args.dataset, data)
-        except DatasetError as e:
-            raise _UsageError(str(e)) from None
-        if args.limit is not None:
-            dataset = dataset.sample(args.limit)
+        dataset = read_dataset(args.dataset, data, args.limit)
         data = dataset.rows
         labels = labels or dataset.labels()
-        left_out = ", ".join(f"{n} {why}" for why, n in dataset.left_out.items())
-        print(
-            f"{dataset.name}: {len(dataset.rows)} rows from {dataset.source} "
-            f"(licence: {dataset.licence})" + (f"; left out: {left_out}" if left_out else "")
-        )
     elif args.limit is not None:
         raise _UsageError("--limit samples a public dataset: use it with --dataset")
     if not labels:

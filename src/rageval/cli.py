@@ -761,7 +761,11 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         return EXIT_OK
     rows = []
     for name, cls in registered_metrics().items():
-        defaults = " ".join(f"{k}={_short(v)}" for k, v in cls().params().items())
+        # the parameters that hold something by default (those that are off, None or empty,
+        # such as the guidance of the judge metrics, are listed by `rageval metrics NAME`)
+        defaults = " ".join(
+            f"{k}={_short(v)}" for k, v in cls().params().items() if v not in (None, [], {})
+        )
         rows.append(
             (
                 name,
@@ -987,6 +991,10 @@ def build_parser() -> argparse.ArgumentParser:
     from rageval._calibrate_cli import add_calibrate_command
 
     add_calibrate_command(sub, _add_judge_options)
+
+    from rageval._align_cli import add_align_command
+
+    add_align_command(sub, _add_judge_options)
 
     rep = sub.add_parser("report", help="(re)build report.html of a run directory")
     rep.add_argument("run_dir", metavar="DIR")

@@ -20,7 +20,8 @@ accuracy, AUROC, Spearman's and Pearson's correlation, and the confusion matrix.
 is computed from how many times each distinct (human, judge) pair occurs, so one vectorised
 code path gives the value (the observed counts) and every bootstrap resample (counts of a
 resample of the rows, drawn with replacement); :func:`agreement` returns the value with its
-percentile-bootstrap interval.
+percentile-bootstrap interval, and :func:`agreement_difference` how much a statistic changes
+from one judge to another on the same rows, with a paired interval.
 
 Prediction-powered inference (:func:`ppi_mean`, PPI++ of Angelopoulos, Duchi and Zrnic, 2023):
 the mean of a human label estimated from a judge's scores on every row, rectified by the rows
@@ -54,6 +55,7 @@ __all__ = [
     "PPIEstimate",
     "PairedDifference",
     "agreement",
+    "agreement_difference",
     "auroc",
     "balanced_accuracy",
     "bootstrap_ci",
@@ -291,19 +293,36 @@ class _Counted:
 
     def resampled(self, n_resamples: int, seed: int) -> npt.NDArray[np.float64]:
         """The statistic on `n_resamples` resamples of the rows (drawn with replacement)."""
+        return _resampled([self], n_resamples, seed)[0]
+
+    def on_rows(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        """The statistic on each resample of a (resamples, n) array of row indices."""
         import numpy as np
 
-        rng = np.random.default_rng(seed)
-        n = len(self.unit_of_row)
-        out = np.empty(n_resamples, dtype=np.float64)
-        start = 0
-        for size in _chunks(n_resamples, max(n, self.m)):
-            units = self.unit_of_row[rng.integers(0, n, size=(size, n))]
-            units += (np.arange(size, dtype=np.intp) * self.m)[:, None]
-            counts = np.bincount(units.ravel(), minlength=size * self.m).reshape(size, self.m)
-            out[start : start + size] = self.compute(counts.astype(np.float64))
-            start += size
-        return out
+        size = rows.shape[0]
+        units = self.unit_of_row[rows]
+        units += (np.arange(size, dtype=np.intp) * self.m)[:, None]
+        counts = np.bincount(units.ravel(), minlength=size * self.m).reshape(size, self.m)
+        return self.compute(counts.astype(np.float64))
+
+
+def _resampled(
+    statistics: Sequence[_Counted], n_resamples: int, seed: int
+) -> list[npt.NDArray[np.float64]]:
+    """Each of `statistics` (of the same n rows) on the same `n_resamples` resamples of the
+    rows: paired, so that their differences are resampled too."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = len(statistics[0].unit_of_row)
+    out = [np.empty(n_resamples, dtype=np.float64) for _ in statistics]
+    start = 0
+    for size in _chunks(n_resamples, max(n, *(s.m for s in statistics))):
+        rows = rng.integers(0, n, size=(size, n))
+        for values, statistic in zip(out, statistics, strict=True):
+            values[start : start + size] = statistic.on_rows(rows)
+        start += size
+    return out
 
 
 def _finite_array(values: Sequence[float], what: str) -> npt.NDArray[np.float64]:
@@ -556,9 +575,58 @@ def agreement(
     value = counted.observed()
     if value is None:
         return Estimate(None, None, None, n, confidence, method, note=counted.undefined_because)
+    draws = counted.resampled(n_resamples, seed)
+    return _bootstrapped(value, draws, n, confidence, method)
+
+
+def agreement_difference(
+    statistic: str,
+    human: Sequence[float],
+    before: Sequence[float],
+    after: Sequence[float],
+    *,
+    levels: Sequence[float] | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> Estimate:
+    """How much `statistic` (as :func:`agreement` reads it) changes from judge `before` to
+    judge `after` on the same rows: statistic(human, after) − statistic(human, before), with
+    a **paired** percentile-bootstrap interval (each resample draws the rows once and computes
+    both statistics on them, so what the two judges share cancels out)."""
+    _check(confidence, n_resamples)
+    if not len(human) == len(before) == len(after):
+        raise ValueError(
+            f"human, before and after must be the same rows, got {len(human)}, {len(before)} "
+            f"and {len(after)}"
+        )
+    old = _counted(statistic, human, before, levels)
+    new = _counted(statistic, human, after, levels)
+    n = len(old.unit_of_row)
+    method = f"paired percentile bootstrap over pairs, {n_resamples} resamples, seed {seed}"
+    if n == 0:
+        return Estimate(None, None, None, 0, confidence, method, note="no pairs")
+    old_value, new_value = old.observed(), new.observed()
+    if old_value is None or new_value is None:
+        why = (old if old_value is None else new).undefined_because
+        side = "before" if old_value is None else "after"
+        return Estimate(None, None, None, n, confidence, method, note=f"{side}: {why}")
+    old_draws, new_draws = _resampled([old, new], n_resamples, seed)
+    return _bootstrapped(new_value - old_value, new_draws - old_draws, n, confidence, method)
+
+
+def _bootstrapped(
+    value: float,
+    draws: npt.NDArray[np.float64],
+    n: int,
+    confidence: float,
+    method: str,
+) -> Estimate:
+    """`value` with the percentile interval of its bootstrap `draws` (NaN where undefined: left
+    out, and no interval when more than 10% are)."""
     import numpy as np
 
-    draws = counted.resampled(n_resamples, seed)
+    n_resamples = len(draws)
     defined = draws[np.isfinite(draws)]
     n_undefined = n_resamples - len(defined)
     if len(defined) < _MIN_DEFINED_SHARE * n_resamples:

@@ -4,7 +4,9 @@
   the normal evaluation path and measures how well each metric agrees with the labels;
 * :mod:`rageval.calibration.datasets` reads public human-labelled datasets into such rows;
 * :class:`CalibrationReport` is what it measured, as written to ``calibration.json`` (one of
-  the run log's files: :mod:`rageval.log`, where it is defined).
+  the run log's files: :mod:`rageval.log`, where it is defined);
+* :func:`rageval.align` chooses the configuration of a judge metric that agrees best with the
+  labels, and :class:`AlignReport` (``align.json``) is what it chose and measured.
 
 Names are imported on first use, so that importing this package stays cheap.
 """
@@ -17,24 +19,34 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rageval.calibration._agreement import judge_levels, measure_agreement
     from rageval.log import (
+        ALIGN_FILE,
         CALIBRATION_FILE,
         STATISTIC_TITLES,
+        AlignCandidate,
+        Alignment,
+        AlignReport,
         CalibrationReport,
         Confusion,
         LabelAgreement,
         StatisticResult,
+        read_align,
         read_calibration,
     )
 
 __all__ = [
+    "ALIGN_FILE",
     "CALIBRATION_FILE",
     "STATISTIC_TITLES",
+    "AlignCandidate",
+    "AlignReport",
+    "Alignment",
     "CalibrationReport",
     "Confusion",
     "LabelAgreement",
     "StatisticResult",
     "judge_levels",
     "measure_agreement",
+    "read_align",
     "read_calibration",
 ]
 

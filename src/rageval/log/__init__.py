@@ -3,15 +3,18 @@
 A run directory holds ``manifest.json`` (:class:`Manifest`: what was run, written before any
 row), ``results.jsonl`` (one :class:`SampleLine` per finished sample, appended as it finishes)
 and ``summary.json`` (:class:`Summary`, written at the end), plus ``report.html``; a
-calibration run adds ``calibration.json`` (:class:`CalibrationReport`). The models here are the
+calibration run adds ``calibration.json`` (:class:`CalibrationReport`), an alignment
+``align.json`` (:class:`AlignReport`). The models here are the
 one schema the runner writes and the runner (resume), ``load_run``, the report, ``compare`` and
 ``calibrate`` read; every file carries a ``format_version`` (see :mod:`rageval.log._models` for
 the formats and the NaN rule). Reading: :func:`read_manifest`, :func:`read_lines` (a torn last
-line is left out), :func:`read_line_at`, :func:`read_summary`, :func:`read_calibration`.
+line is left out), :func:`read_line_at`, :func:`read_summary`, :func:`read_calibration`,
+:func:`read_align`.
 Writing: :class:`ResultsWriter`, :func:`write_atomic`.
 """
 
 from rageval._client._usage import Usage, sum_usage
+from rageval.log._align import AlignCandidate, Alignment, AlignReport, toml_value
 from rageval.log._calibration import (
     STATISTIC_TITLES,
     CalibrationReport,
@@ -20,6 +23,8 @@ from rageval.log._calibration import (
     StatisticResult,
 )
 from rageval.log._io import (
+    ALIGN_FILE,
+    ALIGNED_CONFIG_FILE,
     BATCHES_FILE,
     CALIBRATION_FILE,
     MANIFEST_FILE,
@@ -30,6 +35,7 @@ from rageval.log._io import (
     append_batch_event,
     model_json,
     plain_json,
+    read_align,
     read_batch_events,
     read_calibration,
     read_line_at,
@@ -71,6 +77,8 @@ from rageval.log._summary import (
 )
 
 __all__ = [
+    "ALIGNED_CONFIG_FILE",
+    "ALIGN_FILE",
     "BATCHES_FILE",
     "CALIBRATION_FILE",
     "EMBEDDINGS_USAGE",
@@ -81,6 +89,9 @@ __all__ = [
     "SHARED_USAGE",
     "STATISTIC_TITLES",
     "SUMMARY_FILE",
+    "AlignCandidate",
+    "AlignReport",
+    "Alignment",
     "BatchEvent",
     "CalibrationReport",
     "CauseExample",
@@ -113,6 +124,7 @@ __all__ = [
     "build_summary",
     "model_json",
     "plain_json",
+    "read_align",
     "read_batch_events",
     "read_calibration",
     "read_line_at",
@@ -120,6 +132,7 @@ __all__ = [
     "read_manifest",
     "read_summary",
     "sum_usage",
+    "toml_value",
     "write_atomic",
     "written_format",
 ]

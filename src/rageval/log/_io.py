@@ -19,6 +19,7 @@ from typing import IO, Any, NamedTuple, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from rageval.log._align import AlignReport
 from rageval.log._calibration import CalibrationReport
 from rageval.log._models import (
     BatchEvent,
@@ -33,6 +34,9 @@ MANIFEST_FILE = "manifest.json"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 CALIBRATION_FILE = "calibration.json"
+ALIGN_FILE = "align.json"
+#: the configuration rageval align chose, as a config file (``[params.METRIC]``)
+ALIGNED_CONFIG_FILE = "aligned.toml"
 BATCHES_FILE = "batches.jsonl"
 
 V = TypeVar("V", bound=_Versioned)
@@ -86,6 +90,12 @@ def read_calibration(run_dir: str | os.PathLike[str]) -> CalibrationReport | Non
     """The agreement with human labels `run_dir` holds, or None when it was no calibration."""
     path = Path(run_dir) / CALIBRATION_FILE
     return _read_json_file(CalibrationReport, path) if path.exists() else None
+
+
+def read_align(run_dir: str | os.PathLike[str]) -> AlignReport | None:
+    """The alignment `run_dir` holds (``rageval align``), or None when it holds none."""
+    path = Path(run_dir) / ALIGN_FILE
+    return _read_json_file(AlignReport, path) if path.exists() else None
 
 
 class LogEntry(NamedTuple):

@@ -28,7 +28,9 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   request behind each line, so that a resumed run re-attaches to a batch in flight); the
   manifest says whether the run was batched, and how (``batch``, ``batch_settings``). All of
   it is optional and its absence means what format 3 meant (no cached tokens, online
-  requests), so a run of format 2 or 3 reads as it is and can be resumed.
+  requests), so a run of format 2 or 3 reads as it is and can be resumed. An alignment
+  (``rageval align``) adds ``align.json`` (:class:`~rageval.log.AlignReport`) next to the
+  held-out runs it scored; no file a run writes changes with it.
 * **5** -- this rageval: a sample's ``reference`` may be a list of acceptable answers
   (:attr:`rageval.samples.Sample.references`). A run of format 4 reads as it is and can be
   resumed.

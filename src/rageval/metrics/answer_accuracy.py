@@ -5,14 +5,23 @@ rating is divided by 4 and the valid ones averaged (one valid → that one; none
 A rating off the scale is re-asked up to `max_retries` times per template.
 A blank reference leaves nothing to compare with → not measured; a blank response says nothing
 the reference says → 0 without a request (the rules every metric follows, docs/metrics.md).
+People's guidance (`instructions`, `examples`, `reasons`, `threshold`: :class:`GuidedMetric`)
+goes into both templates, each example shown in the template's own tags.
 Judge requests: 2 (more only for re-asks).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from typing import ClassVar
+
 from rageval.metrics.authoring import (
     NO_REFERENCE,
+    Guidance,
+    GuidedMetric,
     RatingMetric,
+    rated_verdict,
     rating_prompts,
     reference_text,
     tagged,
@@ -26,25 +35,55 @@ _SCALE_TEXT = (
     "Rate 4 if it says the same as the {ref}, 2 if it agrees only in part, 0 if it is wrong, "
     "contradicts the {ref} or answers a different question."
 )
+#: template 1's task: the response judged against the reference
+TASK = "Compare the candidate answer with the reference answer to the question. " + (
+    _SCALE_TEXT.format(ref="reference")
+)
+#: template 2's task: the roles swapped
+SWAPPED_TASK = "Judge how well the proposed answer matches the gold answer for the question. " + (
+    _SCALE_TEXT.format(ref="gold answer")
+)
 
 
-def prompts(question: str, response: str, reference: str) -> list[list[dict[str, str]]]:
+def _data(sample: Sample) -> str:
+    return (
+        f"{tagged('question', sample.text('user_input'))}\n"
+        f"{tagged('reference', sample.text('reference'))}\n"
+        f"{tagged('candidate', sample.text('response'))}"
+    )
+
+
+def _swapped_data(sample: Sample) -> str:
+    # roles swapped: the reference is judged against the response
+    return (
+        f"{tagged('question', sample.text('user_input'))}\n"
+        f"{tagged('gold', sample.text('response'))}\n"
+        f"{tagged('proposed', sample.text('reference'))}"
+    )
+
+
+def prompts(
+    question: str,
+    response: str,
+    reference: str,
+    *,
+    guidance: Guidance | None = None,
+    reasons: bool = False,
+) -> list[list[dict[str, str]]]:
+    """Both templates' messages; `guidance` (guidelines, labelled examples) after each task."""
+    sample = Sample(user_input=question, response=response, reference=reference)
+    shown = guidance or Guidance()
+    verdict = functools.partial(rated_verdict, SCALE)
     return rating_prompts(
         SCALE,
-        "Compare the candidate answer with the reference answer to the question. "
-        + _SCALE_TEXT.format(ref="reference")
-        + f"\n\n{tagged('question', question)}\n{tagged('reference', reference)}\n"
-        f"{tagged('candidate', response)}",
-        # roles swapped: the reference is judged against the response
-        "Judge how well the proposed answer matches the gold answer for the question. "
-        + _SCALE_TEXT.format(ref="gold answer")
-        + f"\n\n{tagged('question', question)}\n{tagged('gold', response)}\n"
-        f"{tagged('proposed', reference)}",
+        shown.prompt(TASK, _data, verdict, sample),
+        shown.prompt(SWAPPED_TASK, _swapped_data, verdict, sample),
+        reasons=reasons,
     )
 
 
 @register
-class AnswerAccuracy(RatingMetric):
+class AnswerAccuracy(GuidedMetric, RatingMetric):
     name = "answer_accuracy"
     required_fields = ("user_input", "response", "reference")
     scale = SCALE
@@ -53,9 +92,29 @@ class AnswerAccuracy(RatingMetric):
         NO_REFERENCE,
         zero_if_blank("response", "the response is empty: it says nothing"),
     )
+    reasons_by_default = False
+    guideline_variants: ClassVar[Mapping[str, str]] = {
+        "lenient": (
+            "Judge whether the answer would satisfy the person who asked. An answer that names "
+            "the right entity, date or number in other words or less specifically than the "
+            "reference (a surname for a full name, a year for a full date), or that adds detail "
+            "the reference does not contradict, says the same as the reference."
+        ),
+        "strict": (
+            "Only an answer as specific as the reference says the same as it: an answer vaguer "
+            "than the reference, or one that adds a claim the reference does not make, agrees "
+            "only in part."
+        ),
+    }
 
     def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
-        return prompts(sample.text("user_input"), sample.text("response"), reference_text(sample))
+        return prompts(
+            sample.text("user_input"),
+            sample.text("response"),
+            reference_text(sample),
+            guidance=self.guidance,
+            reasons=self.reasons,
+        )
 
 
 #: names this module lacks are read from its default metric: ``answer_accuracy.score(...)``

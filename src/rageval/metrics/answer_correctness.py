@@ -15,7 +15,10 @@ factuality is the F1 of the statement sets:
     similarity  = semantic_similarity(response, reference)  (a cosine, not clipped)
     score       = (w₀·factuality + w₁·similarity) / (w₀ + w₁)      `weights` = (0.75, 0.25)
 
-and with `threshold` set the value becomes 1.0 if score ≥ threshold else 0.0.
+and with `threshold` set the value becomes 1.0 if score ≥ threshold else 0.0. People's
+guidance (`instructions`, `examples`, `reasons`, `threshold`: :class:`GuidedMetric`) goes
+into the classification request: an example shows its question, its reference and its response
+as one statement, with people's verdict on it.
 
 Edge cases: a blank reference leaves nothing to compare with → not measured. A blank response
 scores 0 with no request at all: an empty answer is wrong, not vacuously right. A response
@@ -28,28 +31,35 @@ Judge requests: 1 (+ the shared statement extraction); embeddings: 2 texts.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rageval.metrics.authoring import (
     EXPECTED_ITEM_TOKENS,
+    EXPECTED_VERDICT_TOKENS,
     NO_REFERENCE,
     STATEMENT_RULES as RULES,
+    Guidance,
+    GuidedMetric,
     PlannedRequest,
     VerdictQuestion,
+    item_verdict,
     note_truncation,
+    numbered,
     planned_statements,
     predicted_statements,
     reply_budget,
     split_sentences,
     text_tokens,
+    verdict_data,
     verdict_evidence,
     verdict_prompt,
 )
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
 from rageval.metrics.semantic_similarity import semantic_similarity_value
 from rageval.samples import Sample
 
@@ -64,6 +74,15 @@ class ReferenceStatement(BaseModel):
     covered: StrictBool = Field(description="true if the answer statements state or imply it")
 
 
+class BareReferenceStatement(BaseModel):
+    """A reference statement without the reason (``reasons=False``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    statement: str = Field(description="one atomic claim of the reference")
+    covered: StrictBool = Field(description="true if the answer statements state or imply it")
+
+
 class ReferenceCoverage(BaseModel):
     """What the classification request returns besides the verdict per response statement."""
 
@@ -72,21 +91,51 @@ class ReferenceCoverage(BaseModel):
     reference_statements: list[ReferenceStatement]
 
 
-TASK = (
+class BareReferenceCoverage(BaseModel):
+    """:class:`ReferenceCoverage` without the reasons (``reasons=False``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    reference_statements: list[BareReferenceStatement]
+
+
+_TASK = (
     "Compare an answer with a reference answer to the question.\n"
     "1. reference_statements: split the reference into its atomic factual claims. "
     f"{RULES} For each claim, covered = the numbered answer statements state it or directly "
     "imply it.\n"
     "2. For each numbered answer statement: supported = the reference states it or directly "
     "implies it. A statement that conflicts with the reference is not supported.\n"
-    'Reply with "reference_statements": [{"statement": "...", "reason": "...", '
-    '"covered": true or false}, ...].'
+    'Reply with "reference_statements": [{{"statement": "...", {reason}'
+    '"covered": true or false}}, ...].'
 )
+#: the classification request's task (with a reason per claim; TASK_WITHOUT_REASONS without)
+TASK = _TASK.format(reason='"reason": "...", ')
+TASK_WITHOUT_REASONS = _TASK.format(reason="")
 
 
-def prompt(question: str, reference: str) -> Callable[[str], str]:
-    """The classification request's text, around the numbered response statements."""
-    return verdict_prompt(TASK, "answer_statements", question=question, reference=reference)
+def prompt(
+    question: str, reference: str, guidance: Guidance | None = None, reasons: bool = True
+) -> Callable[[str], str]:
+    """The classification request's text, around the numbered response statements;
+    `guidance` (guidelines, labelled examples) after the task."""
+    task = (guidance or Guidance()).head(
+        TASK if reasons else TASK_WITHOUT_REASONS,
+        _example,
+        functools.partial(item_verdict, "supported"),
+    )
+    return verdict_prompt(task, "answer_statements", question=question, reference=reference)
+
+
+def _example(sample: Sample) -> str:
+    """A labelled example as the request shows data: its question and reference, its response
+    as one statement."""
+    return verdict_data(
+        "answer_statements",
+        numbered([sample.text("response")], "s"),
+        question=sample.text("user_input"),
+        reference=sample.text("reference"),
+    )
 
 
 def fbeta(tp: int, fp: int, fn: int, beta: float = 1.0) -> float:
@@ -123,22 +172,31 @@ def _validate_weights(weights: Sequence[float]) -> tuple[float, float]:
 
 
 @register
-class AnswerCorrectness(Metric):
+class AnswerCorrectness(GuidedMetric):
     name = "answer_correctness"
     required_fields = ("user_input", "response", "reference")
-    needs_llm = True
     #: only when the similarity weight is positive; with weights[1] = 0 nothing is embedded
     needs_embeddings = True
     statement_needs = frozenset({"response"})
     summary = "F1 of response vs reference statements, blended with semantic similarity"
     blank_rules = (NO_REFERENCE,)
+    guideline_variants: ClassVar[Mapping[str, str]] = {
+        "lenient": (
+            "A statement that gives the right entity, date or number in other words or less "
+            "specifically than the reference (a surname for a full name, a year for a full "
+            "date) is supported."
+        ),
+        "strict": (
+            "A statement is supported only if the reference states it as specifically; a "
+            "vaguer statement, or one with a detail the reference does not give, is not."
+        ),
+    }
 
     def __init__(
         self,
         *,
         weights: Sequence[float] = (0.75, 0.25),
         beta: float = 1.0,
-        threshold: float | None = None,
         **kw: Any,
     ) -> None:
         super().__init__(**kw)
@@ -146,32 +204,30 @@ class AnswerCorrectness(Metric):
         if not (_is_number(beta) and beta > 0):
             raise ValueError(f"beta must be a positive number, got {beta!r}")
         self.beta = float(beta)
-        if threshold is not None and not (_is_number(threshold) and 0.0 <= threshold <= 1.0):
-            raise ValueError(f"threshold must be a number in [0, 1] or None, got {threshold!r}")
-        self.threshold = None if threshold is None else float(threshold)
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         response, reference = sample.text("response"), sample.text("reference")
         if not response.strip() or self.weights[0] == 0:
             return []
         # the reply lists the reference's statements (about its sentences), each ruled on
-        coverage = sum(text_tokens(s) + EXPECTED_ITEM_TOKENS for s in split_sentences(reference))
+        per_claim = EXPECTED_ITEM_TOKENS if self.reasons else EXPECTED_VERDICT_TOKENS
+        coverage = sum(text_tokens(s) + per_claim for s in split_sentences(reference))
         return planned_statements(sample, "response") + self.question(sample).plan(
             predicted_statements(response), base_reply_tokens=8 + coverage, predicted=True
         )
 
-    @staticmethod
-    def question(sample: Sample) -> VerdictQuestion:
+    def question(self, sample: Sample) -> VerdictQuestion:
         """Is each statement of the response supported by the reference? The first request's
         reply also lists the reference's statements, each covered by the response or not."""
         reference = sample.text("reference")
         return VerdictQuestion(
-            prompt(sample.text("user_input"), reference),
+            prompt(sample.text("user_input"), reference, self.guidance, self.reasons),
             prefix="s",
             verdict="supported",
             meaning=SUPPORTED,
-            base=ReferenceCoverage,
+            base=ReferenceCoverage if self.reasons else BareReferenceCoverage,
             base_tokens=reply_budget(len(split_sentences(reference)), text=reference),
+            reasons=self.reasons,
         )
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
@@ -203,7 +259,6 @@ class AnswerCorrectness(Metric):
         similarity: float | None,
         why: str | None,
     ) -> MetricResult:
-        value = score if self.threshold is None else float(score >= self.threshold)
         parts = [why] if why else []
         if facts is not None and "tp" in facts:
             parts.append(
@@ -213,15 +268,14 @@ class AnswerCorrectness(Metric):
         if similarity is not None:
             parts.append(f"similarity {similarity:.4f}")
         reason = f"score {score:.4f}: " + ", ".join(parts)
-        if self.threshold is not None:
-            reason += f"; {'at or above' if value else 'below'} threshold {self.threshold:g}"
         evidence = facts or {"factuality": None}
-        return MetricResult.ok(value, reason=reason, score=score, similarity=similarity, **evidence)
+        # the value is the score; `threshold` turns it into a verdict (GuidedMetric.decide)
+        return MetricResult.ok(score, reason=reason, score=score, similarity=similarity, **evidence)
 
     async def _factuality(self, sample: Sample, ctx: ScoringContext) -> dict[str, Any]:
         answer = await ctx.statements.get("response")
         verdicts, coverage = await self.question(sample).ask(ctx, answer)
-        assert isinstance(coverage, ReferenceCoverage)
+        assert isinstance(coverage, (ReferenceCoverage, BareReferenceCoverage))
         claims = [c for c in coverage.reference_statements if c.statement.strip()]
         tp_ids = [v.id for v in verdicts if v.verdict]
         fp_ids = [v.id for v in verdicts if not v.verdict]
@@ -241,7 +295,7 @@ class AnswerCorrectness(Metric):
                     "id": f"f{i}",
                     "text": c.statement.strip(),
                     "covered": c.covered,
-                    "reason": c.reason or None,
+                    "reason": getattr(c, "reason", None) or None,
                 }
                 for i, c in enumerate(claims, start=1)
             ],

@@ -52,7 +52,12 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
   :class:`PlannedRequest`, :func:`planned_statements`, :meth:`VerdictQuestion.plan`,
   :func:`planned_ratings`, :func:`predicted_statements`;
 * blank inputs: :class:`BlankRule` (:func:`zero_if_blank`, :func:`not_measured_if_blank`,
-  :data:`NO_REFERENCE`) in a metric's ``blank_rules``.
+  :data:`NO_REFERENCE`) in a metric's ``blank_rules``;
+* people's guidance, as ``rageval align`` chooses it: :class:`GuidedMetric` (the parameters
+  ``instructions``, ``examples``, ``reasons``, ``threshold``), :class:`Guidance` (the
+  guidelines and labelled examples between a request's task and its sample), with
+  :func:`rated_verdict` / :func:`item_verdict` (how people's label reads in an example) and
+  :func:`verdict_data` (a verdict request's data, also an example's).
 
 The judge itself is reached through the :class:`~rageval.metrics.base.ScoringContext` a
 metric's ``measure`` gets: ``ctx.ask`` (one validated reply), ``ctx.ask_n`` (n independent
@@ -66,7 +71,7 @@ import asyncio
 import functools
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -77,6 +82,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    ValidationError,
     WithJsonSchema,
     create_model,
 )
@@ -97,6 +103,8 @@ __all__ = [
     "ABBREVIATIONS",
     "EXPECTED_ITEM_TOKENS",
     "EXPECTED_RATING_TOKENS",
+    "EXPECTED_REASON_TOKENS",
+    "EXPECTED_VERDICT_TOKENS",
     "ITEM_REPLY_TOKENS",
     "MAX_ITEMS_PER_REQUEST",
     "MAX_REPLY_TOKENS",
@@ -105,6 +113,9 @@ __all__ = [
     "SYSTEM",
     "UNIT_SCORES",
     "BlankRule",
+    "Guidance",
+    "GuidedMetric",
+    "LabelledExample",
     "PlannedRequest",
     "RatingMetric",
     "UnitScore",
@@ -112,7 +123,9 @@ __all__ = [
     "VerdictQuestion",
     "VerdictRequest",
     "item_ids",
+    "item_verdict",
     "judge_items",
+    "labelled_examples",
     "mean_rating",
     "messages",
     "nonblank",
@@ -124,6 +137,7 @@ __all__ = [
     "planned_statements",
     "predicted_statements",
     "rate_with_templates",
+    "rated_verdict",
     "rating_model",
     "rating_prompts",
     "reply_budget",
@@ -132,6 +146,7 @@ __all__ = [
     "tagged",
     "text_tokens",
     "unjudged",
+    "verdict_data",
     "verdict_evidence",
     "verdict_format",
     "verdict_model",
@@ -241,22 +256,40 @@ def number_only(value: Any) -> Any:
 
 
 @functools.cache
-def rating_model(scale: tuple[int, ...], name: str = "Rating") -> type[BaseModel]:
-    """``{"rating": one of scale}``: the schema is an enum of exactly the allowed values."""
+def rating_model(
+    scale: tuple[int, ...], name: str = "Rating", reasons: bool = False
+) -> type[BaseModel]:
+    """``{"rating": one of scale}``: the schema is an enum of exactly the allowed values. With
+    `reasons`, ``{"reason": str, "rating": ...}``: the judge writes its reasoning before the
+    rating (the order of the schema's keys is the order of generation)."""
     if not scale or len(set(scale)) != len(scale):
         raise ValueError(f"a rating scale needs distinct values, got {scale!r}")
     allowed = Literal.__getitem__(scale)  # Literal[0, 2, 4]
     rating = Annotated[allowed, BeforeValidator(number_only)]  # type: ignore[valid-type]
-    described = Field(description="one of " + ", ".join(map(str, scale)))
+    fields: dict[str, Any] = {}
+    if reasons:
+        fields["reason"] = (str, Field(description="your reasoning, in one to three sentences"))
+    fields["rating"] = (rating, Field(description="one of " + ", ".join(map(str, scale))))
     return create_model(
-        name, __config__=ConfigDict(extra="forbid", strict=True), rating=(rating, described)
+        f"{name}WithReason" if reasons else name,
+        __config__=ConfigDict(extra="forbid", strict=True),
+        **fields,
     )
 
 
-def rating_prompts(scale: tuple[int, ...], *bodies: str) -> list[list[dict[str, str]]]:
+def rating_prompts(
+    scale: tuple[int, ...], *bodies: str, reasons: bool = False
+) -> list[list[dict[str, str]]]:
     """The chat messages of rating templates: each body (instructions, then the tagged data)
-    with the reply format of `scale` (``Reply as {"rating": 0|1|2}.``) in the system message."""
-    reply = 'Reply as {"rating": ' + "|".join(map(str, scale)) + "}."
+    with the reply format of `scale` (``Reply as {"rating": 0|1|2}.``) in the system message;
+    with `reasons`, the reasoning asked for before the rating (:func:`rating_model`)."""
+    values = "|".join(map(str, scale))
+    reply = 'Reply as {"rating": ' + values + "}."
+    if reasons:
+        reply = (
+            'Reply as {"reason": "your reasoning", "rating": ' + values + "}: reason first, "
+            "then rate."
+        )
     return [messages(body, reply) for body in bodies]
 
 
@@ -281,13 +314,13 @@ UnitScore = Annotated[
 
 
 @functools.cache
-def _item_model(verdict: str, meaning: str) -> type[BaseModel]:
-    fields: dict[str, Any] = {
-        "reason": (str, Field(description="one short sentence")),
-        verdict: (StrictBool, Field(description=meaning)),
-    }
+def _item_model(verdict: str, meaning: str, reasons: bool) -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    if reasons:  # the reason first, so that the judge reasons before it rules
+        fields["reason"] = (str, Field(description="one short sentence"))
+    fields[verdict] = (StrictBool, Field(description=meaning))
     return create_model(
-        f"{verdict.title().replace('_', '')}Verdict",
+        f"{verdict.title().replace('_', '')}{'' if reasons else 'Bare'}Verdict",
         __config__=ConfigDict(extra="forbid", strict=True),
         **fields,
     )
@@ -301,11 +334,13 @@ def verdict_model(
     verdict: str,
     meaning: str,
     base: type[BaseModel] | None = None,
+    reasons: bool = True,
 ) -> type[BaseModel]:
     """A response model with one required key per item, ``{prefix}{first}`` … (and
-    ``additionalProperties: false``), each ``{"reason": str, verdict: bool}``, after the
-    fields of `base` if given. Made once per (shape, count): its schema is encoded once."""
-    item = _item_model(verdict, meaning)
+    ``additionalProperties: false``), each ``{"reason": str, verdict: bool}`` (``{verdict:
+    bool}`` without `reasons`), after the fields of `base` if given. Made once per (shape,
+    count): its schema is encoded once."""
+    item = _item_model(verdict, meaning, reasons)
     fields: dict[str, Any] = {key: (item, ...) for key in item_ids(prefix, count, first)}
     name = f"{item.__name__}s"
     config = ConfigDict(extra="forbid", strict=True)
@@ -346,23 +381,31 @@ def verdict_evidence(verdicts: Sequence[Verdict], field: str) -> list[dict[str, 
 def verdict_prompt(task: str, items_tag: str, /, **data: str) -> Callable[[str], str]:
     """The text of a verdict request, as :class:`VerdictQuestion` and :func:`judge_items`
     take it: `task` first, then each of `data` inside its own tag (in the order given), then
-    the numbered items inside `items_tag`. Fixed text comes first and sample text last, so
-    providers' prompt caching can reuse the start."""
-    head = f"{task}\n\n" + "".join(f"{tagged(tag, text)}\n" for tag, text in data.items())
+    the numbered items inside `items_tag` (:func:`verdict_data`). Fixed text comes first and
+    sample text last, so providers' prompt caching can reuse the start."""
 
     def text(numbered_items: str) -> str:
-        return head + tagged(items_tag, numbered_items)
+        return f"{task}\n\n" + verdict_data(items_tag, numbered_items, **data)
 
     return text
 
 
-def verdict_format(prefix: str, verdict: str) -> str:
-    """How to reply with one verdict per item: the same words for every request of a metric
-    (the schema sent names the exact ids)."""
-    return (
-        f'Reply with one key per numbered id ("{prefix}1", "{prefix}2", ...), each as '
-        f'{{"reason": "one short sentence", "{verdict}": true or false}}.'
+def verdict_data(items_tag: str, numbered_items: str, /, **data: str) -> str:
+    """The data of a verdict request: each of `data` inside its own tag (in the order given),
+    then the numbered items inside `items_tag` -- also how a labelled example of a verdict
+    metric is shown (:meth:`Guidance.head`)."""
+    return "".join(f"{tagged(tag, text)}\n" for tag, text in data.items()) + tagged(
+        items_tag, numbered_items
     )
+
+
+def verdict_format(prefix: str, verdict: str, reasons: bool = True) -> str:
+    """How to reply with one verdict per item: the same words for every request of a metric
+    (the schema sent names the exact ids); without `reasons`, the verdicts alone."""
+    item = f'{{"reason": "one short sentence", "{verdict}": true or false}}'
+    if not reasons:
+        item = f'{{"{verdict}": true or false}}'
+    return f'Reply with one key per numbered id ("{prefix}1", "{prefix}2", ...), each as {item}.'
 
 
 def verdict_request(
@@ -375,14 +418,17 @@ def verdict_request(
     first: int = 1,
     base: type[BaseModel] | None = None,
     base_tokens: int = 0,
+    reasons: bool = True,
 ) -> tuple[list[dict[str, str]], type[BaseModel], int]:
     """One verdict request of :func:`judge_items`: its messages, its response model and its
     reply budget, for `items` numbered from `first`. The reply format goes in the system
-    message (:func:`verdict_format`), `prompt`'s text in the user message."""
-    model = verdict_model(prefix, first, len(items), verdict, meaning, base)
+    message (:func:`verdict_format`), `prompt`'s text in the user message. Without
+    `reasons` the judge rules on each item without writing a reason first."""
+    model = verdict_model(prefix, first, len(items), verdict, meaning, base, reasons)
     body = prompt(numbered(items, prefix, first))
     budget = min(reply_budget(len(items)) + base_tokens, MAX_REPLY_TOKENS)
-    return messages(body, verdict_format(prefix, verdict) if items else None), model, budget
+    reply = verdict_format(prefix, verdict, reasons) if items else None
+    return messages(body, reply), model, budget
 
 
 @dataclass(frozen=True)
@@ -407,6 +453,7 @@ async def judge_items(
     meaning: str,
     base: type[BaseModel] | None = None,
     base_tokens: int = 0,
+    reasons: bool = True,
 ) -> tuple[list[Verdict], BaseModel | None]:
     """The judge's verdict on each of `items`, in order.
 
@@ -416,8 +463,9 @@ async def judge_items(
     :data:`MAX_ITEMS_PER_REQUEST` (asked concurrently, :meth:`VerdictQuestion.requests`), each with a
     reply budget sized from its items. With `base`, the first request's reply also fills the
     fields of `base` (given `base_tokens` more of budget), which is returned with the verdicts.
+    Without `reasons` the judge gives the verdicts alone (faster; each Verdict's reason is "").
     """
-    question = VerdictQuestion(prompt, prefix, verdict, meaning, base, base_tokens)
+    question = VerdictQuestion(prompt, prefix, verdict, meaning, base, base_tokens, reasons)
     return await question.ask(ctx, items)
 
 
@@ -433,6 +481,8 @@ class VerdictQuestion:
     meaning: str
     base: type[BaseModel] | None = None
     base_tokens: int = 0
+    #: whether the judge writes a reason before each verdict
+    reasons: bool = True
 
     def requests(self, items: Sequence[str]) -> list[VerdictRequest]:
         """The requests :meth:`ask` sends for `items`: at most :data:`MAX_ITEMS_PER_REQUEST`
@@ -454,6 +504,7 @@ class VerdictQuestion:
                 first=start + 1,
                 base=base,
                 base_tokens=self.base_tokens if base is not None else 0,
+                reasons=self.reasons,
             )
             out.append(VerdictRequest(start + 1, chunk, msgs, model, budget))
         return out
@@ -474,7 +525,8 @@ class VerdictQuestion:
                 strict=True,
             ):
                 ruling = getattr(reply, key)
-                out.append(Verdict(key, text, getattr(ruling, self.verdict), ruling.reason))
+                reason = ruling.reason if self.reasons else ""
+                out.append(Verdict(key, text, getattr(ruling, self.verdict), reason))
         return out, (replies[0] if self.base is not None else None)
 
     def plan(
@@ -487,7 +539,7 @@ class VerdictQuestion:
                 r.messages,
                 r.model,
                 reply_tokens=4
-                + EXPECTED_ITEM_TOKENS * len(r.items)
+                + (EXPECTED_ITEM_TOKENS if self.reasons else EXPECTED_VERDICT_TOKENS) * len(r.items)
                 + (base_reply_tokens if i == 0 else 0),
                 max_tokens=r.budget,
                 predicted=predicted,
@@ -500,8 +552,12 @@ class VerdictQuestion:
 
 #: reply tokens expected per verdict (its id, a one-sentence reason, the verdict)
 EXPECTED_ITEM_TOKENS = 24
+#: reply tokens expected per verdict without its reason (its id and the verdict)
+EXPECTED_VERDICT_TOKENS = 8
 #: reply tokens expected for a rating ({"rating": 2})
 EXPECTED_RATING_TOKENS = 6
+#: reply tokens expected for the reasoning written before a rating
+EXPECTED_REASON_TOKENS = 40
 
 
 @dataclass(frozen=True)
@@ -545,11 +601,12 @@ def planned_statements(
 
 
 def planned_ratings(
-    prompts: Sequence[list[dict[str, str]]], scale: tuple[int, ...]
+    prompts: Sequence[list[dict[str, str]]], scale: tuple[int, ...], *, reasons: bool = False
 ) -> list[PlannedRequest]:
-    """One planned request per rating template."""
-    model = rating_model(scale)
-    return [PlannedRequest(p, model, reply_tokens=EXPECTED_RATING_TOKENS) for p in prompts]
+    """One planned request per rating template (with `reasons`: the reasoning before it)."""
+    model = rating_model(scale, reasons=reasons)
+    expected = EXPECTED_RATING_TOKENS + (EXPECTED_REASON_TOKENS if reasons else 0)
+    return [PlannedRequest(p, model, reply_tokens=expected) for p in prompts]
 
 
 # ------------------------------------------------------------------ ratings
@@ -574,29 +631,37 @@ async def rate_with_templates(
     prompts: Sequence[list[dict[str, str]]],
     scale: tuple[int, ...],
     max_retries: int,
+    *,
+    reasons: bool = False,
 ) -> MetricResult:
     """Ask every template (a list of messages each) concurrently for ``{"rating": r}`` with r
     in `scale` (the schema is an enum of exactly those values; a reply off the scale is
     re-asked up to `max_retries` times), and combine the valid ratings with
     :func:`mean_rating` over ``max(scale)``. One template failing leaves the other's rating;
     all failing is a not-measured result with their causes. Evidence: ``ratings`` per
-    template (``template_1`` …), ``scale``, and ``failures`` when a template gave none."""
-    model = rating_model(scale)
+    template (``template_1`` …), ``scale``, and ``failures`` when a template gave none; with
+    `reasons` (the judge reasons before it rates: :func:`rating_model`) also ``reasons``."""
+    model = rating_model(scale, reasons=reasons)
 
-    async def one(msgs: list[dict[str, str]]) -> int | JudgeCallFailed:
+    async def one(msgs: list[dict[str, str]]) -> tuple[int, str | None] | JudgeCallFailed:
         try:
             reply = await ctx.ask(msgs, model, max_reasks=max_retries)
         except JudgeCallFailed as e:
             return e
         rating: int = reply.rating  # type: ignore[attr-defined]
-        return rating
+        return rating, getattr(reply, "reason", None)
 
     outcomes = await asyncio.gather(*(one(p) for p in prompts))
-    ratings = [o if isinstance(o, int) else None for o in outcomes]
+    ratings = [o[0] if isinstance(o, tuple) else None for o in outcomes]
     evidence: dict[str, Any] = {
         "ratings": {f"template_{i}": r for i, r in enumerate(ratings, start=1)},
         "scale": list(scale),
     }
+    if reasons:
+        evidence["reasons"] = {
+            f"template_{i}": o[1] if isinstance(o, tuple) else None
+            for i, o in enumerate(outcomes, start=1)
+        }
     failed = {
         f"template_{i}": o for i, o in enumerate(outcomes, start=1) if isinstance(o, Exception)
     }
@@ -632,6 +697,9 @@ class RatingMetric(Metric):
 
     needs_llm = True  # every rating is the judge's
     scale: ClassVar[tuple[int, ...]]
+    #: whether the judge writes its reasoning before each rating (:func:`rating_model`); a
+    #: :class:`GuidedMetric` sets it from its `reasons` argument
+    reasons: bool = False
 
     def __init__(self, *, max_retries: int = 5, **kw: Any) -> None:
         super().__init__(**kw)
@@ -644,7 +712,7 @@ class RatingMetric(Metric):
         raise NotImplementedError(f"{type(self).__name__} must implement templates(sample)")
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
-        return planned_ratings(self.templates(sample), self.scale)
+        return planned_ratings(self.templates(sample), self.scale, reasons=self.reasons)
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         return await self.rate(ctx, self.templates(sample))
@@ -653,7 +721,205 @@ class RatingMetric(Metric):
         self, ctx: ScoringContext, prompts: Sequence[list[dict[str, str]]]
     ) -> MetricResult:
         """:func:`rate_with_templates` on this metric's scale and re-ask budget."""
-        return await rate_with_templates(ctx, prompts, self.scale, self.max_retries)
+        return await rate_with_templates(
+            ctx, prompts, self.scale, self.max_retries, reasons=self.reasons
+        )
+
+
+# ------------------------------------------------------------------ guidance
+
+
+@dataclass(frozen=True)
+class LabelledExample:
+    """A case people judged, shown to the judge in a prompt: the sample, and people's label on
+    the metric's scale read from 0 (worst) to 1 (best)."""
+
+    sample: Sample
+    label: float
+
+
+@dataclass(frozen=True)
+class Guidance:
+    """What people add to a judge metric's prompts so that it judges as they do: guideline
+    text (`instructions`) and labelled examples, both fixed by the metric's configuration.
+
+    A request's text is laid out fixed first, sample last, so that a provider's prompt cache
+    serves everything before the sample: the metric's task, the guidelines, the examples, then
+    the sample's data (:meth:`head`, :meth:`prompt`). Without guidance the text is the task
+    and the data alone, as before."""
+
+    instructions: str | None = None
+    examples: tuple[LabelledExample, ...] = ()
+
+    def head(
+        self, task: str, data: Callable[[Sample], str], verdict: Callable[[float], str]
+    ) -> str:
+        """The fixed beginning of a request's text: `task`, the guidelines, then each example
+        shown as `data` shows a sample (the tags the sample's own data, which follows, uses)
+        with what people said of it, `verdict` of its label (:func:`rated_verdict`,
+        :func:`item_verdict`). Just `task` when there is no guidance."""
+        parts = [task]
+        if self.instructions:
+            parts.append(f"Guidelines: {self.instructions}")
+        if self.examples:
+            shown = "\n\n".join(
+                f"Example {i}:\n{data(e.sample)}\n{verdict(e.label)}"
+                for i, e in enumerate(self.examples, start=1)
+            )
+            parts.append(
+                f"Examples people judged (judge as they did):\n\n{shown}\n\nNow the case to judge:"
+            )
+        return "\n\n".join(parts)
+
+    def prompt(
+        self,
+        task: str,
+        data: Callable[[Sample], str],
+        verdict: Callable[[float], str],
+        sample: Sample,
+    ) -> str:
+        """A request's whole text: :meth:`head`, then `sample`'s data."""
+        return f"{self.head(task, data, verdict)}\n\n{data(sample)}"
+
+
+def rated_verdict(scale: tuple[int, ...], label: float) -> str:
+    """How people's `label` (0..1) reads in an example of a metric that rates on `scale`: the
+    rating nearest to it with the scale spread over 0..1 (a tie to the lower one), e.g.
+    ``People's rating: 4``."""
+    low, high = min(scale), max(scale)
+    target = low + label * (high - low)
+    rating = min(sorted(scale), key=lambda r: abs(r - target))
+    return f"People's rating: {rating}"
+
+
+def item_verdict(verdict: str, label: float) -> str:
+    """How people's `label` (0..1) reads in an example of a metric that rules on items, the
+    example's response shown as one item: ``People's verdict: supported`` for a label of 0.5
+    or more, else ``People's verdict: not supported`` (`verdict` is the ruling's name)."""
+    return f"People's verdict: {'' if label >= 0.5 else 'not '}{verdict}"
+
+
+def _label(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{where}: label must be a number from 0 to 1, got {value!r}")
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise ValueError(f"{where}: label must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def labelled_examples(
+    examples: Sequence[Mapping[str, Any]], fields: Sequence[str]
+) -> tuple[LabelledExample, ...]:
+    """`examples` (mappings of `fields` and ``label``) checked and read; ValueError names the
+    example (``examples[2]``) and what is wrong with it."""
+    if isinstance(examples, (str, bytes, Mapping)) or not isinstance(examples, Sequence):
+        raise ValueError(
+            f"examples must be a list of mappings of {', '.join(fields)} and label, got a "
+            f"{type(examples).__name__}"
+        )
+    out = []
+    for i, example in enumerate(examples):
+        where = f"examples[{i}]"
+        if not isinstance(example, Mapping):
+            raise ValueError(
+                f"{where} must be a mapping of {', '.join(fields)} and label, got a "
+                f"{type(example).__name__}"
+            )
+        unknown = sorted(set(example) - {*fields, "label"})
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown field(s) {', '.join(unknown)} (an example has "
+                f"{', '.join(fields)} and label)"
+            )
+        missing = [f for f in (*fields, "label") if example.get(f) is None]
+        if missing:
+            raise ValueError(f"{where}: missing {', '.join(missing)}")
+        label = _label(example["label"], where)
+        try:
+            sample = Sample.model_validate({f: example[f] for f in fields})
+        except ValidationError as e:
+            first = e.errors()[0]
+            field = ".".join(str(part) for part in first["loc"])
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise ValueError(f"{where}: field {field!r}: {message}") from None
+        out.append(LabelledExample(sample, label))
+    return tuple(out)
+
+
+def _threshold(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"threshold must be a number in [0, 1] or None, got {value!r}")
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise ValueError(f"threshold must be a number in [0, 1] or None, got {value!r}")
+    return float(value)
+
+
+class GuidedMetric(Metric):
+    """A judge metric people can align with their own judgement (``rageval align``,
+    docs/calibration.md). Four constructor arguments, recorded like any parameter, so that a
+    configuration goes into ``-p METRIC.PARAM=VALUE`` and ``[params.METRIC]`` as it is:
+
+    * `instructions`: guideline text that follows the metric's task ("an answer that names
+      the right entity less specifically is acceptable");
+    * `examples`: labelled cases shown before the sample, each a mapping of the fields in
+      :attr:`example_fields` and ``label``: people's judgement on the metric's scale read
+      from 0 (worst) to 1 (best);
+    * `reasons`: whether the judge writes its reasoning before each verdict or rating (None:
+      the metric's own default, :attr:`reasons_by_default`; the manifest records which);
+    * `threshold`: a value becomes 1.0 when the score is at or above it, else 0.0 (the score
+      stays in the evidence as ``score``); None keeps the score.
+
+    A subclass builds its prompts with :attr:`guidance` (:meth:`Guidance.prompt`, or
+    :meth:`Guidance.head` as the task of a :func:`verdict_prompt`) and asks with
+    :attr:`reasons`; the threshold is applied here, to every cell the metric scores."""
+
+    needs_llm = True
+    #: the fields an example has and shows (None: `required_fields`)
+    example_fields: ClassVar[tuple[str, ...] | None] = None
+    #: whether the judge reasons before its verdict when `reasons` is not given
+    reasons_by_default: ClassVar[bool] = True
+    #: guideline texts ``rageval align`` tries besides the metric's own, by name
+    guideline_variants: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(
+        self,
+        *,
+        instructions: str | None = None,
+        examples: Sequence[Mapping[str, Any]] = (),
+        reasons: bool | None = None,
+        threshold: float | None = None,
+        **kw: Any,
+    ) -> None:
+        super().__init__(**kw)
+        if instructions is not None and not isinstance(instructions, str):
+            raise ValueError(f"instructions must be text, got a {type(instructions).__name__}")
+        fields = self.example_fields or self.required_fields
+        self.guidance = Guidance(
+            (instructions or "").strip() or None, labelled_examples(examples, fields)
+        )
+        if reasons is not None and not isinstance(reasons, bool):
+            raise ValueError(f"reasons must be true, false or None, got {reasons!r}")
+        self.reasons = self.reasons_by_default if reasons is None else reasons
+        self.record_config("reasons", self.reasons)
+        self.threshold = _threshold(threshold)
+
+    def decide(self, result: MetricResult) -> MetricResult:
+        """`result` with its value turned into the verdict at :attr:`threshold` (1.0 at or
+        above it, else 0.0) and the score kept in the evidence as ``score``; `result` as it is
+        without a threshold or a value."""
+        if self.threshold is None or result.value is None:
+            return result
+        score = result.value
+        value = 1.0 if score >= self.threshold else 0.0
+        note = f"{'at or above' if value else 'below'} threshold {self.threshold:g}"
+        reason = f"{result.reason}; {note}" if result.reason else f"score {score:.4g}: {note}"
+        evidence = {**result.evidence, "score": score}
+        return result.model_copy(update={"value": value, "reason": reason, "evidence": evidence})
+
+    async def score_sample(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        return self.decide(await super().score_sample(sample, ctx))
 
 
 # ------------------------------------------------------------------ sentences

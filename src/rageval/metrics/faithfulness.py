@@ -4,27 +4,35 @@ score = supported / total over the response's atomic statements (extracted once 
 shared with answer_correctness). One request shows the (non-blank) contexts and the statements
 ``[s1] …`` and gets one verdict per statement id. A response with no statements is not
 measured (0/0); with no non-blank context nothing can be supported, so the score is 0 without
-a verdict request.
+a verdict request. People's guidance (`instructions`, `examples`, `reasons`, `threshold`:
+:class:`GuidedMetric`) goes into the verdict request: an example shows its contexts and its
+response as one statement, with people's verdict on it.
 Judge requests: 1 for the verdicts (+ the shared statement extraction).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
+from typing import ClassVar
 
 from rageval.metrics.authoring import (
+    Guidance,
+    GuidedMetric,
     PlannedRequest,
     VerdictQuestion,
+    item_verdict,
     nonblank,
     numbered,
     planned_statements,
     predicted_statements,
     share_true,
     unjudged,
+    verdict_data,
     verdict_evidence,
     verdict_prompt,
 )
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 SUPPORTED = "true only if the contexts state it or it follows directly from them"
@@ -35,9 +43,20 @@ TASK = (
 )
 
 
-def prompt(contexts: list[str]) -> Callable[[str], str]:
-    """The verdict request's text, around the numbered statements."""
-    return verdict_prompt(TASK, "statements", contexts=numbered(contexts, "c"))
+def prompt(contexts: list[str], guidance: Guidance | None = None) -> Callable[[str], str]:
+    """The verdict request's text, around the numbered statements; `guidance` (guidelines,
+    labelled examples) after the task."""
+    task = (guidance or Guidance()).head(
+        TASK, _example, functools.partial(item_verdict, "supported")
+    )
+    return verdict_prompt(task, "statements", contexts=numbered(contexts, "c"))
+
+
+def _example(sample: Sample) -> str:
+    """A labelled example as the request shows data: its contexts, its response as one
+    statement."""
+    contexts = numbered(nonblank(sample.retrieved_contexts), "c")
+    return verdict_data("statements", numbered([sample.text("response")], "s"), contexts=contexts)
 
 
 #: the score from the verdicts: supported / total; None when there is nothing to judge
@@ -45,17 +64,32 @@ faithfulness_score = share_true
 
 
 @register
-class Faithfulness(Metric):
+class Faithfulness(GuidedMetric):
     name = "faithfulness"
     required_fields = ("user_input", "response", "retrieved_contexts")
-    needs_llm = True
+    example_fields = ("response", "retrieved_contexts")
     statement_needs = frozenset({"response"})
     summary = "share of the response's claims supported by the retrieved contexts"
+    guideline_variants: ClassVar[Mapping[str, str]] = {
+        "lenient": (
+            "A statement that says in other words what the contexts say, or that a careful "
+            "reader would conclude from them with common sense, is supported."
+        ),
+        "strict": (
+            "A statement is supported only if the contexts state it explicitly; any detail "
+            "they do not give makes it unsupported."
+        ),
+    }
 
-    @staticmethod
-    def question(contexts: list[str]) -> VerdictQuestion:
+    def question(self, contexts: list[str]) -> VerdictQuestion:
         """Is each statement of the response supported by the contexts?"""
-        return VerdictQuestion(prompt(contexts), prefix="s", verdict="supported", meaning=SUPPORTED)
+        return VerdictQuestion(
+            prompt(contexts, self.guidance),
+            prefix="s",
+            verdict="supported",
+            meaning=SUPPORTED,
+            reasons=self.reasons,
+        )
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         plan = planned_statements(sample, "response")

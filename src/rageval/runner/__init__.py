@@ -1,6 +1,7 @@
 """Running an evaluation: scheduling every (sample x metric) cell, the run directory, resume."""
 
 from rageval.errors import RunDirError, RunDirInUseError
+from rageval.runner._align import aalign, align
 from rageval.runner._calibrate import acalibrate, calibrate
 from rageval.runner._estimate import CostEstimate, Range, UsageEstimate, estimate
 from rageval.runner._evaluate import (
@@ -21,8 +22,10 @@ __all__ = [
     "RunDirError",
     "RunDirInUseError",
     "UsageEstimate",
+    "aalign",
     "acalibrate",
     "aevaluate",
+    "align",
     "calibrate",
     "embeddings_from_spec",
     "estimate",

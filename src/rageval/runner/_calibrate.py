@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ from rageval.runner._evaluate import (
     label_pairs,
 )
 from rageval.runner._rundir import RunDir
-from rageval.samples import InvalidDataError, RowProblem, load_samples, sample_ids
+from rageval.samples import InvalidDataError, LoadedData, RowProblem, load_samples, sample_ids
 from rageval.stats import KappaWeights
 
 if TYPE_CHECKING:
@@ -53,6 +54,61 @@ def _metrics_of(pairs: Sequence[tuple[str, str | Metric]]) -> list[str | Metric]
 def _rereadable(data: Any) -> Any:
     """Data that can be read twice (labels first, then the evaluation)."""
     return list(data) if isinstance(data, Iterator) else data
+
+
+@dataclass(frozen=True)
+class LabelledData:
+    """Rows read with their label columns, each label checked (:func:`read_labels`)."""
+
+    loaded: LoadedData
+    ids: list[str]
+    columns: dict[str, LabelColumn]
+
+
+def read_labels(
+    data: Any,
+    pairs: Sequence[tuple[str, str | Metric]],
+    label_kinds: Mapping[str, LabelKind] | None,
+    label_levels: Mapping[str, Sequence[float]] | None,
+    column_map: Mapping[str, str] | None,
+) -> LabelledData:
+    """The rows of `data` and the label columns `pairs` name, every label read and checked
+    before any request: InvalidDataError names each bad row and column, RunConfigError a
+    `label_kinds` / `label_levels` entry for a column the pairs do not name."""
+    unknown = set(label_kinds or {}) | set(label_levels or {})
+    unknown -= {column for column, _ in pairs}
+    if unknown:
+        raise RunConfigError(f"label_kinds/label_levels name columns not in labels=: {unknown}")
+    loaded = load_samples(data, column_map=column_map)
+    whole_input = [p for p in loaded.problems if p.row is None]
+    if whole_input:
+        raise InvalidDataError(whole_input, source=loaded.source)
+    ids = sample_ids(loaded.samples)
+    columns: dict[str, LabelColumn] = {}
+    problems: list[RowProblem] = []
+    for column in dict.fromkeys(c for c, _ in pairs):
+        try:
+            columns[column] = read_label_column(
+                loaded.samples,
+                ids,
+                column,
+                kind=(label_kinds or {}).get(column),
+                source=loaded.source,
+            )
+        except InvalidDataError as e:
+            problems.extend(e.problems)
+    for column, scale in (label_levels or {}).items():
+        found = columns.get(column)
+        if found is not None and found.kind == "continuous":
+            problems.append(RowProblem(None, column, "continuous labels have no levels"))
+        elif found is not None and set(found.levels) - set(scale):
+            outside = sorted(set(found.levels) - set(scale))
+            problems.append(
+                RowProblem(None, column, f"labels {outside} are not among the levels {scale}")
+            )
+    if problems:
+        raise InvalidDataError(problems, source=loaded.source)
+    return LabelledData(loaded, ids, columns)
 
 
 @one_writer  # held from the evaluation it runs to calibration.json and the report
@@ -95,40 +151,9 @@ async def acalibrate(
     if kappa_weights not in ("linear", "quadratic"):
         raise RunConfigError(f"kappa_weights is 'linear' or 'quadratic', got {kappa_weights!r}")
     pairs = label_pairs(labels)
-    unknown = set(label_kinds or {}) | set(label_levels or {})
-    unknown -= {column for column, _ in pairs}
-    if unknown:
-        raise RunConfigError(f"label_kinds/label_levels name columns not in labels=: {unknown}")
     data = _rereadable(data)
-    loaded = load_samples(data, column_map=column_map)
-    whole_input = [p for p in loaded.problems if p.row is None]
-    if whole_input:
-        raise InvalidDataError(whole_input, source=loaded.source)
-    ids = sample_ids(loaded.samples)
-    columns: dict[str, LabelColumn] = {}
-    problems: list[RowProblem] = []
-    for column in dict.fromkeys(c for c, _ in pairs):
-        try:
-            columns[column] = read_label_column(
-                loaded.samples,
-                ids,
-                column,
-                kind=(label_kinds or {}).get(column),
-                source=loaded.source,
-            )
-        except InvalidDataError as e:
-            problems.extend(e.problems)
-    for column, scale in (label_levels or {}).items():
-        found = columns.get(column)
-        if found is not None and found.kind == "continuous":
-            problems.append(RowProblem(None, column, "continuous labels have no levels"))
-        elif found is not None and set(found.levels) - set(scale):
-            outside = sorted(set(found.levels) - set(scale))
-            problems.append(
-                RowProblem(None, column, f"labels {outside} are not among the levels {scale}")
-            )
-    if problems:
-        raise InvalidDataError(problems, source=loaded.source)
+    labelled = read_labels(data, pairs, label_kinds, label_levels, column_map)
+    loaded, columns = labelled.loaded, labelled.columns
     if min_kappa is not None and all(columns[c].kind == "continuous" for c, _ in pairs):
         raise RunConfigError(
             "min_kappa gates Cohen's κ, which binary or ordinal labels have; these labels are "

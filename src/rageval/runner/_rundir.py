@@ -174,17 +174,19 @@ def resumable_manifest(path: Path) -> Manifest:
 
 
 def _metric_specs(manifest: Manifest) -> list[tuple[str, str]]:
-    return sorted((m.name, plain_json(_params_now(m), sort_keys=True)) for m in manifest.metrics)
+    return sorted((m.name, plain_json(_full_params(m), sort_keys=True)) for m in manifest.metrics)
 
 
-def _params_now(spec: MetricSpec) -> dict[str, Any]:
-    """A metric's recorded parameters as this rageval reads them: a parameter the metric gained
-    after the run was written (token_f1's `tokenizer`) is its default, as when the metric is
-    re-created from the manifest. The recorded ones when the metric cannot be made here."""
+def _full_params(spec: MetricSpec) -> dict[str, Any]:
+    """A metric's recorded parameters with the defaults of those added since the run was
+    started (a manifest written before a metric took `threshold` records none: it ran
+    without one), so that such a run still resumes; as recorded when the metric cannot be
+    built from them here."""
     try:
-        return create_metric(spec.registered_name or spec.name, spec.params).params()
+        return {**create_metric(spec.registered_name or spec.name, spec.params).params(),
+                **spec.params}  # fmt: skip
     except (KeyError, TypeError, ValueError):
-        return spec.params
+        return dict(spec.params)
 
 
 def _check_same_run(path: Path, stored: Manifest, now: Manifest) -> None:
