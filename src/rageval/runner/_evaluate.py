@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env, _progress
+from rageval._client._cache import cache_location
 from rageval._sync import synchronous
 from rageval._version import __version__
 from rageval.errors import BudgetReached, RagevalError
@@ -107,10 +108,14 @@ def judge_from_env(model: str | None = None, **settings: Any) -> Judge | None:
 
 
 def embeddings_from_spec(
-    spec: str, *, base_url: str | None = None, cache: bool = True
+    spec: str,
+    *,
+    base_url: str | None = None,
+    cache: RequestCache | bool | str | os.PathLike[str] = True,
 ) -> Embeddings:
     """`local` or `openai:MODEL` (the CLI's --embeddings); an OpenAI-compatible model is
-    reached like the judge: `base_url`, else RAGEVAL_BASE_URL or OPENAI_BASE_URL."""
+    reached like the judge: `base_url`, else RAGEVAL_BASE_URL or OPENAI_BASE_URL; `cache` is
+    its request cache (as OpenAIEmbeddings takes it)."""
     from rageval.embeddings import embedding_factory
 
     provider, _, model = spec.partition(":")
@@ -413,15 +418,12 @@ def _manifest(
                 uncaptured=m.uncaptured,
             )
         )
-    base_url = getattr(embeddings, "base_url", None)
     return Manifest(
         rageval_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         metrics=specs,
         judge=_judge_info(judges),
-        embeddings=EmbeddingsInfo(name=embeddings.name, base_url=base_url)
-        if embeddings is not None
-        else None,
+        embeddings=_embeddings_info(embeddings) if embeddings is not None else None,
         data=DataInfo(
             source=loaded.source,
             # where `--resume DIR` alone finds the data again
@@ -435,6 +437,15 @@ def _manifest(
         repeats=repeats,
         engine=engine,
     )
+
+
+def _embeddings_info(embeddings: Embeddings) -> EmbeddingsInfo:
+    base_url = getattr(embeddings, "base_url", None)
+    if base_url is None:  # the local model: no endpoint, no request cache
+        return EmbeddingsInfo(name=embeddings.name)
+    cache = getattr(embeddings, "cache", None)
+    located = cache_location(cache) if isinstance(cache, RequestCache) else None
+    return EmbeddingsInfo(name=embeddings.name, base_url=base_url, cache=located or False)
 
 
 def _judge_info(judges: Sequence[Judge]) -> JudgeInfo | None:

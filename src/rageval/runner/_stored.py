@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rageval._client._cache import recorded_cache
 from rageval.log import Manifest
 from rageval.runner._probe import key_variable
 from rageval.runner._rundir import RunDirError, resumable_manifest
@@ -56,8 +57,7 @@ def judge_settings(described: Mapping[str, Any]) -> dict[str, Any]:
     settings = {k: described[k] for k in JUDGE_SETTINGS if described.get(k) is not None}
     settings["model"] = described["model"]
     settings["api_key_env"] = variable
-    cache = described.get("cache")
-    settings["cache"] = cache if cache else False
+    settings["cache"] = recorded_cache(described.get("cache"))
     return settings
 
 
@@ -86,6 +86,8 @@ class StoredRun:
     #: an --embeddings spec ("local", "openai:MODEL"), None when the run used none
     embeddings: str | None
     embeddings_base_url: str | None
+    #: the remote embeddings' request cache: the cache= argument that reopens it
+    embeddings_cache: str | bool
     column_map: dict[str, str] | None
     on_invalid: str
 
@@ -133,7 +135,9 @@ class StoredRun:
 
         if self.embeddings is None:
             return None
-        return embeddings_from_spec(self.embeddings, base_url=self.embeddings_base_url)
+        return embeddings_from_spec(
+            self.embeddings, base_url=self.embeddings_base_url, cache=self.embeddings_cache
+        )
 
 
 def read_stored_run(run_dir: str | os.PathLike[str]) -> StoredRun:
@@ -151,9 +155,18 @@ def read_stored_run(run_dir: str | os.PathLike[str]) -> StoredRun:
         judge=manifest.judge.model_dump() if manifest.judge is not None else None,
         embeddings=_embeddings_spec(embeddings.name) if embeddings else None,
         embeddings_base_url=embeddings.base_url if embeddings else None,
+        embeddings_cache=_embeddings_cache(embeddings.cache if embeddings else None),
         column_map=dict(data.column_map) if data.column_map else None,
         on_invalid=str(manifest.on_invalid or "raise"),
     )
+
+
+def _embeddings_cache(recorded: str | bool | None) -> str | bool:
+    """The cache= argument of the run's remote embeddings: as recorded, else (a manifest
+    that does not say) the default cache."""
+    if recorded is None or recorded is True:
+        return True
+    return recorded_cache(recorded or None)
 
 
 def _embeddings_spec(name: str) -> str:
