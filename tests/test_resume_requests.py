@@ -199,7 +199,8 @@ def test_resume_from_python_keeps_the_recorded_cache(
         judge = Judge("test-model", base_url=srv.base_url)
         evaluate(data_path, METRICS, llm=judge, run_dir=run, progress=False)
         sent = len(srv.chat_requests)
-        assert read_manifest(run).judge.model_dump()["cache"] == str(cache.resolve())
+        recorded = read_manifest(run).judge
+        assert recorded is not None and recorded.model_dump()["cache"] == str(cache.resolve())
         _cut_results(run, 3)
         monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "other-cache"))
         result = evaluate(None, run_dir=run, resume=True, progress=False)
