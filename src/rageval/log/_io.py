@@ -34,6 +34,8 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 CALIBRATION_FILE = "calibration.json"
 BATCHES_FILE = "batches.jsonl"
+#: the copy of data given in memory (a list, a DataFrame...) a run directory keeps
+ROWS_FILE = "data.json"
 
 V = TypeVar("V", bound=_Versioned)
 
@@ -180,8 +182,13 @@ def append_batch_event(run_dir: str | os.PathLike[str], event: BatchEvent) -> No
 
 def write_atomic(path: Path, model: BaseModel) -> None:
     """Write `model`'s JSON to `path` at once: aside first, then renamed over it."""
+    write_text_atomic(path, model_json(model) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` at once: aside first, then renamed over it."""
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(model_json(model) + "\n", encoding="utf-8")
+    partial.write_text(text, encoding="utf-8")
     partial.replace(path)
 
 

@@ -30,6 +30,7 @@ from rageval._version import __version__
 from rageval.errors import BudgetReached, RagevalError
 from rageval.judge import BatchSettings, RequestCache, Usage, UsageLedger, endpoint_limiter
 from rageval.log import (
+    ROWS_FILE,
     DataInfo,
     EmbeddingsInfo,
     HumanLabels,
@@ -73,6 +74,7 @@ from rageval.samples import (
     LoadedData,
     RowProblem,
     load_samples,
+    rows_json,
     sample_ids,
 )
 
@@ -428,6 +430,7 @@ def _manifest(
             source=loaded.source,
             # where `--resume DIR` alone finds the data again
             path=str(loaded.path.resolve()) if loaded.path is not None else None,
+            rows_file=ROWS_FILE if loaded.rows is not None else None,
             column_map=dict(column_map) if column_map else None,
             fingerprint=data_fingerprint(loaded),
             n_rows=len(loaded.samples),
@@ -702,7 +705,8 @@ async def aevaluate(
             for offset, record in rundir.resume(manifest, ids):
                 result.add(record, offset=offset)
         else:
-            rundir.create(manifest, overwrite=overwrite)
+            copy = rows_json(loaded.rows) if loaded.rows is not None else None
+            rundir.create(manifest, overwrite=overwrite, rows_json=copy)
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
 
     show = _progress.wanted(progress if progress is not None else show_progress)

@@ -92,13 +92,23 @@ class StoredRun:
     on_invalid: str
 
     def data_file(self) -> Path:
-        """The data file, which must still be where the run found it."""
+        """The data file, which must still be where the run found it; for data given in
+        memory, the copy of its rows the run directory keeps."""
         if self.data_path is None:
             source = self.manifest.data.source or "data given in memory"
-            raise RunDirError(
-                f"cannot resume {self.path} by itself: its data was not a file ({source}); "
-                "pass the same data again"
-            )
+            kept = self.manifest.data.rows_file
+            if kept is None:  # a run of an earlier rageval, which kept no copy
+                raise RunDirError(
+                    f"cannot resume {self.path} by itself: its data was not a file ({source}); "
+                    "pass the same data again"
+                )
+            copy = self.path / kept
+            if not copy.is_file():
+                raise RunDirError(
+                    f"cannot resume {self.path} by itself: the copy of its data ({source} given "
+                    f"in memory) is gone from {copy}; pass the same data again"
+                )
+            return copy
         if not self.data_path.is_file():
             raise RunDirError(
                 f"cannot resume {self.path}: its data file {self.data_path} is gone (moved or "
