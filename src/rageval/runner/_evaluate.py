@@ -45,6 +45,7 @@ from rageval.metrics.base import (
     Metric,
     MetricLike,
     as_metric,
+    metric_import_root,
     metric_path,
     registered_metrics,
 )
@@ -418,6 +419,7 @@ def _manifest(
                 or (type(m).name if type(m).name != m.name else None),
                 judge=json_normal(own.describe()) if own is not None and own is not judge else None,
                 uncaptured=m.uncaptured,
+                import_root=metric_import_root(type(m)),
             )
         )
     return Manifest(

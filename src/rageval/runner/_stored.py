@@ -12,6 +12,7 @@ never is (it comes from the environment variable the manifest names).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,8 @@ class StoredRun:
     data_path: Path | None
     #: (registry name, constructor parameters, the metric's own judge as described, or None)
     metrics: list[tuple[str, dict[str, Any], Mapping[str, Any] | None]]
+    #: the directories the modules of the user's own metrics were imported from
+    import_roots: list[str]
     #: the run's judge as Judge.describe() put it, None when the run had no judge
     judge: Mapping[str, Any] | None
     #: an --embeddings spec ("local", "openai:MODEL"), None when the run used none
@@ -120,6 +123,11 @@ class StoredRun:
     def make_metrics(self) -> list[Metric]:
         from rageval.metrics.base import create_metric
 
+        for root in self.import_roots:
+            # as the run that recorded it could: ahead of the other entries, as `python -m`
+            # and the command line put the current directory
+            if root not in sys.path:
+                sys.path.insert(0, root)
         made = []
         for name, params, own_judge in self.metrics:
             try:
@@ -162,6 +170,7 @@ def read_stored_run(run_dir: str | os.PathLike[str]) -> StoredRun:
         metrics=[
             (m.registered_name or m.name, dict(m.params), m.judge or None) for m in manifest.metrics
         ],
+        import_roots=[m.import_root for m in manifest.metrics if m.import_root],
         judge=manifest.judge.model_dump() if manifest.judge is not None else None,
         embeddings=_embeddings_spec(embeddings.name) if embeddings else None,
         embeddings_base_url=embeddings.base_url if embeddings else None,
