@@ -164,7 +164,12 @@ def test_overwrite_replaces_a_run_and_only_its_files(server: FakeOpenAI, tmp_pat
     assert again.complete and len(again) == 3
     assert len((run / "results.jsonl").read_text().splitlines()) == 3
     assert json.loads((run / "summary.json").read_text())["n_rows"] == 3
+    assert len(json.loads((run / "data.json").read_text())) == 3  # the rows given now
     assert (run / "notes").is_dir()
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows(2)))
+    evaluate(data, ["token_f1"], run_dir=run, overwrite=True, progress=False)
+    assert not (run / "data.json").exists()  # a file's run keeps no copy
     with pytest.raises(ValueError, match="overwrite=True replaces it"):
         evaluate(rows(3), ["token_f1"], run_dir=run, resume=True, overwrite=True)
 
