@@ -45,17 +45,23 @@ DEADLINE_S = 300
 
 class Gate:
     """A handler answering as the synthetic judge while open; closed, it holds every request
-    that arrives, unanswered, until it opens again."""
+    that arrives, unanswered, until it opens again. It counts the requests it answered and
+    holds (the server leaves a request in flight until its handler returns: once
+    ``in_flight == held``, ``answered`` counts every answer given and can only grow again when
+    the gate opens)."""
 
     def __init__(self) -> None:
         self.closed = False
         self.held = 0
+        self.answered = 0
 
     async def __call__(self, req: RecordedRequest) -> Reply:
         if self.closed:
             self.held += 1
             while self.closed:
                 await asyncio.sleep(0.01)
+        else:
+            self.answered += 1
         return handle(req)
 
 
@@ -118,11 +124,14 @@ def test_kill_9_mid_run_then_resume_sends_each_request_once(tmp_path: Path) -> N
         try:
             _wait_for(lambda: _lines(run / RESULTS_FILE) >= 6, "6 rows finished", proc)
             gate.closed = True
-            # every request that got past the gate answered, every later one held...
-            _wait_for(lambda: srv.in_flight == gate.held, "the server holds the rest", proc)
-            answered = len(srv.chat_requests) - gate.held
-            # ...and every answer the run received committed to its cache: then kill it
-            _wait_for(lambda: _cached_answers(cache) == answered, "the answers are cached", proc)
+
+            def settled() -> bool:
+                # every request that got past the gate answered, every later one held, and
+                # every answer the run received committed to its cache: then kill it
+                return srv.in_flight == gate.held and _cached_answers(cache) == gate.answered
+
+            _wait_for(settled, "the server holds the rest and the answers are cached", proc)
+            answered = gate.answered
         finally:
             proc.kill()
             proc.communicate()
