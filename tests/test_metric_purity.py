@@ -72,7 +72,8 @@ def test_a_custom_constructor_argument_is_part_of_the_kept_cell() -> None:
     assert first["faithfulness_cutoff"] == [1.0] * 4
     assert second["faithfulness_cutoff"] == [0.0] * 4
     assert again["faithfulness_cutoff"] == [1.0] * 4
-    assert again.usage.requests == 0 and again.usage.cache_hits == 4  # kept cells, one each
+    # kept cells: each stands for its verdict request and its row's statements
+    assert again.usage.requests == 0 and again.usage.cache_hits == first.usage.requests == 8
     assert CutoffFaithfulness(cutoff=0.9).params()["cutoff"] == 0.9
 
 

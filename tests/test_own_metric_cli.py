@@ -5,11 +5,12 @@ lives, and ``--resume DIR`` alone finds it again in a new process."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from helpers import run_cli_in_child, write_jsonl
+from helpers import cli_child_command, run_cli_in_child, write_jsonl
 from rageval.log import read_lines, read_manifest
 from rageval.metrics.base import metric_class
 
@@ -84,6 +85,28 @@ def test_resume_alone_imports_the_metric_again(project: Path) -> None:
     assert summary["metrics"]["longer_than"]["n_measured"] == 4
 
 
+def test_resume_from_another_directory_imports_the_metric_from_where_the_run_found_it(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    first = run_cli_in_child("evaluate", "data.jsonl", "-m", "my_metrics:LongerThan", "-o", "run")
+    assert first.returncode == 0, first.stderr
+    assert read_manifest(project / "run").metrics[0].import_root == str(project.resolve())
+    results = project / "run" / "results.jsonl"
+    results.write_text(results.read_text(encoding="utf-8").splitlines(keepends=True)[0])
+    (project / "run" / "summary.json").unlink()
+
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    resumed = subprocess.run(
+        cli_child_command("evaluate", "--resume", project / "run", "-q"),
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert _values(project / "run") == [0.0, 1.0, 1.0, 0.0]
+
+
 def test_a_module_path_that_is_no_metric_is_a_usage_error(project: Path) -> None:
     missing = run_cli_in_child("evaluate", "data.jsonl", "-m", "no_such_module:X", "-o", "a")
     assert missing.returncode == 2
@@ -107,3 +130,24 @@ def test_metric_class_finds_a_class_by_its_import_path() -> None:
     assert metric_class("rageval.metrics.faithfulness:Faithfulness") is Faithfulness
     with pytest.raises(KeyError, match="cannot import metric"):
         metric_class("rageval.metrics.faithfulness:NoSuchClass")
+
+
+def test_the_import_root_of_a_metric_in_a_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    from rageval.metrics.base import metric_import_root
+    from rageval.metrics.faithfulness import Faithfulness
+
+    package = tmp_path / "root" / "rootpkg_for_test"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text(MODULE.replace('"longer_than"', '"in_init_test"'))
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "mod.py").write_text(MODULE.replace('"longer_than"', '"in_mod_test"'))
+    monkeypatch.syspath_prepend(str(tmp_path / "root"))
+    in_init = importlib.import_module("rootpkg_for_test").LongerThan
+    in_mod = importlib.import_module("rootpkg_for_test.sub.mod").LongerThan
+    root = str((tmp_path / "root").resolve())
+    assert metric_import_root(in_init) == metric_import_root(in_mod) == root
+    assert metric_import_root(Faithfulness) is None  # rageval's own: found by its name

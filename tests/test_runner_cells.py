@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from helpers import handle, rows, sample_id_of
+from helpers import EIGHT, handle, rows, sample_id_of
 from rageval._client._cache import shared_cache
-from rageval.judge import Judge
+from rageval.embeddings import LocalEmbeddings
+from rageval.judge import Judge, Usage
 from rageval.runner import evaluate
 from rageval.runner._cells import _source_digest
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Reply
@@ -38,10 +39,53 @@ def test_a_rerun_sends_nothing_and_gives_the_same_results(server: FakeOpenAI) ->
         assert again.sample(sid).cells["faithfulness"].evidence == (
             first.sample(sid).cells["faithfulness"].evidence
         )
-        # one kept cell per metric, booked as a cache hit of that cell
-        assert all(again.sample(sid).cells[m].usage.cache_hits == 1 for m in METRICS)
-    assert again.usage.cache_hits == 4 * len(METRICS)
+        # each kept cell books the requests computing it took (answer_accuracy's two
+        # templates: 2) as answered from the cache
+        for m in METRICS:
+            took = first.sample(sid).cells[m].usage.requests
+            assert again.sample(sid).cells[m].usage.cache_hits == took > 0
+    # and the statements the kept cells were computed from, which nothing extracts again
+    assert again.usage.cache_hits == first.usage.requests == sent
+    assert f"({sent} requests answered from the cache)" in again.summary_table()
     assert shared_cache().stats()["entries"]["records"] == 4 * len(METRICS)
+
+
+def test_a_rerun_of_every_judge_metric_reports_the_requests_the_first_run_sent(
+    server: FakeOpenAI,
+) -> None:
+    # n generations in one request (answer_relevancy), two templates (answer_accuracy...),
+    # the response's and the reference's statements (answer_correctness)
+    first = evaluate(rows(3), list(EIGHT), llm=judge(server), progress=False)
+    sent = len(server.chat_requests)
+    assert first.usage.requests == sent and first.usage.cache_hits == 0
+    again = evaluate(rows(3), list(EIGHT), llm=judge(server), progress=False)
+    assert len(server.chat_requests) == sent
+    assert again.usage.cache_hits == sent and again.usage.requests == 0
+    assert again.summary_model().shared_usage == {
+        tag: Usage(cache_hits=u.requests) for tag, u in first.summary_model().shared_usage.items()
+    }
+    assert f"({sent} requests answered from the cache)" in again.summary_table()
+
+
+def test_a_rerun_embeds_nothing_again(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """semantic_similarity asks no judge: its cells are kept in the run's judge's cache, so a
+    re-run of the default metrics does not embed every text again with the local model (nor
+    does answer_relevancy, whose kept cells hold their cosines)."""
+    embedded: list[str] = []
+    compute = LocalEmbeddings._embed_batches
+
+    def counted(self: LocalEmbeddings, batches: list[list[str]]) -> Any:
+        embedded.extend(text for batch in batches for text in batch)
+        return compute(self, batches)
+
+    monkeypatch.setattr(LocalEmbeddings, "_embed_batches", counted)
+    first = evaluate(rows(4), llm=judge(server), progress=False)
+    assert "semantic_similarity" in first.metrics and embedded
+    embedded.clear()
+    again = evaluate(rows(4), llm=judge(server), progress=False)  # new embeddings, new memory
+    assert embedded == []
+    for metric in first.metrics:
+        assert again[metric] == first[metric]
 
 
 def test_a_new_row_a_changed_sample_or_other_settings_are_computed(server: FakeOpenAI) -> None:
@@ -100,9 +144,10 @@ def test_cells_that_failed_are_not_kept() -> None:
 
 
 def test_a_judge_without_cache_keeps_nothing(server: FakeOpenAI, rageval_cache_dir: Path) -> None:
-    evaluate(rows(2), METRICS, llm=judge(server, cache=False), progress=False)
+    metrics = [*METRICS, "token_f1"]  # nor the cells of a metric that asks no judge
+    evaluate(rows(2), metrics, llm=judge(server, cache=False), progress=False)
     sent = len(server.chat_requests)
-    evaluate(rows(2), METRICS, llm=judge(server, cache=False), progress=False)
+    evaluate(rows(2), metrics, llm=judge(server, cache=False), progress=False)
     assert len(server.chat_requests) == 2 * sent
     assert not rageval_cache_dir.exists()
 
@@ -198,4 +243,5 @@ def test_a_cell_that_failed_is_tried_again_on_a_rerun() -> None:
         asked = [sample_id_of(r) for r in srv.chat_requests[before:]]
     assert again.statuses("faithfulness") == ["ok", "ok", "ok"]
     assert asked == ["s001"]  # its verdict request; its statements came from the cache
-    assert again.usage.cache_hits == 2 + 1  # two kept cells, one cached extraction
+    # two kept cells (a verdict request and the statements each), one cached extraction
+    assert again.usage.cache_hits == 2 * 2 + 1

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from helpers import make_judge, rows, sample_id_of
+from rageval.cli import main
 from rageval.report._model import RunData
 from rageval.results import load_run
 from rageval.runner import RunDirError, evaluate
@@ -163,7 +164,12 @@ def test_overwrite_replaces_a_run_and_only_its_files(server: FakeOpenAI, tmp_pat
     assert again.complete and len(again) == 3
     assert len((run / "results.jsonl").read_text().splitlines()) == 3
     assert json.loads((run / "summary.json").read_text())["n_rows"] == 3
+    assert len(json.loads((run / "data.json").read_text())) == 3  # the rows given now
     assert (run / "notes").is_dir()
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows(2)))
+    evaluate(data, ["token_f1"], run_dir=run, overwrite=True, progress=False)
+    assert not (run / "data.json").exists()  # a file's run keeps no copy
     with pytest.raises(ValueError, match="overwrite=True replaces it"):
         evaluate(rows(3), ["token_f1"], run_dir=run, resume=True, overwrite=True)
 
@@ -202,3 +208,78 @@ def test_resume_with_only_the_run_directory(
         evaluate(None, run_dir=other, resume=True, progress=False)
     resumed = evaluate(None, llm=make_judge(server), run_dir=other, resume=True, progress=False)
     assert resumed.complete
+
+
+# the README's "## Python" data: ragas' legacy names
+README_ROWS = [
+    {
+        "question": "When was the first Super Bowl?",
+        "answer": "The first Super Bowl was held on January 15, 1967.",
+        "contexts": ["Super Bowl I was played on January 15, 1967, in Los Angeles."],
+        "ground_truth": "January 15, 1967",
+    }
+]
+
+
+def test_resume_alone_of_data_given_in_memory_reads_the_copy_the_run_kept(
+    server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the README promises for its own list of dicts: evaluate(None, run_dir=...,
+    resume=True) continues the run with the data it was given."""
+    from rageval.judge import Judge
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    data = README_ROWS + rows(3)
+    run = tmp_path / "run"
+    judge = Judge("test-model", base_url=server.base_url, cache=False)
+    first = evaluate(data, METRICS, llm=judge, run_dir=run, progress=False)
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["data"]["path"] is None and manifest["data"]["rows_file"] == "data.json"
+    log = run / "results.jsonl"
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:1]))
+    (run / "summary.json").unlink()
+
+    result = evaluate(None, run_dir=run, resume=True, progress=False)
+    assert result.complete and _values(result) == _values(first)
+    # and from the command line
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:2]))
+    assert main(["evaluate", "--resume", str(run), "-q"]) == 0
+    assert load_run(run).complete and _values(load_run(run)) == _values(first)
+
+    (run / "data.json").unlink()
+    with pytest.raises(RunDirError, match=r"copy of its data \(list given in memory\) is gone"):
+        evaluate(None, run_dir=run, resume=True, progress=False)
+
+
+def test_the_copy_of_a_dataframe_gives_back_the_same_samples(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Empty cells (NaN), numpy arrays and numbers, dates and NaN in extra columns, a column
+    map and a row that cannot be read (skipped): the copy loads as the same data (the resume's
+    fingerprint check would refuse it otherwise)."""
+    import datetime
+
+    import numpy as np
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "qid": np.array([7, 8, 9], dtype=np.int64),
+            "user_input": ["q1", "q2", "q3"],
+            "response": ["a one", "a two", "a three"],
+            "retrieved_contexts": [np.array(["c1", "c2"]), np.array(["c3"]), "not a list"],
+            "reference": ["a one", np.nan, "a three"],
+            "asked_on": [datetime.datetime(2024, 5, 1, 12, 30)] * 3,
+            "score": [0.5, np.nan, np.float32(1.5)],
+        }
+    )
+    run = tmp_path / "run"
+    first = evaluate(frame, ["token_f1", "rouge_l", "context_precision"],
+                     llm=make_judge(server), column_map={"qid": "id"}, on_invalid="skip",
+                     run_dir=run, progress=False)  # fmt: skip
+    assert first.statuses("context_precision") == ["ok", "skipped", "skipped"]
+    log = run / "results.jsonl"
+    log.write_bytes(b"")
+    result = evaluate(None, llm=make_judge(server), run_dir=run, resume=True, progress=False)
+    assert result.complete and _values(result) == _values(first)
+    assert result.ids == ["7", "8", "9"]

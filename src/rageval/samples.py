@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import to_jsonable_python
 
 from rageval.errors import RagevalError
 
@@ -290,6 +291,9 @@ class LoadedData:
     lines: list[int] | None = None
     #: the file the rows were read from, if any
     path: Path | None = None
+    #: the rows as given, for data given in memory (a list, a DataFrame...; None for a file):
+    #: what a run directory keeps a copy of (:func:`rows_json`)
+    rows: list[Any] | None = None
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -585,7 +589,29 @@ def load_samples(
             problems.append(RowProblem(i, field, message, sid, line=line))
         samples.append(_validated(row, i, line, sid, set(bad_cells), problems))
     _check_duplicate_ids(samples, lines, problems)
-    return LoadedData(samples, problems, source, lines=lines, path=path)
+    given = raw_rows if path is None else None
+    return LoadedData(samples, problems, source, lines=lines, path=path, rows=given)
+
+
+def rows_json(rows: Sequence[Any]) -> str:
+    """Rows given in memory as a JSON array (one row a line) that :func:`load_samples` reads
+    back as the same samples: an empty cell (None, a pandas NaN) is null, a numpy value its
+    list or number, another object what pydantic writes for it in JSON (as the samples' own
+    JSON form has it), and a NaN inside a value stays NaN (Python's JSON reads it back)."""
+
+    def jsonable(value: Any) -> Any:
+        return to_jsonable_python(value, fallback=_jsonable_fallback)
+
+    def row_json(row: Any) -> str:
+        if isinstance(row, Mapping):
+            row = {str(k): None if _is_missing(v) else jsonable(v) for k, v in row.items()}
+        return json.dumps(jsonable(row), ensure_ascii=False)
+
+    return "[\n" + ",\n".join(map(row_json, rows)) + "\n]\n"
+
+
+def _jsonable_fallback(value: Any) -> Any:
+    return value.tolist() if hasattr(value, "tolist") else str(value)
 
 
 def _validated(

@@ -57,8 +57,10 @@ __all__ = [
     "SHARDS_DIR",
     "RequestCache",
     "cache_key",
+    "cache_location",
     "default_cache_dir",
     "merge_shards",
+    "recorded_cache",
     "resolve_cache",
     "shared_cache",
 ]
@@ -615,6 +617,26 @@ def shared_cache(directory: str | os.PathLike[str] | None = None) -> RequestCach
         if cache is None:
             cache = _SHARED[path] = RequestCache(path)
         return cache
+
+
+def cache_location(cache: RequestCache | None) -> str | None:
+    """Where `cache` is, as a run's manifest records it: its directory, absolute (what a
+    client's ``cache=``, ``RAGEVAL_CACHE_DIR`` and ``rageval cache --cache-dir`` name; a
+    shard's is the main file's), None for no cache. :func:`recorded_cache` reads it back."""
+    return str(cache.directory.resolve()) if cache is not None else None
+
+
+def recorded_cache(location: str | None) -> str | bool:
+    """The ``cache=`` argument that reopens the cache a manifest recorded with
+    :func:`cache_location` (False: the run had none). Earlier manifests recorded the cache's
+    file, ``DIR/requests.sqlite3``, instead (which a resume took for a directory, turning the
+    cache off): that reopens DIR too."""
+    if not location:
+        return False
+    path = Path(location)
+    if path.name == CACHE_FILE_NAME and not path.is_dir():
+        return str(path.parent)
+    return location
 
 
 def resolve_cache(

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from rageval import _env
-from rageval._client._cache import RequestCache, resolve_cache
+from rageval._client._cache import RequestCache, cache_location, resolve_cache
 from rageval._client._limiter import endpoint_limiter
 from rageval._client._retry import (
     BatchLineLost,
@@ -341,8 +341,7 @@ class EndpointClient:
 
     def _endpoint_description(self) -> dict[str, Any]:
         """The endpoint's part of a run manifest (never the key) and where the cache is."""
-        cache = str(self.cache.path) if self.cache is not None else None
-        return {**self._endpoint.describe(), "cache": cache}
+        return {**self._endpoint.describe(), "cache": cache_location(self.cache)}
 
     async def aclose(self) -> None:
         """Close the HTTP connections this client opened on the running loop."""

@@ -2,15 +2,16 @@
 
 A run directory holds ``manifest.json`` (:class:`Manifest`: what was run, written before any
 row), ``results.jsonl`` (one :class:`SampleLine` per finished sample, appended as it finishes)
-and ``summary.json`` (:class:`Summary`, written at the end), plus ``report.html``; a
-calibration run adds ``calibration.json`` (:class:`CalibrationReport`), an alignment
-``align.json`` (:class:`AlignReport`). The models here are the
+and ``summary.json`` (:class:`Summary`, written at the end), plus ``report.html`` and, for
+data given in memory, ``data.json`` (a copy of its rows, for a resume); a calibration run adds
+``calibration.json`` (:class:`CalibrationReport`), an alignment ``align.json``
+(:class:`AlignReport`). The models here are the
 one schema the runner writes and the runner (resume), ``load_run``, the report, ``compare`` and
 ``calibrate`` read; every file carries a ``format_version`` (see :mod:`rageval.log._models` for
 the formats and the NaN rule). Reading: :func:`read_manifest`, :func:`read_lines` (a torn last
 line is left out), :func:`read_line_at`, :func:`read_summary`, :func:`read_calibration`,
 :func:`read_align`.
-Writing: :class:`ResultsWriter`, :func:`write_atomic`.
+Writing: :class:`ResultsWriter`, :func:`write_atomic`, :func:`write_text_atomic`.
 """
 
 from rageval._client._usage import Usage, sum_usage
@@ -29,6 +30,7 @@ from rageval.log._io import (
     CALIBRATION_FILE,
     MANIFEST_FILE,
     RESULTS_FILE,
+    ROWS_FILE,
     SUMMARY_FILE,
     LogEntry,
     ResultsWriter,
@@ -43,6 +45,7 @@ from rageval.log._io import (
     read_manifest,
     read_summary,
     write_atomic,
+    write_text_atomic,
     written_format,
 )
 from rageval.log._models import (
@@ -86,6 +89,7 @@ __all__ = [
     "MANIFEST_FILE",
     "RESULTS_FILE",
     "RESUMABLE_FORMAT",
+    "ROWS_FILE",
     "SHARED_USAGE",
     "STATISTIC_TITLES",
     "SUMMARY_FILE",
@@ -134,5 +138,6 @@ __all__ = [
     "sum_usage",
     "toml_value",
     "write_atomic",
+    "write_text_atomic",
     "written_format",
 ]

@@ -38,6 +38,8 @@ ALIGN_FILE = "align.json"
 #: the configuration rageval align chose, as a config file (``[params.METRIC]``)
 ALIGNED_CONFIG_FILE = "aligned.toml"
 BATCHES_FILE = "batches.jsonl"
+#: the copy of data given in memory (a list, a DataFrame...) a run directory keeps
+ROWS_FILE = "data.json"
 
 V = TypeVar("V", bound=_Versioned)
 
@@ -190,8 +192,13 @@ def append_batch_event(run_dir: str | os.PathLike[str], event: BatchEvent) -> No
 
 def write_atomic(path: Path, model: BaseModel) -> None:
     """Write `model`'s JSON to `path` at once: aside first, then renamed over it."""
+    write_text_atomic(path, model_json(model) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` at once: aside first, then renamed over it."""
     partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(model_json(model) + "\n", encoding="utf-8")
+    partial.write_text(text, encoding="utf-8")
     partial.replace(path)
 
 

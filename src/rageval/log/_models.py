@@ -117,6 +117,10 @@ class MetricSpec(_LogModel):
     #: constructor arguments that cannot be recorded faithfully (a lambda...), with why: the
     #: run cannot be resumed (written only when there are some)
     uncaptured: dict[str, str] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    #: for a metric of the user's own (`registered_name` ``"module:ClassName"``), the directory
+    #: its module was imported from (the ``sys.path`` entry), so that a run resumed from
+    #: another directory imports it again; written only then
+    import_root: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class JudgeInfo(_LogModel):
@@ -133,12 +137,18 @@ class EmbeddingsInfo(_LogModel):
     name: str
     #: the endpoint of remote embeddings
     base_url: str | None = None
+    #: the request cache of remote embeddings: its directory, or False for none (not written
+    #: for the local model; a manifest without it resumes with the default cache)
+    cache: str | bool | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class DataInfo(_LogModel):
     source: str | None = None
     #: the data file, absolute: `--resume DIR` alone reads it again
     path: str | None = None
+    #: for data given in memory (a list, a DataFrame...): the copy of its rows the run
+    #: directory keeps, a file name in it, which `--resume DIR` alone reads (written only then)
+    rows_file: str | None = Field(default=None, exclude_if=lambda v: v is None)
     column_map: dict[str, str] | None = None
     fingerprint: str | None = None
     n_rows: int | None = None

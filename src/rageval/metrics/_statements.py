@@ -81,6 +81,11 @@ class SharedStatements:
         self._judge = judge
         self._task: dict[Which, asyncio.Task[list[str]]] = {}
 
+    @property
+    def asked(self) -> frozenset[Which]:
+        """The texts whose statements were asked for (one judge call each)."""
+        return frozenset(self._task)
+
     async def get(self, which: Which) -> list[str]:
         if not self._sample.text(which).strip():
             return []

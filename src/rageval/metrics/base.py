@@ -662,6 +662,21 @@ def metric_path(cls: type[Metric]) -> str | None:
     return _path(cls)
 
 
+def metric_import_root(cls: type[Metric]) -> str | None:
+    """For a class :func:`metric_path` names, the directory its module was imported from: the
+    ``sys.path`` entry under which ``import`` finds the module (``/project`` for
+    ``/project/my_metrics.py``, and for ``/project/pkg/mod.py`` as ``pkg.mod``); None when the
+    module has no file."""
+    if metric_path(cls) is None:
+        return None
+    file = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    if not file:
+        return None
+    path = Path(file).resolve()
+    depth = cls.__module__.count(".") + (2 if path.stem == "__init__" else 1)
+    return str(path.parents[depth - 1])
+
+
 def create_metric(name: str, params: Mapping[str, Any] | None = None) -> Metric:
     """The metric registered under `name`, built with `params` (what :meth:`Metric.params`
     recorded): with a run manifest's ``MetricSpec``,

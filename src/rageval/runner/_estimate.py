@@ -323,7 +323,7 @@ def row_cost(
 ) -> tuple[SampleCost, int]:
     """The planned cost of scoring `row` under `plan`, as the scheduler scores it, and how
     many of its cells are kept from an earlier run (those cost nothing; looked up only with
-    `kept`, which books a cache hit per cell found)."""
+    `kept`)."""
     if sample is None or row in plan.invalid_rows:
         return SampleCost(), 0
     if sample.id is None:  # the run names the sample by its run id (its cells' keys too)
@@ -337,7 +337,7 @@ def row_cost(
     ]
     found: Mapping[str, object] = {}
     if kept and plan.cells is not None:
-        found = plan.cells.lookup(sample, [m for m in to_run if m.needs_llm])
+        found = plan.cells.lookup(sample, [m for m in to_run if m.needs_llm]).results
     cost = sample_cost(
         sample,
         [m for m in to_run if m.name not in found],

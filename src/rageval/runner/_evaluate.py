@@ -24,12 +24,14 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env, _progress
+from rageval._client._cache import cache_location
 from rageval._rundir_lock import one_writer
 from rageval._sync import synchronous
 from rageval._version import __version__
 from rageval.errors import BudgetReached, RagevalError, RunDirError
 from rageval.judge import BatchSettings, RequestCache, Usage, UsageLedger, endpoint_limiter
 from rageval.log import (
+    ROWS_FILE,
     DataInfo,
     EmbeddingsInfo,
     HumanLabels,
@@ -44,6 +46,7 @@ from rageval.metrics.base import (
     Metric,
     MetricLike,
     as_metric,
+    metric_import_root,
     metric_path,
     registered_metrics,
 )
@@ -72,6 +75,7 @@ from rageval.samples import (
     LoadedData,
     RowProblem,
     load_samples,
+    rows_json,
     sample_ids,
 )
 
@@ -107,10 +111,14 @@ def judge_from_env(model: str | None = None, **settings: Any) -> Judge | None:
 
 
 def embeddings_from_spec(
-    spec: str, *, base_url: str | None = None, cache: bool = True
+    spec: str,
+    *,
+    base_url: str | None = None,
+    cache: RequestCache | bool | str | os.PathLike[str] = True,
 ) -> Embeddings:
     """`local` or `openai:MODEL` (the CLI's --embeddings); an OpenAI-compatible model is
-    reached like the judge: `base_url`, else RAGEVAL_BASE_URL or OPENAI_BASE_URL."""
+    reached like the judge: `base_url`, else RAGEVAL_BASE_URL or OPENAI_BASE_URL; `cache` is
+    its request cache (as OpenAIEmbeddings takes it)."""
     from rageval.embeddings import embedding_factory
 
     provider, _, model = spec.partition(":")
@@ -411,21 +419,20 @@ def _manifest(
                 or (type(m).name if type(m).name != m.name else None),
                 judge=json_normal(own.describe()) if own is not None and own is not judge else None,
                 uncaptured=m.uncaptured,
+                import_root=metric_import_root(type(m)),
             )
         )
-    base_url = getattr(embeddings, "base_url", None)
     return Manifest(
         rageval_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         metrics=specs,
         judge=_judge_info(judges),
-        embeddings=EmbeddingsInfo(name=embeddings.name, base_url=base_url)
-        if embeddings is not None
-        else None,
+        embeddings=_embeddings_info(embeddings) if embeddings is not None else None,
         data=DataInfo(
             source=loaded.source,
             # where `--resume DIR` alone finds the data again
             path=str(loaded.path.resolve()) if loaded.path is not None else None,
+            rows_file=ROWS_FILE if loaded.rows is not None else None,
             column_map=dict(column_map) if column_map else None,
             fingerprint=data_fingerprint(loaded),
             n_rows=len(loaded.samples),
@@ -435,6 +442,15 @@ def _manifest(
         repeats=repeats,
         engine=engine,
     )
+
+
+def _embeddings_info(embeddings: Embeddings) -> EmbeddingsInfo:
+    base_url = getattr(embeddings, "base_url", None)
+    if base_url is None:  # the local model: no endpoint, no request cache
+        return EmbeddingsInfo(name=embeddings.name)
+    cache = getattr(embeddings, "cache", None)
+    located = cache_location(cache) if isinstance(cache, RequestCache) else None
+    return EmbeddingsInfo(name=embeddings.name, base_url=base_url, cache=located or False)
 
 
 def _judge_info(judges: Sequence[Judge]) -> JudgeInfo | None:
@@ -690,7 +706,8 @@ async def aevaluate(
             for offset, record in rundir.resume(manifest, ids):
                 result.add(record, offset=offset)
         else:
-            rundir.create(manifest, overwrite=overwrite)
+            copy = rows_json(loaded.rows) if loaded.rows is not None else None
+            rundir.create(manifest, overwrite=overwrite, rows_json=copy)
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
 
     show = _progress.wanted(progress if progress is not None else show_progress)

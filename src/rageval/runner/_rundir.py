@@ -23,6 +23,7 @@ from rageval.log import (
     MANIFEST_FILE,
     RESULTS_FILE,
     RESUMABLE_FORMAT,
+    ROWS_FILE,
     SUMMARY_FILE,
     Manifest,
     MetricSpec,
@@ -34,6 +35,7 @@ from rageval.log import (
     read_lines,
     read_manifest,
     write_atomic,
+    write_text_atomic,
     written_format,
 )
 from rageval.metrics.base import create_metric
@@ -72,14 +74,20 @@ class RunDir:
         self._log = ResultsWriter(self.results_path)
 
     # ------------------------------------------------------------------ start
-    def create(self, manifest: Manifest, *, overwrite: bool = False) -> None:
+    def create(
+        self, manifest: Manifest, *, overwrite: bool = False, rows_json: str | None = None
+    ) -> None:
         """Start a new run here; refuses a directory that already holds one, unless told to
-        `overwrite` it (then the old run's files go, and nothing else in the directory)."""
+        `overwrite` it (then the old run's files go, and nothing else in the directory).
+        `rows_json`: the copy of data given in memory that the manifest names, written first."""
         if overwrite:
-            for name in (MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE, BATCHES_FILE):
+            run_files = (MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, REPORT_FILE, BATCHES_FILE)
+            for name in (*run_files, ROWS_FILE):
                 (self.path / name).unlink(missing_ok=True)
         self.check_vacant()
         self.path.mkdir(parents=True, exist_ok=True)
+        if rows_json is not None:
+            write_text_atomic(self.path / ROWS_FILE, rows_json)
         write_atomic(self.manifest_path, manifest)
 
     def check_vacant(self) -> None:

@@ -29,12 +29,12 @@ from rageval.judge import FatalJudgeError, JudgeCallFailed, JudgeError, Usage
 from rageval.log import Cell, Inputs, RepeatedScores, SampleLine
 from rageval.metrics._statements import SHARED_TAG, SharedStatements
 from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext
+from rageval.runner._cells import CellStore, KeptCells
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
-    from rageval.runner._cells import CellStore
     from rageval.runner._cost import Admission
 
 #: the cause of a skipped cell whose metric needs a judge when none is configured
@@ -56,16 +56,19 @@ class ByRow(Protocol[_T_co]):
 
 
 class _SampleMeter:
-    """Usage of one sample's calls, by metric tag."""
+    """Usage of one sample's calls, and how many calls, by metric tag."""
 
-    __slots__ = ("by_metric",)
+    __slots__ = ("by_metric", "calls")
 
     def __init__(self) -> None:
         self.by_metric: dict[str, Usage] = {}
+        self.calls: dict[str, int] = {}
 
     def add(self, usage: Usage, tags: Mapping[str, str] | None) -> None:
+        """One judge call's usage (a judge books each call once, when it ends)."""
         key = (tags or {}).get("metric", "")
         self.by_metric[key] = self.by_metric.get(key, Usage()) + usage
+        self.calls[key] = self.calls.get(key, 0) + 1
 
     def take(self, key: str) -> Usage:
         return self.by_metric.get(key, Usage())
@@ -118,8 +121,6 @@ def make_plans(
     several metrics share are extracted by the run's judge, or else by the first own judge of a
     metric that reads them. Finished cells are kept in the judges' request caches.
     """
-    from rageval.runner._cells import CellStore
-
     plans = []
     choices: Sequence[Judge | None] = judges or [None]
     for judge in choices:
@@ -243,20 +244,22 @@ class Scheduler:
         with run_scope(meter=meter):
             scored = [m for m in to_run if m.needs_llm]  # a judge's cells, before any was kept
             cells = plan.cells
-            if cells is not None and to_run:
-                kept = cells.lookup(sample, to_run)
-                results.update(kept)
-                to_run = [m for m in to_run if m.name not in kept]
+            kept = cells.lookup(sample, to_run) if cells is not None and to_run else KeptCells()
+            results.update(kept.results)
+            to_run = [m for m in to_run if m.name not in kept.results]
+            statements = SharedStatements(sample, plan.shared_judge)
             ctx = ScoringContext(
                 judge=plan.shared_judge,
                 embeddings=plan.embeddings,
-                statements=SharedStatements(sample, plan.shared_judge),
+                statements=statements,
                 tags={"sample": sid},
             )
             fresh = await self._score(to_run, sample, ctx, plan.judge_of)
             results.update(fresh)
-            if cells is not None and fresh:
-                cells.keep(sample, to_run, fresh)
+            if cells is not None:
+                cells.book(sample, kept, statements.asked)
+                if fresh:
+                    cells.keep(sample, to_run, fresh, meter.calls, statements.asked)
             if plan.repeats > 1:
                 results.update(await self._repeat(plan, scored, sample, sid, results))
             return SampleLine(

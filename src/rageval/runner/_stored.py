@@ -12,11 +12,13 @@ never is (it comes from the environment variable the manifest names).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rageval._client._cache import recorded_cache
 from rageval.errors import RunDirError
 from rageval.log import Manifest
 from rageval.runner._probe import key_variable
@@ -57,8 +59,7 @@ def judge_settings(described: Mapping[str, Any]) -> dict[str, Any]:
     settings = {k: described[k] for k in JUDGE_SETTINGS if described.get(k) is not None}
     settings["model"] = described["model"]
     settings["api_key_env"] = variable
-    cache = described.get("cache")
-    settings["cache"] = cache if cache else False
+    settings["cache"] = recorded_cache(described.get("cache"))
     return settings
 
 
@@ -82,22 +83,36 @@ class StoredRun:
     data_path: Path | None
     #: (registry name, constructor parameters, the metric's own judge as described, or None)
     metrics: list[tuple[str, dict[str, Any], Mapping[str, Any] | None]]
+    #: the directories the modules of the user's own metrics were imported from
+    import_roots: list[str]
     #: the run's judge as Judge.describe() put it, None when the run had no judge
     judge: Mapping[str, Any] | None
     #: an --embeddings spec ("local", "openai:MODEL"), None when the run used none
     embeddings: str | None
     embeddings_base_url: str | None
+    #: the remote embeddings' request cache: the cache= argument that reopens it
+    embeddings_cache: str | bool
     column_map: dict[str, str] | None
     on_invalid: str
 
     def data_file(self) -> Path:
-        """The data file, which must still be where the run found it."""
+        """The data file, which must still be where the run found it; for data given in
+        memory, the copy of its rows the run directory keeps."""
         if self.data_path is None:
             source = self.manifest.data.source or "data given in memory"
-            raise RunDirError(
-                f"cannot resume {self.path} by itself: its data was not a file ({source}); "
-                "pass the same data again"
-            )
+            kept = self.manifest.data.rows_file
+            if kept is None:  # a run of an earlier rageval, which kept no copy
+                raise RunDirError(
+                    f"cannot resume {self.path} by itself: its data was not a file ({source}); "
+                    "pass the same data again"
+                )
+            copy = self.path / kept
+            if not copy.is_file():
+                raise RunDirError(
+                    f"cannot resume {self.path} by itself: the copy of its data ({source} given "
+                    f"in memory) is gone from {copy}; pass the same data again"
+                )
+            return copy
         if not self.data_path.is_file():
             raise RunDirError(
                 f"cannot resume {self.path}: its data file {self.data_path} is gone (moved or "
@@ -109,6 +124,11 @@ class StoredRun:
     def make_metrics(self) -> list[Metric]:
         from rageval.metrics.base import create_metric
 
+        for root in self.import_roots:
+            # as the run that recorded it could: ahead of the other entries, as `python -m`
+            # and the command line put the current directory
+            if root not in sys.path:
+                sys.path.insert(0, root)
         made = []
         for name, params, own_judge in self.metrics:
             try:
@@ -134,7 +154,9 @@ class StoredRun:
 
         if self.embeddings is None:
             return None
-        return embeddings_from_spec(self.embeddings, base_url=self.embeddings_base_url)
+        return embeddings_from_spec(
+            self.embeddings, base_url=self.embeddings_base_url, cache=self.embeddings_cache
+        )
 
 
 def read_stored_run(run_dir: str | os.PathLike[str]) -> StoredRun:
@@ -149,12 +171,22 @@ def read_stored_run(run_dir: str | os.PathLike[str]) -> StoredRun:
         metrics=[
             (m.registered_name or m.name, dict(m.params), m.judge or None) for m in manifest.metrics
         ],
+        import_roots=[m.import_root for m in manifest.metrics if m.import_root],
         judge=manifest.judge.model_dump() if manifest.judge is not None else None,
         embeddings=_embeddings_spec(embeddings.name) if embeddings else None,
         embeddings_base_url=embeddings.base_url if embeddings else None,
+        embeddings_cache=_embeddings_cache(embeddings.cache if embeddings else None),
         column_map=dict(data.column_map) if data.column_map else None,
         on_invalid=str(manifest.on_invalid or "raise"),
     )
+
+
+def _embeddings_cache(recorded: str | bool | None) -> str | bool:
+    """The cache= argument of the run's remote embeddings: as recorded, else (a manifest
+    that does not say) the default cache."""
+    if recorded is None or recorded is True:
+        return True
+    return recorded_cache(recorded or None)
 
 
 def _embeddings_spec(name: str) -> str:
