@@ -157,7 +157,7 @@ def _own_metrics_by_name(names: Sequence[str] | None) -> list[str] | None:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from rageval._config import Settings, merged_params, parse_params
-    from rageval.errors import BudgetReached
+    from rageval.errors import BudgetReached, MissingExtraError
     from rageval.judge import FatalJudgeError
     from rageval.runner import RunConfigError, RunDirError, evaluate
     from rageval.runner.engines import RayEngineError
@@ -237,7 +237,13 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                 # resuming without --batch: as the run was started
                 batch=_batch_settings(args.batch, settings.batch),
             )
-    except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
+    except (
+        InvalidDataError,
+        RunConfigError,
+        RunDirError,
+        FileNotFoundError,
+        MissingExtraError,
+    ) as e:
         _discard_unused(copy, run_dir)
         raise _UsageError(str(e)) from None
     except BudgetReached as e:
@@ -1092,6 +1098,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except _UsageError as e:
         _err(str(e))
+        return EXIT_USAGE
+    except ImportError as e:
+        from rageval.errors import MissingExtraError
+
+        if not isinstance(e, MissingExtraError):
+            raise
+        _err(str(e))  # an optional extra this command needs: its install command, one line
         return EXIT_USAGE
     except KeyboardInterrupt:
         _err("interrupted")

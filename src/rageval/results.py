@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rageval._extras import require
 from rageval.errors import CauseKind
 from rageval.labels import parse_label
 from rageval.log import (
@@ -422,12 +423,9 @@ class EvaluationResult:
         `<metric>_cause_kind` (the kind of that cause); with repeats, `<metric>_sd`: the spread
         (standard deviation) of the cell's scores; for a metric with a raw scale (rubric_score's
         1..5), `<metric>_raw`."""
-        try:
-            import pandas as pd
-        except ImportError as e:
-            raise ImportError(
-                "to_pandas() needs pandas: pip install 'rageval[pandas]' (or pip install pandas)"
-            ) from e
+        require("pandas", "to_pandas()")
+        import pandas as pd
+
         data: dict[str, list[Any]] = {"id": list(self.ids)}
         for f in SAMPLE_FIELDS:
             values = [getattr(s, f) if s is not None else None for s in self.samples]

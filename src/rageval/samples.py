@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from rageval._extras import require
 from rageval.errors import RagevalError
 
 #: legacy (ragas 0.1-style) column names accepted everywhere, mapped to the canonical field names
@@ -311,12 +312,9 @@ def _read_file_rows(path: Path) -> FileRows:
     if suffix in (".csv", ".tsv"):
         return _read_csv(path, delimiter="\t" if suffix == ".tsv" else ",")
     if suffix == ".parquet":
-        try:
-            import pandas as pd
-        except ImportError as e:  # pragma: no cover - depends on the install
-            raise ImportError(
-                "reading Parquet needs the parquet extra: pip install 'rageval[parquet]'"
-            ) from e
+        require("parquet", "reading Parquet")
+        import pandas as pd
+
         return list(pd.read_parquet(path).to_dict(orient="records")), [], None
     kind = f"unsupported file type {suffix!r}" if suffix else "no file suffix to tell the type"
     raise InvalidDataError(

@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env, _progress
+from rageval._extras import require
 from rageval._sync import synchronous
 from rageval._version import __version__
 from rageval.errors import BudgetReached, RagevalError
@@ -65,7 +66,7 @@ from rageval.runner._schedule import (
     spread,
     usage_since,
 )
-from rageval.runner.engines import ENGINES, Engine, ray_missing
+from rageval.runner.engines import ENGINES, Engine
 from rageval.samples import (
     SAMPLE_FIELDS,
     InvalidDataError,
@@ -382,9 +383,7 @@ def _check_engine(engine: str, ray_address: str | None, ray_actors: int | None) 
     if ray_actors is not None and ray_actors < 1:
         raise RunConfigError(f"ray_actors must be at least 1, got {ray_actors}")
     if engine == "ray":
-        missing = ray_missing()
-        if missing is not None:
-            raise RunConfigError(missing)
+        require("ray", "engine='ray'")
 
 
 def _manifest(
