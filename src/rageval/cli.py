@@ -3,11 +3,12 @@
 Only the standard library is imported at module level so that `rageval --help` and
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
-Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage, input or configuration error, 3 fatal
-judge error (endpoint unreachable, bad key, unknown model...) or a failed Ray job, 4 a
-`calibrate --min-kappa` gate failed, 5 the `--max-cost` budget was reached (the run stopped,
-resumable), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). A reader that stops reading
-(`| head`) changes none of them.
+Exit codes (:data:`EXIT_CODES`, printed by `rageval --help`): 0 ok, 1 a --fail-under gate
+failed, 2 usage, input or configuration error (a missing optional extra too), 3 fatal judge
+error (endpoint unreachable, bad key, unknown model...) or a failed Ray job, 4 a `calibrate
+--min-kappa` gate failed, 5 the `--max-cost` budget was reached (the run stopped, resumable),
+6 a metric that ran measured no cell at all (unless --allow-unmeasured), 130 interrupted
+(Ctrl-C), 143 terminated (SIGTERM). A reader that stops reading (`| head`) changes none of them.
 """
 
 from __future__ import annotations
@@ -37,7 +38,25 @@ EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CALIBRATION_GATE = 4
 #: `evaluate --max-cost`: the next request could have passed the budget; the run can resume
 EXIT_BUDGET = 5
+#: `evaluate`: a metric that ran got no value in any cell (--allow-unmeasured accepts it)
+EXIT_UNMEASURED = 6
 EXIT_TERMINATED = 128 + signal.SIGTERM
+
+#: every exit code and what it means, as `rageval --help` lists them
+EXIT_CODES = (
+    (EXIT_OK, "ok"),
+    (EXIT_GATE, "a --fail-under gate failed (it wins over 6)"),
+    (EXIT_USAGE, "usage, input or configuration error; an optional extra that is not installed"),
+    (
+        EXIT_FATAL,
+        "fatal judge error (unreachable endpoint, bad key, unknown model) or a failed Ray job",
+    ),
+    (EXIT_CALIBRATION_GATE, "a calibrate --min-kappa gate failed"),
+    (EXIT_BUDGET, "stopped at the --max-cost budget (resumable)"),
+    (EXIT_UNMEASURED, "a metric that ran measured no cell at all (--allow-unmeasured accepts it)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+    (EXIT_TERMINATED, "terminated (SIGTERM): handled as Ctrl-C"),
+)
 
 
 class _UsageError(Exception):
@@ -283,9 +302,37 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     _print_batches(run_dir)
     report = run_dir / "report.html"
     _out(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
-    return _check_gates(
+    _print_left_out(result.metrics_left_out)
+    gated = _check_gates(
         result, [*gates, *((m, v) for m, v in file_gates.items() if m in result.metrics)]
     )
+    unmeasured = result.unmeasured_metrics
+    for name, why in unmeasured.items():
+        _err(f"measured nothing: {name}: {why}")
+    if gated != EXIT_OK:
+        return gated
+    if unmeasured and not args.allow_unmeasured:
+        _err(
+            f"exit {EXIT_UNMEASURED}: {len(unmeasured)} metric(s) measured nothing (the causes "
+            "above; every one in the report); --allow-unmeasured accepts such a run"
+        )
+        return EXIT_UNMEASURED
+    return EXIT_OK
+
+
+def _print_left_out(left_out: dict[str, str]) -> None:
+    """The metrics the default selection left out, grouped by why, on stderr: never silently."""
+    if not left_out:
+        return
+    by_reason: dict[str, list[str]] = {}
+    for name, why in left_out.items():
+        by_reason.setdefault(why, []).append(name)
+    _err(
+        "not run (no metric was named, and the data lacks what these need; name one with -m "
+        "to see which rows lack what, or map a column with --column-map):"
+    )
+    for why, names in by_reason.items():
+        _err(f"  {', '.join(names)}: {why}")
 
 
 def _dry_run(
@@ -854,13 +901,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rageval",
         description="Score RAG outputs with LLM judges and embeddings.",
-        epilog="Judge configuration from the environment: RAGEVAL_LLM (model), OPENAI_BASE_URL "
-        "or RAGEVAL_BASE_URL (endpoint: OpenAI, Ollama, vLLM...), OPENAI_API_KEY.",
+        epilog="judge configuration from the environment: RAGEVAL_LLM (model), OPENAI_BASE_URL\n"
+        "or RAGEVAL_BASE_URL (endpoint: OpenAI, Ollama, vLLM...), OPENAI_API_KEY.\n\n"
+        + _exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"rageval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    ev = sub.add_parser("evaluate", help="score a dataset and write a run directory")
+    ev = sub.add_parser(
+        "evaluate",
+        help="score a dataset and write a run directory",
+        epilog=_exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ev.add_argument(
         "data",
         metavar="DATA",
@@ -947,6 +1001,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --engine ray: actors that score rows (default: from the cluster's CPUs)",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    ev.add_argument(
+        "--allow-unmeasured",
+        action="store_true",
+        help=f"exit 0 even when a metric that ran measured no cell at all (default: exit "
+        f"{EXIT_UNMEASURED}, e.g. a judge whose every reply failed validation)",
+    )
     cost = ev.add_argument_group("cost control (README: Cost control)")
     cost.add_argument(
         "--dry-run",
@@ -1000,6 +1060,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cache.set_defaults(func=_cmd_cache)
     return parser
+
+
+def _exit_codes_help() -> str:
+    return "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES)
 
 
 def _add_judge_options(parser: argparse.ArgumentParser) -> None:

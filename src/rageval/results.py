@@ -132,6 +132,7 @@ class EvaluationResult:
         embeddings: str | None = None,
         human_labels: Sequence[tuple[str, str]] = (),
         repeats: int = 1,
+        metrics_left_out: Mapping[str, str] | None = None,
     ) -> None:
         if len(ids) != len(samples):
             raise ValueError("ids and samples must have the same length")
@@ -146,6 +147,9 @@ class EvaluationResult:
         self.human_labels = [(column, metric) for column, metric in human_labels]
         #: scorings per judge cell (evaluate(repeats=K))
         self.repeats = repeats
+        #: metrics of the default selection (none named) that the data could not feed, with
+        #: why: named, never silently dropped
+        self.metrics_left_out = dict(metrics_left_out or {})
         self.duration_s: float | None = None
         n = len(self.ids)
         self._columns = {m: _Column(n) for m in self.metrics}
@@ -220,6 +224,26 @@ class EvaluationResult:
 
     def is_finished(self, row: int) -> bool:
         return self._done[row]
+
+    @property
+    def unmeasured_metrics(self) -> dict[str, str]:
+        """The metrics that ran and measured no cell at all, each with why (its largest group
+        of causes): a run that asked for a metric and got not one value of it has no result
+        for it. Cells skipped because no judge is configured are not counted as run (the
+        default selection lists those metrics as skipped on purpose). ``rageval evaluate``
+        exits 6 when there is one, unless ``--allow-unmeasured``."""
+        found = {}
+        for name, s in self.summary().items():
+            ran = [g for g in s.failures if g.kind != "no_judge"]
+            if s.n_measured or not ran:
+                continue
+            worst = ran[0]
+            cause = f": {worst.examples[0].cause}" if worst.examples else ""
+            found[name] = (
+                f"no value in {s.n_cells} {'cell' if s.n_cells == 1 else 'cells'}; "
+                f"{worst.count} {worst.status.replace('_', ' ')} ({worst.kind}){cause}"
+            )
+        return found
 
     def __getitem__(self, metric: str) -> list[float | None]:
         """The metric's values by row (None where not measured, skipped or not finished)."""
@@ -622,6 +646,7 @@ def load_run(run_dir: str | Path) -> EvaluationResult:
         embeddings=manifest.embeddings.name if manifest.embeddings is not None else None,
         human_labels=[(h.column, h.metric) for h in manifest.human_labels],
         repeats=manifest.repeats,
+        metrics_left_out=manifest.metrics_left_out,
     )
     # line by line: a 100k-row log never holds more than one line's evidence in memory
     for entry in entries:

@@ -7,6 +7,7 @@ Validation is separate from loading so that a run can report every row a metric 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import itertools
 import json
@@ -256,6 +257,12 @@ class LoadedData:
     lines: list[int] | None = None
     #: the file the rows were read from, if any
     path: Path | None = None
+    #: the data's own column names, in the order first seen (before the column map)
+    columns: list[str] = dataclasses.field(default_factory=list)
+    #: the sample fields some row gives a value for, read or not: a field that every row
+    #: gives wrongly (two names with different values, a context list that is one string)
+    #: is still given, and the metrics that read it report those rows instead of vanishing
+    given_fields: frozenset[str] = frozenset()
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -504,13 +511,14 @@ def load_samples(
         source = type(data).__name__
     if not raw_rows:
         raise InvalidDataError([RowProblem(None, None, "the input has no rows")], source=source)
+    columns = list(dict.fromkeys(k for r in raw_rows if isinstance(r, Mapping) for k in r))
     if column_map:
-        columns = {k for r in raw_rows if isinstance(r, Mapping) for k in r}
-        wrong_map = _check_column_map(column_map, columns)
+        wrong_map = _check_column_map(column_map, set(columns))
         if wrong_map:
             raise InvalidDataError(wrong_map, source=source)
     unreadable = {p.row for p in problems if p.row is not None}
     cells_are_text = path is not None and path.suffix.lower() in (".csv", ".tsv")
+    given: set[str] = set()
     samples: list[Sample | None] = []
     for i, raw in enumerate(raw_rows):
         line = lines[i] if lines is not None else None
@@ -525,13 +533,22 @@ def load_samples(
             continue
         sid = None if raw.get("id") is None else str(raw.get("id"))
         row, bad_cells = _normalise_row(raw, column_map)
+        given.update(LEGACY_ALIASES.get(k, k) for k, v in row.items() if v is not None)
         if cells_are_text:
             bad_cells.update(_parse_list_cells(row))
         for field, message in bad_cells.items():
             problems.append(RowProblem(i, field, message, sid, line=line))
         samples.append(_validated(row, i, line, sid, set(bad_cells), problems))
     _check_duplicate_ids(samples, lines, problems)
-    return LoadedData(samples, problems, source, lines=lines, path=path)
+    return LoadedData(
+        samples,
+        problems,
+        source,
+        lines=lines,
+        path=path,
+        columns=[str(c) for c in columns],
+        given_fields=frozenset(given & set(SAMPLE_FIELDS)),
+    )
 
 
 def _validated(

@@ -169,6 +169,9 @@ class Manifest(_Versioned):
     #: how (poll interval, settle time, sizes: a resumed run keeps them)
     batch: bool = False
     batch_settings: dict[str, Any] | None = None
+    #: metrics of the default selection (none named) that the data could not feed, each with
+    #: why (the fields no row has); written only when there are some
+    metrics_left_out: dict[str, str] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 # ---------------------------------------------------------------------------- results.jsonl

@@ -68,6 +68,7 @@ from rageval.runner._schedule import (
 )
 from rageval.runner.engines import ENGINES, Engine
 from rageval.samples import (
+    LEGACY_ALIASES,
     SAMPLE_FIELDS,
     InvalidDataError,
     LoadedData,
@@ -124,6 +125,38 @@ def embeddings_from_spec(
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
 
 
+def left_out_of_default(loaded: LoadedData) -> dict[str, str]:
+    """The metrics of the default selection (``metrics=None``) that `loaded` leaves out, each
+    with why: the fields it needs that no row gives. A field some row gives is enough to keep
+    a metric, even when that row gives it wrongly (its problem is then reported by row)."""
+    left_out = {}
+    for name, cls in registered_metrics().items():
+        lacking = [f for f in cls.required_fields if f not in loaded.given_fields]
+        if cls.in_default_run and lacking:
+            left_out[name] = f"no row has {_field_names(lacking)}"
+    return left_out
+
+
+def _field_names(fields: Sequence[str]) -> str:
+    """Fields as a user may have named them: ``'user_input' (or 'question')``."""
+    shown = []
+    for f in fields:
+        legacy = [k for k, v in LEGACY_ALIASES.items() if v == f]
+        shown.append(repr(f) + (f" (or {' / '.join(map(repr, legacy))})" if legacy else ""))
+    return ", ".join(shown)
+
+
+def _nothing_to_run(loaded: LoadedData) -> str:
+    """Why the default selection is empty, with the data's columns and how to map them."""
+    found = ", ".join(loaded.columns[:30]) + (" ..." if len(loaded.columns) > 30 else "")
+    return (
+        "no metric to run: no metric has the fields it needs in this data "
+        f"(its columns: {found or 'none'}; rageval's fields: {_field_names(SAMPLE_FIELDS)}). "
+        "Map your columns to rageval's fields with --column-map YOURS=FIELD (Python: "
+        "column_map={'yours': 'field'}), or name metrics (-m / metrics=)"
+    )
+
+
 def resolve_metrics(
     metrics: Sequence[MetricLike] | MetricLike | None,
     loaded: LoadedData,
@@ -151,18 +184,12 @@ def resolve_metrics(
             raise RunConfigError(f"{spec if isinstance(spec, str) else 'metrics'}: {e}") from None
 
     if metrics is None:
-        present = {
-            f
-            for s in loaded.samples
-            if s is not None
-            for f in SAMPLE_FIELDS
-            if getattr(s, f) is not None
-        }
+        left_out = left_out_of_default(loaded)
         chosen: list[Metric] = [
-            make(name)
-            for name, cls in known.items()
-            if cls.in_default_run and set(cls.required_fields) <= present
+            make(name) for name, cls in known.items() if cls.in_default_run and name not in left_out
         ]
+        if not chosen:
+            raise RunConfigError(_nothing_to_run(loaded))
     else:
         one = isinstance(metrics, (str, Metric, ModuleType, type))
         specs: list[MetricLike] = [metrics] if one else list(metrics)  # type: ignore[list-item,arg-type]
@@ -175,7 +202,7 @@ def resolve_metrics(
                 )
             chosen.append(make(spec))
     if not chosen:
-        raise RunConfigError("no metric to run: name some, or give data with the fields they need")
+        raise RunConfigError("no metric to run: the list of metrics is empty")
     names = [m.name for m in chosen]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -313,6 +340,8 @@ class Prepared:
     judges: list[Judge]
     embedder: Embeddings | None
     plans: list[Plan]
+    #: metrics of the default selection the data cannot feed, with why (metrics=None only)
+    left_out: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def all_judges(self) -> list[Judge]:
         """Every judge a cell may ask (the run's and the metrics' own), each once."""
@@ -372,7 +401,8 @@ def prepare(
     plans = make_plans(
         metric_objs, run_judges, embedder, invalid_rows, invalid_cells, repeats=repeats
     )
-    return Prepared(loaded, list(ids), metric_objs, run_judges, embedder, plans)
+    left_out = left_out_of_default(loaded) if metrics is None else {}
+    return Prepared(loaded, list(ids), metric_objs, run_judges, embedder, plans, left_out)
 
 
 def _check_engine(engine: str, ray_address: str | None, ray_actors: int | None) -> None:
@@ -665,6 +695,7 @@ async def aevaluate(
         repeats,
         engine,
     )
+    manifest.metrics_left_out = run.left_out
     manifest.batch = batching is not None
     manifest.batch_settings = dataclasses.asdict(batching) if batching is not None else None
     rundir = RunDir(run_dir) if run_dir is not None else None
@@ -684,6 +715,7 @@ async def aevaluate(
         embeddings=embedder.name if embedder is not None else None,
         human_labels=human_pairs,
         repeats=repeats,
+        metrics_left_out=run.left_out,
     )
     if rundir is not None:
         if resume:

@@ -259,6 +259,11 @@ class Scheduler:
         results: dict[str, MetricResult] = {}
         to_run: list[Metric] = []
         for m in metrics:
+            # a metric without its judge runs on no row: that is the reason of all its cells,
+            # whatever else a row lacks
+            if m.needs_llm and plan.judge_of[m.name] is None:
+                results[m.name] = _NO_JUDGE
+                continue
             bad_field = plan.invalid_cells.get((row, m.name))
             if bad_field is not None:
                 cause = f"invalid row: {bad_field}"
@@ -268,8 +273,6 @@ class Scheduler:
             if problems:
                 cause = "; ".join(f"field {f!r}: {msg}" for f, msg in problems)
                 results[m.name] = Cell(status="skipped", cause=cause, cause_kind="missing_field")
-            elif m.needs_llm and plan.judge_of[m.name] is None:
-                results[m.name] = _NO_JUDGE
             else:
                 to_run.append(m)
         meter = _SampleMeter()
