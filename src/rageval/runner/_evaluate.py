@@ -523,7 +523,7 @@ class _Progress:
     def row_done(self, record: SampleLine) -> None:
         if self.line is None:
             return
-        self.line.done += 1
+        self.line.row_done(record.row)
         self.line.counters.not_measured += sum(
             c.status == "not_measured" for c in record.cells.values()
         )
@@ -726,7 +726,11 @@ async def aevaluate(
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
 
     show = _progress.wanted(progress if progress is not None else show_progress)
-    line = _progress.ProgressLine(len(ids), done=len(ids) - len(todo)) if show else None
+    line = (
+        _progress.ProgressLine(len(ids), done=len(ids) - len(todo), cells_per_row=len(metric_objs))
+        if show
+        else None
+    )
     if line is not None:
         line.counters.budget_usd = max_cost
     meter = _Progress(line, judges)
@@ -761,6 +765,7 @@ async def aevaluate(
                         window=window,
                         on_record=on_record,
                         admission=admission,
+                        on_cell=line.cell_done if line is not None else None,
                     ).run(todo)
     except Exception as stopped:
         if isinstance(stopped, BudgetReached):

@@ -192,6 +192,7 @@ class Scheduler:
         window: int,
         on_record: Callable[[SampleLine], None],
         admission: Admission | None = None,
+        on_cell: Callable[[int], None] | None = None,
     ) -> None:
         self.plans = [plans] if isinstance(plans, Plan) else list(plans)
         #: with a budget: which rows may start (see rageval.runner._cost)
@@ -202,6 +203,8 @@ class Scheduler:
         self.ids = ids
         self.window = max(1, window)
         self.on_record = on_record
+        #: told the row of each cell scored as it finishes (the progress line's rate)
+        self.on_cell = on_cell
         # the judges the repeats ask: the run's, without their request cache
         self._uncached_views: dict[int, Judge] = {}
 
@@ -289,7 +292,7 @@ class Scheduler:
             statements=SharedStatements(sample, plan.shared_judge),
             tags={"sample": sid},
         )
-        fresh = await self._score(to_run, sample, ctx, plan.judge_of)
+        fresh = await self._score(to_run, sample, ctx, plan.judge_of, row=row)
         results.update(fresh)
         if cells is not None and fresh:
             cells.keep(sample, to_run, fresh)
@@ -309,9 +312,16 @@ class Scheduler:
         sample: Sample,
         ctx: ScoringContext,
         judge_of: Mapping[str, Judge | None],
+        *,
+        row: int | None = None,
     ) -> dict[str, MetricResult]:
-        """Every cell of `metrics` on `sample` at once, each metric asking its judge."""
+        """Every cell of `metrics` on `sample` at once, each metric asking its judge; with
+        `row`, `on_cell` hears of each cell as it finishes."""
         tasks = [asyncio.ensure_future(self._cell(m, sample, ctx, judge_of)) for m in metrics]
+        if row is not None and self.on_cell is not None:
+            tell = self.on_cell
+            for task in tasks:
+                task.add_done_callback(lambda _: tell(row))
         try:
             outcomes = await asyncio.gather(*tasks)
         except BaseException:
