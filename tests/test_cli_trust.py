@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from helpers import make_judge, rows, write_jsonl
+from helpers import handle, make_judge, rows, write_jsonl
 from rageval import evaluate
 from rageval.cli import EXIT_UNMEASURED, main
 from rageval.errors import MissingExtraError
@@ -199,3 +199,93 @@ def test_to_pandas_without_pandas_is_the_same_error(monkeypatch: pytest.MonkeyPa
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(MissingExtraError, match=r"^to_pandas\(\) needs pandas, which is not"):
         result.to_pandas()
+
+
+# ---------------------------------------------------------------------- numbers
+
+
+def test_a_ci_from_one_value_or_equal_values_is_undefined_everywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.jsonl"
+    write_jsonl(data, [{"id": "a", "response": "blue sky", "reference": "blue sea"}])
+    assert run_cli("evaluate", data, "-m", "token_f1,rouge_l", "-o", tmp_path / "run") == 0
+    out = capsys.readouterr().out
+    row = next(ln for ln in out.splitlines() if ln.startswith("token_f1"))
+    assert "undefined" in row and "[0.500, 0.500]" not in row
+    assert "95% CI undefined: token_f1 (one measured value); rouge_l (one measured value)" in out
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())["metrics"]["token_f1"]
+    assert (summary["mean"], summary["ci_low"], summary["ci_high"]) == (0.5, None, None)
+    assert summary["ci_undefined"] == "one measured value"
+    # values that are all equal: the bootstrap has nothing to resample either
+    same = evaluate([{"response": "x", "reference": "x"}] * 3, ["token_f1"], progress=False)
+    assert same.summary()["token_f1"].ci_undefined == "all 3 measured values are equal"
+
+
+def test_a_gate_outside_the_metrics_range_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.jsonl"
+    write_jsonl(data, rows(1))
+    for gate, words in (
+        ("semantic_similarity=1.5", "semantic_similarity ranges over -1..1, so this gate could "
+         "never pass"),
+        ("token_f1=-0.1", "token_f1 ranges over 0..1, so this gate could never fail"),
+        ("token_f1=80", "--fail-under token_f1=80: token_f1 ranges over 0..1"),
+    ):  # fmt: skip
+        code = run_cli("evaluate", data, "-m", "token_f1,semantic_similarity", "--fail-under",
+                       gate, "-o", tmp_path / "run")  # fmt: skip
+        assert code == 2
+        assert words in capsys.readouterr().err
+        assert not (tmp_path / "run").exists()
+    code = run_cli("evaluate", data, "-m", "semantic_similarity", "-q", "--fail-under",
+                   "semantic_similarity=-0.5", "-o", tmp_path / "ok")  # fmt: skip
+    assert code == 0  # in range, if odd
+
+
+def test_a_config_file_gate_outside_the_range_is_refused_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "rageval.toml").write_text("fail_under = { token_f1 = 2 }\n")
+    data = tmp_path / "data.jsonl"
+    write_jsonl(data, rows(1))
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("evaluate", data, "-m", "token_f1", "-o", tmp_path / "run") == 2
+    assert "the config file's fail_under token_f1=2" in capsys.readouterr().err
+
+
+def test_a_metric_without_parameters_says_none(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("metrics", "faithfulness") == 0
+    out = capsys.readouterr().out
+    assert "parameters: none" in out and "parameters (defaults" not in out
+    assert "range: 0..1" in out
+    assert run_cli("metrics", "semantic_similarity") == 0
+    out = capsys.readouterr().out
+    assert "parameters (defaults; set one with -p NAME.PARAM=VALUE):" in out
+    assert "threshold = null" in out and "range: -1..1" in out
+
+
+def test_the_dry_runs_json_has_whole_counts_and_rounded_money(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rageval import estimate
+    from rageval.judge import Judge
+
+    data = tmp_path / "data.jsonl"
+    write_jsonl(data, rows(30))
+    metrics = ["faithfulness", "context_recall"]
+    with FakeOpenAI(handle) as server:
+        found = estimate(
+            data, metrics, Judge("gpt-4o-mini", base_url=server.base_url, api_key=FAKE_API_KEY)
+        )
+        assert found.requests.high != round(found.requests.high)  # 10% for re-asks
+        code = run_cli("evaluate", data, "-m", ",".join(metrics), "--llm", "gpt-4o-mini",
+                       "--base-url", server.base_url, "--dry-run", "--json")  # fmt: skip
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["requests"]["high"] == round(found.requests.high)
+    for part in (out, *out["metrics"].values(), *out["shared"].values()):
+        for figure in ("requests", "prompt_tokens", "completion_tokens"):
+            assert all(isinstance(v, int) for v in part[figure].values()), (figure, part)
+        for v in part["cost_usd"].values():
+            assert v == float(f"{v:.6g}") and len(repr(v)) <= 12, v

@@ -226,6 +226,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     file_gates = {m: v for m, v in settings.fail_under.items() if m not in dict(gates)}
     _check_param_names(cli_params, metrics)
     _check_gate_names(gates, metrics, stored)
+    _check_gate_ranges(list(file_gates.items()), "the config file's fail_under")
     if judge is None and metrics:
         _require_a_judge_for(metrics)
     if args.engine == "ray":
@@ -504,6 +505,22 @@ def _check_gate_names(
     for metric, _ in gates:
         if metric not in known:
             raise _UsageError(f"--fail-under names {metric!r}, which is not a metric of this run")
+    _check_gate_ranges(gates, "--fail-under")
+
+
+def _check_gate_ranges(gates: Sequence[tuple[str, float]], where: str) -> None:
+    """A threshold outside the metric's documented range could never pass (or never fail):
+    a typo (1.5, 80 for 0.8), refused before any work."""
+    from rageval.metrics.base import registered_metrics
+
+    known = registered_metrics()
+    for metric, threshold in gates:
+        bounds = known[metric].value_range if metric in known else None
+        if bounds is not None and not bounds[0] <= threshold <= bounds[1]:
+            raise _UsageError(
+                f"{where} {metric}={threshold:g}: {metric} ranges over {bounds[0]:g}..{bounds[1]:g}, "
+                "so this gate could never " + ("pass" if threshold > bounds[1] else "fail")
+            )
 
 
 def _require_a_judge_for(names: Sequence[str]) -> None:
@@ -788,8 +805,14 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
             f"judge: {'yes' if cls.needs_llm else 'no'}; "
             f"embeddings: {'yes' if cls.needs_embeddings else 'no'}"
         )
+        if cls.value_range is not None:
+            _out(f"range: {cls.value_range[0]:g}..{cls.value_range[1]:g}")
+        params = cls().params()
+        if not params:
+            _out("parameters: none")
+            return EXIT_OK
         _out("parameters (defaults; set one with -p NAME.PARAM=VALUE):")
-        for key, value in cls().params().items():
+        for key, value in params.items():
             _out(f"  {key} = {json.dumps(value, ensure_ascii=False, indent=2, default=str)}")
         return EXIT_OK
     rows = []

@@ -375,6 +375,7 @@ class EvaluationResult:
         return tally.summary(
             mean=ci.mean,
             ci=(ci.low, ci.high, ci.method),
+            ci_undefined=ci.undefined,
             ppi=self._ppi(metric, col),
             judge_noise=self._judge_noise(col),
         )
@@ -480,9 +481,7 @@ class EvaluationResult:
                 (
                     name,
                     _num(s.mean),
-                    "-"
-                    if s.ci_low is None or s.ci_high is None
-                    else f"[{s.ci_low:.3f}, {s.ci_high:.3f}]",
+                    _ci_cell(s, "-"),
                     str(s.n_measured),
                     str(s.n_not_measured),
                     str(s.n_skipped),
@@ -500,6 +499,11 @@ class EvaluationResult:
             ]
             lines.append("  ".join(cells).rstrip())
         lines.insert(1, "-" * len(lines[0]))
+        undefined = [
+            f"{n} ({s.ci_undefined})" for n, s in summary.metrics.items() if s.ci_undefined
+        ]
+        if undefined:
+            lines.append(f"95% CI undefined: {'; '.join(undefined)}")
         cache_hits = summary.usage.cache_hits
         if cache_hits:
             lines.append(f"({cache_hits} requests answered from the cache)")
@@ -517,15 +521,10 @@ class EvaluationResult:
         head = "".join(f"<th>{esc(h)}</th>" for h in SUMMARY_COLUMNS)
         body = []
         for name, s in self.summary().items():
-            ci = (
-                "–"
-                if s.ci_low is None or s.ci_high is None
-                else f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
-            )
             cells = [
                 name,
                 _num(s.mean),
-                ci,
+                _ci_cell(s, "–") + (f" ({s.ci_undefined})" if s.ci_undefined else ""),
                 str(s.n_measured),
                 str(s.n_not_measured),
                 str(s.n_skipped),
@@ -622,6 +621,14 @@ def _usage_cells(usage: Usage) -> tuple[str, str, str]:
 
 
 # ---------------------------------------------------------------------- run directories
+
+
+def _ci_cell(s: MetricSummary, none: str) -> str:
+    """A metric's 95% CI as the tables show it: the interval, "undefined" when the values
+    cannot give one (one value, all equal), else `none` (no value at all)."""
+    if s.ci_low is not None and s.ci_high is not None:
+        return f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
+    return "undefined" if s.ci_undefined else none
 
 
 def load_run(run_dir: str | Path) -> EvaluationResult:

@@ -364,6 +364,9 @@ class MetricSummary(_MeanWithInterval):
     """Aggregate of one metric: mean and CI over the measured cells, and every count."""
 
     ci_method: str | None = None
+    #: why there is a mean but no interval: one measured value, or values all equal (the
+    #: bootstrap has nothing to resample); written only then
+    ci_undefined: str | None = Field(default=None, exclude_if=lambda v: v is None)
     n_measured: int = 0
     n_not_measured: int = 0
     n_skipped: int = 0

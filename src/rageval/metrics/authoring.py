@@ -620,6 +620,7 @@ class RatingMetric(Metric):
     template. (A subclass may still write its own ``measure`` around :meth:`rate`.)"""
 
     needs_llm = True  # every rating is the judge's
+    value_range = (0.0, 1.0)  # the rating's position on its scale
     scale: ClassVar[tuple[int, ...]]
 
     def __init__(self, *, max_retries: int = 5, **kw: Any) -> None:

@@ -49,6 +49,7 @@ class Faithfulness(Metric):
     name = "faithfulness"
     required_fields = ("user_input", "response", "retrieved_contexts")
     needs_llm = True
+    value_range = (0.0, 1.0)
     statement_needs = frozenset({"response"})
     summary = "share of the response's claims supported by the retrieved contexts"
 

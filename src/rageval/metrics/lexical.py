@@ -59,6 +59,7 @@ class LexicalMetric(Metric):
     (:meth:`count_overlap`, the one thing a lexical baseline defines) and its F-measure."""
 
     required_fields = ("response", "reference")
+    value_range = (0.0, 1.0)
     blank_rules = (NO_REFERENCE, zero_if_blank("response", "the response is empty"))
     drop_articles: ClassVar[bool]
     #: evidence key and reason wording of the overlap count
