@@ -88,6 +88,11 @@ def test_metrics_left_out_of_the_default_selection_are_named_with_why(
     result = evaluate(data, run_dir=tmp_path / "py", progress=False)
     assert result.metrics_left_out == left_out
     assert sorted(result.metrics) == ["rouge_l", "semantic_similarity", "token_f1"]
+    # the dry run names them too
+    assert run_cli("evaluate", data, "--dry-run") == 0
+    assert "note: not run: faithfulness (no row has 'user_input' (or 'question')" in (
+        capsys.readouterr().out
+    )
     # all the fields: nothing left out, and no manifest key
     evaluate(rows(1), run_dir=tmp_path / "all", progress=False)
     assert "metrics_left_out" not in json.loads((tmp_path / "all" / "manifest.json").read_text())

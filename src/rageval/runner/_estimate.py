@@ -417,7 +417,7 @@ def estimate(
     total = _Tally()
     for part in (*per_metric.values(), *shared.values()):
         total.add(part)
-    notes = []
+    notes = [f"not run: {name} ({why})" for name, why in run.left_out.items()]
     undeclared = sorted(name for name, t in per_metric.items() if not t.declared)
     if undeclared:
         notes.append(
