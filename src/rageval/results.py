@@ -620,15 +620,15 @@ def _usage_cells(usage: Usage) -> tuple[str, str, str]:
     return f"{usage.requests:,}", f"{usage.total_tokens:,}", cost
 
 
-# ---------------------------------------------------------------------- run directories
-
-
 def _ci_cell(s: MetricSummary, none: str) -> str:
     """A metric's 95% CI as the tables show it: the interval, "undefined" when the values
     cannot give one (one value, all equal), else `none` (no value at all)."""
     if s.ci_low is not None and s.ci_high is not None:
         return f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
     return "undefined" if s.ci_undefined else none
+
+
+# ---------------------------------------------------------------------- run directories
 
 
 def load_run(run_dir: str | Path) -> EvaluationResult:

@@ -28,7 +28,10 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   request behind each line, so that a resumed run re-attaches to a batch in flight); the
   manifest says whether the run was batched, and how (``batch``, ``batch_settings``). All of
   it is optional and its absence means what format 3 meant (no cached tokens, online
-  requests), so a run of format 2 or 3 reads as it is and can be resumed.
+  requests), so a run of format 2 or 3 reads as it is and can be resumed. Optional too, and
+  written only when they say something: a metric's ``ci_undefined`` in the summary (why it has
+  a mean and no interval: one value, or values all equal) and the manifest's
+  ``metrics_left_out`` (the default selection's metrics the data could not feed, with why).
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
