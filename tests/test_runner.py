@@ -383,9 +383,10 @@ def test_progress_line_content() -> None:
     stream = io.StringIO()
     now = [0.0]
     line = ProgressLine(10, done=2, cells_per_row=2, stream=stream, clock=lambda: now[0])
-    for row in range(2, 6):
-        line.row_done(row)
+    line.row_done(2)
     now[0] = 10.0
+    for row in range(3, 6):
+        line.row_done(row)
     line.counters.requests, line.counters.tokens = 12, 3400
     line.counters.cost_usd, line.counters.cache_hits, line.counters.not_measured = 0.0012, 2, 1
     text = line.text()
@@ -397,7 +398,7 @@ def test_progress_line_content() -> None:
         "cost $0.0012",
         "cache hits 2",
         "not measured 1",
-        "ETA 10s",  # 8 cells in 10 s, 8 left
+        "ETA 13s",  # 6 cells in the 10 s since the first row, 8 left
     ):
         assert part in text
     line.close()

@@ -17,8 +17,10 @@ _MIN_REDRAW_S = 0.1
 # The ETA is the work left over the rate of finished cells (a row's metrics), not rows: every
 # row of the scheduling window starts at once and a row finishes with its slowest cell, so rows
 # come in waves and the first one says nothing about the rate (a 66 s run once showed 47 min
-# from its first row). No ETA before this share of the session's cells is done and this many
-# seconds have passed: a rate measured on less is the pipeline filling, not the run.
+# from its first row). The rate is measured from the first finished row on: until then the
+# pipeline is filling (each row's first requests wait on no earlier reply, its later ones
+# do), which is not the pace of the run. No ETA before this many seconds of that and this
+# share of the session's cells: a rate measured on less is noise.
 ETA_MIN_SHARE = 0.05
 ETA_MIN_SECONDS = 5.0
 #: the rate is measured over about the last this many seconds, so it follows a run whose pace
@@ -92,9 +94,9 @@ class ProgressLine:
         self._reported: dict[int, int] = {}  # row -> its cells counted by cell_done()
         self._stream = stream if stream is not None else sys.stderr
         self._clock = clock
-        self._started = clock()
-        # (time, cells done then): the oldest is where the rate is measured from
-        self._marks: deque[tuple[float, int]] = deque([(self._started, 0)])
+        # (time, cells done then) from the first row finished on: the oldest is where the rate
+        # is measured from
+        self._marks: deque[tuple[float, int]] = deque()
         self._last_draw = float("-inf")
         self._width = 0
         self.counters = Counters()
@@ -108,6 +110,8 @@ class ProgressLine:
     def row_done(self, row: int) -> None:
         self.done += 1
         self.cells_done += self.cells_per_row - self._reported.pop(row, 0)
+        if not self._marks:  # the pipeline is full: the rate is measured from here
+            self._marks.append((self._clock(), self.cells_done))
 
     def text(self) -> str:
         c = self.counters
@@ -138,16 +142,18 @@ class ProgressLine:
     def eta(self) -> float | None:
         """Seconds left at the recent rate of finished cells; None until that rate means
         something (see :data:`ETA_MIN_SHARE`) and once nothing is left."""
+        if not self._marks:
+            return None  # no row finished yet
         now = self._clock()
         self._mark(now)
         left = self._cells_todo - self.cells_done
+        since, done_then = self._marks[0]
         if (
             left <= 0
-            or now - self._started < ETA_MIN_SECONDS
+            or now - since < ETA_MIN_SECONDS
             or self.cells_done < ETA_MIN_SHARE * self._cells_todo
         ):
             return None
-        since, done_then = self._marks[0]
         rate = (self.cells_done - done_then) / (now - since) if now > since else 0.0
         return left / rate if rate > 0 else None
 
