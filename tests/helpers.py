@@ -14,7 +14,9 @@
 - a hand-written run directory for the report's tests (``write_run``, ``synthetic_run``,
   ``embedded_payload``);
 - what a piece of code imports in a fresh interpreter (``modules_after``,
-  ``assert_ray_not_imported``).
+  ``assert_ray_not_imported``);
+- the code blocks of the project's Markdown pages, run as written (``markdown_blocks``,
+  ``run_block``).
 
 Topic helpers live next to it: browser_helpers.py (the report's Chromium), calibration_helpers.py
 (stand-ins for the public labelled datasets), reliability/reliability_helpers.py (the
@@ -31,7 +33,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from _harness import EIGHT as EIGHT  # the eight judge metrics the bars are measured on
 from judge_server import FAULTS as FAULTS  # the transient faults a fault rate draws from
@@ -502,3 +504,44 @@ def assert_ray_not_imported() -> None:
     for code in ("import rageval", "import rageval.runner.engines", cli_help):
         loaded = modules_after(code)
         assert "ray" not in loaded, f"{code!r} imports ray"
+
+
+# ---------------------------------------------------------------------- docs run as written
+_FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.S | re.M)
+
+
+class Block(NamedTuple):
+    """A fenced block of a Markdown page: the ``## `` section it is in, its language, its code
+    and the page's line number of its first line of code."""
+
+    section: str
+    language: str
+    code: str
+    line: int
+
+
+def markdown_blocks(page: Path) -> list[Block]:
+    """Every fenced block of the Markdown `page`, in order."""
+    text = page.read_text(encoding="utf-8")
+    headings = [(m.start(), m.group(1)) for m in re.finditer(r"^## (.+)$", text, re.M)]
+    found = []
+    for m in _FENCE.finditer(text):
+        section = next((h for at, h in reversed(headings) if at < m.start()), "")
+        found.append(Block(section, m.group(1), m.group(2), text.count("\n", 0, m.start(2)) + 1))
+    return found
+
+
+def run_block(code: str, *, page: Path, line: int, scope: dict[str, Any]) -> None:
+    """A Python block as a notebook cell runs it, in `scope`: top-level ``await`` allowed (in
+    a fresh event loop), and a traceback names the page's own line numbers."""
+    import ast
+    import asyncio
+    import inspect
+
+    compiled = compile(
+        "\n" * (line - 1) + code, str(page), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    )
+    if compiled.co_flags & inspect.CO_COROUTINE:  # the block awaits
+        asyncio.run(eval(compiled, scope))
+    else:
+        exec(compiled, scope)

@@ -331,8 +331,9 @@ def test_a_judge_that_always_answers_garbage_fits_on_a_screen(
             "-o", tmp_path / "run", "--embeddings", "local",
         )  # fmt: skip
         requests = len(server.chat_requests)
-    out, _ = capsys.readouterr()
-    assert code == 0
+    out, err = capsys.readouterr()
+    assert code == 7  # every metric measured nothing: said, and not a pass
+    assert err.count("measured nothing: ") == 8
     lines = out.splitlines()
     assert len(lines) <= 40, out  # a screenful
     assert "invalid_reply: 320 cells" in out

@@ -5,13 +5,13 @@ shows becomes the test server's), then every ``test_*`` function the guide defin
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import markdown_blocks, run_block
 from rageval.metrics import base
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RandomJudge
 
@@ -19,13 +19,11 @@ GUIDE = Path(__file__).resolve().parents[1] / "docs" / "writing-metrics.md"
 README = GUIDE.parents[1] / "README.md"
 #: the endpoint the guide shows; the only text the test replaces
 REAL_ENDPOINT = "https://api.openai.com/v1"
-_BLOCK = re.compile(r"^```python\n(.*?)^```$", re.S | re.M)
 
 
 def blocks() -> list[tuple[int, str]]:
     """(first line number in the guide, code) of every Python block."""
-    text = GUIDE.read_text()
-    return [(text.count("\n", 0, m.start(1)) + 1, m.group(1)) for m in _BLOCK.finditer(text)]
+    return [(b.line, b.code) for b in markdown_blocks(GUIDE) if b.language == "python"]
 
 
 def test_the_two_example_metrics_are_short_and_use_only_public_api() -> None:
@@ -53,8 +51,7 @@ def test_the_guide_runs_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
         for line, code in blocks():
             replaced += code.count(REAL_ENDPOINT)
             code = code.replace(REAL_ENDPOINT, server.base_url)
-            # padded so that a traceback names the guide's own line numbers
-            exec(compile("\n" * (line - 1) + code, str(GUIDE), "exec"), namespace)
+            run_block(code, page=GUIDE, line=line, scope=namespace)
         asked = len(server.chat_requests)
     assert replaced == 1
     # "Using them": all three metrics measured by the judge the guide configured

@@ -69,17 +69,16 @@ def test_engine_options_are_checked_before_any_work(fake_openai: FakeOpenAI) -> 
 def test_engine_ray_without_ray_names_the_extra(
     fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import importlib.util
+    import sys
 
-    real = importlib.util.find_spec
+    from rageval.errors import MissingExtraError
 
-    def find_spec(name: str, *args: Any) -> Any:
-        return None if name.split(".")[0] == "ray" else real(name, *args)
-
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    with pytest.raises(RunConfigError) as caught:
+    monkeypatch.setitem(sys.modules, "ray", None)  # not installed (even where it is)
+    with pytest.raises(MissingExtraError) as caught:
         evaluate(rows(2), METRICS, llm=make_judge(fake_openai), engine="ray", progress=False)
-    assert RAY_INSTALL_HINT in str(caught.value)
+    assert (
+        str(caught.value) == f"engine='ray' needs ray, which is not installed: {RAY_INSTALL_HINT}"
+    )
     assert fake_openai.requests == []
 
     from rageval.cli import main

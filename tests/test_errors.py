@@ -21,6 +21,7 @@ PUBLIC = [
     ("JudgeError", "rageval.judge", Exception),
     ("FatalJudgeError", "rageval.judge", Exception),
     ("JudgeCallFailed", "rageval.judge", Exception),
+    ("MissingExtraError", "rageval.errors", ImportError),
     ("NoJudgeError", "rageval.metrics.base", RuntimeError),
     ("ModelFilesError", "rageval.embeddings", RuntimeError),
     ("NetworkBlockedError", "rageval.testing", RuntimeError),

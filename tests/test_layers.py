@@ -17,7 +17,10 @@ PACKAGE = SRC / "rageval"
 
 #: bottom to top; a unit is a top-level module or package of rageval
 LAYERS: list[tuple[str, frozenset[str]]] = [
-    ("foundation", frozenset({"errors", "_env", "_sync", "_version", "_progress", "_rundir_lock"})),
+    (
+        "foundation",
+        frozenset({"errors", "_env", "_extras", "_sync", "_version", "_progress", "_rundir_lock"}),
+    ),
     ("test support", frozenset({"testing"})),
     ("data in", frozenset({"samples", "labels"})),
     ("endpoint client", frozenset({"_client"})),

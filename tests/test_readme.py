@@ -1,21 +1,208 @@
-"""The README's own code, run as written."""
+"""The README's own code, run as written, right after the Quickstart's install.
+
+Every Python block of the README runs here: the Python section's in order in one namespace
+(as in a notebook), the pytest plugin's as a test file pytest runs in a child process. A judge
+they need is the project's test server, reached through the environment (OPENAI_BASE_URL,
+OPENAI_API_KEY, RAGEVAL_LLM) as a user's would be. The Quickstart installs the core package
+only: every module of the optional extras (pyproject.toml) is made unimportable, except those
+of an extra a ``pip install 'rageval[EXTRA]'`` block of the README installs before the block.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from helpers import handle
+from helpers import handle, markdown_blocks, run_block
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+BLOCKS = markdown_blocks(README)
+_INSTALLS_EXTRA = re.compile(r"pip install '(?:rageval|\.)\[(\w+)\]'")
 
 
 def _blocks(section: str, language: str) -> list[str]:
-    body = README.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(rf"```{language}\n(.*?)```", body, re.DOTALL)
+    return [b.code for b in BLOCKS if b.section == section and b.language == language]
+
+
+def _extra_modules() -> dict[str, set[str]]:
+    """extra -> the top-level modules it installs, from pyproject.toml (dev is not an extra
+    users install)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = project["project"]["optional-dependencies"]
+    return {
+        extra: {re.split(r"[\[<>=;! ]", req, maxsplit=1)[0].replace("-", "_") for req in reqs}
+        for extra, reqs in extras.items()
+        if extra != "dev"
+    }
+
+
+EXTRAS = _extra_modules()
+
+
+#: the extras' modules this process had imported before a test hid them
+_HIDDEN: dict[str, object] = {}
+
+
+def _only_the_core_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every module of every extra unimportable, as after `pip install .`."""
+    for modules in EXTRAS.values():
+        for module in modules:
+            _HIDDEN[module] = sys.modules.get(module)
+            monkeypatch.setitem(sys.modules, module, None)
+
+
+def _install(extra: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `pip install 'rageval[extra]'` adds: its modules importable again."""
+    for module in EXTRAS[extra]:
+        if _HIDDEN.get(module) is not None:
+            monkeypatch.setitem(sys.modules, module, _HIDDEN[module])
+        else:
+            monkeypatch.delitem(sys.modules, module)
+
+
+@pytest.fixture
+def judge_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    with FakeOpenAI(handle) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        yield server
+
+
+def _resumes(code: str) -> bool:
+    return "resume=True" in code
+
+
+def test_the_python_section_runs_as_written_after_the_quickstart_install(
+    judge_env: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _only_the_core_install(monkeypatch)
+    scope: dict[str, object] = {}
+    ran = installed = 0
+    for block in BLOCKS:
+        if block.section != "Python":
+            continue
+        if block.language == "bash":
+            for extra in _INSTALLS_EXTRA.findall(block.code):
+                _install(extra, monkeypatch)
+                installed += 1
+        elif block.language == "python" and not _resumes(block.code):  # see the test below
+            run_block(block.code, page=README, line=block.line, scope=scope)
+            ran += 1
+    assert (ran, installed) == (3, 1)
+    assert len(scope["df"]) == 1  # type: ignore[arg-type]  # to_pandas(), pandas installed
+    out = capsys.readouterr().out
+    assert "faithfulness" in out and "95% CI" in out  # print(result)
+    assert "ok " in out  # the first cell's status and reason
+    value = scope["result"]  # the single-metric block's
+    assert value.status == "ok"  # type: ignore[attr-defined]
+    assert len(judge_env.chat_requests) > 0
+
+
+def test_to_pandas_is_the_one_block_that_needs_its_extra(
+    judge_env: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the README's `pip install 'rageval[pandas]'`, its block stops with the
+    install command (so the extra's install is the one the README shows)."""
+    from rageval.errors import MissingExtraError
+
+    _only_the_core_install(monkeypatch)
+    first, *_ = _blocks("Python", "python")
+    scope: dict[str, object] = {}
+    exec(compile(first, "README.md", "exec"), scope)
+    pandas_block = next(b for b in _blocks("Python", "python") if "to_pandas()" in b)
+    with pytest.raises(MissingExtraError, match=r"pip install 'rageval\[pandas\]'"):
+        exec(compile(pandas_block, "README.md", "exec"), scope)
+
+
+def test_the_resume_block_continues_the_first_run(
+    judge_env: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _only_the_core_install(monkeypatch)
+    first, *rest = _blocks("Python", "python")
+    (resume,) = [b for b in rest if _resumes(b)]
+    scope: dict[str, object] = {}
+    exec(compile(first, "README.md", "exec"), scope)
+    before = scope["result"]
+    sent = len(judge_env.chat_requests)
+    exec(compile(resume, "README.md", "exec"), scope)
+    after = scope["result"]
+    assert after is not before
+    assert after["faithfulness"] == before["faithfulness"]  # type: ignore[index]
+    assert len(judge_env.chat_requests) == sent  # nothing left to do, nothing sent
+
+
+def test_the_python_example_runs_twice_in_one_session(judge_env: FakeOpenAI) -> None:
+    """As a notebook cell run again: the second run replaces the first one's directory."""
+    code = _blocks("Python", "python")[0]
+    for _ in range(2):
+        scope: dict[str, object] = {}
+        exec(compile(code, "README.md", "exec"), scope)
+        assert len(scope["result"]) == 1  # type: ignore[arg-type]
+    run = Path("runs") / "first"
+    assert (run / "summary.json").exists()
+    assert len((run / "results.jsonl").read_text().splitlines()) == 1
+
+
+#: the user's RAG system the pytest plugin's block imports (its one line that is not rageval)
+MY_RAG = """
+DOCS = {
+    "When was the first Super Bowl?": "Super Bowl I was played on January 15, 1967.",
+    "Where was the first Super Bowl played?": "Super Bowl I was played in Los Angeles.",
+}
+QUESTIONS = list(DOCS)
+
+
+def retrieve(question):
+    return [DOCS[question]]
+
+
+def answer(question):
+    return DOCS[question]
+"""
+
+
+def test_the_pytest_plugin_block_runs_as_a_test(judge_env: FakeOpenAI, tmp_path: Path) -> None:
+    (code,) = _blocks("CI: the pytest plugin", "python")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "my_rag.py").write_text(MY_RAG, encoding="utf-8")
+    (project / "test_rag.py").write_text(code, encoding="utf-8")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST_", "RAGEVAL_")) and k != "COV_CORE_SOURCE"
+    }
+    env.update(RAGEVAL_LLM="gpt-4o-mini", RAGEVAL_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+    assert len(judge_env.chat_requests) > 0
+
+
+def test_every_python_block_of_the_readme_is_run_here() -> None:
+    sections = {b.section for b in BLOCKS if b.language == "python"}
+    assert sections == {"Python", "CI: the pytest plugin"}
 
 
 def test_the_quickstart_block_is_two_command_lines() -> None:
@@ -27,24 +214,6 @@ def test_the_quickstart_block_is_two_command_lines() -> None:
     checks = ["ruff check .", "ruff format --check .", "mypy --strict", "python -m pytest"]
     at = [lines[1].find(check) for check in checks]
     assert -1 not in at and at == sorted(at), lines[1]
-
-
-def test_the_python_example_runs_twice_in_one_session(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """As a notebook cell run again: the second run replaces the first one's directory."""
-    code = _blocks("Python", "python")[0]
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
-    with FakeOpenAI(handle) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        for _ in range(2):
-            scope: dict[str, object] = {}
-            exec(compile(code, "README.md", "exec"), scope)
-            df = scope["df"]
-            assert len(df) == 1  # type: ignore[arg-type]
-    assert (tmp_path / "runs" / "first" / "summary.json").exists()
-    assert len((tmp_path / "runs" / "first" / "results.jsonl").read_text().splitlines()) == 1
 
 
 def test_the_config_file_example_is_valid(tmp_path: Path) -> None:

@@ -458,3 +458,24 @@ def test_bidi_controls_are_shown_never_applied_and_data_text_has_dir_auto(
         assert page.evaluate("getComputedStyle(document.body).direction") == "ltr"
     finally:
         view.close()
+
+
+def test_an_interval_one_value_cannot_give_is_shown_as_undefined(
+    browser: Browser, tmp_path: Path
+) -> None:
+    from rageval import evaluate
+
+    evaluate(
+        [{"id": "a", "response": "blue sky", "reference": "blue sea"}],
+        ["token_f1"],
+        run_dir=tmp_path / "one",
+        progress=False,
+    )
+    view = Opened(browser, tmp_path / "one" / "report.html")
+    try:
+        row = view.page.locator("table.summary tbody tr").first.inner_text()
+        assert "undefined (one measured value)" in row and "0.500 – 0.500" not in row
+        caption = view.page.locator("figure.dist .dist-stats").first.inner_text()
+        assert caption == "mean 0.500 (95% CI undefined: one measured value)"
+    finally:
+        view.close()

@@ -381,19 +381,24 @@ def test_progress_line_content() -> None:
     from rageval._progress import ProgressLine, wanted
 
     stream = io.StringIO()
-    line = ProgressLine(10, done=2, stream=stream)
-    line.done = 6
+    now = [0.0]
+    line = ProgressLine(10, done=2, cells_per_row=2, stream=stream, clock=lambda: now[0])
+    line.row_done(2)
+    now[0] = 10.0
+    for row in range(3, 6):
+        line.row_done(row)
     line.counters.requests, line.counters.tokens = 12, 3400
     line.counters.cost_usd, line.counters.cache_hits, line.counters.not_measured = 0.0012, 2, 1
     text = line.text()
     for part in (
         "rows 6/10",
+        "cells 12/20",
         "requests 12",
         "tokens 3,400",
         "cost $0.0012",
         "cache hits 2",
         "not measured 1",
-        "ETA",
+        "ETA 13s",  # 6 cells in the 10 s since the first row, 8 left
     ):
         assert part in text
     line.close()

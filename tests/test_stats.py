@@ -39,14 +39,20 @@ def test_ci_is_reproducible_and_depends_on_the_seed() -> None:
 
 
 def test_not_measured_values_are_left_out_not_counted_as_zero() -> None:
-    ci = bootstrap_ci([1.0, None, 1.0, None])
+    ci = bootstrap_ci([1.0, None, 0.5, None])
     assert ci.n == 2
-    assert ci.mean == 1.0 and ci.low == 1.0 and ci.high == 1.0
+    assert ci.mean == 0.75 and ci.low is not None and ci.high is not None
 
 
 def test_edge_sizes() -> None:
     one = bootstrap_ci([0.7])
-    assert (one.mean, one.low, one.high, one.n) == (0.7, 0.7, 0.7, 1)
+    # one value says nothing about the uncertainty: a mean, and no interval (not [0.7, 0.7])
+    assert (one.mean, one.low, one.high, one.n) == (0.7, None, None, 1)
+    assert one.undefined == "one measured value"
+    same = bootstrap_ci([0.25, None, 0.25, 0.25])
+    assert (same.mean, same.low, same.high) == (0.25, None, None)
+    assert same.undefined == "all 3 measured values are equal"
+    assert bootstrap_ci([0.25, 0.5]).undefined is None
     none = bootstrap_ci([None, None])
     assert none.mean is None and none.low is None and none.n == 0
     with pytest.raises(ValueError, match="finite"):

@@ -8,10 +8,24 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
 _MIN_REDRAW_S = 0.1
+# The ETA is the work left over the rate of finished cells (a row's metrics), not rows: every
+# row of the scheduling window starts at once and a row finishes with its slowest cell, so rows
+# come in waves and the first one says nothing about the rate (a 66 s run once showed 47 min
+# from its first row). The rate is measured from the first finished row on: until then the
+# pipeline is filling (each row's first requests wait on no earlier reply, its later ones
+# do), which is not the pace of the run. No ETA before this many seconds of that and this
+# share of the session's cells: a rate measured on less is noise.
+ETA_MIN_SHARE = 0.05
+ETA_MIN_SECONDS = 5.0
+#: the rate is measured over about the last this many seconds, so it follows a run whose pace
+#: changes (a slower endpoint, the offline metrics' quick cells at the start)
+RATE_WINDOW_SECONDS = 30.0
 
 
 @dataclass
@@ -54,21 +68,57 @@ def _duration(duration: float) -> str:
 
 
 class ProgressLine:
-    """Rows done out of total plus the run's counters; `update()` is cheap to call often."""
+    """Rows done out of total plus the run's counters; `update()` is cheap to call often.
 
-    def __init__(self, total: int, *, done: int = 0, stream: TextIO | None = None) -> None:
+    Work is counted in cells, `cells_per_row` a row: :meth:`cell_done` as each finishes (when
+    the engine reports cells), :meth:`row_done` when its row does (counting the row's cells not
+    reported yet). `clock` is the time source (seconds, monotonic).
+    """
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        done: int = 0,
+        cells_per_row: int = 1,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.total = total
         self.done = done
-        self._start_done = done
+        self.cells_per_row = max(1, cells_per_row)
+        #: cells finished in this session (rows kept from before a resume are not)
+        self.cells_done = 0
+        self._kept_cells = done * self.cells_per_row
+        self._cells_todo = (total - done) * self.cells_per_row
+        self._reported: dict[int, int] = {}  # row -> its cells counted by cell_done()
         self._stream = stream if stream is not None else sys.stderr
-        self._started = time.monotonic()
-        self._last_draw = 0.0
+        self._clock = clock
+        # (time, cells done then) from the first row finished on: the oldest is where the rate
+        # is measured from
+        self._marks: deque[tuple[float, int]] = deque()
+        self._last_draw = float("-inf")
         self._width = 0
         self.counters = Counters()
+
+    def cell_done(self, row: int) -> None:
+        counted = self._reported.get(row, 0)
+        if counted < self.cells_per_row:  # a cell scored again (repeats) is not more work done
+            self._reported[row] = counted + 1
+            self.cells_done += 1
+
+    def row_done(self, row: int) -> None:
+        self.done += 1
+        self.cells_done += self.cells_per_row - self._reported.pop(row, 0)
+        if not self._marks:  # the pipeline is full: the rate is measured from here
+            self._marks.append((self._clock(), self.cells_done))
 
     def text(self) -> str:
         c = self.counters
         parts = [f"rows {self.done}/{self.total}"]
+        if self.cells_per_row > 1:
+            cells_total = self._kept_cells + self._cells_todo
+            parts.append(f"cells {self._kept_cells + self.cells_done:,}/{cells_total:,}")
         if c.requests or c.cache_hits:
             parts.append(f"requests {c.requests:,}")
             parts.append(f"tokens {c.tokens:,}")
@@ -90,15 +140,33 @@ class ProgressLine:
         return "  ".join(parts)
 
     def eta(self) -> float | None:
-        finished_here = self.done - self._start_done
-        remaining = self.total - self.done
-        if finished_here <= 0 or remaining <= 0:
+        """Seconds left at the recent rate of finished cells; None until that rate means
+        something (see :data:`ETA_MIN_SHARE`) and once nothing is left."""
+        if not self._marks:
+            return None  # no row finished yet
+        now = self._clock()
+        self._mark(now)
+        left = self._cells_todo - self.cells_done
+        since, done_then = self._marks[0]
+        if (
+            left <= 0
+            or now - since < ETA_MIN_SECONDS
+            or self.cells_done < ETA_MIN_SHARE * self._cells_todo
+        ):
             return None
-        elapsed = time.monotonic() - self._started
-        return elapsed / finished_here * remaining
+        rate = (self.cells_done - done_then) / (now - since) if now > since else 0.0
+        return left / rate if rate > 0 else None
+
+    def _mark(self, now: float) -> None:
+        """Remember how far the run was, once a second; forget marks older than the window
+        (keeping the newest of those, where the rate is measured from)."""
+        if now - self._marks[-1][0] >= 1.0:
+            self._marks.append((now, self.cells_done))
+        while len(self._marks) > 1 and now - self._marks[1][0] >= RATE_WINDOW_SECONDS:
+            self._marks.popleft()
 
     def update(self, *, force: bool = False) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if not force and now - self._last_draw < _MIN_REDRAW_S:
             return
         self._last_draw = now

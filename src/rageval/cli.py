@@ -3,12 +3,14 @@
 Only the standard library is imported at module level so that `rageval --help` and
 `rageval --version` answer at once; each command imports what it needs when it runs.
 
-Exit codes: 0 ok, 1 a --fail-under gate failed, 2 usage, input or configuration error, 3 fatal
-judge error (endpoint unreachable, bad key, unknown model...) or a failed Ray job, 4 a
-`calibrate --min-kappa` gate failed, 5 the `--max-cost` budget was reached (the run stopped,
-resumable), 6 the run directory is in use (another run, resume or calibration is writing it:
-refused at once, nothing written), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). A reader
-that stops reading (`| head`) changes none of them.
+Exit codes (:data:`EXIT_CODES`, printed by `rageval --help`): 0 ok, 1 a --fail-under gate
+failed, 2 usage, input or configuration error (a missing optional extra too), 3 fatal judge
+error (endpoint unreachable, bad key, unknown model...) or a failed Ray job, 4 a `calibrate
+--min-kappa` gate failed, 5 the `--max-cost` budget was reached (the run stopped, resumable),
+6 the run directory is in use (another run, resume or calibration is writing it: refused at
+once, nothing written), 7 a metric that ran measured no cell at all (unless
+--allow-unmeasured), 130 interrupted
+(Ctrl-C), 143 terminated (SIGTERM). A reader that stops reading (`| head`) changes none of them.
 """
 
 from __future__ import annotations
@@ -40,7 +42,26 @@ EXIT_CALIBRATION_GATE = 4
 EXIT_BUDGET = 5
 #: another writer holds the run directory (rageval._rundir_lock); nothing was written
 EXIT_IN_USE = 6
+#: `evaluate`: a metric that ran got no value in any cell (--allow-unmeasured accepts it)
+EXIT_UNMEASURED = 7
 EXIT_TERMINATED = 128 + signal.SIGTERM
+
+#: every exit code and what it means, as `rageval --help` lists them
+EXIT_CODES = (
+    (EXIT_OK, "ok"),
+    (EXIT_GATE, "a --fail-under gate failed (it wins over 6)"),
+    (EXIT_USAGE, "usage, input or configuration error; an optional extra that is not installed"),
+    (
+        EXIT_FATAL,
+        "fatal judge error (unreachable endpoint, bad key, unknown model) or a failed Ray job",
+    ),
+    (EXIT_CALIBRATION_GATE, "a calibrate --min-kappa gate failed"),
+    (EXIT_BUDGET, "stopped at the --max-cost budget (resumable)"),
+    (EXIT_IN_USE, "the run directory is in use by another run: nothing was written"),
+    (EXIT_UNMEASURED, "a metric that ran measured no cell at all (--allow-unmeasured accepts it)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+    (EXIT_TERMINATED, "terminated (SIGTERM): handled as Ctrl-C"),
+)
 
 
 class _UsageError(Exception):
@@ -179,7 +200,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     from rageval._config import Settings, merged_params, parse_params
-    from rageval.errors import BudgetReached
+    from rageval.errors import BudgetReached, MissingExtraError
     from rageval.judge import FatalJudgeError
     from rageval.runner import RunConfigError, RunDirError, evaluate
     from rageval.runner.engines import RayEngineError
@@ -228,6 +249,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     file_gates = {m: v for m, v in settings.fail_under.items() if m not in dict(gates)}
     _check_param_names(cli_params, metrics)
     _check_gate_names(gates, metrics, stored)
+    _check_gate_ranges(list(file_gates.items()), "the config file's fail_under")
     if judge is None and metrics:
         _require_a_judge_for(metrics)
     if args.engine == "ray":
@@ -258,7 +280,13 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
                 # resuming without --batch: as the run was started
                 batch=_batch_settings(args.batch, settings.batch),
             )
-    except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
+    except (
+        InvalidDataError,
+        RunConfigError,
+        RunDirError,
+        FileNotFoundError,
+        MissingExtraError,
+    ) as e:
         _discard_unused(copy, run_dir)
         raise _UsageError(str(e)) from None
     except BudgetReached as e:
@@ -298,9 +326,37 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     _print_batches(run_dir)
     report = run_dir / "report.html"
     _out(f"\nrun directory: {run_dir}" + (f"  (report: {report})" if report.exists() else ""))
-    return _check_gates(
+    _print_left_out(result.metrics_left_out)
+    gated = _check_gates(
         result, [*gates, *((m, v) for m, v in file_gates.items() if m in result.metrics)]
     )
+    unmeasured = result.unmeasured_metrics
+    for name, why in unmeasured.items():
+        _err(f"measured nothing: {name}: {why}")
+    if gated != EXIT_OK:
+        return gated
+    if unmeasured and not args.allow_unmeasured:
+        _err(
+            f"exit {EXIT_UNMEASURED}: {len(unmeasured)} metric(s) measured nothing (the causes "
+            "above; every one in the report); --allow-unmeasured accepts such a run"
+        )
+        return EXIT_UNMEASURED
+    return EXIT_OK
+
+
+def _print_left_out(left_out: dict[str, str]) -> None:
+    """The metrics the default selection left out, grouped by why, on stderr: never silently."""
+    if not left_out:
+        return
+    by_reason: dict[str, list[str]] = {}
+    for name, why in left_out.items():
+        by_reason.setdefault(why, []).append(name)
+    _err(
+        "not run (no metric was named, and the data lacks what these need; name one with -m "
+        "to see which rows lack what, or map a column with --column-map):"
+    )
+    for why, names in by_reason.items():
+        _err(f"  {', '.join(names)}: {why}")
 
 
 def _dry_run(
@@ -472,6 +528,22 @@ def _check_gate_names(
     for metric, _ in gates:
         if metric not in known:
             raise _UsageError(f"--fail-under names {metric!r}, which is not a metric of this run")
+    _check_gate_ranges(gates, "--fail-under")
+
+
+def _check_gate_ranges(gates: Sequence[tuple[str, float]], where: str) -> None:
+    """A threshold outside the metric's documented range could never pass (or never fail):
+    a typo (1.5, 80 for 0.8), refused before any work."""
+    from rageval.metrics.base import registered_metrics
+
+    known = registered_metrics()
+    for metric, threshold in gates:
+        bounds = known[metric].value_range if metric in known else None
+        if bounds is not None and not bounds[0] <= threshold <= bounds[1]:
+            raise _UsageError(
+                f"{where} {metric}={threshold:g}: {metric} ranges over {bounds[0]:g}..{bounds[1]:g}, "
+                "so this gate could never " + ("pass" if threshold > bounds[1] else "fail")
+            )
 
 
 def _require_a_judge_for(names: Sequence[str]) -> None:
@@ -755,8 +827,14 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
             f"judge: {'yes' if cls.needs_llm else 'no'}; "
             f"embeddings: {'yes' if cls.needs_embeddings else 'no'}"
         )
+        if cls.value_range is not None:
+            _out(f"range: {cls.value_range[0]:g}..{cls.value_range[1]:g}")
+        params = cls().params()
+        if not params:
+            _out("parameters: none")
+            return EXIT_OK
         _out("parameters (defaults; set one with -p NAME.PARAM=VALUE):")
-        for key, value in cls().params().items():
+        for key, value in params.items():
             _out(f"  {key} = {json.dumps(value, ensure_ascii=False, indent=2, default=str)}")
         return EXIT_OK
     rows = []
@@ -872,13 +950,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rageval",
         description="Score RAG outputs with LLM judges and embeddings.",
-        epilog="Judge configuration from the environment: RAGEVAL_LLM (model), OPENAI_BASE_URL "
-        "or RAGEVAL_BASE_URL (endpoint: OpenAI, Ollama, vLLM...), OPENAI_API_KEY.",
+        epilog="judge configuration from the environment: RAGEVAL_LLM (model), OPENAI_BASE_URL\n"
+        "or RAGEVAL_BASE_URL (endpoint: OpenAI, Ollama, vLLM...), OPENAI_API_KEY.\n\n"
+        + _exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"rageval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    ev = sub.add_parser("evaluate", help="score a dataset and write a run directory")
+    ev = sub.add_parser(
+        "evaluate",
+        help="score a dataset and write a run directory",
+        epilog=_exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ev.add_argument(
         "data",
         metavar="DATA",
@@ -965,6 +1050,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --engine ray: actors that score rows (default: from the cluster's CPUs)",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    ev.add_argument(
+        "--allow-unmeasured",
+        action="store_true",
+        help=f"exit 0 even when a metric that ran measured no cell at all (default: exit "
+        f"{EXIT_UNMEASURED}, e.g. a judge whose every reply failed validation)",
+    )
     cost = ev.add_argument_group("cost control (README: Cost control)")
     cost.add_argument(
         "--dry-run",
@@ -1022,6 +1113,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cache.set_defaults(func=_cmd_cache)
     return parser
+
+
+def _exit_codes_help() -> str:
+    return "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES)
 
 
 def _add_judge_options(parser: argparse.ArgumentParser) -> None:
@@ -1120,6 +1215,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except _UsageError as e:
         _err(str(e))
+        return EXIT_USAGE
+    except ImportError as e:
+        from rageval.errors import MissingExtraError
+
+        if not isinstance(e, MissingExtraError):
+            raise
+        _err(str(e))  # an optional extra this command needs: its install command, one line
         return EXIT_USAGE
     except KeyboardInterrupt:
         _err("interrupted")

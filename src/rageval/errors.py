@@ -27,6 +27,9 @@ The tree, and where each error is raised::
     │                                       measured", with the cause
     ├── BudgetReached                       rageval._client: the next request would pass the
     │                                       run's max_cost; the run stops, resumable
+    ├── MissingExtraError (ImportError)     rageval._extras: a feature whose optional extra is
+    │                                       not installed (Parquet, to_pandas(), Ray...): the
+    │                                       message is one line with the install command
     ├── NoJudgeError (RuntimeError)         rageval.metrics: a judge metric scored without judge
     ├── ModelFilesError (RuntimeError)      rageval.embeddings: the local model's files are
     │                                       missing or not the expected ones
@@ -52,6 +55,7 @@ __all__ = [
     "FatalJudgeError",
     "JudgeCallFailed",
     "JudgeError",
+    "MissingExtraError",
     "RagevalError",
     "RunDirError",
     "RunDirInUseError",
@@ -86,6 +90,18 @@ class RunDirInUseError(RunDirError):
         self.pid = pid
         self.host = host
         self.started_at = started_at
+
+
+class MissingExtraError(RagevalError, ImportError):
+    """A feature needs an optional extra that is not installed (see :mod:`rageval._extras`).
+
+    ``extra`` is the extra's name (``pip install 'rageval[<extra>]'``); the message is one line
+    that names the feature, the missing module and the install command.
+    """
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 # The errors of a call to a model endpoint live here, at the bottom, because the endpoint

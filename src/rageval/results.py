@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rageval._extras import require
 from rageval.errors import CauseKind
 from rageval.labels import parse_label
 from rageval.log import (
@@ -131,6 +132,7 @@ class EvaluationResult:
         embeddings: str | None = None,
         human_labels: Sequence[tuple[str, str]] = (),
         repeats: int = 1,
+        metrics_left_out: Mapping[str, str] | None = None,
     ) -> None:
         if len(ids) != len(samples):
             raise ValueError("ids and samples must have the same length")
@@ -145,6 +147,9 @@ class EvaluationResult:
         self.human_labels = [(column, metric) for column, metric in human_labels]
         #: scorings per judge cell (evaluate(repeats=K))
         self.repeats = repeats
+        #: metrics of the default selection (none named) that the data could not feed, with
+        #: why: named, never silently dropped
+        self.metrics_left_out = dict(metrics_left_out or {})
         self.duration_s: float | None = None
         n = len(self.ids)
         self._columns = {m: _Column(n) for m in self.metrics}
@@ -219,6 +224,26 @@ class EvaluationResult:
 
     def is_finished(self, row: int) -> bool:
         return self._done[row]
+
+    @property
+    def unmeasured_metrics(self) -> dict[str, str]:
+        """The metrics that ran and measured no cell at all, each with why (its largest group
+        of causes): a run that asked for a metric and got not one value of it has no result
+        for it. Cells skipped because no judge is configured are not counted as run (the
+        default selection lists those metrics as skipped on purpose). ``rageval evaluate``
+        exits 7 when there is one, unless ``--allow-unmeasured``."""
+        found = {}
+        for name, s in self.summary().items():
+            ran = [g for g in s.failures if g.kind != "no_judge"]
+            if s.n_measured or not ran:
+                continue
+            worst = ran[0]
+            cause = f": {worst.examples[0].cause}" if worst.examples else ""
+            found[name] = (
+                f"no value in {s.n_cells} {'cell' if s.n_cells == 1 else 'cells'}; "
+                f"{worst.count} {worst.status.replace('_', ' ')} ({worst.kind}){cause}"
+            )
+        return found
 
     def __getitem__(self, metric: str) -> list[float | None]:
         """The metric's values by row (None where not measured, skipped or not finished)."""
@@ -350,6 +375,7 @@ class EvaluationResult:
         return tally.summary(
             mean=ci.mean,
             ci=(ci.low, ci.high, ci.method),
+            ci_undefined=ci.undefined,
             ppi=self._ppi(metric, col),
             judge_noise=self._judge_noise(col),
         )
@@ -422,12 +448,9 @@ class EvaluationResult:
         `<metric>_cause_kind` (the kind of that cause); with repeats, `<metric>_sd`: the spread
         (standard deviation) of the cell's scores; for a metric with a raw scale (rubric_score's
         1..5), `<metric>_raw`."""
-        try:
-            import pandas as pd
-        except ImportError as e:
-            raise ImportError(
-                "to_pandas() needs pandas: pip install 'rageval[pandas]' (or pip install pandas)"
-            ) from e
+        require("pandas", "to_pandas()")
+        import pandas as pd
+
         data: dict[str, list[Any]] = {"id": list(self.ids)}
         for f in SAMPLE_FIELDS:
             values = [getattr(s, f) if s is not None else None for s in self.samples]
@@ -458,9 +481,7 @@ class EvaluationResult:
                 (
                     name,
                     _num(s.mean),
-                    "-"
-                    if s.ci_low is None or s.ci_high is None
-                    else f"[{s.ci_low:.3f}, {s.ci_high:.3f}]",
+                    _ci_cell(s, "-"),
                     str(s.n_measured),
                     str(s.n_not_measured),
                     str(s.n_skipped),
@@ -478,6 +499,11 @@ class EvaluationResult:
             ]
             lines.append("  ".join(cells).rstrip())
         lines.insert(1, "-" * len(lines[0]))
+        undefined = [
+            f"{n} ({s.ci_undefined})" for n, s in summary.metrics.items() if s.ci_undefined
+        ]
+        if undefined:
+            lines.append(f"95% CI undefined: {'; '.join(undefined)}")
         cache_hits = summary.usage.cache_hits
         if cache_hits:
             lines.append(f"({cache_hits} requests answered from the cache)")
@@ -495,15 +521,10 @@ class EvaluationResult:
         head = "".join(f"<th>{esc(h)}</th>" for h in SUMMARY_COLUMNS)
         body = []
         for name, s in self.summary().items():
-            ci = (
-                "–"
-                if s.ci_low is None or s.ci_high is None
-                else f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
-            )
             cells = [
                 name,
                 _num(s.mean),
-                ci,
+                _ci_cell(s, "–") + (f" ({s.ci_undefined})" if s.ci_undefined else ""),
                 str(s.n_measured),
                 str(s.n_not_measured),
                 str(s.n_skipped),
@@ -599,6 +620,14 @@ def _usage_cells(usage: Usage) -> tuple[str, str, str]:
     return f"{usage.requests:,}", f"{usage.total_tokens:,}", cost
 
 
+def _ci_cell(s: MetricSummary, none: str) -> str:
+    """A metric's 95% CI as the tables show it: the interval, "undefined" when the values
+    cannot give one (one value, all equal), else `none` (no value at all)."""
+    if s.ci_low is not None and s.ci_high is not None:
+        return f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
+    return "undefined" if s.ci_undefined else none
+
+
 # ---------------------------------------------------------------------- run directories
 
 
@@ -624,6 +653,7 @@ def load_run(run_dir: str | Path) -> EvaluationResult:
         embeddings=manifest.embeddings.name if manifest.embeddings is not None else None,
         human_labels=[(h.column, h.metric) for h in manifest.human_labels],
         repeats=manifest.repeats,
+        metrics_left_out=manifest.metrics_left_out,
     )
     # line by line: a 100k-row log never holds more than one line's evidence in memory
     for entry in entries:

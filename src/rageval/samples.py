@@ -7,6 +7,7 @@ Validation is separate from loading so that a run can report every row a metric 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import itertools
 import json
@@ -19,6 +20,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import to_jsonable_python
 
+from rageval._extras import require
 from rageval.errors import RagevalError
 
 #: legacy (ragas 0.1-style) column names accepted everywhere, mapped to the canonical field names
@@ -294,6 +296,12 @@ class LoadedData:
     #: the rows as given, for data given in memory (a list, a DataFrame...; None for a file):
     #: what a run directory keeps a copy of (:func:`rows_json`)
     rows: list[Any] | None = None
+    #: the data's own column names, in the order first seen (before the column map)
+    columns: list[str] = dataclasses.field(default_factory=list)
+    #: the sample fields some row gives a value for, read or not: a field that every row
+    #: gives wrongly (two names with different values, a context list that is one string)
+    #: is still given, and the metrics that read it report those rows instead of vanishing
+    given_fields: frozenset[str] = frozenset()
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -350,12 +358,9 @@ def _read_file_rows(path: Path) -> FileRows:
     if suffix in (".csv", ".tsv"):
         return _read_csv(path, delimiter="\t" if suffix == ".tsv" else ",")
     if suffix == ".parquet":
-        try:
-            import pandas as pd
-        except ImportError as e:  # pragma: no cover - depends on the install
-            raise ImportError(
-                "reading Parquet needs the parquet extra: pip install 'rageval[parquet]'"
-            ) from e
+        require("parquet", "reading Parquet")
+        import pandas as pd
+
         return list(pd.read_parquet(path).to_dict(orient="records")), [], None
     kind = f"unsupported file type {suffix!r}" if suffix else "no file suffix to tell the type"
     raise InvalidDataError(
@@ -562,13 +567,14 @@ def load_samples(
         source = type(data).__name__
     if not raw_rows:
         raise InvalidDataError([RowProblem(None, None, "the input has no rows")], source=source)
+    columns = list(dict.fromkeys(k for r in raw_rows if isinstance(r, Mapping) for k in r))
     if column_map:
-        columns = {k for r in raw_rows if isinstance(r, Mapping) for k in r}
-        wrong_map = _check_column_map(column_map, columns)
+        wrong_map = _check_column_map(column_map, set(columns))
         if wrong_map:
             raise InvalidDataError(wrong_map, source=source)
     unreadable = {p.row for p in problems if p.row is not None}
     cells_are_text = path is not None and path.suffix.lower() in (".csv", ".tsv")
+    given: set[str] = set()
     samples: list[Sample | None] = []
     for i, raw in enumerate(raw_rows):
         line = lines[i] if lines is not None else None
@@ -583,14 +589,23 @@ def load_samples(
             continue
         sid = None if raw.get("id") is None else str(raw.get("id"))
         row, bad_cells = _normalise_row(raw, column_map)
+        given.update(LEGACY_ALIASES.get(k, k) for k, v in row.items() if v is not None)
         if cells_are_text:
             bad_cells.update(_parse_list_cells(row))
         for field, message in bad_cells.items():
             problems.append(RowProblem(i, field, message, sid, line=line))
         samples.append(_validated(row, i, line, sid, set(bad_cells), problems))
     _check_duplicate_ids(samples, lines, problems)
-    given = raw_rows if path is None else None
-    return LoadedData(samples, problems, source, lines=lines, path=path, rows=given)
+    return LoadedData(
+        samples,
+        problems,
+        source,
+        lines=lines,
+        path=path,
+        columns=[str(c) for c in columns],
+        given_fields=frozenset(given & set(SAMPLE_FIELDS)),
+        rows=raw_rows if path is None else None,
+    )
 
 
 def rows_json(rows: Sequence[Any]) -> str:

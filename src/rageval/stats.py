@@ -3,7 +3,9 @@
 Confidence interval of a mean: the **percentile bootstrap**. The measured values are resampled
 with replacement `n_resamples` times (default 2000); the interval is the (α/2, 1−α/2)
 percentiles of the resampled means. The generator is seeded (default seed 0), so the same
-values always give the same interval. With one value the interval is that value; with none
+values always give the same interval. With one value, or values that are all equal, every
+resample is the same and the bootstrap says nothing about the uncertainty: the interval is
+undefined (None, with the reason in ``undefined``), not a zero-width interval. With no value
 there is no mean (None), never a 0.
 
 Difference between two runs: **paired** and item-matched. Only items measured in both runs
@@ -86,6 +88,8 @@ class ConfidenceInterval:
     n: int
     confidence: float
     method: str
+    #: why there is a mean but no interval (one value, or all values equal); else None
+    undefined: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,8 +172,10 @@ def bootstrap_ci(
         return ConfidenceInterval(None, None, None, 0, confidence, method)
     mean = float(arr.mean())
     if n == 1 or bool((arr == arr[0]).all()):
-        # every resample is the same: the interval has no width
-        return ConfidenceInterval(mean, mean, mean, n, confidence, method)
+        # every resample is the same: a zero-width interval would claim a certainty that
+        # one value (or values that happen to agree) cannot give
+        why = "one measured value" if n == 1 else f"all {n} measured values are equal"
+        return ConfidenceInterval(mean, None, None, n, confidence, method, undefined=why)
     low, high = _percentiles(_bootstrap_means(arr, n_resamples, seed), confidence)
     return ConfidenceInterval(mean, low, high, n, confidence, method)
 

@@ -111,8 +111,11 @@ def check_invariants(result: EvaluationResult, metrics: Sequence[str], n: int) -
         measured = [v for v in values if v is not None]
         if measured:
             assert s.mean is not None and math.isclose(s.mean, sum(measured) / len(measured))
-            assert s.ci_low is not None and s.ci_high is not None
-            assert s.ci_low <= s.mean <= s.ci_high
+            if len(set(measured)) == 1:  # one value, or all equal: no interval, and why
+                assert (s.ci_low, s.ci_high) == (None, None) and s.ci_undefined, m
+            else:
+                assert s.ci_low is not None and s.ci_high is not None
+                assert s.ci_low <= s.mean <= s.ci_high
         else:
             assert s.mean is None
         total.update(counts)

@@ -28,9 +28,10 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   request behind each line, so that a resumed run re-attaches to a batch in flight); the
   manifest says whether the run was batched, and how (``batch``, ``batch_settings``). All of
   it is optional and its absence means what format 3 meant (no cached tokens, online
-  requests), so a run of format 2 or 3 reads as it is and can be resumed. An alignment
-  (``rageval align``) adds ``align.json`` (:class:`~rageval.log.AlignReport`) next to the
-  held-out runs it scored; no file a run writes changes with it.
+  requests), so a run of format 2 or 3 reads as it is and can be resumed. Optional too, and
+  written only when they say something: a metric's ``ci_undefined`` in the summary (why it has
+  a mean and no interval: one value, or values all equal) and the manifest's
+  ``metrics_left_out`` (the default selection's metrics the data could not feed, with why).
 * **5** -- this rageval: a sample's ``reference`` may be a list of acceptable answers
   (:attr:`rageval.samples.Sample.references`). A run of format 4 reads as it is and can be
   resumed.
@@ -184,6 +185,9 @@ class Manifest(_Versioned):
     #: how (poll interval, settle time, sizes: a resumed run keeps them)
     batch: bool = False
     batch_settings: dict[str, Any] | None = None
+    #: metrics of the default selection (none named) that the data could not feed, each with
+    #: why (the fields no row has); written only when there are some
+    metrics_left_out: dict[str, str] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 # ---------------------------------------------------------------------------- results.jsonl
@@ -376,6 +380,9 @@ class MetricSummary(_MeanWithInterval):
     """Aggregate of one metric: mean and CI over the measured cells, and every count."""
 
     ci_method: str | None = None
+    #: why there is a mean but no interval: one measured value, or values all equal (the
+    #: bootstrap has nothing to resample); written only then
+    ci_undefined: str | None = Field(default=None, exclude_if=lambda v: v is None)
     n_measured: int = 0
     n_not_measured: int = 0
     n_skipped: int = 0

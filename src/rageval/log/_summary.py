@@ -121,6 +121,7 @@ class MetricTally:
         ci: tuple[float | None, float | None, str] | None = None,
         ppi: Mapping[str, PPISummary] | None = None,
         judge_noise: JudgeNoiseSummary | None = None,
+        ci_undefined: str | None = None,
     ) -> MetricSummary:
         """The summary; without `ci` the mean is the plain mean of the values and there is
         no interval (a report of a run whose summary was never written). The PPI++ means of
@@ -134,6 +135,7 @@ class MetricTally:
             ci_low=low,
             ci_high=high,
             ci_method=method,
+            ci_undefined=ci_undefined,
             n_measured=self.n_measured,
             n_not_measured=self.n_not_measured,
             n_skipped=self.n_skipped,

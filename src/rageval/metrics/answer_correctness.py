@@ -177,6 +177,8 @@ class AnswerCorrectness(GuidedMetric):
     required_fields = ("user_input", "response", "reference")
     #: only when the similarity weight is positive; with weights[1] = 0 nothing is embedded
     needs_embeddings = True
+    #: down to -w1/(w0+w1) with a negative cosine: -1 at most (docs/metrics.md)
+    value_range = (-1.0, 1.0)
     statement_needs = frozenset({"response"})
     summary = "F1 of response vs reference statements, blended with semantic similarity"
     blank_rules = (NO_REFERENCE,)

@@ -162,6 +162,7 @@ class AnswerRelevance(Metric):
     name = "answer_relevance"
     required_fields = ("user_input", "response")
     needs_llm = True
+    value_range = (0.0, 1.0)
     summary = "judge rates topical match, completeness, conciseness (0-1); their mean"
     blank_rules = (
         not_measured_if_blank("user_input", "the user input is empty: no question to address"),

@@ -83,6 +83,7 @@ class AnswerRelevancy(Metric):
     required_fields = ("user_input", "response")
     needs_llm = True
     needs_embeddings = True
+    value_range = (-1.0, 1.0)  # a cosine, not clipped
     summary = "mean cosine of questions generated from the response to the user input"
     blank_rules = (
         not_measured_if_blank("user_input", "the user input is empty: no question to answer"),

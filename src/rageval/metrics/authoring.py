@@ -696,6 +696,7 @@ class RatingMetric(Metric):
     template. (A subclass may still write its own ``measure`` around :meth:`rate`.)"""
 
     needs_llm = True  # every rating is the judge's
+    value_range = (0.0, 1.0)  # the rating's position on its scale
     scale: ClassVar[tuple[int, ...]]
     #: whether the judge writes its reasoning before each rating (:func:`rating_model`); a
     #: :class:`GuidedMetric` sets it from its `reasons` argument

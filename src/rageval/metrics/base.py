@@ -420,6 +420,9 @@ class Metric(abc.ABC):
     summary: ClassVar[str] = ""
     #: part of the default selection when the user names no metrics
     in_default_run: ClassVar[bool] = True
+    #: the documented range of the metric's values (low, high), or None when not declared;
+    #: a --fail-under threshold outside it is refused (it could never pass, or never fail)
+    value_range: ClassVar[tuple[float, float] | None] = None
     #: what blank inputs make of a cell, checked in order before :meth:`measure` (and before
     #: :meth:`planned_requests`: such a cell asks nothing); see :class:`BlankRule`
     blank_rules: ClassVar[tuple[BlankRule, ...]] = ()

@@ -58,6 +58,7 @@ class ContextPrecision(Metric):
     name = "context_precision"
     required_fields = ("user_input", "retrieved_contexts", "reference")
     needs_llm = True
+    value_range = (0.0, 1.0)
     summary = (
         "average precision of the useful contexts in rank order (useful = leads to the reference)"
     )

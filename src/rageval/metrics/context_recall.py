@@ -53,6 +53,7 @@ class ContextRecall(Metric):
     name = "context_recall"
     required_fields = ("user_input", "retrieved_contexts", "reference")
     needs_llm = True
+    value_range = (0.0, 1.0)
     summary = "share of the reference's sentences supported by the retrieved contexts"
     blank_rules = (
         not_measured_if_blank("reference", "the reference is empty: nothing to look for"),

@@ -68,6 +68,7 @@ class Faithfulness(GuidedMetric):
     name = "faithfulness"
     required_fields = ("user_input", "response", "retrieved_contexts")
     example_fields = ("response", "retrieved_contexts")
+    value_range = (0.0, 1.0)
     statement_needs = frozenset({"response"})
     summary = "share of the response's claims supported by the retrieved contexts"
     guideline_variants: ClassVar[Mapping[str, str]] = {

@@ -158,6 +158,7 @@ class LexicalMetric(Metric):
     baseline defines) and its F-measure."""
 
     required_fields = ("response", "reference")
+    value_range = (0.0, 1.0)
     #: the tokenisers this baseline offers, by the name its `tokenizer` parameter takes
     tokenizers: ClassVar[Mapping[str, Tokenizer]]
     #: evidence key and reason wording of the overlap count

@@ -115,6 +115,7 @@ class RubricScore(Metric):
     name = "rubric_score"
     required_fields = ("response",)
     needs_llm = True
+    value_range = (0.0, 1.0)
     summary = "judge grades the sample 1..5 against a rubric; (score-1)/4"
     in_default_run = False  # opt-in: a rubric is the user's own criteria
 

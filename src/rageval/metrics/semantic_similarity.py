@@ -61,6 +61,7 @@ class SemanticSimilarity(Metric):
     name = "semantic_similarity"
     required_fields = ("response", "reference")
     needs_embeddings = True
+    value_range = (-1.0, 1.0)  # a cosine, not clipped
     summary = "cosine similarity of response and reference embeddings (no LLM)"
     blank_rules = (
         NO_REFERENCE,

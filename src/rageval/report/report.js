@@ -388,7 +388,11 @@
         ),
         numeric(r.mean === null ? "—" : fmtValue(r.mean)),
         numeric(
-          r.ci_low === null || r.ci_high === null ? "—" : `${fmtValue(r.ci_low)} – ${fmtValue(r.ci_high)}`,
+          r.ci_low !== null && r.ci_high !== null
+            ? `${fmtValue(r.ci_low)} – ${fmtValue(r.ci_high)}`
+            : r.ci_undefined
+              ? `undefined (${r.ci_undefined})`
+              : "—",
         ),
         h("td", { class: "plot" }, ciPlot(r, lo, hi)),
         numeric(fmtInt(r.n_measured)),
@@ -779,7 +783,11 @@
             "span",
             { class: "dist-stats" },
             r.mean === null ? "no values" : `mean ${fmtValue(r.mean)}`,
-            r.ci_low !== null && r.ci_high !== null ? ` [${fmtValue(r.ci_low)}, ${fmtValue(r.ci_high)}]` : "",
+            r.ci_low !== null && r.ci_high !== null
+              ? ` [${fmtValue(r.ci_low)}, ${fmtValue(r.ci_high)}]`
+              : r.ci_undefined
+                ? ` (95% CI undefined: ${r.ci_undefined})`
+                : "",
           ),
         ),
         histogram(r),

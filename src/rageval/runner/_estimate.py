@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer
 
 from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
@@ -70,10 +70,19 @@ class Range(BaseModel):
     high: float
 
 
+#: significant digits of a cost in the JSON output: an estimate whose range spans tens of
+#: percent needs no more, and float sums would otherwise print as 3299.9999999999905
+COST_DIGITS = 6
+
+
 class UsageEstimate(BaseModel):
     """Requests, tokens and cost of part of an evaluation, each a :class:`Range`.
     ``cost_usd`` is None when the price of a judge model is unknown; ``declared`` is False
-    when a metric does not declare its requests (then nothing of it is counted)."""
+    when a metric does not declare its requests (then nothing of it is counted).
+
+    In Python the figures are exact sums (fractions of a request where re-asks are allowed
+    for); as JSON, requests and tokens are whole numbers and costs have
+    :data:`COST_DIGITS` significant digits."""
 
     requests: Range
     prompt_tokens: Range
@@ -82,6 +91,16 @@ class UsageEstimate(BaseModel):
     #: cells (or, for shared work, samples) that send at least one request
     cells: int = 0
     declared: bool = True
+
+    @field_serializer("requests", "prompt_tokens", "completion_tokens", when_used="json")
+    def _whole(self, r: Range) -> dict[str, int]:
+        return {"estimate": round(r.estimate), "low": round(r.low), "high": round(r.high)}
+
+    @field_serializer("cost_usd", when_used="json")
+    def _money(self, r: Range | None) -> dict[str, float] | None:
+        if r is None:
+            return None
+        return {k: float(f"{v:.{COST_DIGITS}g}") for k, v in dict(r).items()}
 
 
 class CostEstimate(UsageEstimate):
@@ -398,7 +417,7 @@ def estimate(
     total = _Tally()
     for part in (*per_metric.values(), *shared.values()):
         total.add(part)
-    notes = []
+    notes = [f"not run: {name} ({why})" for name, why in run.left_out.items()]
     undeclared = sorted(name for name, t in per_metric.items() if not t.declared)
     if undeclared:
         notes.append(

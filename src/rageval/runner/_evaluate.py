@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env, _progress
 from rageval._client._cache import cache_location
+from rageval._extras import require
 from rageval._rundir_lock import one_writer
 from rageval._sync import synchronous
 from rageval._version import __version__
@@ -68,8 +69,9 @@ from rageval.runner._schedule import (
     spread,
     usage_since,
 )
-from rageval.runner.engines import ENGINES, Engine, ray_missing
+from rageval.runner.engines import ENGINES, Engine
 from rageval.samples import (
+    LEGACY_ALIASES,
     SAMPLE_FIELDS,
     InvalidDataError,
     LoadedData,
@@ -131,6 +133,38 @@ def embeddings_from_spec(
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
 
 
+def left_out_of_default(loaded: LoadedData) -> dict[str, str]:
+    """The metrics of the default selection (``metrics=None``) that `loaded` leaves out, each
+    with why: the fields it needs that no row gives. A field some row gives is enough to keep
+    a metric, even when that row gives it wrongly (its problem is then reported by row)."""
+    left_out = {}
+    for name, cls in registered_metrics().items():
+        lacking = [f for f in cls.required_fields if f not in loaded.given_fields]
+        if cls.in_default_run and lacking:
+            left_out[name] = f"no row has {_field_names(lacking)}"
+    return left_out
+
+
+def _field_names(fields: Sequence[str]) -> str:
+    """Fields as a user may have named them: ``'user_input' (or 'question')``."""
+    shown = []
+    for f in fields:
+        legacy = [k for k, v in LEGACY_ALIASES.items() if v == f]
+        shown.append(repr(f) + (f" (or {' / '.join(map(repr, legacy))})" if legacy else ""))
+    return ", ".join(shown)
+
+
+def _nothing_to_run(loaded: LoadedData) -> str:
+    """Why the default selection is empty, with the data's columns and how to map them."""
+    found = ", ".join(loaded.columns[:30]) + (" ..." if len(loaded.columns) > 30 else "")
+    return (
+        "no metric to run: no metric has the fields it needs in this data "
+        f"(its columns: {found or 'none'}; rageval's fields: {_field_names(SAMPLE_FIELDS)}). "
+        "Map your columns to rageval's fields with --column-map YOURS=FIELD (Python: "
+        "column_map={'yours': 'field'}), or name metrics (-m / metrics=)"
+    )
+
+
 def resolve_metrics(
     metrics: Sequence[MetricLike] | MetricLike | None,
     loaded: LoadedData,
@@ -158,18 +192,12 @@ def resolve_metrics(
             raise RunConfigError(f"{spec if isinstance(spec, str) else 'metrics'}: {e}") from None
 
     if metrics is None:
-        present = {
-            f
-            for s in loaded.samples
-            if s is not None
-            for f in SAMPLE_FIELDS
-            if getattr(s, f) is not None
-        }
+        left_out = left_out_of_default(loaded)
         chosen: list[Metric] = [
-            make(name)
-            for name, cls in known.items()
-            if cls.in_default_run and set(cls.required_fields) <= present
+            make(name) for name, cls in known.items() if cls.in_default_run and name not in left_out
         ]
+        if not chosen:
+            raise RunConfigError(_nothing_to_run(loaded))
     else:
         one = isinstance(metrics, (str, Metric, ModuleType, type))
         specs: list[MetricLike] = [metrics] if one else list(metrics)  # type: ignore[list-item,arg-type]
@@ -182,7 +210,7 @@ def resolve_metrics(
                 )
             chosen.append(make(spec))
     if not chosen:
-        raise RunConfigError("no metric to run: name some, or give data with the fields they need")
+        raise RunConfigError("no metric to run: the list of metrics is empty")
     names = [m.name for m in chosen]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -320,6 +348,8 @@ class Prepared:
     judges: list[Judge]
     embedder: Embeddings | None
     plans: list[Plan]
+    #: metrics of the default selection the data cannot feed, with why (metrics=None only)
+    left_out: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def all_judges(self) -> list[Judge]:
         """Every judge a cell may ask (the run's and the metrics' own), each once."""
@@ -379,7 +409,8 @@ def prepare(
     plans = make_plans(
         metric_objs, run_judges, embedder, invalid_rows, invalid_cells, repeats=repeats
     )
-    return Prepared(loaded, list(ids), metric_objs, run_judges, embedder, plans)
+    left_out = left_out_of_default(loaded) if metrics is None else {}
+    return Prepared(loaded, list(ids), metric_objs, run_judges, embedder, plans, left_out)
 
 
 def _check_engine(engine: str, ray_address: str | None, ray_actors: int | None) -> None:
@@ -390,9 +421,7 @@ def _check_engine(engine: str, ray_address: str | None, ray_actors: int | None) 
     if ray_actors is not None and ray_actors < 1:
         raise RunConfigError(f"ray_actors must be at least 1, got {ray_actors}")
     if engine == "ray":
-        missing = ray_missing()
-        if missing is not None:
-            raise RunConfigError(missing)
+        require("ray", "engine='ray'")
 
 
 def _manifest(
@@ -510,7 +539,7 @@ class _Progress:
     def row_done(self, record: SampleLine) -> None:
         if self.line is None:
             return
-        self.line.done += 1
+        self.line.row_done(record.row)
         self.line.counters.not_measured += sum(
             c.status == "not_measured" for c in record.cells.values()
         )
@@ -681,6 +710,7 @@ async def aevaluate(
         repeats,
         engine,
     )
+    manifest.metrics_left_out = run.left_out
     manifest.batch = batching is not None
     manifest.batch_settings = dataclasses.asdict(batching) if batching is not None else None
     rundir = RunDir(run_dir) if run_dir is not None else None
@@ -700,6 +730,7 @@ async def aevaluate(
         embeddings=embedder.name if embedder is not None else None,
         human_labels=human_pairs,
         repeats=repeats,
+        metrics_left_out=run.left_out,
     )
     if rundir is not None:
         if resume:
@@ -711,7 +742,11 @@ async def aevaluate(
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
 
     show = _progress.wanted(progress if progress is not None else show_progress)
-    line = _progress.ProgressLine(len(ids), done=len(ids) - len(todo)) if show else None
+    line = (
+        _progress.ProgressLine(len(ids), done=len(ids) - len(todo), cells_per_row=len(metric_objs))
+        if show
+        else None
+    )
     if line is not None:
         line.counters.budget_usd = max_cost
     meter = _Progress(line, judges)
@@ -746,6 +781,7 @@ async def aevaluate(
                         window=window,
                         on_record=on_record,
                         admission=admission,
+                        on_cell=line.cell_done if line is not None else None,
                     ).run(todo)
     except Exception as stopped:
         if isinstance(stopped, BudgetReached):

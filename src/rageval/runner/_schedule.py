@@ -159,6 +159,7 @@ class Scheduler:
         window: int,
         on_record: Callable[[SampleLine], None],
         admission: Admission | None = None,
+        on_cell: Callable[[int], None] | None = None,
     ) -> None:
         self.plans = [plans] if isinstance(plans, Plan) else list(plans)
         #: with a budget: which rows may start (see rageval.runner._cost)
@@ -169,6 +170,8 @@ class Scheduler:
         self.ids = ids
         self.window = max(1, window)
         self.on_record = on_record
+        #: told the row of each cell scored as it finishes (the progress line's rate)
+        self.on_cell = on_cell
         # the judges the repeats ask: the run's, without their request cache
         self._uncached_views: dict[int, Judge] = {}
 
@@ -226,6 +229,11 @@ class Scheduler:
         results: dict[str, MetricResult] = {}
         to_run: list[Metric] = []
         for m in metrics:
+            # a metric without its judge runs on no row: that is the reason of all its cells,
+            # whatever else a row lacks
+            if m.needs_llm and plan.judge_of[m.name] is None:
+                results[m.name] = _NO_JUDGE
+                continue
             bad_field = plan.invalid_cells.get((row, m.name))
             if bad_field is not None:
                 cause = f"invalid row: {bad_field}"
@@ -235,8 +243,6 @@ class Scheduler:
             if problems:
                 cause = "; ".join(f"field {f!r}: {msg}" for f, msg in problems)
                 results[m.name] = Cell(status="skipped", cause=cause, cause_kind="missing_field")
-            elif m.needs_llm and plan.judge_of[m.name] is None:
-                results[m.name] = _NO_JUDGE
             else:
                 to_run.append(m)
         meter = _SampleMeter()
@@ -254,7 +260,7 @@ class Scheduler:
                 statements=statements,
                 tags={"sample": sid},
             )
-            fresh = await self._score(to_run, sample, ctx, plan.judge_of)
+            fresh = await self._score(to_run, sample, ctx, plan.judge_of, row=row)
             results.update(fresh)
             if cells is not None:
                 cells.book(sample, kept, statements.asked)
@@ -276,9 +282,16 @@ class Scheduler:
         sample: Sample,
         ctx: ScoringContext,
         judge_of: Mapping[str, Judge | None],
+        *,
+        row: int | None = None,
     ) -> dict[str, MetricResult]:
-        """Every cell of `metrics` on `sample` at once, each metric asking its judge."""
+        """Every cell of `metrics` on `sample` at once, each metric asking its judge; with
+        `row`, `on_cell` hears of each cell as it finishes."""
         tasks = [asyncio.ensure_future(self._cell(m, sample, ctx, judge_of)) for m in metrics]
+        if row is not None and self.on_cell is not None:
+            tell = self.on_cell
+            for task in tasks:
+                task.add_done_callback(lambda _: tell(row))
         try:
             outcomes = await asyncio.gather(*tasks)
         except BaseException:

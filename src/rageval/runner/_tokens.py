@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rageval import _env
+from rageval._extras import require
+from rageval.errors import MissingExtraError
 
 if TYPE_CHECKING:
     import tiktoken
@@ -137,9 +139,11 @@ def counter_for(model: str) -> TokenCounter:
     if encoding is None:
         return APPROXIMATION
     try:
-        import tiktoken
-    except ImportError:
-        return _Approximated(f"{encoding} needs tiktoken: pip install 'rageval[tokens]'")
+        require("tokens", f"counting with {encoding}")
+    except MissingExtraError as e:
+        return _Approximated(str(e))
+    import tiktoken
+
     cache = _env.tiktoken_cache_dir()
     wanted = ENCODING_FILES[encoding]
     path = None if cache is None else cache / hashlib.sha1(wanted.url.encode()).hexdigest()

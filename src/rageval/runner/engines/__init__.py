@@ -10,14 +10,14 @@ Nothing here imports Ray: the Ray engine's modules are imported only when it is 
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Literal
 
+from rageval._extras import install_command
 from rageval.errors import RagevalError
 
 Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
-RAY_INSTALL_HINT = "pip install 'rageval[ray]'"
+RAY_INSTALL_HINT = install_command("ray")
 
 
 class RayEngineError(RagevalError):
@@ -25,16 +25,4 @@ class RayEngineError(RagevalError):
     message is kept). Finished rows are in the run directory."""
 
 
-def ray_missing() -> str | None:
-    """Why the Ray engine cannot run here (Ray Data is not installed), or None."""
-    for module in ("ray", "ray.data"):
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            return f"engine='ray' needs Ray Data, which is not installed: {RAY_INSTALL_HINT}"
-    return None
-
-
-__all__ = ["ENGINES", "RAY_INSTALL_HINT", "Engine", "RayEngineError", "ray_missing"]
+__all__ = ["ENGINES", "RAY_INSTALL_HINT", "Engine", "RayEngineError"]
