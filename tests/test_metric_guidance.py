@@ -243,7 +243,7 @@ def test_guidance_from_the_config_file_and_p_reaches_the_prompt_and_the_manifest
         "]\n"
         "threshold = 0.6\n"
     )
-    with FakeOpenAI(grader) as server:
+    with FakeOpenAI(reasoning_grader) as server:
         args = ["evaluate", "d.jsonl", "-m", "answer_accuracy", "--llm", "m", "--base-url",
                 server.base_url, "-q", "--no-cache"]  # fmt: skip
         assert main([*args, "-o", "a"]) == 0

@@ -190,3 +190,8 @@ CAUSE_KINDS: Final[dict[CauseKind, str]] = {
     "no_judge": "the metric needs an LLM judge and none is configured",
     "unknown": "not recorded: the run log predates cause kinds, or the metric gave none",
 }
+
+
+class NoJudgeError(RagevalError, RuntimeError):
+    """A metric that needs an LLM judge was asked to score without one (``rageval.metrics``
+    re-exports it: a cell so raised is skipped with a hint on configuring a judge)."""

@@ -12,6 +12,7 @@ import faithfulness, answer_correctness`` runs ``Faithfulness()`` and ``AnswerCo
 ``AnswerCorrectness(weights=(1, 0))``. Writing your own: docs/writing-metrics.md.
 """
 
+from rageval.errors import NoJudgeError
 from rageval.metrics import (
     answer_accuracy,
     answer_correctness,
@@ -35,7 +36,6 @@ from rageval.metrics.base import (
     Metric,
     MetricLike,
     MetricResult,
-    NoJudgeError,
     ScoringContext,
     as_metric,
     create_metric,

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rageval.metrics.authoring import (
+from rageval.errors import NoJudgeError
+from rageval.metrics._prompting import (
     STATEMENT_RULES as RULES,
     PlannedRequest,
     messages,
@@ -101,8 +102,6 @@ class SharedStatements:
 
     async def _extract(self, which: Which) -> list[str]:
         if self._judge is None:
-            from rageval.metrics.base import NoJudgeError
-
             raise NoJudgeError("statement extraction needs an LLM judge")
         s = self._sample
         text = s.text(which)

@@ -41,6 +41,7 @@ from pydantic.fields import FieldInfo
 
 from rageval import _env
 from rageval._sync import synchronous
+from rageval.errors import NoJudgeError
 from rageval.metrics.authoring import (
     PlannedRequest,
     UnitScore,
@@ -53,7 +54,6 @@ from rageval.metrics.authoring import (
 from rageval.metrics.base import (
     Metric,
     MetricResult,
-    NoJudgeError,
     ScoringContext,
     forward_to_metric,
     register,

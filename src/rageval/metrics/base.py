@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, TypeVar
 from pydantic import BaseModel, Field, model_validator
 
 from rageval._sync import run_sync
-from rageval.errors import CauseKind, RagevalError
+from rageval.errors import CauseKind, NoJudgeError
 from rageval.samples import Sample, missing_fields
 
 if TYPE_CHECKING:
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
+    from rageval.metrics._prompting import PlannedRequest
     from rageval.metrics._statements import SharedStatements
-    from rageval.metrics.authoring import PlannedRequest
 
 CellStatus = Literal["ok", "not_measured", "skipped"]
 M = TypeVar("M", bound=BaseModel)
@@ -152,10 +152,6 @@ def not_measured_if_blank(field: str, cause: str) -> BlankRule:
     """A blank `field` leaves the metric undefined (not measured, kind ``undefined``): e.g. an
     empty reference gives nothing to compare with."""
     return BlankRule(field, cause)
-
-
-class NoJudgeError(RagevalError, RuntimeError):
-    """A metric that needs an LLM judge was asked to score without one."""
 
 
 @dataclass

@@ -24,11 +24,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rageval._client._run import run_scope
-from rageval.errors import BudgetReached
+from rageval.errors import BudgetReached, NoJudgeError
 from rageval.judge import FatalJudgeError, JudgeCallFailed, JudgeError, Usage
 from rageval.log import Cell, Inputs, RepeatedScores, SampleLine
 from rageval.metrics._statements import SHARED_TAG, SharedStatements
-from rageval.metrics.base import Metric, MetricResult, NoJudgeError, ScoringContext
+from rageval.metrics.base import Metric, MetricResult, ScoringContext
 from rageval.runner._cells import CellStore, KeptCells
 from rageval.samples import Sample
 
