@@ -25,7 +25,7 @@ from rageval.metrics import (
     registered_metrics,
 )
 from rageval.runner import RunConfigError
-from rageval.runner._evaluate import label_pairs
+from rageval.runner._prepare import label_pairs
 from rageval.testing import FakeOpenAI
 
 ROWS = [

@@ -195,3 +195,8 @@ CAUSE_KINDS: Final[dict[CauseKind, str]] = {
 class NoJudgeError(RagevalError, RuntimeError):
     """A metric that needs an LLM judge was asked to score without one (``rageval.metrics``
     re-exports it: a cell so raised is skipped with a hint on configuring a judge)."""
+
+
+class RunConfigError(RagevalError, ValueError):
+    """An evaluation asked for something that cannot run (unknown metric, bad option...):
+    raised before any request (``rageval.runner`` re-exports it)."""

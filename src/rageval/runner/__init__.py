@@ -1,17 +1,11 @@
 """Running an evaluation: scheduling every (sample x metric) cell, the run directory, resume."""
 
-from rageval.errors import RunDirError, RunDirInUseError
+from rageval.errors import RunConfigError, RunDirError, RunDirInUseError
 from rageval.runner._align import aalign, align
 from rageval.runner._calibrate import acalibrate, calibrate
 from rageval.runner._estimate import CostEstimate, Range, UsageEstimate, estimate
-from rageval.runner._evaluate import (
-    RunConfigError,
-    aevaluate,
-    embeddings_from_spec,
-    evaluate,
-    judge_from_env,
-    resolve_metrics,
-)
+from rageval.runner._evaluate import aevaluate, evaluate
+from rageval.runner._prepare import embeddings_from_spec, judge_from_env, resolve_metrics
 from rageval.runner._schedule import NO_JUDGE_CAUSE
 
 __all__ = [

@@ -41,7 +41,7 @@ from rageval._client._usage import sum_usage
 from rageval._sync import synchronous
 from rageval._version import __version__
 from rageval.calibration._agreement import judge_levels, measure_agreement
-from rageval.errors import RunDirError
+from rageval.errors import RunConfigError, RunDirError
 from rageval.judge import Judge
 from rageval.labels import LabelColumn, LabelKind
 from rageval.log import (
@@ -57,12 +57,11 @@ from rageval.log import (
 from rageval.metrics.authoring import GuidedMetric
 from rageval.metrics.base import Metric
 from rageval.runner._calibrate import LabelledData, _rereadable, read_labels
-from rageval.runner._evaluate import (
+from rageval.runner._evaluate import aevaluate
+from rageval.runner._prepare import (
     LabelsArg,
     OnInvalid,
-    RunConfigError,
-    _validate,
-    aevaluate,
+    cell_problems,
     judge_from_env,
     label_pairs,
     resolve_metrics,
@@ -311,7 +310,7 @@ def _check_rows(
 ) -> None:
     """Every row the alignment will score, checked before the first request (the evaluation
     of each split checks only its own rows)."""
-    problems, _, _ = _validate(labelled.loaded, labelled.ids, metrics)
+    problems, _, _ = cell_problems(labelled.loaded, labelled.ids, metrics)
     kept = set(keep)
     stopping = [p for p in problems if p.row is None or p.row in kept]
     if stopping and on_invalid != "skip":

@@ -18,17 +18,12 @@ from rageval._rundir_lock import one_writer
 from rageval._sync import synchronous
 from rageval._version import __version__
 from rageval.calibration._agreement import measure_agreement
+from rageval.errors import RunConfigError
 from rageval.labels import LabelColumn, LabelKind, read_label_column
 from rageval.log import CALIBRATION_FILE, CalibrationReport, write_atomic
 from rageval.metrics.base import Metric
-from rageval.runner._evaluate import (
-    LabelsArg,
-    OnInvalid,
-    RunConfigError,
-    _write_report,
-    aevaluate,
-    label_pairs,
-)
+from rageval.runner._evaluate import _write_report, aevaluate
+from rageval.runner._prepare import LabelsArg, OnInvalid, label_pairs
 from rageval.runner._rundir import RunDir
 from rageval.samples import InvalidDataError, LoadedData, RowProblem, load_samples, sample_ids
 from rageval.stats import KappaWeights

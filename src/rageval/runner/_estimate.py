@@ -35,13 +35,13 @@ from pydantic import BaseModel, Field, field_serializer
 from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
 from rageval.metrics.base import Metric, MetricLike
+from rageval.runner._prepare import OnInvalid, checked_options, prepare
 from rageval.runner._tokens import APPROXIMATION, CHARS_PER_TOKEN, Counters
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
-    from rageval.runner._evaluate import OnInvalid
     from rageval.runner._schedule import Plan
 
 __all__ = [
@@ -385,7 +385,6 @@ def estimate(
     anything (see the module docstring). `batch=True` prices the requests at the judge
     model's batch rates (an unknown batch rate makes the cost unknown); `repeats=K` counts
     every judge cell K times, as ``evaluate(repeats=K)`` scores it."""
-    from rageval.runner._evaluate import checked_options, prepare
     from rageval.runner._schedule import spread
 
     on_invalid, repeats = checked_options(on_invalid, repeats)

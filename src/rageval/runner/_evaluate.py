@@ -20,16 +20,15 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from rageval import _env, _progress
+from rageval import _progress
 from rageval._client._cache import cache_location
 from rageval._extras import require
 from rageval._rundir_lock import one_writer
 from rageval._sync import synchronous
 from rageval._version import __version__
-from rageval.errors import BudgetReached, RagevalError, RunDirError
+from rageval.errors import BudgetReached, RunConfigError, RunDirError
 from rageval.judge import BatchSettings, RequestCache, Usage, UsageLedger, endpoint_limiter
 from rageval.log import (
     ROWS_FILE,
@@ -46,10 +45,8 @@ from rageval.log import (
 from rageval.metrics.base import (
     Metric,
     MetricLike,
-    as_metric,
     metric_import_root,
     metric_path,
-    registered_metrics,
 )
 from rageval.results import EvaluationResult
 from rageval.runner._cost import (
@@ -59,26 +56,32 @@ from rageval.runner._cost import (
     send_in_batches,
     unpriced,
 )
-from rageval.runner._probe import check_key, probe_endpoints
+from rageval.runner._estimate import row_cost
+from rageval.runner._prepare import (
+    LabelsArg,
+    OnInvalid,
+    checked_options,
+    embeddings_from_spec,
+    human_label_pairs,
+    judge_from_env,
+    label_pairs,
+    prepare,
+    resolve_metrics,
+)
+from rageval.runner._probe import probe_endpoints
 from rageval.runner._rundir import RunDir, data_fingerprint, json_normal
 from rageval.runner._schedule import (
     MIN_WINDOW,
     Plan,
     Scheduler,
-    make_plans,
     spread,
     usage_since,
 )
+from rageval.runner._stored import read_stored_run
 from rageval.runner.engines import ENGINES, Engine
 from rageval.samples import (
-    LEGACY_ALIASES,
-    SAMPLE_FIELDS,
-    InvalidDataError,
     LoadedData,
-    RowProblem,
-    load_samples,
     rows_json,
-    sample_ids,
 )
 
 if TYPE_CHECKING:
@@ -86,331 +89,8 @@ if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
 
-OnInvalid = Literal["raise", "skip"]
-
-
 #: rows in flight at once in batch mode (each waits on its batch, holding no connection)
 BATCH_WINDOW = 10_000
-
-
-class RunConfigError(RagevalError, ValueError):
-    """An evaluation asked for something that cannot run (unknown metric, bad option...)."""
-
-
-def judge_from_env(model: str | None = None, **settings: Any) -> Judge | None:
-    """The judge configured by arguments or the environment (see :mod:`rageval._env`): the
-    model from `model` or RAGEVAL_LLM, the endpoint from a `base_url` setting, else
-    RAGEVAL_BASE_URL or OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY;
-    `settings` are the Judge's keyword arguments. None when no model is named."""
-    model = _env.judge_model(model)
-    if model is None:
-        return None
-    from rageval.judge import Judge
-
-    judge = Judge(model, **settings)
-    check_key(judge.describe(), what="judge")
-    return judge
-
-
-def embeddings_from_spec(
-    spec: str,
-    *,
-    base_url: str | None = None,
-    cache: RequestCache | bool | str | os.PathLike[str] = True,
-) -> Embeddings:
-    """`local` or `openai:MODEL` (the CLI's --embeddings); an OpenAI-compatible model is
-    reached like the judge: `base_url`, else RAGEVAL_BASE_URL or OPENAI_BASE_URL; `cache` is
-    its request cache (as OpenAIEmbeddings takes it)."""
-    from rageval.embeddings import embedding_factory
-
-    provider, _, model = spec.partition(":")
-    if provider == "local" and not model:
-        return embedding_factory("local")
-    if provider == "openai":
-        remote = embedding_factory("openai", model=model or None, base_url=base_url, cache=cache)
-        check_key(remote.describe(), what="embeddings model")
-        return remote
-    raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
-
-
-def left_out_of_default(loaded: LoadedData) -> dict[str, str]:
-    """The metrics of the default selection (``metrics=None``) that `loaded` leaves out, each
-    with why: the fields it needs that no row gives. A field some row gives is enough to keep
-    a metric, even when that row gives it wrongly (its problem is then reported by row)."""
-    left_out = {}
-    for name, cls in registered_metrics().items():
-        lacking = [f for f in cls.required_fields if f not in loaded.given_fields]
-        if cls.in_default_run and lacking:
-            left_out[name] = f"no row has {_field_names(lacking)}"
-    return left_out
-
-
-def _field_names(fields: Sequence[str]) -> str:
-    """Fields as a user may have named them: ``'user_input' (or 'question')``."""
-    shown = []
-    for f in fields:
-        legacy = [k for k, v in LEGACY_ALIASES.items() if v == f]
-        shown.append(repr(f) + (f" (or {' / '.join(map(repr, legacy))})" if legacy else ""))
-    return ", ".join(shown)
-
-
-def _nothing_to_run(loaded: LoadedData) -> str:
-    """Why the default selection is empty, with the data's columns and how to map them."""
-    found = ", ".join(loaded.columns[:30]) + (" ..." if len(loaded.columns) > 30 else "")
-    return (
-        "no metric to run: no metric has the fields it needs in this data "
-        f"(its columns: {found or 'none'}; rageval's fields: {_field_names(SAMPLE_FIELDS)}). "
-        "Map your columns to rageval's fields with --column-map YOURS=FIELD (Python: "
-        "column_map={'yours': 'field'}), or name metrics (-m / metrics=)"
-    )
-
-
-def resolve_metrics(
-    metrics: Sequence[MetricLike] | MetricLike | None,
-    loaded: LoadedData,
-    params: Mapping[str, Mapping[str, Any]] | None = None,
-) -> list[Metric]:
-    """Metric objects for `metrics`: instances as they are; registry names, classes and metric
-    modules (``from rageval.metrics import faithfulness``) built here (see
-    :func:`rageval.metrics.as_metric`). By default every registered metric whose required
-    fields appear in the data (except opt-in ones such as rubric_score, whose built-in rubric
-    is only a placeholder for the user's own). `params` holds, by registry name, the
-    constructor arguments of any metric built here (a metric it names that the run does not
-    choose is passed over; a name that is no metric is an error)."""
-    params = dict(params or {})
-    known = registered_metrics()
-    unknown = sorted(set(params) - set(known))
-    if unknown:
-        raise RunConfigError(f"parameters for unknown metric(s): {', '.join(unknown)}")
-
-    def make(spec: MetricLike) -> Metric:
-        try:
-            return as_metric(spec, params)
-        except KeyError as e:
-            raise RunConfigError(str(e.args[0])) from None
-        except (TypeError, ValueError) as e:  # not a metric, or an invalid constructor argument
-            raise RunConfigError(f"{spec if isinstance(spec, str) else 'metrics'}: {e}") from None
-
-    if metrics is None:
-        left_out = left_out_of_default(loaded)
-        chosen: list[Metric] = [
-            make(name) for name, cls in known.items() if cls.in_default_run and name not in left_out
-        ]
-        if not chosen:
-            raise RunConfigError(_nothing_to_run(loaded))
-    else:
-        one = isinstance(metrics, (str, Metric, ModuleType, type))
-        specs: list[MetricLike] = [metrics] if one else list(metrics)  # type: ignore[list-item,arg-type]
-        chosen = []
-        for spec in specs:
-            if isinstance(spec, Metric) and spec.name in params:
-                raise RunConfigError(
-                    f"{spec.name} is given as an object: give its parameters to it, not in "
-                    "metric_params"
-                )
-            chosen.append(make(spec))
-    if not chosen:
-        raise RunConfigError("no metric to run: the list of metrics is empty")
-    names = [m.name for m in chosen]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise RunConfigError(
-            f"metric(s) given more than once: {', '.join(dupes)} (a metric reports under its "
-            "name: give one of them another, e.g. ContextEvaluation(..., name='tone'))"
-        )
-    return chosen
-
-
-#: (label column, metric) pairs: {column: metric}, {column: [metrics]} or [(column, metric)]
-LabelsArg = Mapping[str, str | Metric | Sequence[str | Metric]] | Sequence[tuple[str, str | Metric]]
-
-
-def label_pairs(labels: LabelsArg) -> list[tuple[str, str | Metric]]:
-    """The (label column, metric) pairs of a labels argument, in order, each once."""
-    pairs: list[tuple[str, str | Metric]] = []
-    if isinstance(labels, Mapping):
-        for column, target in labels.items():
-            if isinstance(target, (str, Metric, ModuleType, type)):
-                pairs.append((column, target))  # a module or a class too
-            else:
-                pairs.extend((column, m) for m in target)
-    else:
-        pairs = [(column, metric) for column, metric in labels]
-    if not pairs:
-        raise RunConfigError("the labels name no (label column, metric) pair")
-    seen: set[tuple[str, str]] = set()
-    for column, metric in pairs:
-        key = (column, metric if isinstance(metric, str) else metric.name)
-        if key in seen:
-            raise RunConfigError(f"label column {column!r} is paired with {key[1]!r} twice")
-        seen.add(key)
-    return pairs
-
-
-def _human_labels(
-    human_labels: LabelsArg | None,
-    loaded: LoadedData,
-    ids: Sequence[str],
-    metrics: Sequence[Metric],
-) -> list[tuple[str, str]]:
-    """The (column, metric name) pairs of `human_labels=`, every label checked before spend."""
-    if human_labels is None:
-        return []
-    from rageval.labels import read_label_column
-
-    names = [m.name for m in metrics]
-    pairs = [(c, m if isinstance(m, str) else m.name) for c, m in label_pairs(human_labels)]
-    for _, metric in pairs:
-        if metric not in names:
-            raise RunConfigError(
-                f"human_labels names {metric!r}, which is not a metric of this run "
-                f"({', '.join(names)})"
-            )
-    problems: list[RowProblem] = []
-    for column in dict.fromkeys(c for c, _ in pairs):
-        try:
-            read_label_column(loaded.samples, ids, column, source=loaded.source)
-        except InvalidDataError as e:
-            problems.extend(e.problems)
-    if problems:
-        raise InvalidDataError(problems, source=loaded.source)
-    return pairs
-
-
-def _validate(
-    loaded: LoadedData, ids: Sequence[str], metrics: Sequence[Metric]
-) -> tuple[list[RowProblem], dict[int, str], dict[tuple[int, str], str]]:
-    """Every problem that stops a (row, metric) cell of this run; the reason for each row no
-    metric can read, and for each cell that a bad field of its row stops. A bad field that no
-    metric of the run reads stops nothing."""
-    by_row: dict[int, list[RowProblem]] = {}
-    for p in loaded.problems:
-        if p.row is not None:
-            by_row.setdefault(p.row, []).append(p)
-    problems: dict[int, RowProblem] = {}  # by id(): each problem once, in order
-    invalid_rows: dict[int, str] = {}
-    invalid_cells: dict[tuple[int, str], str] = {}
-    for row, sample in enumerate(loaded.samples):
-        found = by_row.get(row, [])
-        if sample is None:
-            problems.update((id(p), p) for p in found)
-            invalid_rows[row] = "; ".join(map(_describe, found)) or "could not be read"
-            continue
-        for m in metrics:
-            stopping = [p for p in found if p.blocks(m.required_fields)]
-            if stopping:
-                problems.update((id(p), p) for p in stopping)
-                invalid_cells[(row, m.name)] = "; ".join(map(_describe, stopping))
-                continue
-            for field, message in m.input_problems(sample):
-                problem = RowProblem(row, field, message, sample.id, m.name, loaded.line(row))
-                problems[id(problem)] = problem
-    return list(problems.values()), invalid_rows, invalid_cells
-
-
-def _describe(p: RowProblem) -> str:
-    return f"field {p.field!r}: {p.message}" if p.field else p.message
-
-
-def _run_judges(llm: Judge | str | Sequence[Judge] | None) -> list[Judge]:
-    """The run's judge: none, one, or one per endpoint of the same model (a list)."""
-    from rageval.judge import Judge
-
-    if isinstance(llm, str) or llm is None:
-        judge = judge_from_env(llm)
-        return [judge] if judge is not None else []
-    if isinstance(llm, Judge):
-        return [llm]
-    judges = list(llm)
-    if not judges or not all(isinstance(j, Judge) for j in judges):
-        raise RunConfigError("llm must be a Judge, a model name, or a non-empty list of Judges")
-    models = sorted({j.model for j in judges})
-    if len(models) > 1:
-        raise RunConfigError(
-            f"a list of judges spreads the rows over endpoints of one model, got {models}"
-        )
-    urls = [j.base_url for j in judges]
-    twice = sorted({u for u in urls if urls.count(u) > 1})
-    if twice:
-        raise RunConfigError(f"judge endpoint(s) given more than once: {', '.join(twice)}")
-    return judges
-
-
-@dataclasses.dataclass
-class Prepared:
-    """An evaluation ready to score: its data (validated), metrics, judges, embeddings and
-    the plan of each judge endpoint."""
-
-    loaded: LoadedData
-    ids: list[str]
-    metrics: list[Metric]
-    #: the run's judge: none, one, or one per endpoint of one model
-    judges: list[Judge]
-    embedder: Embeddings | None
-    plans: list[Plan]
-    #: metrics of the default selection the data cannot feed, with why (metrics=None only)
-    left_out: dict[str, str] = dataclasses.field(default_factory=dict)
-
-    def all_judges(self) -> list[Judge]:
-        """Every judge a cell may ask (the run's and the metrics' own), each once."""
-        found = (j for plan in self.plans for j in (*plan.judge_of.values(), plan.shared_judge))
-        return list({id(j): j for j in found if j is not None}.values())
-
-
-def checked_options(on_invalid: str | None, repeats: int | None) -> tuple[OnInvalid, int]:
-    """`on_invalid` and `repeats` as given to :func:`aevaluate` or :func:`rageval.estimate`,
-    checked, with their defaults for None."""
-    if on_invalid not in (None, "raise", "skip"):
-        raise RunConfigError(f"on_invalid must be 'raise' or 'skip', got {on_invalid!r}")
-    repeats = 1 if repeats is None else repeats
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise RunConfigError(f"repeats must be a whole number >= 1, got {repeats!r}")
-    return ("skip" if on_invalid == "skip" else "raise"), repeats
-
-
-def prepare(
-    data: Any,
-    metrics: Sequence[MetricLike] | None,
-    llm: Judge | str | Sequence[Judge] | None,
-    embeddings: Embeddings | str | None,
-    *,
-    column_map: Mapping[str, str] | None,
-    metric_params: Mapping[str, Mapping[str, Any]] | None,
-    on_invalid: OnInvalid,
-    repeats: int = 1,
-    resume: bool = False,
-) -> Prepared:
-    """Load and validate the data, make the metrics, the judges, the embeddings and the plans:
-    every check done before the first request, the same for :func:`aevaluate` and the dry run
-    (:func:`rageval.estimate`). Nothing is sent."""
-    loaded = load_samples(data, column_map=column_map)
-    whole_input = [p for p in loaded.problems if p.row is None]
-    if whole_input:
-        raise InvalidDataError(whole_input, source=loaded.source)
-    ids = sample_ids(loaded.samples)
-    metric_objs = resolve_metrics(metrics, loaded, metric_params)
-    problems, invalid_rows, invalid_cells = _validate(loaded, ids, metric_objs)
-    if problems and on_invalid == "raise":
-        raise InvalidDataError(problems, source=loaded.source)
-    # resuming, no judge by now means the run had none (not one from the environment)
-    run_judges = [] if llm is None and resume else _run_judges(llm)
-    judge = run_judges[0] if run_judges else None
-    needs_embeddings = any(
-        m.needs_embeddings and m.embeddings is None and (not m.needs_llm or m.llm or judge)
-        for m in metric_objs
-    )
-    embedder: Embeddings | None
-    if isinstance(embeddings, str):
-        embedder = embeddings_from_spec(embeddings)
-    elif embeddings is None and needs_embeddings:
-        embedder = embeddings_from_spec("local")
-    else:
-        embedder = embeddings
-    plans = make_plans(
-        metric_objs, run_judges, embedder, invalid_rows, invalid_cells, repeats=repeats
-    )
-    left_out = left_out_of_default(loaded) if metrics is None else {}
-    return Prepared(loaded, list(ids), metric_objs, run_judges, embedder, plans, left_out)
 
 
 def _check_engine(engine: str, ray_address: str | None, ray_actors: int | None) -> None:
@@ -674,7 +354,7 @@ async def aevaluate(
     )
     loaded, ids, metric_objs = run.loaded, run.ids, run.metrics
     run_judges, embedder, plans = run.judges, run.embedder, run.plans
-    human_pairs = _human_labels(human_labels, loaded, ids, metric_objs)
+    human_pairs = human_label_pairs(human_labels, loaded, ids, metric_objs)
     judges = run.all_judges()
     missing = unpriced(judges, batch=batching is not None)
     if max_cost is not None and missing:
@@ -852,7 +532,6 @@ def _from_manifest(
     int | None,
 ]:
     """The arguments of a resumed run, each as given, else as the run's manifest has it."""
-    from rageval.runner._stored import read_stored_run
 
     stored = read_stored_run(run_dir)
     if data is None:
@@ -887,7 +566,6 @@ def _row_cost(
 ) -> tuple[float, float]:
     """The planned cost of a row and the most one of its requests may cost (without looking
     up kept cells: a row kept costs nothing anyway, and the lookup is the scheduler's)."""
-    from rageval.runner._estimate import row_cost
 
     sid = ids[row]
     plan = plans[spread(sid, len(plans))]

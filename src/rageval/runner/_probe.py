@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rageval import _env
+from rageval.errors import RunConfigError
 from rageval.judge import FatalJudgeError
 
 PROBE_TIMEOUT_S = 5.0
@@ -44,8 +45,6 @@ def key_variable(described: Mapping[str, Any]) -> str | None:
 
 def check_key(described: Mapping[str, Any], *, what: str) -> None:
     """RunConfigError when OpenAI's own endpoint would be asked without a key."""
-    from rageval.runner._evaluate import RunConfigError
-
     source = str(described.get("api_key_from") or "")
     if described.get("base_url") == _env.DEFAULT_BASE_URL and source.endswith(_NOT_SET):
         variable = key_variable(described)

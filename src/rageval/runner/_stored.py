@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rageval._client._cache import recorded_cache
 from rageval.errors import RunDirError
 from rageval.log import Manifest
+from rageval.runner._prepare import embeddings_from_spec
 from rageval.runner._probe import key_variable
 from rageval.runner._rundir import resumable_manifest
 
@@ -150,7 +151,6 @@ class StoredRun:
         return judges if len(judges) > 1 else judges[0]
 
     def make_embeddings(self) -> Embeddings | None:
-        from rageval.runner._evaluate import embeddings_from_spec
 
         if self.embeddings is None:
             return None
