@@ -48,6 +48,7 @@ from rageval.judge import FatalJudgeError, Judge
 from rageval.runner import (
     RunDirError,
     RunDirInUseError,
+    aalign,
     acalibrate,
     aevaluate,
     calibrate,
@@ -247,6 +248,8 @@ async def test_a_second_evaluation_in_the_same_process_raises_while_the_first_ru
             await asyncio.to_thread(evaluate, data, ["token_f1"], run_dir=run, progress=False)
         with pytest.raises(RunDirInUseError):
             await acalibrate(data, {"human": "faithfulness"}, judge, run_dir=run)
+        with pytest.raises(RunDirInUseError):  # an alignment writes align.json there
+            await aalign(data, {"human": "faithfulness"}, judge, run_dir=run)
         # the error is a RunDirError: existing handlers still catch it
         assert issubclass(RunDirInUseError, RunDirError) and issubclass(RunDirError, RagevalError)
 

@@ -165,10 +165,11 @@ def _steps(text: str) -> list[str]:
 
 
 def run_align(args: argparse.Namespace) -> int:
-    from rageval._calibrate_cli import read_dataset
+    from rageval._calibrate_cli import label_kinds, read_dataset
     from rageval._config import merged_params, parse_params
     from rageval.cli import (
         EXIT_FATAL,
+        EXIT_IN_USE,
         EXIT_INTERRUPTED,
         EXIT_OK,
         _check_param_names,
@@ -181,18 +182,13 @@ def run_align(args: argparse.Namespace) -> int:
         _UsageError,
     )
     from rageval.judge import FatalJudgeError
-    from rageval.labels import LABEL_KINDS
     from rageval.log import ALIGNED_CONFIG_FILE
-    from rageval.runner import RunConfigError, RunDirError, align
+    from rageval.runner import RunConfigError, RunDirError, RunDirInUseError, align
     from rageval.runner._align import SEARCH_STEPS
     from rageval.samples import InvalidDataError
 
     labels = _pairs(args.labels, "--labels")
-    kinds: dict[str, Any] = {}
-    for column, kind in _pairs(args.label_kind, "--label-kind"):
-        if kind not in LABEL_KINDS:
-            raise _UsageError(f"--label-kind {column}={kind}: the kind is one of {LABEL_KINDS}")
-        kinds[column] = kind
+    kinds = label_kinds(args)
     if not 0.0 <= args.threshold <= 1.0:
         raise _UsageError(f"--threshold must be between 0 and 1, got {args.threshold}")
     data: Any = _positional_data(args)
@@ -235,6 +231,9 @@ def run_align(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             progress=False if args.quiet else None,
         )
+    except RunDirInUseError as e:
+        _err(str(e))
+        return EXIT_IN_USE
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         raise _UsageError(str(e)) from None
     except FatalJudgeError as e:

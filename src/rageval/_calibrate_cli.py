@@ -118,6 +118,19 @@ def read_dataset(name: str, path: str, limit: int | None) -> LabelledSet:
     return dataset
 
 
+def label_kinds(args: argparse.Namespace) -> dict[str, Any]:
+    """`--label-kind COLUMN=KIND` (calibrate and align), each kind checked."""
+    from rageval.cli import _pairs, _UsageError
+    from rageval.labels import LABEL_KINDS
+
+    kinds: dict[str, Any] = {}
+    for column, kind in _pairs(args.label_kind, "--label-kind"):
+        if kind not in LABEL_KINDS:
+            raise _UsageError(f"--label-kind {column}={kind}: the kind is one of {LABEL_KINDS}")
+        kinds[column] = kind
+    return kinds
+
+
 def run_calibrate(args: argparse.Namespace) -> int:
     from rageval.cli import (
         EXIT_CALIBRATION_GATE,
@@ -133,16 +146,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
         _UsageError,
     )
     from rageval.judge import FatalJudgeError
-    from rageval.labels import LABEL_KINDS
     from rageval.runner import RunConfigError, RunDirError, RunDirInUseError, calibrate
     from rageval.samples import InvalidDataError
 
     labels = _pairs(args.labels, "--labels")
-    kinds: dict[str, Any] = {}
-    for column, kind in _pairs(args.label_kind, "--label-kind"):
-        if kind not in LABEL_KINDS:
-            raise _UsageError(f"--label-kind {column}={kind}: the kind is one of {LABEL_KINDS}")
-        kinds[column] = kind
+    kinds = label_kinds(args)
     if args.min_kappa is not None and not -1.0 <= args.min_kappa <= 1.0:
         raise _UsageError(f"--min-kappa must be between -1 and 1, got {args.min_kappa}")
     data: Any = _positional_data(args)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval._client._usage import sum_usage
+from rageval._rundir_lock import one_writer
 from rageval._sync import synchronous
 from rageval._version import __version__
 from rageval.calibration._agreement import judge_levels, measure_agreement
@@ -106,6 +107,7 @@ class _Task:
     usage: list[Usage] = field(default_factory=list)
 
 
+@one_writer  # held from the first training run to align.json
 async def aalign(
     data: Any,
     labels: LabelsArg,
