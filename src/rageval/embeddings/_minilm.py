@@ -24,14 +24,15 @@ product is computed from that row alone, but a BLAS may round it differently dep
 product's shape, the row's place in it and its threads: OpenBLAS's Haswell kernels (also run on
 AMD Zen, or wherever ``OPENBLAS_CORETYPE=Haswell`` is set) sum rows 6-11 of every 12 in another
 order than rows 0-5, so a text alone and the same text after another one differed by ~1e-7.
-So every dense product runs as calls of exactly ``TILE_ROWS`` rows (the batch's rows zero-padded
-to a multiple of it), and every text starts at a multiple of the BLAS's *row period*: the period
-after which, in a call of that shape, a row's place stops mattering, measured once per process
-by :func:`row_period` (1 for OpenBLAS's SkylakeX, Sandybridge, Nehalem and generic kernels, 12
-for its Haswell ones). A row of a text is then always computed at the same place modulo the
-period, in a call of the same shape, single-threaded (``local.py``): the same arithmetic in the
-same order, whatever else is in the batch. Everything else works row by row or text by text.
-What this costs in throughput is in benchmarks/RESULTS.md.
+So every dense product runs as calls of a few fixed sizes (``CALL_ROWS``: 384 rows, and 192, 96
+and 48 for the rest of a batch, its rows zero-padded to a multiple of 48), and every text starts
+at a multiple of the BLAS's *row period*: the period after which a row's place in a call stops
+mattering. :func:`measure_row_grid` measures it once per process (1 for OpenBLAS's SkylakeX,
+Sandybridge, Nehalem and generic kernels, 12 for its Haswell ones) and checks that the smaller
+calls compute each place as the 384-row call does (if not, every call is 384 rows). A row of a
+text is then always computed the same way, single-threaded (``local.py``): the same arithmetic
+in the same order, whatever else is in the batch. Everything else works row by row or text by
+text. What this costs in throughput is in benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -47,7 +48,15 @@ import numpy.typing as npt
 
 from rageval.embeddings._weights import SafetensorsIndex, encoder_tensor_names
 
-__all__ = ["HIDDEN", "TILE_ROWS", "MiniLMEncoder", "MiniLMWeights", "gelu_", "row_period"]
+__all__ = [
+    "CALL_ROWS",
+    "HIDDEN",
+    "MiniLMEncoder",
+    "MiniLMWeights",
+    "RowGrid",
+    "gelu_",
+    "measure_row_grid",
+]
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -59,11 +68,12 @@ INTERMEDIATE = 4 * HIDDEN
 LN_EPS = 1e-12
 NORM_EPS = 1e-12  # torch.nn.functional.normalize's default, as sentence-transformers uses it
 
-# Every dense product is made of calls of this many rows (see the module docstring): a multiple
-# of the row periods seen (1 and 12), large enough that OpenBLAS's packing of the weights, done
-# once per call, stays a small part of a call (192 rows cost ~8% more per row than 384, 96 rows
-# twice as much, on the benchmark machine).
-TILE_ROWS = 384
+# The row counts of the calls every dense product is made of (see the module docstring), largest
+# first, each a multiple of the next and of the row periods seen (1 and 12). The largest is big
+# enough that OpenBLAS's packing of the weights, done once per call, stays a small part of it
+# (per row, calls of 192 rows cost ~8% more than 384, 96 rows twice as much, on the benchmark
+# machine); the smaller ones keep a short text's batch from paying for 384 rows.
+CALL_ROWS = (384, 192, 96, 48)
 
 # Element-wise work is done in blocks of this many floats (128 kB): with the GELU's scratch
 # buffers that stays within a core's L2 cache.
@@ -160,12 +170,10 @@ class MiniLMEncoder:
     by two threads at once; any number of encoders may share one :class:`MiniLMWeights`.
     """
 
-    def __init__(self, weights: MiniLMWeights, row_period: int) -> None:
-        """``row_period``: what :func:`row_period` measured for this process's BLAS."""
-        if row_period < 1 or TILE_ROWS % row_period:
-            raise ValueError(f"row_period must divide {TILE_ROWS}, got {row_period}")
+    def __init__(self, weights: MiniLMWeights, grid: RowGrid) -> None:
+        """``grid``: what :func:`measure_row_grid` found for this process's BLAS."""
         self._w = weights
-        self._period = row_period
+        self._grid = grid
         self._buffers: dict[str, FloatArray] = {}
         self._gelu_scratch = [np.empty(_BLOCK, dtype=np.float32) for _ in range(3)]
 
@@ -181,7 +189,7 @@ class MiniLMEncoder:
         order = sorted(range(len(sequences)), key=lambda r: len(sequences[r]))
         if not sequences[order[0]]:
             raise ValueError("an empty token sequence (a text has at least [CLS] and [SEP])")
-        layout = _Layout([len(sequences[r]) for r in order], self._period)
+        layout = _Layout([len(sequences[r]) for r in order], self._grid)
         # rows between texts and after the last one hold token 0 at position 0: finite filler
         # that no real row ever reads (products work row by row, attention text by text)
         ids = np.zeros(layout.rows, dtype=np.intp)
@@ -198,9 +206,9 @@ class MiniLMEncoder:
         context = self._buffer("context", layout.rows, HIDDEN)
         context[...] = 0.0  # attention writes the texts' rows only: the filler stays finite
         for layer in w.layers:
-            _dense(x, layer.qkv, out=qkv)
+            _dense(x, layer.qkv, self._grid, out=qkv)
             _attention(qkv, layout, out=context)
-            _dense(context, layer.attention_out, out=h)
+            _dense(context, layer.attention_out, self._grid, out=h)
             h += x
             x, h = _layer_norm_(h, layer.attention_norm), x
             self._feed_forward(x, layer, out=h)
@@ -220,12 +228,12 @@ class MiniLMEncoder:
         return vectors
 
     def _feed_forward(self, x: FloatArray, layer: _Layer, *, out: FloatArray) -> None:
-        # tile by tile: the (rows x 1536) intermediate never exists whole, only one tile's
-        inner = self._buffer("inner", TILE_ROWS, INTERMEDIATE)
-        for start in range(0, x.shape[0], TILE_ROWS):
-            _dense(x[start : start + TILE_ROWS], layer.up, out=inner)
-            gelu_(inner, self._gelu_scratch)
-            _dense(inner, layer.down, out=out[start : start + TILE_ROWS])
+        # call by call: the (rows x 1536) intermediate never exists whole, only one call's
+        inner = self._buffer("inner", CALL_ROWS[0], INTERMEDIATE)
+        for start, end in self._grid.calls(x.shape[0]):
+            _dense(x[start:end], layer.up, self._grid, out=inner[: end - start])
+            gelu_(inner[: end - start], self._gelu_scratch)
+            _dense(inner[: end - start], layer.down, self._grid, out=out[start:end])
 
     def _buffer(self, key: str, rows: int, cols: int) -> FloatArray:
         """A (rows, cols) float32 scratch matrix, grown when a batch needs more."""
@@ -236,16 +244,35 @@ class MiniLMEncoder:
         return buf[: rows * cols].reshape(rows, cols)
 
 
+@dataclass(frozen=True)
+class RowGrid:
+    """How a batch's rows must be laid out and cut into products for this process's BLAS."""
+
+    period: int  #: every text starts at a multiple of it
+    unit: int  #: the smallest call: the rows are padded to a multiple of it
+
+    def calls(self, rows: int) -> Iterator[tuple[int, int]]:
+        """``(start, end)`` of the calls of ``rows`` rows (a multiple of ``unit``): as many of
+        the largest size as fit, then one each of the smaller ones the rest needs."""
+        start = 0
+        for size in CALL_ROWS:
+            if size < self.unit:
+                break
+            while rows - start >= size:
+                yield start, start + size
+                start += size
+
+
 class _Layout:
     """Where each text's rows go: texts in the given order (ascending length), each starting at
-    a multiple of the row period, the whole padded to a multiple of ``TILE_ROWS``."""
+    a multiple of the row period, the whole padded to a multiple of the grid's unit."""
 
-    def __init__(self, lengths: list[int], period: int) -> None:
+    def __init__(self, lengths: list[int], grid: RowGrid) -> None:
         self.lengths = lengths
         #: rows per text: its length rounded up to the period
-        self.slots = [-(-length // period) * period for length in lengths]
+        self.slots = [-(-length // grid.period) * grid.period for length in lengths]
         self.starts = [0, *itertools.accumulate(self.slots)][:-1]
-        self.rows = -(-sum(self.slots) // TILE_ROWS) * TILE_ROWS
+        self.rows = -(-sum(self.slots) // grid.unit) * grid.unit
 
     def groups(self) -> Iterator[tuple[int, int, int, int]]:
         """(first row, texts, length, rows per text) for each run of texts of equal length."""
@@ -256,41 +283,41 @@ class _Layout:
             yield members[0][1], len(members), length, members[0][2]
 
 
-def _dense(x: FloatArray, dense: _Dense, *, out: FloatArray) -> None:
-    """``out = x @ weight + bias`` in calls of ``TILE_ROWS`` rows (the module docstring says why)."""
-    for start in range(0, x.shape[0], TILE_ROWS):
-        np.matmul(x[start : start + TILE_ROWS], dense.weight, out=out[start : start + TILE_ROWS])
+def _dense(x: FloatArray, dense: _Dense, grid: RowGrid, *, out: FloatArray) -> None:
+    """``out = x @ weight + bias`` in the grid's calls (the module docstring says why)."""
+    for start, end in grid.calls(x.shape[0]):
+        np.matmul(x[start:end], dense.weight, out=out[start:end])
     out += dense.bias
 
 
-def row_period(weights: MiniLMWeights) -> int:
-    """The smallest divisor ``p`` of ``TILE_ROWS`` such that, in a ``TILE_ROWS``-row product with
-    any of the model's weight matrices, a row comes out the same at every place ``i`` and
-    ``i + p`` (the module docstring says why it matters).
+def measure_row_grid(weights: MiniLMWeights) -> RowGrid:
+    """The row period and the smallest call this process's BLAS allows (module docstring).
 
-    Measured on a product whose rows are all equal: two places give the same bits exactly when
-    the BLAS computes them the same way (a different order of the same sums differs somewhere
-    in 384+ outputs of random data). Call it with the BLAS set up as the encoders will run it
-    (single-threaded: the row pattern can change with the threads)."""
+    The period is the smallest divisor ``p`` of ``CALL_ROWS[0]`` such that, in a product of that
+    many rows with any of the model's weight matrices, a row comes out the same at every place
+    ``i`` and ``i + p``; the smaller calls are allowed if each of their places computes a row as
+    the same place of the largest call does. Measured on products whose rows are all equal: two
+    places give the same bits exactly when the BLAS computes them the same way (another order
+    of the same sums differs somewhere in 384+ outputs of random data). Call it with the BLAS
+    set up as the encoders will run it: single-threaded (the pattern changes with threads)."""
+    largest, smallest = CALL_ROWS[0], CALL_ROWS[-1]
     row = np.random.default_rng(0).standard_normal(INTERMEDIATE, dtype=np.float32)
-    period = 1
-    for dense in (
-        weights.layers[0].qkv,
-        weights.layers[0].attention_out,
-        weights.layers[0].up,
-        weights.layers[0].down,
-    ):
-        rows = np.repeat(row[None, : dense.weight.shape[0]], TILE_ROWS, axis=0)
-        out = rows @ dense.weight
+    period, unit = 1, smallest
+    layer = weights.layers[0]  # every layer's matrices have the same shapes
+    for dense in (layer.qkv, layer.attention_out, layer.up, layer.down):
+        rows = np.repeat(row[None, : dense.weight.shape[0]], largest, axis=0)
+        full = rows @ dense.weight
         period = math.lcm(
             period,
             next(
                 p
-                for p in range(1, TILE_ROWS + 1)
-                if TILE_ROWS % p == 0 and np.array_equal(out, np.tile(out[:p], (TILE_ROWS // p, 1)))
+                for p in range(1, largest + 1)
+                if largest % p == 0 and np.array_equal(full, np.tile(full[:p], (largest // p, 1)))
             ),
         )
-    return period
+        if not all(np.array_equal(rows[:n] @ dense.weight, full[:n]) for n in CALL_ROWS[1:]):
+            unit = largest
+    return RowGrid(period=period, unit=unit if unit % period == 0 else largest)
 
 
 def _layer_norm_(x: FloatArray, norm: _Norm) -> FloatArray:

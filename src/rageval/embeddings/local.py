@@ -8,8 +8,8 @@ sentence-transformers use 256 and no fixed padding, so that file's settings are 
 The forward pass is ``_minilm.py``. The weights are read from ``model.safetensors`` (through a
 memory map) once per process, on first use, and shared by every instance, as is a pool of one
 worker thread per core. Each worker has its own encoder; a round's texts are cut into calls by
-token count (the encoder pads each call's rows to whole tiles, so a call of many tiles wastes
-little), at least one call per core, and the calls run side by side, one per core, so instances
+token count (about 4096 tokens each, so that the encoder's products are mostly of its largest
+size), at least one call per core, and the calls run side by side, one per core, so instances
 never oversubscribe the cores. The vectors do not depend on how a round is cut (``_minilm.py``).
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from rageval.embeddings._blas import single_threaded_blas
-from rageval.embeddings._minilm import MiniLMEncoder, MiniLMWeights, row_period
+from rageval.embeddings._minilm import MiniLMEncoder, MiniLMWeights, RowGrid, measure_row_grid
 from rageval.embeddings._tokenizer import WordPieceTokenizer
 from rageval.embeddings._weights import (
     EXPECTED_SHA256,
@@ -41,8 +41,7 @@ from rageval.embeddings.base import DEFAULT_CACHE_SIZE, Embeddings, FloatArray
 __all__ = ["LocalEmbeddings"]
 
 MAX_TOKENS = 256
-# Tokens per encoder call: about ten tiles (waste below one tile in ten) with scratch buffers of
-# ~50 MB per encoder
+# Tokens per encoder call: ten of its largest products, and scratch buffers of ~50 MB per encoder
 _ROWS_PER_CALL = 4096
 _ACCEPTED_NAMES = {None, MODEL_ID, f"sentence-transformers/{MODEL_ID}"}
 
@@ -53,7 +52,7 @@ class _Runtime:
     weights: MiniLMWeights
     workers: ThreadPoolExecutor
     threads: int  # the workers
-    row_period: int  # of numpy's BLAS, single-threaded: what the encoders lay texts out by
+    row_grid: RowGrid  # of numpy's BLAS, single-threaded: how the encoders lay texts out
     _encoders: threading.local = field(default_factory=threading.local)
 
     def embed_batches(self, batches: list[list[str]]) -> Iterator[FloatArray]:
@@ -80,7 +79,7 @@ class _Runtime:
     def _encode(self, sequences: list[list[int]]) -> FloatArray:
         encoder: MiniLMEncoder | None = getattr(self._encoders, "encoder", None)
         if encoder is None:
-            encoder = self._encoders.encoder = MiniLMEncoder(self.weights, self.row_period)
+            encoder = self._encoders.encoder = MiniLMEncoder(self.weights, self.row_grid)
         return encoder(sequences)
 
 
@@ -144,7 +143,7 @@ def _runtime(model_dir: str | os.PathLike[str] | None, threads: int | None) -> _
                 finally:
                     check.result()  # a failed check wins over what was read from the file
             with single_threaded_blas():  # as the encoders will run it
-                period = row_period(weights)
+                grid = measure_row_grid(weights)
             runtime = _Runtime(
                 tokenizer=WordPieceTokenizer.from_vocab_file(
                     resolved / "vocab.txt", max_length=MAX_TOKENS
@@ -152,7 +151,7 @@ def _runtime(model_dir: str | os.PathLike[str] | None, threads: int | None) -> _
                 weights=weights,
                 workers=_new_workers(key[1]),
                 threads=key[1],
-                row_period=period,
+                row_grid=grid,
             )
             _RUNTIMES[key] = runtime
     return runtime
