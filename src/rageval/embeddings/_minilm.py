@@ -306,7 +306,7 @@ def measure_row_grid(weights: MiniLMWeights) -> RowGrid:
     layer = weights.layers[0]  # every layer's matrices have the same shapes
     for dense in (layer.qkv, layer.attention_out, layer.up, layer.down):
         rows = np.repeat(row[None, : dense.weight.shape[0]], largest, axis=0)
-        full = rows @ dense.weight
+        full = np.matmul(rows, dense.weight)
         period = math.lcm(
             period,
             next(
@@ -315,7 +315,9 @@ def measure_row_grid(weights: MiniLMWeights) -> RowGrid:
                 if largest % p == 0 and np.array_equal(full, np.tile(full[:p], (largest // p, 1)))
             ),
         )
-        if not all(np.array_equal(rows[:n] @ dense.weight, full[:n]) for n in CALL_ROWS[1:]):
+        if not all(
+            np.array_equal(np.matmul(rows[:n], dense.weight), full[:n]) for n in CALL_ROWS[1:]
+        ):
             unit = largest
     return RowGrid(period=period, unit=unit if unit % period == 0 else largest)
 
