@@ -86,8 +86,6 @@ class _Runtime:
 def _calls(lengths: list[int], threads: int) -> list[tuple[int, int]]:
     """``(start, end)`` of each encoder call: runs of texts of about equal token counts, about
     ``_ROWS_PER_CALL`` tokens each, and at least one per worker (when there are texts enough)."""
-    if not lengths:
-        return []
     total = sum(lengths)
     calls = min(len(lengths), max(threads, -(-total // _ROWS_PER_CALL)))
     bounds, seen = [0], 0
