@@ -251,6 +251,61 @@ def test_compare_finds_a_planted_difference_and_none_between_identical_runs(
     assert "moved most" not in out
 
 
+def _semantic_similarity_run(tmp_path: Path, name: str, data: list[dict[str, str]]) -> Path:
+    path = tmp_path / f"{name}.jsonl"
+    write_jsonl(path, data)
+    args = ("evaluate", path, "-m", "semantic_similarity", "-o", tmp_path / name, "-q")
+    assert run_cli(*args) == 0
+    return tmp_path / name
+
+
+def test_compare_of_two_runs_with_the_same_settings_says_no_difference(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # the local model's vectors: run B embeds the same samples among others (longer texts,
+    # another order), so its texts are computed in other batches
+    data = [
+        {"id": f"q{i}", "response": f"the bridge number {i} opened in {1900 + i}",
+         "reference": f"bridge {i} was opened to traffic in the year {1900 + i}"}
+        for i in range(16)
+    ]  # fmt: skip
+    others = [
+        {"id": f"x{i}", "response": "a much longer answer about harbours " * (i + 3),
+         "reference": "a reference about canals and towers " * (i + 5)}
+        for i in range(12)
+    ]  # fmt: skip
+    a = _semantic_similarity_run(tmp_path, "a", data)
+    b = _semantic_similarity_run(tmp_path, "b", [*others[:6], *reversed(data), *others[6:]])
+    capsys.readouterr()
+
+    assert run_cli("compare", a, b) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("semantic_similarity"))
+    assert line.split()[1:] == ["16", *line.split()[2:3] * 2, "+0.0000", "[+0.0000,", "+0.0000]",
+                                "1.0000"]  # fmt: skip
+    assert "no difference in every metric" in out
+    assert "moved most" not in out
+
+
+def test_compare_of_runs_with_no_sample_in_common_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    a = _token_f1_run(tmp_path, "a", ["an answer", "another answer"])
+    data = [
+        {"id": f"other-{i}", "response": "an answer", "reference": "an answer"} for i in range(2)
+    ]
+    path = tmp_path / "b.jsonl"
+    write_jsonl(path, data)
+    assert run_cli("evaluate", path, "-m", "token_f1", "-o", tmp_path / "b", "-q") == 0
+    capsys.readouterr()
+
+    assert run_cli("compare", a, tmp_path / "b") == 2
+    captured = capsys.readouterr()
+    assert "no sample id in common" in captured.err
+    assert "q0, q1" in captured.err and "other-0, other-1" in captured.err
+    assert captured.out == ""
+
+
 def test_metrics_lists_fields_needs_and_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli("metrics") == 0
     out = capsys.readouterr().out

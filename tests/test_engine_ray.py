@@ -136,7 +136,7 @@ def test_local_embeddings_run_in_the_actors(
     assert actors_and_nodes(caplog)[0] == 1  # a whole CPU each, and one CPU left free
     for metric in metrics:
         assert on_ray.statuses(metric) == ["ok"] * len(data)
-        assert on_ray[metric] == pytest.approx(local[metric], abs=1e-6)
+        assert on_ray[metric] == local[metric]  # the local model gives the same bits
 
 
 def test_remote_embeddings_are_booked_in_the_run_log(ray_address: str, tmp_path: Path) -> None:

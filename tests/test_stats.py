@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
 import numpy as np
 import pytest
 
-from rageval.stats import bootstrap_ci, paired_difference
+from rageval.stats import bootstrap_ci, compare, paired_difference
 
 
 def test_ci_of_a_known_distribution_covers_its_mean_about_95_percent_of_the_time() -> None:
@@ -82,6 +86,49 @@ def test_paired_difference_finds_nothing_between_identical_runs() -> None:
     d = paired_difference(a, list(a))
     assert d.mean_diff == 0.0 and d.low == 0.0 and d.high == 0.0
     assert d.p_value == 1.0
+
+
+def test_differences_below_1e9_are_ties() -> None:
+    # the same values summed in another order: differences in the last bits, both signs
+    rng = np.random.default_rng(6)
+    a = rng.uniform(size=40)
+    b = a + rng.choice([-1, 1], size=40) * rng.uniform(1e-16, 5e-10, size=40)
+    d = paired_difference(list(a), list(b))
+    assert d.n_ties == d.n_pairs == 40 and d.no_difference
+    assert d.mean_diff == 0.0 and d.low == 0.0 and d.high == 0.0 and d.p_value == 1.0
+    # one real change among them is no tie
+    b[3] += 0.25
+    d = paired_difference(list(a), list(b))
+    assert d.n_ties == 39 and not d.no_difference
+    assert d.mean_diff == pytest.approx(0.25 / 40, abs=1e-9)
+
+
+@dataclass
+class _Run:
+    """What compare() reads of a run: one metric, no label column."""
+
+    ids: list[str]
+    values: list[float | None]
+    metrics: tuple[str, ...] = ("m",)
+
+    def __getitem__(self, metric: str) -> list[float | None]:
+        return self.values
+
+    def summary(self) -> dict[str, Any]:
+        return {"m": SimpleNamespace(ppi={})}
+
+    def label_values(self, column: str) -> list[float | None]:
+        raise AssertionError("no label column")
+
+
+def test_compare_names_no_sample_that_moved_by_less_than_1e9() -> None:
+    a = _Run(["s1", "s2", "s3"], [0.2098, 0.5, 0.7])
+    b = _Run(["s3", "s2", "s1"], [0.7 + 2e-16, 0.75, 0.2098 - 3e-17])
+    (c,) = compare(a, b)
+    assert c.movers == [("s2", 0.5, 0.75)]
+    assert c.diff.n_ties == 2 and not c.diff.no_difference
+    (same,) = compare(a, _Run(["s1", "s2", "s3"], [0.2098 - 3e-17, 0.5, 0.7 + 2e-16]))
+    assert same.movers == [] and same.diff.no_difference and same.diff.p_value == 1.0
 
 
 def test_paired_difference_with_noise_only_is_rarely_significant() -> None:

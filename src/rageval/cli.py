@@ -732,7 +732,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rageval.results import load_run
-    from rageval.stats import compare
+    from rageval.stats import TIE_BELOW, compare
 
     try:
         a, b = load_run(args.run_a), load_run(args.run_b)
@@ -747,10 +747,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 f"{path} is unfinished ({run.n_finished} of {len(run)} rows): finish it first "
                 f"with rageval evaluate --resume {path}"
             )
+    shared = len(set(a.ids) & set(b.ids))
+    if not shared:
+        raise _UsageError(
+            f"the two runs have no sample id in common (A's ids: {_some(a.ids)}; B's: "
+            f"{_some(b.ids)}): compare pairs the samples by id, so both runs must score the "
+            "same data"
+        )
     comparisons = compare(a, b, top=args.top)
     if not comparisons:
         raise _UsageError("the two runs have no metric in common")
-    shared = len(set(a.ids) & set(b.ids))
     _out(f"A = {args.run_a} ({len(a)} samples)\nB = {args.run_b} ({len(b)} samples)")
     _out(f"{shared} samples matched by id\n")
     header = ("metric", "n pairs", "mean A", "mean B", "B - A", "95% CI", "p-value")
@@ -773,6 +779,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         "\npaired over samples (matched by id) measured in both runs; CI: paired percentile "
         "bootstrap; p-value: sign-flip permutation test of no difference"
     )
+    same = [c.metric for c in comparisons if c.diff.no_difference]
+    if same:
+        which = "every metric" if len(same) == len(comparisons) else ", ".join(same)
+        _out(
+            f"\nno difference in {which}: every sample measured in both runs has the same "
+            f"value in both (differences below {TIE_BELOW:g} count as none)"
+        )
     _print_ppi_comparisons(comparisons)
     for c in comparisons:
         if c.movers:
@@ -780,6 +793,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             for sid, x, y in c.movers:
                 _out(f"  {sid}: {x:.4f} -> {y:.4f} ({y - x:+.4f})")
     return EXIT_OK
+
+
+def _some(ids: Sequence[str], shown: int = 3) -> str:
+    """The first few of a run's sample ids, for a message."""
+    more = f", … ({len(ids)} in all)" if len(ids) > shown else ""
+    return ", ".join(ids[:shown]) + more
 
 
 def _print_ppi_comparisons(comparisons: Sequence[MetricComparison]) -> None:

@@ -9,7 +9,9 @@ undefined (None, with the reason in ``undefined``), not a zero-width interval. W
 there is no mean (None), never a 0.
 
 Difference between two runs: **paired** and item-matched. Only items measured in both runs
-take part. The difference is `b − a` per item; its mean gets a percentile-bootstrap interval
+take part. The difference is `b − a` per item, and a difference below `TIE_BELOW` (1e-9) is a
+tie, 0: two sums of the same numbers in another order differ in their last bits, which is no
+difference between runs; its mean gets a percentile-bootstrap interval
 (items resampled as pairs), and a two-sided **sign-flip permutation test** gives the p-value
 for "no difference": under that hypothesis each item's difference is equally likely to have
 either sign. For up to 16 items every sign pattern is enumerated (exact p-value); beyond that
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGREEMENT_STATISTICS",
+    "TIE_BELOW",
     "ConfidenceInterval",
     "Estimate",
     "JudgeNoise",
@@ -78,6 +81,8 @@ _EXACT_MAX_N = 16
 # Differences this close to the observed statistic count as "at least as extreme": sums of the
 # same numbers in a different order differ in the last bits.
 _TIE_TOLERANCE = 1e-12
+#: per-item differences smaller than this (in absolute value) are ties: no difference
+TIE_BELOW = 1e-9
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,8 @@ class ConfidenceInterval:
 
 @dataclass(frozen=True)
 class PairedDifference:
-    """Mean of `b − a` over the items measured in both runs, with its interval and p-value."""
+    """Mean of `b − a` over the items measured in both runs, with its interval and p-value;
+    `n_ties` of the `n_pairs` items differ by less than `TIE_BELOW` (counted as 0)."""
 
     mean_diff: float | None
     low: float | None
@@ -103,6 +109,12 @@ class PairedDifference:
     n_pairs: int
     confidence: float
     method: str
+    n_ties: int = 0
+
+    @property
+    def no_difference(self) -> bool:
+        """Every item measured in both runs has the same value in both (to `TIE_BELOW`)."""
+        return self.n_pairs > 0 and self.n_ties == self.n_pairs
 
 
 def _measured(values: Sequence[float | None]) -> npt.NDArray[np.float64]:
@@ -231,13 +243,16 @@ def paired_difference(
         return PairedDifference(
             None, None, None, None, 0, confidence, "no item measured in both runs"
         )
+    ties = np.abs(diffs) < TIE_BELOW
+    diffs[ties] = 0.0
     mean = float(diffs.mean())
     p_value, test = _sign_flip_p(diffs, n_permutations, seed)
     method = f"paired percentile bootstrap ({n_resamples} resamples, seed {seed}); {test}"
+    n_ties = int(ties.sum())
     if n == 1 or bool((diffs == diffs[0]).all()):
-        return PairedDifference(mean, mean, mean, p_value, n, confidence, method)
+        return PairedDifference(mean, mean, mean, p_value, n, confidence, method, n_ties)
     low, high = _percentiles(_bootstrap_means(diffs, n_resamples, seed), confidence)
-    return PairedDifference(mean, low, high, p_value, n, confidence, method)
+    return PairedDifference(mean, low, high, p_value, n, confidence, method, n_ties)
 
 
 # ---------------------------------------------------------------------- agreement
@@ -989,7 +1004,8 @@ class MetricComparison:
     diff: PairedDifference
     mean_a: float | None
     mean_b: float | None
-    #: (id, value in A, value in B) of the samples that moved most, largest change first
+    #: (id, value in A, value in B) of the samples that moved most, largest change first (a
+    #: change below `TIE_BELOW` is none)
     movers: list[tuple[str, float, float]]
     #: the human-label (PPI++) means both runs report for this metric, and their difference
     ppi: list[PPIComparison] = field(default_factory=list)
@@ -1020,7 +1036,7 @@ def compare(a: Run, b: Run, *, top: int = 5) -> list[MetricComparison]:
                 diff=diff,
                 mean_a=_mean([x for _, x, _ in pairs]),
                 mean_b=_mean([y for _, _, y in pairs]),
-                movers=[m for m in movers[:top] if m[2] != m[1]],
+                movers=[m for m in movers[:top] if abs(m[2] - m[1]) >= TIE_BELOW],
                 ppi=[
                     _compare_ppi(column, ppi_a[column], ppi_b[column], a, b, matched, xs, ys)
                     for column in ppi_a

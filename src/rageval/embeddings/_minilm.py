@@ -6,10 +6,10 @@ token type 0), mean pooling over the real tokens, L2 normalisation.
 
 Why numpy alone is fast enough (benchmarks/RESULTS.md compares it with sentence-transformers):
 
-* **No padding.** A batch's texts are concatenated token by token, so every matrix product runs
-  on real tokens only. Only attention needs sequences apart; it runs on groups of texts of equal
-  token count, which is exactly the masked computation of a padded batch without the padding
-  (a padded key gets weight exp(-inf) = 0 there).
+* **(Almost) no padding.** A batch's texts are laid out one after another, token by token, so
+  the matrix products run on real tokens, but for the few rows of the layout described next.
+  Attention runs on groups of texts of equal token count, which is exactly the masked
+  computation of a padded batch without the padding (a padded key gets weight exp(-inf) = 0).
 * **Products dominate.** About three quarters of the time is in each layer's four dense matrix
   products, which numpy hands to its BLAS. The query, key and value projections are one product
   (weights packed at load, the 1/sqrt(head_dim) score scale folded into the query weights).
@@ -18,11 +18,28 @@ Why numpy alone is fast enough (benchmarks/RESULTS.md compares it with sentence-
 * **One encoder per core.** The caller (``local.py``) runs one :class:`MiniLMEncoder` per core on
   separate batches, with BLAS single-threaded, instead of one encoder whose products are split
   across cores but whose element-wise passes run on one.
+
+**A text's vector does not depend on the rest of its batch, to the bit.** Each row of a matrix
+product is computed from that row alone, but a BLAS may round it differently depending on the
+product's shape, the row's place in it and its threads: OpenBLAS's Haswell kernels (also run on
+AMD Zen, or wherever ``OPENBLAS_CORETYPE=Haswell`` is set) sum rows 6-11 of every 12 in another
+order than rows 0-5, so a text alone and the same text after another one differed by ~1e-7.
+So every dense product runs as calls of a few fixed sizes (``CALL_ROWS``: 384 rows, and 192, 96
+and 48 for the rest of a batch, its rows zero-padded to a multiple of 48), and every text starts
+at a multiple of the BLAS's *row period*: the period after which a row's place in a call stops
+mattering. :func:`measure_row_grid` measures it once per process (1 for OpenBLAS's SkylakeX,
+Sandybridge, Nehalem and generic kernels, 12 for its Haswell ones) and checks that the smaller
+calls compute each place as the 384-row call does (if not, every call is 384 rows). A row of a
+text is then always computed the same way, single-threaded (``local.py``): the same arithmetic
+in the same order, whatever else is in the batch. Everything else works row by row or text by
+text. What this costs in throughput is in benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +48,15 @@ import numpy.typing as npt
 
 from rageval.embeddings._weights import SafetensorsIndex, encoder_tensor_names
 
-__all__ = ["HIDDEN", "MiniLMEncoder", "MiniLMWeights", "gelu_"]
+__all__ = [
+    "CALL_ROWS",
+    "HIDDEN",
+    "MiniLMEncoder",
+    "MiniLMWeights",
+    "RowGrid",
+    "gelu_",
+    "measure_row_grid",
+]
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -42,6 +67,13 @@ LAYERS = 6
 INTERMEDIATE = 4 * HIDDEN
 LN_EPS = 1e-12
 NORM_EPS = 1e-12  # torch.nn.functional.normalize's default, as sentence-transformers uses it
+
+# The row counts of the calls every dense product is made of (see the module docstring), largest
+# first, each a multiple of the next and of the row periods seen (1 and 12). The largest is big
+# enough that OpenBLAS's packing of the weights, done once per call, stays a small part of it
+# (per row, calls of 192 rows cost ~8% more than 384, 96 rows twice as much, on the benchmark
+# machine); the smaller ones keep a short text's batch from paying for 384 rows.
+CALL_ROWS = (384, 192, 96, 48)
 
 # Element-wise work is done in blocks of this many floats (128 kB): with the GELU's scratch
 # buffers that stays within a core's L2 cache.
@@ -138,60 +170,70 @@ class MiniLMEncoder:
     by two threads at once; any number of encoders may share one :class:`MiniLMWeights`.
     """
 
-    def __init__(self, weights: MiniLMWeights) -> None:
+    def __init__(self, weights: MiniLMWeights, grid: RowGrid) -> None:
+        """``grid``: what :func:`measure_row_grid` found for this process's BLAS."""
         self._w = weights
+        self._grid = grid
         self._buffers: dict[str, FloatArray] = {}
         self._gelu_scratch = [np.empty(_BLOCK, dtype=np.float32) for _ in range(3)]
 
     def __call__(self, sequences: list[list[int]]) -> FloatArray:
         """L2-normalised mean-pooled vectors, shape ``(len(sequences), 384)``, in input order.
 
-        Every sequence is a whole tokenized text ([CLS] ... [SEP]), at most 512 tokens."""
+        Every sequence is a whole tokenized text ([CLS] ... [SEP]), at most 512 tokens. A
+        sequence's vector is the same, bit for bit, whatever the other sequences are."""
         if not sequences:
             return np.zeros((0, HIDDEN), dtype=np.float32)
         w = self._w
         # equal lengths next to each other, for attention
         order = sorted(range(len(sequences)), key=lambda r: len(sequences[r]))
-        lengths = [len(sequences[r]) for r in order]
-        if lengths[0] == 0:
+        if not sequences[order[0]]:
             raise ValueError("an empty token sequence (a text has at least [CLS] and [SEP])")
-        ids = np.fromiter((t for r in order for t in sequences[r]), dtype=np.intp)
-        positions = np.concatenate([np.arange(n, dtype=np.intp) for n in lengths])
-        tokens = ids.size
+        layout = _Layout([len(sequences[r]) for r in order], self._grid)
+        # rows between texts and after the last one hold token 0 at position 0: finite filler
+        # that no real row ever reads (products work row by row, attention text by text)
+        ids = np.zeros(layout.rows, dtype=np.intp)
+        positions = np.zeros(layout.rows, dtype=np.intp)
+        for r, start in zip(order, layout.starts, strict=True):
+            ids[start : start + len(sequences[r])] = sequences[r]
+            positions[start : start + len(sequences[r])] = np.arange(len(sequences[r]))
 
         x = w.word[ids].astype(np.float32, copy=False)
         x += w.position[positions]
         _layer_norm_(x, w.embedding_norm)
-        h = self._buffer("h", tokens, HIDDEN)
-        qkv = self._buffer("qkv", tokens, 3 * HIDDEN)
-        context = self._buffer("context", tokens, HIDDEN)
+        h = self._buffer("h", layout.rows, HIDDEN)
+        qkv = self._buffer("qkv", layout.rows, 3 * HIDDEN)
+        context = self._buffer("context", layout.rows, HIDDEN)
+        context[...] = 0.0  # attention writes the texts' rows only: the filler stays finite
         for layer in w.layers:
-            np.matmul(x, layer.qkv.weight, out=qkv)
-            qkv += layer.qkv.bias
-            _attention(qkv, lengths, out=context)
-            np.matmul(context, layer.attention_out.weight, out=h)
-            h += layer.attention_out.bias
+            _dense(x, layer.qkv, self._grid, out=qkv)
+            _attention(qkv, layout, out=context)
+            _dense(context, layer.attention_out, self._grid, out=h)
             h += x
             x, h = _layer_norm_(h, layer.attention_norm), x
             self._feed_forward(x, layer, out=h)
             h += x
             x, h = _layer_norm_(h, layer.output_norm), x
 
-        starts = np.cumsum([0, *lengths[:-1]])
-        pooled = np.add.reduceat(x, starts, axis=0)
-        pooled /= np.asarray(lengths, dtype=np.float32)[:, None]
+        pooled = np.stack(
+            [
+                x[start : start + length].sum(axis=0)
+                for start, length in zip(layout.starts, layout.lengths, strict=True)
+            ]
+        )
+        pooled /= np.asarray(layout.lengths, dtype=np.float32)[:, None]
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(NORM_EPS))
         vectors = np.empty_like(pooled)
         vectors[order] = pooled
         return vectors
 
     def _feed_forward(self, x: FloatArray, layer: _Layer, *, out: FloatArray) -> None:
-        inner = self._buffer("inner", x.shape[0], INTERMEDIATE)
-        np.matmul(x, layer.up.weight, out=inner)
-        inner += layer.up.bias
-        gelu_(inner, self._gelu_scratch)
-        np.matmul(inner, layer.down.weight, out=out)
-        out += layer.down.bias
+        # call by call: the (rows x 1536) intermediate never exists whole, only one call's
+        inner = self._buffer("inner", CALL_ROWS[0], INTERMEDIATE)
+        for start, end in self._grid.calls(x.shape[0]):
+            _dense(x[start:end], layer.up, self._grid, out=inner[: end - start])
+            gelu_(inner[: end - start], self._gelu_scratch)
+            _dense(inner[: end - start], layer.down, self._grid, out=out[start:end])
 
     def _buffer(self, key: str, rows: int, cols: int) -> FloatArray:
         """A (rows, cols) float32 scratch matrix, grown when a batch needs more."""
@@ -200,6 +242,84 @@ class MiniLMEncoder:
             buf = np.empty(rows * cols, dtype=np.float32)
             self._buffers[key] = buf
         return buf[: rows * cols].reshape(rows, cols)
+
+
+@dataclass(frozen=True)
+class RowGrid:
+    """How a batch's rows must be laid out and cut into products for this process's BLAS."""
+
+    period: int  #: every text starts at a multiple of it
+    unit: int  #: the smallest call: the rows are padded to a multiple of it
+
+    def calls(self, rows: int) -> Iterator[tuple[int, int]]:
+        """``(start, end)`` of the calls of ``rows`` rows (a multiple of ``unit``): as many of
+        the largest size as fit, then one each of the smaller ones the rest needs."""
+        start = 0
+        for size in CALL_ROWS:
+            if size < self.unit:
+                break
+            while rows - start >= size:
+                yield start, start + size
+                start += size
+
+
+class _Layout:
+    """Where each text's rows go: texts in the given order (ascending length), each starting at
+    a multiple of the row period, the whole padded to a multiple of the grid's unit."""
+
+    def __init__(self, lengths: list[int], grid: RowGrid) -> None:
+        self.lengths = lengths
+        #: rows per text: its length rounded up to the period
+        self.slots = [-(-length // grid.period) * grid.period for length in lengths]
+        self.starts = [0, *itertools.accumulate(self.slots)][:-1]
+        self.rows = -(-sum(self.slots) // grid.unit) * grid.unit
+
+    def groups(self) -> Iterator[tuple[int, int, int, int]]:
+        """(first row, texts, length, rows per text) for each run of texts of equal length."""
+        for length, run in itertools.groupby(
+            zip(self.lengths, self.starts, self.slots, strict=True), key=lambda t: t[0]
+        ):
+            members = list(run)
+            yield members[0][1], len(members), length, members[0][2]
+
+
+def _dense(x: FloatArray, dense: _Dense, grid: RowGrid, *, out: FloatArray) -> None:
+    """``out = x @ weight + bias`` in the grid's calls (the module docstring says why)."""
+    for start, end in grid.calls(x.shape[0]):
+        np.matmul(x[start:end], dense.weight, out=out[start:end])
+    out += dense.bias
+
+
+def measure_row_grid(weights: MiniLMWeights) -> RowGrid:
+    """The row period and the smallest call this process's BLAS allows (module docstring).
+
+    The period is the smallest divisor ``p`` of ``CALL_ROWS[0]`` such that, in a product of that
+    many rows with any of the model's weight matrices, a row comes out the same at every place
+    ``i`` and ``i + p``; the smaller calls are allowed if each of their places computes a row as
+    the same place of the largest call does. Measured on products whose rows are all equal: two
+    places give the same bits exactly when the BLAS computes them the same way (another order
+    of the same sums differs somewhere in 384+ outputs of random data). Call it with the BLAS
+    set up as the encoders will run it: single-threaded (the pattern changes with threads)."""
+    largest, smallest = CALL_ROWS[0], CALL_ROWS[-1]
+    row = np.random.default_rng(0).standard_normal(INTERMEDIATE, dtype=np.float32)
+    period, unit = 1, smallest
+    layer = weights.layers[0]  # every layer's matrices have the same shapes
+    for dense in (layer.qkv, layer.attention_out, layer.up, layer.down):
+        rows = np.repeat(row[None, : dense.weight.shape[0]], largest, axis=0)
+        full = np.matmul(rows, dense.weight)
+        period = math.lcm(
+            period,
+            next(
+                p
+                for p in range(1, largest + 1)
+                if largest % p == 0 and np.array_equal(full, np.tile(full[:p], (largest // p, 1)))
+            ),
+        )
+        if not all(
+            np.array_equal(np.matmul(rows[:n], dense.weight), full[:n]) for n in CALL_ROWS[1:]
+        ):
+            unit = largest
+    return RowGrid(period=period, unit=unit if unit % period == 0 else largest)
 
 
 def _layer_norm_(x: FloatArray, norm: _Norm) -> FloatArray:
@@ -216,19 +336,18 @@ def _layer_norm_(x: FloatArray, norm: _Norm) -> FloatArray:
     return x
 
 
-def _attention(qkv: FloatArray, lengths: list[int], *, out: FloatArray) -> None:
-    """Multi-head self-attention of each text over its own tokens; ``lengths`` ascending."""
-    start, i = 0, 0
-    while i < len(lengths):
-        length = lengths[i]
-        j = i
-        while j < len(lengths) and lengths[j] == length:
-            j += 1
+def _attention(qkv: FloatArray, layout: _Layout, *, out: FloatArray) -> None:
+    """Multi-head self-attention of each text over its own tokens.
+
+    The products are stacks of one (tokens x tokens) or (tokens x head_dim) product per text and
+    head: their shapes are the text's own."""
+    for first_row, texts, length, slot in layout.groups():
         per_chunk = max(1, _SCORES_BUDGET // (HEADS * length * length))
-        for first in range(i, j, per_chunk):
-            count = min(per_chunk, j - first)
-            end = start + count * length
-            heads = qkv[start:end].reshape(count, length, 3, HEADS, HEAD_DIM)
+        for first in range(0, texts, per_chunk):
+            count = min(per_chunk, texts - first)
+            start = first_row + first * slot
+            end = start + count * slot
+            heads = qkv[start:end].reshape(count, slot, 3, HEADS, HEAD_DIM)[:, :length]
             q = heads[:, :, 0].transpose(0, 2, 1, 3)  # (texts, heads, tokens, head_dim)
             k = heads[:, :, 1].transpose(0, 2, 3, 1)  # (texts, heads, head_dim, tokens)
             v = heads[:, :, 2].transpose(0, 2, 1, 3)
@@ -237,11 +356,9 @@ def _attention(qkv: FloatArray, lengths: list[int], *, out: FloatArray) -> None:
             np.exp(scores, out=scores)
             scores *= np.reciprocal(scores.sum(axis=-1, keepdims=True))
             context = np.matmul(scores, v)  # (texts, heads, tokens, head_dim)
-            out[start:end].reshape(count, length, HEADS, HEAD_DIM)[...] = context.transpose(
+            out[start:end].reshape(count, slot, HEADS, HEAD_DIM)[:, :length] = context.transpose(
                 0, 2, 1, 3
             )
-            start = end
-        i = j
 
 
 def gelu_(x: FloatArray, scratch: list[FloatArray] | None = None) -> FloatArray:

