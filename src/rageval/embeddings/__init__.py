@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rageval.embeddings._weights import ModelFilesError
-from rageval.embeddings.base import Embeddings, cosine, embedding_factory
+from rageval.embeddings.base import Embeddings, cosine
 from rageval.embeddings.local import LocalEmbeddings
 
 __all__ = [
@@ -20,6 +20,27 @@ __all__ = [
     "cosine",
     "embedding_factory",
 ]
+
+
+def embedding_factory(
+    provider: str = "local", *, model: str | None = None, client: Any = None, **kw: Any
+) -> Embeddings:
+    """Build an embeddings model.
+
+    ``"local"`` is the embedded all-MiniLM-L6-v2 (offline, no torch); ``"openai"`` is any
+    OpenAI-compatible embeddings endpoint (``model`` names the model, ``client`` an
+    ``openai.AsyncOpenAI``).
+    """
+    key = provider.strip().lower()
+    if key == "local":
+        if client is not None:
+            raise ValueError("the local embeddings model takes no client")
+        return LocalEmbeddings(model=model, **kw)
+    if key == "openai":
+        from rageval.embeddings.openai import OpenAIEmbeddings
+
+        return OpenAIEmbeddings(model=model, client=client, **kw)
+    raise ValueError(f"unknown embeddings provider {provider!r}; expected 'local' or 'openai'")
 
 
 def __getattr__(name: str) -> Any:

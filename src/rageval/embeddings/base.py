@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embeddings", "FloatArray", "cosine", "embedding_factory"]
+__all__ = ["Embeddings", "FloatArray", "cosine"]
 
 FloatArray = npt.NDArray[np.float32]
 _T = TypeVar("_T")
@@ -314,26 +314,3 @@ def cosine(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     if denom == 0.0:
         return 0.0
     return float(np.dot(va, vb) / denom)
-
-
-def embedding_factory(
-    provider: str = "local", *, model: str | None = None, client: Any = None, **kw: Any
-) -> Embeddings:
-    """Build an embeddings model.
-
-    ``"local"`` is the embedded all-MiniLM-L6-v2 (offline, no torch); ``"openai"`` is any
-    OpenAI-compatible embeddings endpoint (``model`` names the model, ``client`` an
-    ``openai.AsyncOpenAI``).
-    """
-    key = provider.strip().lower()
-    if key == "local":
-        from rageval.embeddings.local import LocalEmbeddings
-
-        if client is not None:
-            raise ValueError("the local embeddings model takes no client")
-        return LocalEmbeddings(model=model, **kw)
-    if key == "openai":
-        from rageval.embeddings.openai import OpenAIEmbeddings
-
-        return OpenAIEmbeddings(model=model, client=client, **kw)
-    raise ValueError(f"unknown embeddings provider {provider!r}; expected 'local' or 'openai'")
