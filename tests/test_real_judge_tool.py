@@ -93,14 +93,17 @@ def test_start_reuses_a_running_server_only_with_the_same_settings(tmp_path: Pat
             tool.server_binary(tmp_path), tool.model_path(tmp_path, tool.MODELS["smollm2"]),
             "smollm2", 4321, opts,
         )  # fmt: skip
-        state = tool.ServerState(stand_in.pid, 4321, "smollm2", "/bin/sleep", argv, "log")
+        log = tmp_path / "run" / "default.log"
+        state = tool.ServerState(stand_in.pid, 4321, "smollm2", "/bin/sleep", argv, str(log))
         (tmp_path / "run").mkdir()
+        log.write_text("llama-server's output")
         tool.state_file(tmp_path, "default").write_text(json.dumps(state.__dict__))
         assert tool.start(tmp_path, opts) == state  # nothing built, fetched or started
         with pytest.raises(tool.JudgeToolError, match="already running with other settings"):
             tool.start(tmp_path, tool.parse(["start", "--model", "smollm2", "--parallel", "2"]))
         assert tool.stop(tmp_path, "default") is True
         assert not Path(f"/proc/{stand_in.pid}").exists()  # terminated (and reaped by stop)
+        assert not log.exists() and not tool.state_file(tmp_path, "default").exists()
     finally:
         stand_in.kill()
         stand_in.wait()

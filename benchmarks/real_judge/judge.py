@@ -24,7 +24,7 @@ Commands (the base URL, e.g. ``http://127.0.0.1:41234/v1``, is the only thing ``
 
 The server listens on 127.0.0.1 only (a free port unless ``--port``), in its own session so it
 outlives this command; ``--name`` keeps several servers apart (CI uses its own). Its log is
-``$CACHE/run/NAME.log``.
+``$CACHE/run/NAME.log`` until ``stop``.
 
 Threads: llama.cpp's threads meet at a barrier after every layer, so when another process
 holds one of a 2-core machine's cores, a second thread mostly waits: generation on 2 threads
@@ -457,6 +457,9 @@ def stop(root: Path, name: str) -> bool:
         return False
     stop_process(state)
     state_file(root, name).unlink(missing_ok=True)
+    # the log of a server that stopped when told is of no more use (one that died on its own
+    # is no longer "running", so its log stays for a look)
+    Path(state.log).unlink(missing_ok=True)
     say(f"stopped {state.model} (pid {state.pid})")
     return True
 
