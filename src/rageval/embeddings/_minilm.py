@@ -290,23 +290,25 @@ def _dense(x: FloatArray, dense: _Dense, grid: RowGrid, *, out: FloatArray) -> N
     out += dense.bias
 
 
-def measure_row_grid(weights: MiniLMWeights) -> RowGrid:
+def measure_row_grid() -> RowGrid:
     """The row period and the smallest call this process's BLAS allows (module docstring).
 
     The period is the smallest divisor ``p`` of ``CALL_ROWS[0]`` such that, in a product of that
-    many rows with any of the model's weight matrices, a row comes out the same at every place
-    ``i`` and ``i + p``; the smaller calls are allowed if each of their places computes a row as
-    the same place of the largest call does. Measured on products whose rows are all equal: two
+    many rows with a matrix of any of the model's weight shapes, a row comes out the same at
+    every place ``i`` and ``i + p``; the smaller calls are allowed if each of their places
+    computes a row as the same place of the largest call does. Measured on random matrices
+    (what the BLAS does depends on the shapes, not the values) whose rows are all equal: two
     places give the same bits exactly when the BLAS computes them the same way (another order
     of the same sums differs somewhere in 384+ outputs of random data). Call it with the BLAS
     set up as the encoders will run it: single-threaded (the pattern changes with threads)."""
     largest, smallest = CALL_ROWS[0], CALL_ROWS[-1]
-    row = np.random.default_rng(0).standard_normal(INTERMEDIATE, dtype=np.float32)
+    rng = np.random.default_rng(0)
     period, unit = 1, smallest
-    layer = weights.layers[0]  # every layer's matrices have the same shapes
-    for dense in (layer.qkv, layer.attention_out, layer.up, layer.down):
-        rows = np.repeat(row[None, : dense.weight.shape[0]], largest, axis=0)
-        full = np.matmul(rows, dense.weight)
+    for inputs, outputs in ((HIDDEN, 3 * HIDDEN), (HIDDEN, HIDDEN), (HIDDEN, INTERMEDIATE),
+                            (INTERMEDIATE, HIDDEN)):  # fmt: skip
+        weight = rng.standard_normal((inputs, outputs), dtype=np.float32)
+        rows = np.repeat(rng.standard_normal((1, inputs), dtype=np.float32), largest, axis=0)
+        full = np.matmul(rows, weight)
         period = math.lcm(
             period,
             next(
@@ -315,9 +317,7 @@ def measure_row_grid(weights: MiniLMWeights) -> RowGrid:
                 if largest % p == 0 and np.array_equal(full, np.tile(full[:p], (largest // p, 1)))
             ),
         )
-        if not all(
-            np.array_equal(np.matmul(rows[:n], dense.weight), full[:n]) for n in CALL_ROWS[1:]
-        ):
+        if not all(np.array_equal(np.matmul(rows[:n], weight), full[:n]) for n in CALL_ROWS[1:]):
             unit = largest
     return RowGrid(period=period, unit=unit if unit % period == 0 else largest)
 

@@ -117,6 +117,11 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
     os.register_at_fork(after_in_child=_give_forked_child_its_own_workers)
 
 
+def _measure_row_grid() -> RowGrid:
+    with single_threaded_blas():  # as the encoders will run it
+        return measure_row_grid()
+
+
 def _available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -131,17 +136,17 @@ def _runtime(model_dir: str | os.PathLike[str] | None, threads: int | None) -> _
         runtime = _RUNTIMES.get(key)
         if runtime is None:
             # the hash check (slow only on the first start, before its result is remembered)
-            # runs while the weights are laid out; both release the GIL for most of their time
-            with ThreadPoolExecutor(max_workers=1) as pool:
+            # and the BLAS's row grid are found while the weights are laid out; all three
+            # release the GIL for most of their time
+            with ThreadPoolExecutor(max_workers=2) as pool:
                 check = pool.submit(verify_model_files, resolved)
+                grid = pool.submit(_measure_row_grid)
                 try:
                     weights = MiniLMWeights.from_safetensors(
                         SafetensorsIndex.open(resolved / "model.safetensors")
                     )
                 finally:
                     check.result()  # a failed check wins over what was read from the file
-            with single_threaded_blas():  # as the encoders will run it
-                grid = measure_row_grid(weights)
             runtime = _Runtime(
                 tokenizer=WordPieceTokenizer.from_vocab_file(
                     resolved / "vocab.txt", max_length=MAX_TOKENS
@@ -149,7 +154,7 @@ def _runtime(model_dir: str | os.PathLike[str] | None, threads: int | None) -> _
                 weights=weights,
                 workers=_new_workers(key[1]),
                 threads=key[1],
-                row_grid=grid,
+                row_grid=grid.result(),
             )
             _RUNTIMES[key] = runtime
     return runtime
