@@ -53,11 +53,61 @@ def close_with_loop(closer: Callable[[], Awaitable[Any]]) -> None:
         _watchers.setdefault(loop, []).append(agen)
 
 
+class _MainRun:
+    """A coroutine :func:`run_sync` runs on the main thread: its loop and task once started."""
+
+    def __init__(self) -> None:
+        self.started: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+        self.interrupted = False
+
+
+# the runs on the main thread, innermost last, for interrupt_main
+_main_runs: list[_MainRun] = []
+
+
+def interrupt_main() -> bool:
+    """Stop the coroutine :func:`run_sync` runs on the main thread as Ctrl-C stops it under
+    `asyncio.run`: its main task is cancelled (its ``finally`` blocks and cleanup run on the
+    loop) and `run_sync` then raises KeyboardInterrupt. For a signal handler when SIGINT is
+    ignored, where asyncio installs no handler of its own: raising KeyboardInterrupt there
+    would land in whatever code runs at that moment (a finalizer, a callback) instead.
+    False when no such coroutine is running."""
+    run = _main_runs[-1] if _main_runs else None
+    if run is None or run.started is None:
+        return False
+    loop, task = run.started
+    run.interrupted = True
+    loop.call_soon_threadsafe(task.cancel)
+    return True
+
+
+async def _as_main(coro: Coroutine[Any, Any, T], run: _MainRun) -> T:
+    task = asyncio.current_task()
+    assert task is not None  # a coroutine asyncio.run runs is a task's
+    run.started = (asyncio.get_running_loop(), task)
+    return await coro
+
+
+def _run_on_main_thread(coro: Coroutine[Any, Any, T]) -> T:
+    if threading.current_thread() is not threading.main_thread():
+        return asyncio.run(coro)
+    run = _MainRun()
+    _main_runs.append(run)
+    try:
+        return asyncio.run(_as_main(coro, run))
+    except asyncio.CancelledError:
+        if run.interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        _main_runs.remove(run)
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        return _run_on_main_thread(coro)
     box: dict[str, Any] = {}
 
     def worker() -> None:

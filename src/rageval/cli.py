@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from rageval._sync import interrupt_main
 from rageval._version import __version__
 
 if TYPE_CHECKING:
@@ -108,8 +109,10 @@ def _sigterm_as_sigint() -> Iterator[list[int]]:
         received.append(signum)
         if callable(signal.getsignal(signal.SIGINT)):
             signal.raise_signal(signal.SIGINT)  # Ctrl-C's own path (asyncio's handler too)
-        else:  # SIGINT ignored (a background job of a script): stop all the same
-            raise KeyboardInterrupt
+        # SIGINT ignored (a background job of a script): stop all the same, the way asyncio's
+        # own SIGINT handler would, so no KeyboardInterrupt lands inside a finalizer
+        elif not interrupt_main():
+            raise KeyboardInterrupt  # between runs: nothing else is running
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)

@@ -1,0 +1,64 @@
+"""rageval._sync: SIGTERM with SIGINT ignored stops a run the way Ctrl-C does."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from rageval._sync import run_sync
+from rageval.cli import _sigterm_as_sigint
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM")
+def test_sigterm_with_sigint_ignored_cancels_the_run_instead_of_raising_in_running_code() -> (
+    None
+):
+    seen: list[str] = []
+
+    async def work() -> None:
+        # synchronous code that swallows what is raised inside it (as a finalizer or a
+        # callback does): a KeyboardInterrupt raised by the signal handler would land here
+        try:
+            until = time.monotonic() + 1.0
+            while time.monotonic() < until:
+                pass
+        except KeyboardInterrupt:
+            seen.append("raised inside running code")
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            seen.append("cancelled at an await")
+            raise
+        finally:
+            seen.append("cleanup ran")
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM))
+    try:
+        with _sigterm_as_sigint() as received:
+            timer.start()
+            started = time.monotonic()
+            with pytest.raises(KeyboardInterrupt):
+                run_sync(work())
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert received == [signal.SIGTERM]
+    assert seen == ["cancelled at an await", "cleanup ran"]
+    assert time.monotonic() - started < 20  # not the 30 s sleep
+
+
+def test_a_run_that_is_not_interrupted_returns_its_value_and_leaves_nothing_behind() -> None:
+    async def answer() -> int:
+        return 42
+
+    assert run_sync(answer()) == 42
+    from rageval import _sync
+
+    assert _sync._main_runs == []
