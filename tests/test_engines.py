@@ -247,7 +247,7 @@ async def test_a_shared_budget_paces_every_request_retries_included() -> None:
         started = time.monotonic()
         await judge.ask([{"role": "user", "content": "a"}], Verdict)
         await judge.ask([{"role": "user", "content": "b"}], Verdict)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 30  # not the minute its own pace would take
         assert len(rates.turns) == len(server.chat_requests) == 3
         assert rates.settled, "the server's token counts correct the estimates"
         limiter.share_rates(None)

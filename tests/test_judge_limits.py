@@ -108,14 +108,12 @@ async def test_slot_is_released_while_sleeping_before_a_retry() -> None:
         server.script(Fault.rate_limit(None))  # no Retry-After: plain backoff, no global pause
         # a fixed mode: no first-call probe, which the other calls would wait for
         judge = make_judge(server, max_concurrency=1, mode="json_schema")
-        started = time.monotonic()
         await asyncio.gather(*(judge.ask(question(i), Verdict) for i in range(4)))
         # the three others went through while the first one slept
         retried = [r for r in server.chat_requests if r.messages[0]["content"] == "question 0"]
         assert len(retried) == 2
         others = [r for r in server.chat_requests if r.messages[0]["content"] != "question 0"]
         assert max(r.started for r in others) < retried[1].started
-        assert time.monotonic() - started < 3
 
 
 async def test_requests_per_minute_are_paced() -> None:

@@ -331,10 +331,10 @@ def test_fault_status_rejects_success_codes() -> None:
 def test_timeout_fault_times_out_the_client(fake_openai: FakeOpenAI) -> None:
     fake_openai.script(Fault.timeout(2.0))
     with client(fake_openai, timeout=0.3) as c:
-        started = time.monotonic()
         with pytest.raises(openai.APITimeoutError):
             chat(c)
-        assert time.monotonic() - started < 1.5
+        # a timeout, not the server hanging up after its 2 s: the client's own 0.3 s applied
+        # (no upper bound on the time: a loaded machine may take longer to get here)
         assert chat(c).choices[0].message.content == "ok"
 
 
@@ -344,7 +344,8 @@ def test_timeout_fault_closes_without_answer(fake_openai: FakeOpenAI) -> None:
         started = time.monotonic()
         with pytest.raises(openai.APIConnectionError):
             chat(c)
-        assert 0.2 <= time.monotonic() - started < 2
+        # it waited for the server, and the hang-up (not the client's 5 s timeout) ended it
+        assert time.monotonic() - started >= 0.2
 
 
 def test_drop_then_recover(fake_openai: FakeOpenAI, sdk: openai.OpenAI) -> None:
@@ -656,10 +657,9 @@ def test_stop_ends_requests_in_flight_and_restart_works() -> None:
         worker.start()
         while not server.requests:
             time.sleep(0.01)
-        started = time.monotonic()
         server.stop()
-        worker.join(timeout=5)
-        assert time.monotonic() - started < 5
+        worker.join(timeout=60)  # the request's own timeout is far longer
+        assert not worker.is_alive()
         assert [type(e) for e in errors] == [openai.APIConnectionError]
     assert not server.running
     server.latency = 0
@@ -807,7 +807,7 @@ def test_network_guard_blocks_before_any_packet(address: tuple[str, int]) -> Non
             started = time.monotonic()
             with pytest.raises(NetworkBlockedError, match="network guard"):
                 getattr(sock, attempt)(address)
-            assert time.monotonic() - started < 0.1
+            assert time.monotonic() - started < 4  # refused, not the socket's 5 s timeout
             # an unbound socket never got a source port: no SYN can have left
             assert sock.getsockname() == ("0.0.0.0", 0)
     with pytest.raises(NetworkBlockedError):
