@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("endpoint client", frozenset({"_client"})),
     ("judges and embeddings", frozenset({"judge", "embeddings"})),
     ("metrics", frozenset({"metrics"})),
-    ("out", frozenset({"log", "stats", "results", "report", "calibration"})),
+    ("out", frozenset({"log", "stats", "results", "report", "calibration", "observers"})),
     ("runner", frozenset({"runner"})),
     (
         "front ends",

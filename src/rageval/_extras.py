@@ -18,6 +18,8 @@ __all__ = ["EXTRAS", "install_command", "require"]
 
 #: extra -> the modules its features import (the extra's distributions, by import name)
 EXTRAS: Final[dict[str, tuple[str, ...]]] = {
+    "mlflow": ("mlflow",),
+    "otel": ("opentelemetry.sdk.trace",),
     "pandas": ("pandas",),
     "parquet": ("pandas", "pyarrow"),
     "ray": ("ray", "ray.data"),

@@ -1,6 +1,6 @@
 """What belongs to one run and to none of the objects the user built: the run's budget, the
-Batch API queue each endpoint sends through in batch mode, and the meter that books each
-call's usage to the sample being scored.
+Batch API queue each endpoint sends through in batch mode, the meter that books each call's
+usage to the sample being scored, and who is told of each judge call (the run's observers).
 
 A :class:`~rageval.judge.Judge` or an endpoint is the user's, and may serve two runs at once
 (a notebook evaluating two datasets, a service reusing one judge): a run never sets anything on
@@ -15,14 +15,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from rageval._client._budget import SpendingLimit
     from rageval._client._usage import Usage
 
-__all__ = ["BatchSender", "RunContext", "UsageMeter", "current_run", "run_scope"]
+__all__ = ["BatchSender", "JudgeCall", "RunContext", "UsageMeter", "current_run", "run_scope"]
 
 
 class BatchSender(Protocol):
@@ -39,6 +39,23 @@ class UsageMeter(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
+class JudgeCall:
+    """One judge call of a run, finished: one question with its retries and re-asks, or its
+    answer from the request cache (then ``usage.cache_hits`` is 1 and nothing was sent)."""
+
+    model: str
+    base_url: str | None
+    #: wall-clock times (seconds since the epoch) of its start and its end
+    started: float
+    ended: float
+    usage: Usage
+    #: what it was asked for: the metric and the sample (``{"metric": ..., "sample": ...}``)
+    tags: Mapping[str, str]
+    #: why it failed (the error's text), None when it was answered
+    error: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class RunContext:
     """The state of the run the current task belongs to."""
 
@@ -48,6 +65,8 @@ class RunContext:
     batch_queues: Mapping[int, BatchSender] = dataclasses.field(default_factory=dict)
     #: where each call's usage is booked besides the judge's own ledger
     meter: UsageMeter | None = None
+    #: told of every judge call when it ends (the run's observers)
+    call_listeners: Sequence[Callable[[JudgeCall], None]] = ()
 
     def batch_queue(self, endpoint: object) -> BatchSender | None:
         """The Batch API queue `endpoint` sends through in this run, if it is batched."""
@@ -56,6 +75,10 @@ class RunContext:
     def book(self, usage: Usage, tags: Mapping[str, str] | None) -> None:
         if self.meter is not None:
             self.meter.add(usage, tags)
+
+    def judge_call_ended(self, call: JudgeCall) -> None:
+        for listener in self.call_listeners:
+            listener(call)
 
 
 #: what code outside any run sees: no budget, no batching, no meter (never changed)

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import re
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from rageval._client._cache import RequestCache, cache_key
 from rageval._client._endpoint import Endpoint, EndpointClient
 from rageval._client._retry import Tally
-from rageval._client._run import current_run
+from rageval._client._run import JudgeCall, current_run
 from rageval._client._settings import (
     DEFAULT_MAX_CONCURRENCY,
     EndpointOptions,
@@ -337,19 +338,26 @@ class Judge(EndpointClient):
         the usage of every request it took is booked under `tags` either way."""
         cache = self.cache
         key = self._cache_key(call, variant) if cache is not None else ""
+        started = time.time()
         if cache is not None:
             hit = cache.get(key)
             value = revalidate(hit[0]) if hit is not None else None
             if value is not None:
                 usage = Usage(cache_hits=1)
                 self.book(usage, tags)
+                self._call_ended(started, usage, tags, None)
                 return value, usage, True
         tallies: list[Tally] = []
         self._pending[id(tallies)] = tallies
+        error: BaseException | None = None
         try:
             value, raw = await solve(tallies)
         except FatalJudgeError as exc:
             self._endpoint.remember_fatal(exc)
+            error = exc
+            raise
+        except Exception as exc:
+            error = exc
             raise
         finally:
             # moved from pending to the ledger in one step: a reader never counts it twice
@@ -357,6 +365,7 @@ class Judge(EndpointClient):
             usage = self._usage_of(tallies)
             if usage.requests:
                 self.book(usage, tags)
+            self._call_ended(started, usage, tags, error)
         if cache is not None:
             cache.put(key, self.model, raw, usage.to_dict())
         return value, usage, False
@@ -626,6 +635,28 @@ class Judge(EndpointClient):
         """Whether the current run sends this judge's requests through the endpoint's Batch API
         (priced at batch rates)."""
         return current_run().batch_queue(self._endpoint) is not None
+
+    def _call_ended(
+        self,
+        started: float,
+        usage: Usage,
+        tags: Mapping[str, str] | None,
+        error: BaseException | None,
+    ) -> None:
+        """Tell the current run's observers of a finished call."""
+        run = current_run()
+        if run.call_listeners:
+            run.judge_call_ended(
+                JudgeCall(
+                    model=self.model,
+                    base_url=self.base_url,
+                    started=started,
+                    ended=time.time(),
+                    usage=usage,
+                    tags=dict(tags or {}),
+                    error=None if error is None else f"{type(error).__name__}: {error}",
+                )
+            )
 
     def book(self, usage: Usage, tags: Mapping[str, str] | None = None) -> None:
         """Book `usage` under `tags` in this judge's ledger and to the current run's meter."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval import _progress
 from rageval._client._cache import cache_location
+from rageval._client._run import run_scope
 from rageval._extras import require
 from rageval._rundir_lock import one_writer
 from rageval._sync import synchronous
@@ -48,6 +49,7 @@ from rageval.metrics.base import (
     metric_import_root,
     metric_path,
 )
+from rageval.observers import Observers, RunEnd, RunObserver, RunStart
 from rageval.results import EvaluationResult
 from rageval.runner._cost import (
     Admission,
@@ -202,7 +204,7 @@ def _window(judges: Sequence[Judge]) -> int:
     return max(MIN_WINDOW, 2 * concurrency)
 
 
-class _Progress:
+class _Progress(RunObserver):
     """The progress line fed from the judges' ledgers and the finished samples."""
 
     def __init__(self, line: _progress.ProgressLine | None, judges: Sequence[Judge]) -> None:
@@ -216,7 +218,7 @@ class _Progress:
         # calls in progress count too: a fault stall's retries show while it lasts
         return sum((j.usage.total + j.pending_usage() for j in self.judges), Usage())
 
-    def row_done(self, record: SampleLine) -> None:
+    def on_sample(self, record: SampleLine) -> None:
         if self.line is None:
             return
         self.line.row_done(record.row)
@@ -249,6 +251,28 @@ class _Progress:
             self.refresh(force=True)
 
 
+class _RunLog(RunObserver):
+    """The run's result, and its run directory if it has one: each finished sample appended to
+    the log at once (the result keeps where, to read its evidence back), and the summary and
+    report when the run ends."""
+
+    def __init__(self, rundir: RunDir | None, result: EvaluationResult) -> None:
+        self.rundir = rundir
+        self.result = result
+
+    def on_sample(self, line: SampleLine) -> None:
+        offset = self.rundir.append(line) if self.rundir is not None else None
+        self.result.add(line, offset=offset)
+
+    def on_end(self, end: RunEnd) -> None:
+        # interrupted (Ctrl-C, SIGTERM: not an Exception) it stays without a summary, as a run
+        # to resume; a run an error stopped says how far it got
+        interrupted = end.error is not None and not isinstance(end.error, Exception)
+        if self.rundir is not None and not interrupted:
+            self.rundir.write_summary(end.summary)
+            _write_report(self.rundir)
+
+
 @one_writer  # the run directory has one writer, from before the first step to the report
 async def aevaluate(
     data: Any,
@@ -272,6 +296,7 @@ async def aevaluate(
     ray_actors: int | None = None,
     max_cost: float | None = None,
     batch: bool | BatchSettings | None = None,
+    observers: Sequence[RunObserver] = (),
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
@@ -318,6 +343,9 @@ async def aevaluate(
     resumed run re-attaches to a batch in flight (:mod:`rageval._client._batch`; local engine
     only). Resuming, None means as the run was started, and True batch mode with the settings
     the run was batched with, if it was.
+
+    `observers` are told how the run goes: its start, each finished sample, each judge call
+    and its end (:mod:`rageval.observers`: the MLflow and OpenTelemetry sinks, or your own).
     """
     _check_engine(engine, ray_address, ray_actors)
     if resume and run_dir is None:
@@ -430,55 +458,59 @@ async def aevaluate(
     if line is not None:
         line.counters.budget_usd = max_cost
     meter = _Progress(line, judges)
+    observed = Observers([_RunLog(rundir, result), meter], observers)
+    run_path = Path(run_dir) if run_dir is not None else None
+    observed.start(RunStart(manifest, run_path, len(ids), len(ids) - len(todo)))
 
     def on_record(line: SampleLine) -> None:
         line.embeddings_usage = embedding_meter.take()
-        offset = rundir.append(line) if rundir is not None else None
-        result.add(line, offset=offset)
-        meter.row_done(line)
+        observed.sample(line)
 
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
+    # the judges tell the run's scope of each call they end; only observers of the user's
+    # own listen (the run log books usage through the meter already)
+    listeners = (observed.judge_call,) if observers else ()
     try:
-        if ray_run is not None:
-            await ray_run.run(todo, on_record)
-        else:
-            journal = RunBatchJournal(run_dir) if batching and run_dir is not None else None
-            async with send_in_batches(judges, batching, journal) as queues:
-                meter.queues = queues
-                with limit_spending(max_cost) as limit:
-                    admission = None
-                    if limit is not None:
-                        cost = functools.partial(
-                            _row_cost, plans, loaded, ids, batching is not None
-                        )
-                        admission = Admission(limit, cost)
-                    # in batch mode a request holds no connection: every row is in flight
-                    window = _window(judges) if batching is None else BATCH_WINDOW
-                    await Scheduler(
-                        plans,
-                        loaded.samples,
-                        ids,
-                        window=window,
-                        on_record=on_record,
-                        admission=admission,
-                        on_cell=line.cell_done if line is not None else None,
-                    ).run(todo)
-    except Exception as stopped:
+        with run_scope(call_listeners=listeners):
+            if ray_run is not None:
+                await ray_run.run(todo, on_record)
+            else:
+                journal = RunBatchJournal(run_dir) if batching and run_dir is not None else None
+                async with send_in_batches(judges, batching, journal) as queues:
+                    meter.queues = queues
+                    with limit_spending(max_cost) as limit:
+                        admission = None
+                        if limit is not None:
+                            cost = functools.partial(
+                                _row_cost, plans, loaded, ids, batching is not None
+                            )
+                            admission = Admission(limit, cost)
+                        # in batch mode a request holds no connection: every row is in flight
+                        window = _window(judges) if batching is None else BATCH_WINDOW
+                        await Scheduler(
+                            plans,
+                            loaded.samples,
+                            ids,
+                            window=window,
+                            on_record=on_record,
+                            admission=admission,
+                            on_cell=line.cell_done if line is not None else None,
+                        ).run(todo)
+    except BaseException as stopped:
         if isinstance(stopped, BudgetReached):
             stopped.result = result
         # the run stops (a fatal judge error): the directory still says how far it got, unless
         # that fails too, which must not hide why the run stopped
-        if rundir is not None:
-            result.duration_s = time.monotonic() - started
-            try:
-                _finish(rundir, result)
-            except Exception as e:
-                logging.getLogger("rageval").warning(
-                    "could not write the summary of the stopped run in %s (%s: %s)",
-                    rundir.path,
-                    type(e).__name__,
-                    e,
-                )
+        result.duration_s = time.monotonic() - started
+        try:
+            observed.end(RunEnd(result, run_path, stopped))
+        except Exception as e:
+            logging.getLogger("rageval").warning(
+                "could not write the summary of the stopped run in %s (%s: %s)",
+                run_path,
+                type(e).__name__,
+                e,
+            )
         raise
     finally:
         if ticker is not None:
@@ -502,15 +534,8 @@ async def aevaluate(
         if caches:
             await asyncio.to_thread(_flush, list(caches.values()))
     result.duration_s = time.monotonic() - started
-    if rundir is not None:
-        _finish(rundir, result)
+    observed.end(RunEnd(result, run_path))
     return result
-
-
-def _finish(rundir: RunDir, result: EvaluationResult) -> None:
-    """summary.json and report.html of what finished."""
-    rundir.write_summary(result.summary_model())
-    _write_report(rundir)
 
 
 def _from_manifest(

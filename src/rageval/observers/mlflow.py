@@ -1,0 +1,118 @@
+"""A run in MLflow: the run's settings as params, each metric's mean and CI as metrics, the
+per-sample scores as a table, summary.json and report.html as artifacts (``rageval[mlflow]``).
+
+Through an ``MlflowClient`` of its own, never MLflow's "active run", so two evaluations at
+once log to two runs. Where it logs is MLflow's own choice unless given: ``tracking_uri``
+(else ``MLFLOW_TRACKING_URI``), ``experiment`` (else ``MLFLOW_EXPERIMENT_NAME``, else
+"rageval"). A run that stops early ends FAILED (KILLED on Ctrl-C) with what finished logged.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any
+
+from rageval._extras import require
+from rageval._version import __version__
+from rageval.log import SUMMARY_FILE, SampleLine
+from rageval.observers import RunEnd, RunObserver, RunStart
+from rageval.report import REPORT_FILE
+
+__all__ = ["MLflowObserver"]
+
+#: the per-sample table's artifact (MLflow's table format: columns and rows)
+SAMPLES_ARTIFACT = "rageval_samples.json"
+_MAX_PARAM = 6000  # MLflow's longest param value
+
+
+class MLflowObserver(RunObserver):
+    """Log each run to MLflow (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        experiment: str | None = None,
+        run_name: str | None = None,
+        tracking_uri: str | None = None,
+    ) -> None:
+        require("mlflow", "the MLflow observer")
+        from mlflow.tracking import MlflowClient
+
+        self.client = MlflowClient(tracking_uri=tracking_uri)
+        self.experiment = experiment
+        self.run_name = run_name
+        #: the MLflow run of the current rageval run (its id), once started
+        self.run_id: str | None = None
+        self._rows: list[list[Any]] = []
+        self._metrics: list[str] = []
+
+    def _experiment_id(self) -> str:
+        name = self.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "rageval"
+        found = self.client.get_experiment_by_name(name)
+        return found.experiment_id if found is not None else self.client.create_experiment(name)
+
+    def on_start(self, start: RunStart) -> None:
+        from mlflow.entities import Param
+
+        manifest = start.manifest
+        self._metrics = [m.name for m in manifest.metrics]
+        self._rows = []
+        run = self.client.create_run(
+            self._experiment_id(),
+            run_name=self.run_name,
+            tags={"rageval.version": __version__, "rageval.run_dir": str(start.run_dir or "")},
+        )
+        self.run_id = run.info.run_id
+        params: dict[str, Any] = {
+            "metrics": ",".join(self._metrics),
+            "judge": manifest.judge.model if manifest.judge is not None else "none",
+            "embeddings": manifest.embeddings.name if manifest.embeddings is not None else "none",
+            "rows": start.n_rows,
+            "repeats": manifest.repeats,
+            "data": manifest.data.path or manifest.data.source or "",
+        }
+        for spec in manifest.metrics:
+            for key, value in spec.params.items():
+                params[f"{spec.name}.{key}"] = value
+        self.client.log_batch(
+            self.run_id, params=[Param(k, str(v)[:_MAX_PARAM]) for k, v in params.items()]
+        )
+
+    def on_sample(self, line: SampleLine) -> None:
+        cells = [line.cells.get(name) for name in self._metrics]
+        self._rows.append([line.id, *(c.value if c is not None else None for c in cells)])
+
+    def on_end(self, end: RunEnd) -> None:
+        from mlflow.entities import Metric
+
+        if self.run_id is None:
+            return
+        now = int(time.time() * 1000)
+        values: dict[str, float] = {}
+        for name, stats in end.summary.metrics.items():
+            for key, value in (
+                ("mean", stats.mean),
+                ("ci_low", stats.ci_low),
+                ("ci_high", stats.ci_high),
+                ("n_measured", stats.n_measured),
+                ("n_not_measured", stats.n_not_measured),
+            ):
+                if value is not None and math.isfinite(value):
+                    values[f"{name}.{key}"] = float(value)
+        values["rows_finished"] = float(end.result.n_finished)
+        self.client.log_batch(
+            self.run_id, metrics=[Metric(k, v, now, 0) for k, v in values.items()]
+        )
+        table = {"columns": ["id", *self._metrics], "data": self._rows}
+        self.client.log_dict(self.run_id, table, SAMPLES_ARTIFACT)
+        if end.run_dir is not None:
+            for name in (SUMMARY_FILE, REPORT_FILE):
+                if (end.run_dir / name).is_file():
+                    self.client.log_artifact(self.run_id, str(end.run_dir / name))
+        if end.error is None:
+            status = "FINISHED"
+        else:
+            status = "FAILED" if isinstance(end.error, Exception) else "KILLED"
+        self.client.set_terminated(self.run_id, status=status)
