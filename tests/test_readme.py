@@ -200,9 +200,35 @@ def test_the_pytest_plugin_block_runs_as_a_test(judge_env: FakeOpenAI, tmp_path:
     assert len(judge_env.chat_requests) > 0
 
 
+def test_the_observers_block_logs_the_run_to_mlflow(
+    judge_env: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With its two extras installed (as its comments say) and a tracking URI in the
+    environment (a local MLflow file store standing in for the user's tracking server)."""
+    from mlflow.tracking import MlflowClient
+
+    (code,) = _blocks("Observers: MLflow, OpenTelemetry, your own", "python")
+    uri = (tmp_path / "mlruns").as_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    scope: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("rag-nightly")
+    assert experiment is not None
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED"
+    mean = scope["result"].summary_model().metrics["faithfulness"].mean  # type: ignore[attr-defined]
+    assert run.data.metrics["faithfulness.mean"] == mean
+
+
 def test_every_python_block_of_the_readme_is_run_here() -> None:
     sections = {b.section for b in BLOCKS if b.language == "python"}
-    assert sections == {"Python", "CI: the pytest plugin"}
+    assert sections == {
+        "Python",
+        "CI: the pytest plugin",
+        "Observers: MLflow, OpenTelemetry, your own",
+    }
 
 
 def test_the_quickstart_block_is_two_command_lines() -> None:
