@@ -212,3 +212,9 @@ def test_otel_observer_traces_the_run_and_each_judge_call(
     assert set(events) == set(METRICS)
     mean = result.summary_model().metrics["faithfulness"].mean
     assert events["faithfulness"]["gen_ai.evaluation.score.value"] == mean
+
+
+def test_the_sinks_are_found_by_name_through_their_entry_points() -> None:
+    from rageval.observers.otel import OpenTelemetryObserver
+
+    assert isinstance(load_observer("otel"), OpenTelemetryObserver)
