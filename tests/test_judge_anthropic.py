@@ -344,3 +344,19 @@ def test_the_fake_refuses_what_the_api_refuses(anthropic: FakeAnthropic) -> None
     assert post({**ok, "messages": [{"role": "system", "content": "hi"}]}) == 400
     assert post({**ok, "n": 2}) == 400
     assert post(ok, **{"x-api-key": "wrong"}) == 401
+
+
+def test_a_429_for_a_spending_limit_is_fatal_not_retried() -> None:
+    from rageval._client._retry import Target, classify
+    from rageval._client._transport import _httpx, _status_error
+
+    httpx = _httpx()
+    error = {"type": "rate_limit_error", "message": "You have reached your spend limit.",
+             "details": {"error_code": "enforced_spend_limit_reached"}}  # fmt: skip
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/messages")
+    target = Target("judge", "http://127.0.0.1:9/v1", "claude-test", "ANTHROPIC_API_KEY", None)
+    spent = httpx.Response(429, json={"type": "error", "error": error}, request=request)
+    assert isinstance(classify(_status_error(spent), target), FatalJudgeError)
+    busy = httpx.Response(429, json={"type": "error", "error": {**error, "details": None}},
+                          request=request)  # fmt: skip
+    assert not isinstance(classify(_status_error(busy), target), FatalJudgeError)
