@@ -36,7 +36,7 @@ from rageval.runner.engines._ray_worker import (
     RateKeeper,
     SharedRates,
 )
-from rageval.runner.engines._ship import JudgeSpec, WorkerJob, build
+from rageval.runner.engines._ship import ShippedJudge, WorkerJob, build
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, Reply
 
 METRICS = ["faithfulness", "context_recall", "context_precision"]
@@ -161,19 +161,22 @@ def test_a_judge_is_rebuilt_with_its_settings_and_key(tmp_path: Path) -> None:
     judge = Judge("m", base_url="http://127.0.0.1:9/v1", api_key="sk-secret-value",
                   temperature=0.3, max_tokens=77, timeout=9.0, max_retries=2, seed=5,
                   max_concurrency=12, requests_per_minute=600, mode="tools", max_reasks=1,
-                  prices=PriceTable({"m": (1.0, 2.0)}), cache=tmp_path)  # fmt: skip
-    spec = JudgeSpec.of(judge)
-    assert "sk-secret-value" not in repr(spec)
-    copy = pickle.loads(pickle.dumps(spec))
+                  max_prompt_tokens=5000, prices=PriceTable({"m": (1.0, 2.0)}),
+                  cache=tmp_path)  # fmt: skip
+    shipped = ShippedJudge.of(judge)
+    assert "sk-secret-value" not in repr(shipped)
+    copy = pickle.loads(pickle.dumps(shipped))
     rebuilt = copy.build(max_concurrency=3, cache=None)
-    before, after = judge.describe(), rebuilt.describe()
-    for key in ("model", "base_url", "temperature", "max_tokens", "seed", "mode", "max_reasks",
-                "timeout", "max_retries", "api_key_from"):  # fmt: skip
-        assert after[key] == before[key], key
+    # every setting travels (max_prompt_tokens was once left behind); the limits are the
+    # endpoint's, shared in this process with the judge shipped (ShippedJudge.build's share)
+    limits = {"max_concurrency": None, "requests_per_minute": None, "tokens_per_minute": None}
+    assert rebuilt.spec.model_copy(update=limits) == judge.spec.model_copy(update=limits)
+    assert rebuilt.max_prompt_tokens == 5000
+    assert rebuilt.describe()["api_key_from"] == judge.describe()["api_key_from"]
     assert rebuilt._endpoint.target.secret == "sk-secret-value"
     price = rebuilt.prices.price("m")
     assert price is not None and (price.input, price.output) == (1.0, 2.0)
-    assert spec.endpoint.requests_per_minute == 600
+    assert shipped.endpoint.requests_per_minute == 600
     assert rebuilt.cache is None
 
 

@@ -11,6 +11,9 @@ environment.
                        none is given; wins over ``OPENAI_BASE_URL``
 ``OPENAI_BASE_URL``    the same, under the openai SDK's own name; unset: OpenAI
 ``OPENAI_API_KEY``     API key (another variable with ``api_key_env=``); never written anywhere
+``ANTHROPIC_API_KEY``  API key of a judge on Anthropic's Messages API (``backend="anthropic"``,
+                       ``--llm anthropic:MODEL``), whose endpoint is ``base_url=``, else
+                       Anthropic's (the variables above for the endpoint do not apply to it)
 ``RAGEVAL_CACHE_DIR``  directory of the request cache (default ``$XDG_CACHE_HOME/rageval``,
                        else ``~/.cache/rageval``), also where the local model's verified
                        hashes are remembered
@@ -33,6 +36,8 @@ import os
 from pathlib import Path
 
 __all__ = [
+    "ANTHROPIC_API_KEY_ENV",
+    "ANTHROPIC_BASE_URL",
     "DEFAULT_API_KEY_ENV",
     "DEFAULT_BASE_URL",
     "api_key",
@@ -46,6 +51,8 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
+ANTHROPIC_API_KEY_ENV = "ANTHROPIC_API_KEY"
 
 
 def _get(name: str) -> str | None:

@@ -17,6 +17,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -42,7 +43,7 @@ from rageval._client._usage import PriceTable, UsageLedger
 from rageval._sync import close_with_loop
 from rageval.errors import FatalJudgeError
 
-__all__ = ["Endpoint", "normalize_base_url"]
+__all__ = ["Endpoint", "PlainHTTP", "normalize_base_url"]
 
 R = TypeVar("R")
 
@@ -60,6 +61,16 @@ def normalize_base_url(url: str) -> str:
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
 
 
+@dataclass(frozen=True)
+class PlainHTTP:
+    """An endpoint that is not OpenAI-compatible (Anthropic's Messages API): its requests are
+    sent by rageval's HTTP client with these `headers` (made from the API key), and without a
+    base URL it is `default_base_url` (the OpenAI variables do not apply)."""
+
+    default_base_url: str
+    headers: Callable[[str | None], Mapping[str, str]]
+
+
 class _Secret:
     """Holds the API key; prints as *** so it cannot leak through repr or vars()."""
 
@@ -75,10 +86,20 @@ class _Secret:
 class Endpoint:
     """One configured connection: see the module docstring."""
 
-    def __init__(self, *, kind: str, model: str, settings: EndpointSettings) -> None:
+    def __init__(
+        self,
+        *,
+        kind: str,
+        model: str,
+        settings: EndpointSettings,
+        plain_http: PlainHTTP | None = None,
+    ) -> None:
         if not model or not isinstance(model, str):
             raise ValueError("model must be a non-empty string")
+        if plain_http is not None and settings.client is not None:
+            raise TypeError("an openai client cannot send to this API; give base_url= instead")
         self.kind = kind
+        self._plain_http = plain_http
         self.model = model
         self.timeout = float(settings.retry.timeout)
         self.max_retries = settings.retry.max_retries
@@ -104,7 +125,11 @@ class Endpoint:
                     if from_env
                     else f"{settings.api_key_env} (which is not set)"
                 )
-            self.base_url = normalize_base_url(_env.base_url(settings.base_url))
+            self.base_url = normalize_base_url(
+                _env.base_url(settings.base_url)
+                if plain_http is None
+                else settings.base_url or plain_http.default_base_url
+            )
         self.limiter = endpoint_limiter(self.base_url, settings.limits)
         self.target = Target(
             kind=kind,
@@ -157,7 +182,11 @@ class Endpoint:
             found = self._senders.get(loop)
             if found is not None:
                 return found[1]
-            if self._given_client is None:
+            if self._plain_http is not None:
+                client = _http_client(openai, self.timeout)
+                headers = self._plain_http.headers(self._key.value)
+                sender: Sender = DirectSender(client, self.base_url, headers)
+            elif self._given_client is None:
                 http_client = _http_client(openai, self.timeout)
                 client = openai.AsyncOpenAI(
                     api_key=self._key.value or _NO_KEY,
@@ -167,7 +196,7 @@ class Endpoint:
                     http_client=http_client,
                     **self._client_kwargs,
                 )
-                sender: Sender = DirectSender(client, http_client)
+                sender = DirectSender.of_sdk_client(client, http_client)
             else:
                 if not self._given_client_used:
                     self._given_client_used = True
@@ -182,7 +211,7 @@ class Endpoint:
 
     async def client(self) -> Any:
         """The openai SDK client requests on the running loop go out with (the Files and
-        Batches APIs are called through it)."""
+        Batches APIs are called through it); the bare HTTP client of a `plain_http` endpoint."""
         await self.sender()
         with self._lock:
             return self._senders[asyncio.get_running_loop()][0]
@@ -192,7 +221,8 @@ class Endpoint:
         with self._lock:
             found = self._senders.pop(asyncio.get_running_loop(), None)
         if found is not None and found[0] is not self._given_client:
-            await found[0].close()
+            # an SDK client closes with close(), a bare HTTP client (plain_http) with aclose()
+            await (found[0].close() if self._plain_http is None else found[0].aclose())
 
     # ------------------------------------------------------------------ send
 
@@ -331,9 +361,10 @@ class EndpointClient:
         cache: RequestCache | bool | str | os.PathLike[str],
         prices: PriceTable | None,
         endpoint: EndpointOptions,
+        plain_http: PlainHTTP | None = None,
     ) -> None:
         settings = endpoint_settings(default_limits=default_limits, **endpoint)
-        self._endpoint = Endpoint(kind=kind, model=model, settings=settings)
+        self._endpoint = Endpoint(kind=kind, model=model, settings=settings, plain_http=plain_http)
         self.base_url = self._endpoint.base_url
         self.cache = resolve_cache(cache)
         self.prices = prices if prices is not None else PriceTable()

@@ -45,6 +45,8 @@ BACKOFF_BASE = 0.5
 BACKOFF_CAP = 30.0
 # A server asking for a longer pause than this is out of quota for now, not briefly busy.
 MAX_RETRY_AFTER = 300.0
+# a 429 with one of these codes is out of money, not briefly over a rate (OpenAI, Anthropic)
+_NO_QUOTA = ("insufficient_quota", "enforced_spend_limit_reached")
 _CONTEXT_TOO_LONG = (
     "context_length_exceeded",
     "context length",
@@ -306,7 +308,7 @@ def _classify_status(exc: Any, target: Target) -> _Transient | FatalJudgeError |
     detail = target.redact(_server_message(exc))
     code = str(getattr(exc, "code", None) or "")
     where = f"{target.kind} at {target.base_url}"
-    if status == 429 and code != "insufficient_quota":
+    if status == 429 and code not in _NO_QUOTA:
         retry_after = parse_retry_after(dict(exc.response.headers))
         return _Transient(f"rate limited (429): {detail}", retry_after, connection=False)
     if status in (408, 409) or status >= 500:

@@ -115,20 +115,35 @@ class SdkSender:
 
 
 class DirectSender:
-    """Requests sent by the SDK client's own HTTP client, with the SDK client's URL and headers.
+    """Requests sent by an HTTP client directly: for rageval's own openai clients, with the SDK
+    client's URL and headers (only for clients whose headers are fixed at construction, a string
+    API key); for an API that is not OpenAI's, with headers of its own."""
 
-    Only for clients whose headers are fixed at construction (a string API key): rageval's own.
-    """
-
-    def __init__(self, client: Any, http_client: Any) -> None:
+    def __init__(
+        self,
+        http_client: Any,
+        base_url: str,
+        headers: Mapping[str, str],
+        query: Mapping[str, str] | None = None,
+    ) -> None:
         self._http = http_client
-        self._base_url = str(client.base_url).rstrip("/")
+        self._base_url = base_url.rstrip("/")
+        self._headers = dict(headers)
+        self._query = dict(query) if query else None
+
+    @classmethod
+    def of_sdk_client(cls, client: Any, http_client: Any) -> DirectSender:
+        """Requests with `client`'s URL, headers and query, sent by `http_client`."""
         # auth is part of the default headers before openai 3, added per request since; the
         # SDK marks headers a caller removed with a sentinel, so only real values are sent
         headers = {**client.default_headers, **client.auth_headers}
-        self._headers = {k: v for k, v in headers.items() if isinstance(v, str)}
         query = {k: v for k, v in client.default_query.items() if isinstance(v, str)}
-        self._query = query or None
+        return cls(
+            http_client,
+            str(client.base_url),
+            {k: v for k, v in headers.items() if isinstance(v, str)},
+            query,
+        )
 
     async def post(self, path: str, body: Mapping[str, Any], *, timeout: float) -> Any:
         import openai
@@ -165,6 +180,10 @@ def _status_error(response: Any) -> Exception:
     except ValueError:
         body = text
     data = body.get("error", body) if isinstance(body, dict) else body
+    details = data.get("details") if isinstance(data, dict) else None
+    if isinstance(details, dict) and isinstance(details.get("error_code"), str):
+        # Anthropic's error code (a spending limit reached...) is where OpenAI's `code` is
+        data = {**data, "code": data.get("code") or details["error_code"]}
     message = data.get("message") if isinstance(data, dict) else None
     summary = f"Error code: {response.status_code}"
     if isinstance(message, str) and message:

@@ -1,4 +1,6 @@
-"""The judge: structured, validated calls to a chat model (modes, schemas, re-asks).
+"""The judge: structured, validated calls to a chat model (modes, schemas, re-asks), through
+a backend (:class:`JudgeBackend`: OpenAI-compatible endpoints, Anthropic's Messages API), with
+its settings stated by one :class:`JudgeSpec`.
 
 Requests go through the endpoint client in :mod:`rageval._client` (limiter, retries, request
 cache, usage), whose public names are re-exported here. Importing this package does not import
@@ -12,17 +14,26 @@ from rageval._client._limiter import EndpointLimiter, endpoint_limiter
 from rageval._client._settings import Limits, RetryPolicy
 from rageval._client._usage import DEFAULT_PRICES, ModelPrice, PriceTable, Usage, UsageLedger
 from rageval.errors import FatalJudgeError, JudgeCallFailed, JudgeError
+from rageval.judge._backend import Completion, CompletionRequest, Exchange, Grant, JudgeBackend
 from rageval.judge._judge import Judge, JudgeReply, llm_factory
+from rageval.judge._spec import BACKENDS, JudgeSpec, split_backend
 
 __all__ = [
+    "BACKENDS",
     "DEFAULT_PRICES",
     "BatchSettings",
+    "Completion",
+    "CompletionRequest",
     "EndpointLimiter",
+    "Exchange",
     "FatalJudgeError",
+    "Grant",
     "Judge",
+    "JudgeBackend",
     "JudgeCallFailed",
     "JudgeError",
     "JudgeReply",
+    "JudgeSpec",
     "Limits",
     "ModelPrice",
     "PriceTable",
@@ -33,4 +44,5 @@ __all__ = [
     "default_cache_dir",
     "endpoint_limiter",
     "llm_factory",
+    "split_backend",
 ]

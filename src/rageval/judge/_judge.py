@@ -15,8 +15,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from rageval._client._cache import RequestCache, cache_key
-from rageval._client._endpoint import Endpoint, EndpointClient
+from rageval import _env
+from rageval._client._cache import RequestCache, cache_key, cache_location
+from rageval._client._endpoint import Endpoint, EndpointClient, PlainHTTP
 from rageval._client._retry import Tally
 from rageval._client._run import JudgeCall, current_run
 from rageval._client._settings import (
@@ -24,26 +25,25 @@ from rageval._client._settings import (
     EndpointOptions,
     Limits,
 )
-from rageval._client._transport import BadBody
 from rageval._client._usage import PriceTable, Usage
 from rageval.errors import FatalJudgeError, JudgeCallFailed
+from rageval.judge._anthropic import AnthropicBackend, anthropic_headers
+from rageval.judge._backend import (
+    Completion,
+    CompletionRequest,
+    Grant,
+    JudgeBackend,
+)
 from rageval.judge._modes import (
     MODES,
-    Mode,
     Shape,
-    build_request,
     error_text,
-    extra_body,
-    known_mode,
-    known_n_support,
     parse_json_object,
-    probe_lock,
     reask_messages,
-    remember_mode,
-    remember_n_support,
-    reply_text,
     shape_of,
 )
+from rageval.judge._openai import OpenAIBackend
+from rageval.judge._spec import BACKENDS, BackendKind, JudgeSpec
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -65,9 +65,6 @@ R = TypeVar("R")
 
 # A reply cut off at max_tokens is asked again once with twice the budget, up to this many.
 MAX_GROWN_BUDGET = 16_384
-# A prompt is estimated at this many characters per token before it is sent (English text runs
-# at about 4; an underestimate is caught by the server's own "context length" error).
-CHARS_PER_TOKEN = 4
 # A reply needs at least this much room: a prompt that leaves less is not sent.
 MIN_REPLY_TOKENS = 256
 # 3: the call's own budget, temperature and number of choices are part of the key
@@ -116,17 +113,6 @@ class JudgeReplies(Generic[T]):
 
 
 @dataclass(frozen=True)
-class _Raw:
-    text: str
-    finish_reason: str | None
-    refusal: str | None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    counted: bool = False  # the reply reported its token usage
-    cached_tokens: int = 0  # prompt tokens served from the provider's prompt cache
-
-
-@dataclass(frozen=True)
 class _Call(Generic[T]):
     """One ask: what is sent, what a reply must be, and the call's own settings."""
 
@@ -140,18 +126,23 @@ class _Call(Generic[T]):
 
 
 class Judge(EndpointClient):
-    """A chat model behind any OpenAI-compatible endpoint, asked for validated JSON.
+    """A chat model asked for validated JSON, through a backend (:mod:`rageval.judge._backend`):
+    ``backend="openai"`` (the default) for any OpenAI-compatible endpoint, ``"anthropic"`` for
+    Anthropic's Messages API.
 
-    The endpoint is ``base_url`` (default: ``RAGEVAL_BASE_URL``, ``OPENAI_BASE_URL``, OpenAI)
-    or the openai ``client`` given; the API key is ``api_key`` or the environment variable
-    ``api_key_env``, and is never written anywhere. ``limits`` (a :class:`Limits`: concurrency,
+    The endpoint is ``base_url`` (default for ``"openai"``: ``RAGEVAL_BASE_URL``,
+    ``OPENAI_BASE_URL``, OpenAI; for ``"anthropic"``: Anthropic's API) or the openai ``client``
+    given; the API key is ``api_key`` or the environment variable ``api_key_env`` (default
+    ``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` for ``"anthropic"``), and is never written
+    anywhere. ``limits`` (a :class:`Limits`: concurrency,
     requests and tokens per minute, shared by every client of the endpoint; default 16
     concurrent requests) and ``retry`` (a :class:`RetryPolicy`: retries and the timeout of one
     attempt; default 6 and 60 s) may be given as objects or through their shorthands
     ``max_concurrency``, ``requests_per_minute``, ``tokens_per_minute``, ``max_retries`` and
     ``timeout``. Successful replies are cached (:mod:`rageval._client._cache`) unless
     ``cache=False``. ``mode`` picks the structured-output mode; ``"auto"`` probes (see
-    :mod:`rageval.judge._modes`).
+    :mod:`rageval.judge._modes`; the ``"anthropic"`` backend has one, ``"tools"``).
+    :attr:`spec` states all these settings in one object, which :meth:`from_spec` takes.
 
     ``max_tokens`` is the smallest reply budget of a request: a call that asks for more (a
     metric sizes it from the number of items it asks about) gets more. A prompt estimated to
@@ -163,6 +154,7 @@ class Judge(EndpointClient):
         self,
         model: str,
         *,
+        backend: BackendKind = "openai",
         temperature: float = 0.0,
         max_tokens: int = 1024,
         seed: int | None = None,
@@ -173,8 +165,12 @@ class Judge(EndpointClient):
         max_prompt_tokens: int | None = None,
         **endpoint: Unpack[EndpointOptions],
     ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if mode != "auto" and mode not in MODES:
             raise ValueError(f"mode must be 'auto' or one of {MODES}, got {mode!r}")
+        if backend == "anthropic" and mode not in ("auto", "tools"):
+            raise ValueError(f"the anthropic backend answers through tools: mode {mode!r}")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         if max_reasks < 0:
@@ -182,7 +178,16 @@ class Judge(EndpointClient):
         if max_prompt_tokens is not None and max_prompt_tokens < 1:
             raise ValueError(f"max_prompt_tokens must be >= 1 or None, got {max_prompt_tokens}")
         limits = Limits(max_concurrency=DEFAULT_MAX_CONCURRENCY)
-        self._connect("judge", model, limits, cache, prices, endpoint)
+        plain_http = None
+        if backend == "anthropic":
+            plain_http = PlainHTTP(_env.ANTHROPIC_BASE_URL, anthropic_headers)
+            endpoint.setdefault("api_key_env", _env.ANTHROPIC_API_KEY_ENV)
+        self._connect("judge", model, limits, cache, prices, endpoint, plain_http)
+        self.backend: JudgeBackend = (
+            AnthropicBackend(self._endpoint, model)
+            if backend == "anthropic"
+            else OpenAIBackend(self._endpoint, model, modes=self.cache)
+        )
         self.model = model
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
@@ -195,25 +200,59 @@ class Judge(EndpointClient):
         # pending_usage)
         self._pending: dict[int, list[Tally]] = {}
 
+    @classmethod
+    def from_spec(
+        cls,
+        spec: JudgeSpec,
+        *,
+        api_key: str | None = None,
+        cache: RequestCache | bool | str | os.PathLike[str] = True,
+        prices: PriceTable | None = None,
+    ) -> Judge:
+        """The judge `spec` states, with its key from `api_key` or the spec's variable."""
+        arguments = spec.judge_arguments()
+        if api_key is not None:
+            arguments["api_key"] = api_key
+        return cls(spec.model, **arguments, cache=cache, prices=prices)
+
+    @property
+    def spec(self) -> JudgeSpec:
+        """This judge's settings, all in one object (the key, prices and cache aside)."""
+        endpoint, limiter = self._endpoint, self._endpoint.limiter
+        return JudgeSpec(
+            model=self.model,
+            backend=self.backend.kind,  # type: ignore[arg-type]  # a kind of BACKENDS
+            base_url=self.base_url,
+            api_key_env=endpoint.api_key_env,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            max_prompt_tokens=self.max_prompt_tokens,
+            seed=self.seed,
+            mode=self.mode,
+            max_reasks=self.max_reasks,
+            timeout=endpoint.timeout,
+            max_retries=endpoint.max_retries,
+            max_concurrency=limiter.max_concurrency,
+            requests_per_minute=limiter.requests_per_minute,
+            tokens_per_minute=limiter.tokens_per_minute,
+        )
+
     def describe(self) -> dict[str, Any]:
-        """Settings for run manifests (never the API key)."""
+        """Settings for run manifests: the :attr:`spec`, where the key and the cache come
+        from, and what is known of the model (never the API key)."""
         return {
-            "model": self.model,
-            **self._endpoint_description(),
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "max_prompt_tokens": self.max_prompt_tokens,
+            **self.spec.model_dump(),
+            "api_key_from": self._endpoint.key_source,
+            "cache": cache_location(self.cache),
             "context_window": context_window(self.model),
-            "seed": self.seed,
-            "mode": self.mode,
-            "structured_output": self.mode
-            if self.mode != "auto"
-            else known_mode(self.base_url, self.model),
-            "max_reasks": self.max_reasks,
+            "structured_output": self.backend.structured_output(self.mode, settled=True),
         }
 
     def __repr__(self) -> str:
-        return f"Judge(model={self.model!r}, base_url={self.base_url!r}, mode={self.mode!r})"
+        return (
+            f"Judge(model={self.model!r}, backend={self.backend.kind!r}, "
+            f"base_url={self.base_url!r}, mode={self.mode!r})"
+        )
 
     def uncached(self) -> Judge:
         """This judge without its request cache: every call is sent to the endpoint (to score
@@ -228,16 +267,10 @@ class Judge(EndpointClient):
 
     # ------------------------------------------------------------- planning
 
-    def structured_mode(self) -> Mode:
+    def structured_mode(self) -> str:
         """The structured-output mode requests are sent in: the configured one, else the one
         probed (this process, or remembered in the request cache), else the first to try."""
-        if self.mode != "auto":
-            return self.mode
-        found = known_mode(self.base_url, self.model)
-        if found is None and self.cache is not None:
-            stored = self.cache.get_mode(self.base_url, self.model)
-            found = next((m for m in MODES if m == stored), None)
-        return found or MODES[0]
+        return self.backend.structured_output(self.mode, settled=False) or MODES[0]
 
     def request_text(
         self,
@@ -249,15 +282,16 @@ class Judge(EndpointClient):
         """What :meth:`ask` would send, in the :meth:`structured_mode`: the messages, the
         structured-output arguments sent beside them (the schema) as JSON text ("" when the
         schema is in the messages), and the reply budget it would ask for. Nothing is sent."""
-        shape, mode = shape_of(response_model), self.structured_mode()
-        sent, _ = build_request(mode, _clean_messages(messages), shape)
-        schema = extra_body(mode, shape).decode()
-        return sent, schema, max(self.max_tokens, max_tokens or 0)
+        budget = max(self.max_tokens, max_tokens or 0)
+        request = CompletionRequest(_clean_messages(messages), shape_of(response_model),
+                                    self.temperature, budget, self.seed, self.mode)  # fmt: skip
+        sent, schema = self.backend.preview(request)
+        return sent, schema, budget
 
     def honours_n(self) -> bool | None:
         """Whether the endpoint returns the ``n`` generations one request asks for (learnt
         from the first such request; None before)."""
-        return known_n_support(self.base_url, self.model)
+        return self.backend.honours_n()
 
     # ------------------------------------------------------------------ ask
 
@@ -394,8 +428,8 @@ class Judge(EndpointClient):
         )
 
     async def _solve_n(self, call: _Call[T], n: int, tallies: list[Tally]) -> list[tuple[T, str]]:
-        firsts: list[_Raw | None] = []
-        if n > 1 and known_n_support(self.base_url, self.model) is not False:
+        firsts: list[Completion | None] = []
+        if n > 1 and self.backend.honours_n() is not False:
             tallies.append(tally := Tally())
             firsts = list((await self._complete(call.convo, call, call.budget, tally, n))[:n])
         # generations the endpoint did not return are asked for one by one
@@ -403,7 +437,7 @@ class Judge(EndpointClient):
         return await self._solve_each(call, firsts, tallies)
 
     async def _solve_each(
-        self, call: _Call[T], firsts: Sequence[_Raw | None], tallies: list[Tally]
+        self, call: _Call[T], firsts: Sequence[Completion | None], tallies: list[Tally]
     ) -> list[tuple[T, str]]:
         """Each generation validated (and re-asked) on its own; None: ask for it afresh."""
         mine = [Tally() for _ in firsts]
@@ -423,7 +457,7 @@ class Judge(EndpointClient):
             raise
 
     async def _solve(
-        self, call: _Call[T], tally: Tally, first: _Raw | None = None
+        self, call: _Call[T], tally: Tally, first: Completion | None = None
     ) -> tuple[T, str]:
         convo, budget = call.convo, call.budget
         grown = False
@@ -474,121 +508,23 @@ class Judge(EndpointClient):
 
     async def _complete(
         self, convo: list[dict[str, str]], call: _Call[Any], budget: int, tally: Tally, n: int = 1
-    ) -> list[_Raw]:
-        if self.mode != "auto":
-            return await self._request_n(self.mode, convo, call, budget, tally, n)
-        mode = known_mode(self.base_url, self.model)
-        if mode is None and self.batched:
-            # No probe first: through a Batch API it would take a whole batch on its own.
-            # Every request tries the modes in order; one refused goes into the next batch.
-            mode = await self._stored_mode()
-            if mode is None:
-                return await self._try_modes(MODES, convo, call, budget, tally, n)
-        if mode is None:
-            async with probe_lock(self.base_url, self.model).hold():
-                mode = known_mode(self.base_url, self.model) or await self._stored_mode()
-                if mode is None:
-                    return await self._try_modes(MODES, convo, call, budget, tally, n)
-        # The remembered mode first; if it is refused now (another server on that address, an
-        # upgrade), the others in order of preference.
-        candidates = [mode, *(m for m in MODES if m != mode)]
-        return await self._try_modes(candidates, convo, call, budget, tally, n)
+    ) -> list[Completion]:
+        request = CompletionRequest(convo, call.shape, call.temperature, budget, self.seed,
+                                    self.mode, n)  # fmt: skip
+        return await self.backend.complete(request, _Exchange(self, tally))
 
-    async def _try_modes(
+    async def _send(
         self,
-        candidates: Sequence[Mode],
-        convo: list[dict[str, str]],
-        call: _Call[Any],
-        budget: int,
         tally: Tally,
+        prompt: int,
+        budget: int,
         n: int,
-    ) -> list[_Raw]:
-        for i, mode in enumerate(candidates):
-            try:
-                raws = await self._request_n(mode, convo, call, budget, tally, n)
-            except FatalJudgeError as exc:
-                if exc.status in (400, 422) and i + 1 < len(candidates):
-                    log.info(
-                        "%s at %s refused structured-output mode %s (%s); trying %s",
-                        self.model,
-                        self.base_url,
-                        mode,
-                        exc.detail,
-                        candidates[i + 1],
-                    )
-                    continue
-                raise
-            if known_mode(self.base_url, self.model) != mode:
-                remember_mode(self.base_url, self.model, mode)
-                if self.cache is not None:
-                    self.cache.set_mode(self.base_url, self.model, mode)
-            return raws
-        raise AssertionError("unreachable: the last candidate mode returns or raises")
-
-    async def _request_n(
-        self,
-        mode: Mode,
-        convo: list[dict[str, str]],
-        call: _Call[Any],
-        budget: int,
-        tally: Tally,
-        n: int,
-    ) -> list[_Raw]:
-        """A request for ``n`` choices; whether the endpoint honours ``n`` is learnt here: a
-        reply with fewer choices, or a 400/422 that the same request without ``n`` does not
-        get, means it does not (then the one choice it gave is returned)."""
-        if n == 1:
-            return await self._request(mode, convo, call, budget, tally)
-        try:
-            raws = await self._request(mode, convo, call, budget, tally, n)
-        except FatalJudgeError as exc:
-            if exc.status not in (400, 422):
-                raise
-            # n may be what was refused; if the mode was, this raises too and the mode goes
-            raws = await self._request(mode, convo, call, budget, tally)
-            log.info("%s at %s refused n=%d (%s); one generation per request from now on",
-                     self.model, self.base_url, n, exc.detail)  # fmt: skip
-            remember_n_support(self.base_url, self.model, False)
-            return raws
-        remember_n_support(self.base_url, self.model, len(raws) >= n)
-        return raws
-
-    async def _stored_mode(self) -> Mode | None:
-        if self.cache is None:
-            return None
-        stored = self.cache.get_mode(self.base_url, self.model)
-        for mode in MODES:
-            if stored == mode:
-                remember_mode(self.base_url, self.model, mode)
-                return mode
-        return None
-
-    async def _request(
-        self,
-        mode: Mode,
-        convo: list[dict[str, str]],
-        call: _Call[Any],
-        budget: int,
-        tally: Tally,
-        n: int = 1,
-    ) -> list[_Raw]:
-        """One HTTP request (with its retries); its choices (one unless ``n`` > 1)."""
-        messages, extra = build_request(mode, convo, call.shape)
-        # json mode carries the schema in the messages, the other modes in `extra` (whose JSON
-        # is made once per response model and mode)
-        prompt = _estimate_prompt(messages, len(extra_body(mode, call.shape)))
+        post: Callable[[Grant], Awaitable[list[Completion]]],
+    ) -> list[Completion]:
+        """One HTTP request of a backend: the reply budget fitted beside the prompt, the most
+        it can cost reserved from the run's budget and settled with the usage read back, its
+        tokens counted (see :class:`rageval.judge._backend.Exchange`)."""
         budget = self._fit(prompt, budget)
-        params: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": call.temperature,
-            "max_tokens": budget,
-            **extra,
-        }
-        if n > 1:
-            params["n"] = n
-        if self.seed is not None:
-            params["seed"] = self.seed
         estimate = prompt + budget * n
         spending = current_run().spending
         # the most this request can cost: its prompt and its whole reply budget
@@ -597,14 +533,8 @@ class Judge(EndpointClient):
             await spending.reserve(reserved)
         cost = 0.0  # a request that fails is not billed
         try:
-            raws = await self._endpoint.post_json(
-                "/chat/completions",
-                params,
-                read=functools.partial(_read_completion, mode=mode, n=n),
-                estimated_tokens=estimate,
-                tally=tally,
-            )
-            head = raws[0]
+            replies = await post(Grant(max_tokens=budget, estimated_tokens=estimate))
+            head = replies[0]
             if spending is not None:
                 counted = self._cost(head.prompt_tokens, head.completion_tokens, head.cached_tokens)
                 cost = reserved if counted is None or not head.counted else counted
@@ -617,7 +547,7 @@ class Judge(EndpointClient):
         used = head.prompt_tokens + head.completion_tokens
         if not self.batched:  # a batched request took no rate budget
             self._endpoint.limiter.settle(estimate, used if head.counted else estimate)
-        return raws
+        return replies
 
     def _cost(self, prompt: int, completion: int, cached: int = 0) -> float | None:
         return self.prices.cost(
@@ -691,7 +621,7 @@ class Judge(EndpointClient):
         # The configured mode, not the probed one: a lookup must not need a probe first.
         # (memoised per settings: they are public attributes a caller may change)
         memo = (call.shape.schema_json, self.base_url, self.model, call.temperature, call.budget,
-                self.seed, self.mode, variant)  # fmt: skip
+                self.seed, self.mode, variant, self.backend.kind)  # fmt: skip
         settings = self._settings_keys.get(memo)
         if settings is None:
             settings = self._settings_keys[memo] = cache_key(
@@ -705,6 +635,7 @@ class Judge(EndpointClient):
                     "mode": self.mode,
                     "schema": call.shape.schema_json,
                     "variant": variant,
+                    **self.backend.cache_identity(),
                 }
             )
         # The messages are hashed as length-prefixed text rather than as JSON: the prompts are
@@ -738,49 +669,26 @@ class Judge(EndpointClient):
         )
 
 
+@dataclass(frozen=True)
+class _Exchange:
+    """A judge's :class:`~rageval.judge._backend.Exchange` for the call `tally` counts."""
+
+    judge: Judge
+    tally: Tally
+
+    async def send(
+        self,
+        prompt_tokens: int,
+        max_tokens: int,
+        n: int,
+        post: Callable[[Grant], Awaitable[list[Completion]]],
+    ) -> list[Completion]:
+        return await self.judge._send(self.tally, prompt_tokens, max_tokens, n, post)
+
+
 def llm_factory(model: str, client: Any = None, **kw: Any) -> Judge:
     """Build a :class:`Judge` (ragas' name for it): ``llm_factory("gpt-4o-mini", client=...)``."""
     return Judge(model, client=client, **kw)
-
-
-def _read_completion(data: dict[str, Any], mode: Mode, n: int = 1) -> list[_Raw]:
-    """The first ``n`` choices of a chat completion (a server may send fewer); the usage of the
-    whole reply is booked on the first."""
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise BadBody("no choices[0].message in a chat completion")
-    usage = data.get("usage")
-    out = []
-    for i, choice in enumerate(choices[:n]):
-        if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
-            raise BadBody(f"no choices[{i}].message in a chat completion")
-        message = choice["message"]
-        finish_reason = choice.get("finish_reason")
-        refusal = message.get("refusal")
-        out.append(
-            _Raw(
-                reply_text(message, mode),
-                finish_reason if isinstance(finish_reason, str) else None,
-                refusal if isinstance(refusal, str) else None,
-                prompt_tokens=_count(usage, "prompt_tokens") if i == 0 else 0,
-                completion_tokens=_count(usage, "completion_tokens") if i == 0 else 0,
-                counted=isinstance(usage, dict),
-                cached_tokens=_cached_count(usage) if i == 0 else 0,
-            )
-        )
-    return out
-
-
-def _count(usage: Any, field: str) -> int:
-    value = usage.get(field) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and value > 0 else 0
-
-
-def _cached_count(usage: Any) -> int:
-    """``usage.prompt_tokens_details.cached_tokens``: the prompt tokens served from the
-    provider's prompt cache (never more than the prompt)."""
-    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
-    return min(_count(details, "cached_tokens"), _count(usage, "prompt_tokens"))
 
 
 def _clean_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
@@ -825,11 +733,6 @@ def _revalidate_all(
             return None
         values.append(value)
     return values
-
-
-def _estimate_prompt(messages: list[dict[str, Any]], schema_chars: int) -> int:
-    chars = sum(len(str(m.get("content") or "")) for m in messages) + schema_chars
-    return chars // CHARS_PER_TOKEN + 4 * len(messages)
 
 
 def _shorten(text: str, limit: int = 500) -> str:

@@ -32,9 +32,15 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   written only when they say something: a metric's ``ci_undefined`` in the summary (why it has
   a mean and no interval: one value, or values all equal) and the manifest's
   ``metrics_left_out`` (the default selection's metrics the data could not feed, with why).
-* **5** -- this rageval: a sample's ``reference`` may be a list of acceptable answers
+* **5** -- a sample's ``reference`` may be a list of acceptable answers
   (:attr:`rageval.samples.Sample.references`). A run of format 4 reads as it is and can be
   resumed.
+* **6** -- this rageval: the manifest's ``judge`` is a :class:`~rageval.judge.JudgeSpec`
+  (:class:`JudgeInfo`), which names the judge's ``backend`` (``"anthropic"`` for Anthropic's
+  Messages API) and its ``api_key_env``. A judge of an earlier format lacks them: it is an
+  OpenAI-compatible one, whose key variable ``api_key_from`` names, so a run of format 5 reads
+  as it is and can be resumed. (A rageval of format 5 would take an Anthropic judge for an
+  OpenAI-compatible one: it refuses the run as newer.)
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
@@ -63,11 +69,12 @@ from pydantic import (
 
 from rageval._client._usage import Usage
 from rageval.errors import CauseKind, RagevalError
+from rageval.judge._spec import JudgeSpec
 from rageval.metrics.base import MetricResult
 from rageval.samples import SAMPLE_FIELDS, Sample
 
 #: the format this rageval writes; it reads every format from 1 up to this one
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 #: the oldest format a run can be resumed from (format 1 lines lack what a summary needs now)
 RESUMABLE_FORMAT = 2
 #: the kind under which cells whose log does not say (format 1) are grouped
@@ -124,14 +131,26 @@ class MetricSpec(_LogModel):
     import_root: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
-class JudgeInfo(_LogModel):
-    """What ``Judge.describe()`` says (never the key): model, endpoint, sampling settings..."""
+class JudgeInfo(JudgeSpec):
+    """What ``Judge.describe()`` says (never the key): the judge's :class:`JudgeSpec` (a
+    manifest of an earlier rageval lacks some of its settings, which take their defaults; one
+    from before backends is an OpenAI-compatible judge's), and beside it where the key and the
+    cache came from and what is known of the model, kept as written."""
 
-    model: str
-    base_url: str | None = None
-    temperature: float | None = None
+    model_config = ConfigDict(frozen=False, extra="allow", ser_json_inf_nan="strings")
+
     #: every endpoint of the model when the rows were spread over several (None: one)
     base_urls: list[str] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unset_is_default(cls, data: Any) -> Any:
+        # a manifest may say null for a setting it did not know (the spec's default applies)
+        if isinstance(data, Mapping):
+            return {
+                k: v for k, v in data.items() if v is not None or k not in JudgeSpec.model_fields
+            }
+        return data
 
 
 class EmbeddingsInfo(_LogModel):

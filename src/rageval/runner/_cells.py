@@ -50,8 +50,9 @@ if TYPE_CHECKING:
     from rageval.judge import Judge, RequestCache
 
 #: 2: the metric's configuration is captured from its constructor; 3: a kept cell records
-#: its judge calls and statement lists, and metrics without a judge are kept too
-_FORMAT = 3
+#: its judge calls and statement lists, and metrics without a judge are kept too; 4: the judge
+#: is identified by its JudgeSpec's settings that change a reply (its backend among them)
+_FORMAT = 4
 
 
 class _KeptCell(BaseModel):
@@ -86,7 +87,7 @@ class CellStore:
     ) -> None:
         self._judge_of = judge_of
         self._shared_judge = shared_judge
-        self._shared = _judge_identity(shared_judge) if shared_judge is not None else None
+        self._shared = shared_judge.spec.cell_identity() if shared_judge is not None else None
         self._embeddings = embeddings
         self._identities: dict[str, bytes | None] = {}
         # where the cells of a metric that asks no judge are kept: the cache of the run's judge
@@ -197,7 +198,7 @@ class CellStore:
                     "metric": [type(metric).__module__, type(metric).__qualname__, metric.name],
                     "metric_source": source,
                     "config": config,
-                    "judge": _judge_identity(judge) if judge is not None else None,
+                    "judge": judge.spec.cell_identity() if judge is not None else None,
                     "statements": self._shared if metric.statement_needs else None,
                     "embeddings": _embeddings_identity(embeddings),
                 },
@@ -210,11 +211,6 @@ class CellStore:
 
 def _id(sample: Sample) -> str:
     return sample.id or "-"
-
-
-def _judge_identity(judge: Judge) -> list[Any]:
-    return [judge.base_url, judge.model, judge.temperature, judge.max_tokens, judge.seed,
-            judge.mode]  # fmt: skip
 
 
 def _embeddings_identity(embeddings: Embeddings | None) -> list[Any] | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rageval._client._batch import BatchQueue, BatchSettings, RecordedBatch
 from rageval._client._budget import SpendingLimit
 from rageval._client._run import run_scope
-from rageval.errors import BudgetReached
+from rageval.errors import BudgetReached, RunConfigError
 from rageval.log import BatchEvent, append_batch_event, read_batch_events
 
 if TYPE_CHECKING:
@@ -146,6 +146,12 @@ async def send_in_batches(
     if settings is None:
         yield []
         return
+    for judge in judges:
+        if judge.backend.kind != "openai":
+            raise RunConfigError(
+                f"batch mode sends through OpenAI's Batch API: the {judge.backend.kind} judge "
+                f"{judge.model!r} cannot; run it without --batch"
+            )
     endpoints = {id(j.endpoint): j.endpoint for j in judges}
     queues = {key: BatchQueue(endpoint, settings, journal) for key, endpoint in endpoints.items()}
     try:

@@ -49,12 +49,17 @@ def judge_from_env(model: str | None = None, **settings: Any) -> Judge | None:
     """The judge configured by arguments or the environment (see :mod:`rageval._env`): the
     model from `model` or RAGEVAL_LLM, the endpoint from a `base_url` setting, else
     RAGEVAL_BASE_URL or OPENAI_BASE_URL (default OpenAI), the key from OPENAI_API_KEY;
-    `settings` are the Judge's keyword arguments. None when no model is named."""
+    `settings` are the Judge's keyword arguments. A model named ``anthropic:MODEL`` is asked
+    through Anthropic's Messages API (its key from ANTHROPIC_API_KEY). None when no model is
+    named."""
     model = _env.judge_model(model)
     if model is None:
         return None
-    from rageval.judge import Judge
+    from rageval.judge import Judge, split_backend
 
+    backend, model = split_backend(model)
+    if backend is not None:
+        settings["backend"] = backend
     judge = Judge(model, **settings)
     check_key(judge.describe(), what="judge")
     return judge

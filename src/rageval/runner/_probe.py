@@ -28,6 +28,7 @@ from typing import Any
 from rageval import _env
 from rageval.errors import RunConfigError
 from rageval.judge import FatalJudgeError
+from rageval.judge._anthropic import anthropic_headers
 
 PROBE_TIMEOUT_S = 5.0
 _NOT_SET = " (which is not set)"
@@ -44,8 +45,13 @@ def key_variable(described: Mapping[str, Any]) -> str | None:
 
 
 def check_key(described: Mapping[str, Any], *, what: str) -> None:
-    """RunConfigError when OpenAI's own endpoint would be asked without a key."""
+    """RunConfigError when OpenAI's or Anthropic's own endpoint would be asked without a key."""
     source = str(described.get("api_key_from") or "")
+    if described.get("base_url") == _env.ANTHROPIC_BASE_URL and source.endswith(_NOT_SET):
+        raise RunConfigError(
+            f"the {what} {described.get('model')!r} would be asked at Anthropic "
+            f"({_env.ANTHROPIC_BASE_URL}) without an API key: set {key_variable(described)}"
+        )
     if described.get("base_url") == _env.DEFAULT_BASE_URL and source.endswith(_NOT_SET):
         variable = key_variable(described)
         raise RunConfigError(
@@ -67,10 +73,15 @@ async def probe(
         return  # a client made in Python: not ours to probe
     where = f"the {what} endpoint {base_url}"
     key = _env.api_key(variable) or "no-key-set"
+    headers = (
+        anthropic_headers(key)
+        if described.get("backend") == "anthropic"
+        else {"Authorization": f"Bearer {key}"}
+    )
     try:
         # the standard library, in a thread: importing the openai SDK for this one GET would
         # cost half a second, and a run whose every cell is kept never needs the SDK
-        status = await asyncio.to_thread(_get_models, str(base_url), key, timeout)
+        status = await asyncio.to_thread(_get_models, str(base_url), headers, timeout)
     except urllib.error.URLError as e:
         reason = e.reason
         if isinstance(reason, ssl.SSLError):
@@ -103,11 +114,9 @@ async def probe(
     # any other answer, even an error status (some servers have no model list): it is there
 
 
-def _get_models(base_url: str, key: str, timeout: float) -> int:
-    """The HTTP status of `GET {base_url}/models` with the key as a bearer token."""
-    request = urllib.request.Request(
-        base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {key}"}
-    )
+def _get_models(base_url: str, headers: Mapping[str, str], timeout: float) -> int:
+    """The HTTP status of `GET {base_url}/models` with these headers (which carry the key)."""
+    request = urllib.request.Request(base_url.rstrip("/") + "/models", headers=dict(headers))
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return int(response.status)

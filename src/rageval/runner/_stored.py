@@ -5,8 +5,9 @@ the data file, the metrics and their parameters, the judge's settings, the embed
 column map and what to do with invalid rows all come from `manifest.json`. Anything given
 explicitly still wins (and the run directory's checks refuse what would change the run).
 
-The judge's settings are read from `Judge.describe()` as the manifest stores it; the API key
-never is (it comes from the environment variable the manifest names).
+The judge's settings are read from `Judge.describe()` as the manifest stores it, as a
+`JudgeSpec` (a manifest of an earlier rageval lacks some settings: they take their defaults);
+the API key never is (it comes from the environment variable the manifest names).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval._client._cache import recorded_cache
 from rageval.errors import RunDirError
+from rageval.judge import JudgeSpec
 from rageval.log import Manifest
 from rageval.runner._prepare import embeddings_from_spec
 from rageval.runner._probe import key_variable
@@ -29,22 +31,6 @@ if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
     from rageval.metrics.base import Metric
-
-#: Judge keyword arguments recorded, under the same names, by Judge.describe()
-JUDGE_SETTINGS = (
-    "base_url",
-    "temperature",
-    "max_tokens",
-    "timeout",
-    "max_retries",
-    "seed",
-    "max_concurrency",
-    "requests_per_minute",
-    "tokens_per_minute",
-    "mode",
-    "max_reasks",
-    "max_prompt_tokens",
-)
 
 
 def judge_settings(described: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,11 +43,12 @@ def judge_settings(described: Mapping[str, Any]) -> dict[str, Any]:
             f"the run's judge was given {given} in Python, which a run directory cannot "
             "record: pass the judge again (llm=... or --llm/--base-url)"
         )
-    settings = {k: described[k] for k in JUDGE_SETTINGS if described.get(k) is not None}
-    settings["model"] = described["model"]
-    settings["api_key_env"] = variable
-    settings["cache"] = recorded_cache(described.get("cache"))
-    return settings
+    spec = JudgeSpec.of_described(described).model_copy(update={"api_key_env": variable})
+    return {
+        "model": spec.model,
+        **spec.judge_arguments(),
+        "cache": recorded_cache(described.get("cache")),
+    }
 
 
 def judge_from_settings(settings: Mapping[str, Any]) -> Judge:

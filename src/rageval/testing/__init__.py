@@ -1,8 +1,10 @@
-"""Test support: an OpenAI-compatible fake server and a network guard.
+"""Test support: an OpenAI-compatible fake server, a fake of Anthropic's Messages API and a
+network guard.
 
 Modules: ``records`` (what the server records and answers: requests, replies, faults),
 ``_wire`` (HTTP framing and error bodies), ``server`` (``FakeOpenAI``), ``batch_api`` (its
-Batch API), ``random_judge`` (judges that answer within the schema at random, or garbage),
+Batch API), ``anthropic`` (``FakeAnthropic``: the same server speaking Anthropic's Messages
+API, scripted by the same handlers), ``random_judge`` (judges that answer within the schema at random, or garbage),
 ``schema``, ``prompt_cache``, ``netguard``; none imports one above it.
 
 Used by rageval's own tests and benchmarks, and usable in your CI (``RandomJudge``: random
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rageval.testing._wire import FAKE_API_KEY
+    from rageval.testing.anthropic import FakeAnthropic
     from rageval.testing.netguard import (
         NetworkBlockedError,
         install_network_guard,
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAKE_API_KEY",
+    "FakeAnthropic",
     "FakeOpenAI",
     "Fault",
     "FaultPlan",
@@ -57,6 +61,7 @@ __all__ = [
 
 _HOMES = {
     "FAKE_API_KEY": "_wire",
+    "FakeAnthropic": "anthropic",
     "Fault": "records",
     "FaultPlan": "records",
     "Handler": "records",

@@ -34,6 +34,7 @@ REASONS = {
     502: "Bad Gateway",
     503: "Service Unavailable",
     504: "Gateway Timeout",
+    529: "Overloaded",
 }
 # (type, code, default message) of the error body OpenAI sends for each status.
 ERRORS: dict[int, tuple[str, str | None, str]] = {

@@ -64,7 +64,7 @@ from rageval.testing.records import (
 from rageval.testing.schema import schema_instance, strict_schema_problem
 
 if TYPE_CHECKING:
-    pass
+    from typing_extensions import Self
 
 __all__ = [
     "CHAT_PATH",
@@ -189,7 +189,7 @@ class FakeOpenAI:
     def running(self) -> bool:
         return self._server is not None
 
-    def start(self) -> FakeOpenAI:
+    def start(self) -> Self:
         if self._thread is not None:
             return self
         loop = asyncio.new_event_loop()
@@ -234,7 +234,7 @@ class FakeOpenAI:
         if server is not None:
             await server.wait_closed()
 
-    def __enter__(self) -> FakeOpenAI:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -245,7 +245,7 @@ class FakeOpenAI:
     ) -> None:
         self.stop()
 
-    async def __aenter__(self) -> FakeOpenAI:
+    async def __aenter__(self) -> Self:
         return await asyncio.to_thread(self.start)
 
     async def __aexit__(
@@ -474,6 +474,17 @@ class FakeOpenAI:
                     param="messages",
                 )
 
+        answer = await self._answer(record)
+        if isinstance(answer, Response):
+            return answer
+        if isinstance(answer, Fault):
+            return await self._fault(record, answer)
+        await self._delay()
+        return self._completion(record, answer)
+
+    async def _answer(self, record: RecordedRequest) -> Reply | Fault | Response:
+        """What a chat request gets: a fault the plan draws, else the next scripted answer,
+        else the handler's (a handler that raises gets a 500, and its error is kept)."""
         answer: Reply | Fault | None = self.faults.draw(record.path) if self.faults else None
         if answer is None:
             with self._lock:
@@ -483,12 +494,9 @@ class FakeOpenAI:
                 answer = await self._call_handler(record)
             except Exception as exc:  # the handler is test code: report its bug, keep serving
                 self.handler_errors.append(exc)
-                return error_response(500, f"FakeOpenAI handler raised {type(exc).__name__}: {exc}")
-
-        if isinstance(answer, Fault):
-            return await self._fault(record, answer)
-        await self._delay()
-        return self._completion(record, answer)
+                name = type(self).__name__
+                return error_response(500, f"{name} handler raised {type(exc).__name__}: {exc}")
+        return answer
 
     async def _call_handler(self, record: RecordedRequest) -> Reply | Fault:
         handler = self.handler or default_handler

@@ -24,7 +24,7 @@ from rageval.errors import RagevalError
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
-    from rageval.judge import Judge, PriceTable
+    from rageval.judge import Judge, JudgeSpec, PriceTable
     from rageval.metrics.base import Metric
 
 
@@ -76,42 +76,33 @@ def _endpoint_spec(owner: Any, what: str) -> EndpointSpec:
 
 
 @dataclasses.dataclass(frozen=True)
-class JudgeSpec:
+class ShippedJudge:
+    """A judge as its :class:`~rageval.judge.JudgeSpec`, with what the spec leaves out: the
+    key and limits of its endpoint (shared out over the workers), its prices and cache."""
+
     cls: type[Judge]
-    model: str
+    spec: JudgeSpec
     endpoint: EndpointSpec
-    temperature: float
-    max_tokens: int
-    seed: int | None
-    mode: str
-    max_reasks: int
     prices: PriceTable
     cache_dir: str | None
 
     @classmethod
-    def of(cls, judge: Judge) -> JudgeSpec:
+    def of(cls, judge: Judge) -> ShippedJudge:
         return cls(
             cls=type(judge),
-            model=judge.model,
+            spec=judge.spec,
             endpoint=_endpoint_spec(judge, f"judge {judge.model!r}"),
-            temperature=judge.temperature,
-            max_tokens=judge.max_tokens,
-            seed=judge.seed,
-            mode=judge.mode,
-            max_reasks=judge.max_reasks,
             prices=judge.prices,
             cache_dir=str(judge.cache.directory) if judge.cache is not None else None,
         )
 
     def build(self, max_concurrency: int, cache: RequestCache | None) -> Judge:
-        return self.cls(
-            self.model,
-            **self.endpoint.client_kwargs(max_concurrency),
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            seed=self.seed,
-            mode=self.mode,  # type: ignore[arg-type]
-            max_reasks=self.max_reasks,
+        # this worker's share of the concurrency; the rates are paced for all workers at once
+        share = {"max_concurrency": max_concurrency, "requests_per_minute": None,
+                 "tokens_per_minute": None}  # fmt: skip
+        return self.cls.from_spec(
+            self.spec.model_copy(update=share),
+            api_key=self.endpoint.api_key,
             prices=self.prices,
             cache=cache if cache is not None else False,
         )
@@ -195,7 +186,7 @@ class WorkerJob:
 
     label: str
     rageval_version: str
-    judges: tuple[JudgeSpec, ...]
+    judges: tuple[ShippedJudge, ...]
     embeddings: tuple[EmbeddingsSpec, ...]
     metrics: tuple[MetricSpec, ...]
     run_judges: tuple[int, ...]
@@ -220,7 +211,7 @@ class WorkerJob:
     ) -> WorkerJob:
         from rageval._version import __version__
 
-        judges: dict[int, tuple[int, JudgeSpec]] = {}
+        judges: dict[int, tuple[int, ShippedJudge]] = {}
         models = cls.embeddings_order(metrics, run_embeddings)
         embedding_index = {id(model): i for i, model in enumerate(models)}
 
@@ -228,7 +219,7 @@ class WorkerJob:
             if judge is None:
                 return None
             if id(judge) not in judges:
-                judges[id(judge)] = (len(judges), JudgeSpec.of(judge))
+                judges[id(judge)] = (len(judges), ShippedJudge.of(judge))
             return judges[id(judge)][0]
 
         def embeddings_index(model: Embeddings | None) -> int | None:
