@@ -201,6 +201,7 @@ def test_otel_observer_traces_the_run_and_each_judge_call(
     assert all(s.kind == SpanKind.CLIENT and s.name == "chat test-model" for s in calls)
     attributes: list[dict[str, Any]] = [dict(s.attributes or {}) for s in calls]
     assert {a["gen_ai.operation.name"] for a in attributes} == {"chat"}
+    assert {a["gen_ai.provider.name"] for a in attributes} == {"openai"}
     assert sum(a["rageval.requests"] for a in attributes) == len(server.chat_requests)
     assert sum(a["gen_ai.usage.input_tokens"] for a in attributes) == result.usage.prompt_tokens
     assert {a["rageval.metric"] for a in attributes} >= {"answer_accuracy"}

@@ -579,6 +579,7 @@ class Judge(EndpointClient):
             run.judge_call_ended(
                 JudgeCall(
                     model=self.model,
+                    backend=self.backend.kind,
                     base_url=self.base_url,
                     started=started,
                     ended=time.time(),

@@ -59,7 +59,7 @@ class OpenTelemetryObserver(RunObserver):
         usage = call.usage
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": "openai",  # the wire format: any OpenAI-compatible server
+            "gen_ai.provider.name": call.backend,  # the API: any OpenAI-compatible server too
             "gen_ai.request.model": call.model,
             "gen_ai.usage.input_tokens": usage.prompt_tokens,
             "gen_ai.usage.output_tokens": usage.completion_tokens,
