@@ -7,14 +7,18 @@ import asyncio
 import email.utils
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from rageval import evaluate
 from rageval._client._retry import parse_retry_after
+from rageval._client._settings import LOCAL_SERVER_TIMEOUT
 from rageval.judge import FatalJudgeError, Judge, JudgeCallFailed
-from rageval.testing import FakeOpenAI, Fault, Reply
+from rageval.log import read_manifest
+from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, Reply
 
 OK = Reply.json({"verdict": 1})
 
@@ -165,3 +169,77 @@ async def test_unreachable_endpoint_is_fatal() -> None:
         judge = Judge("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=1)
         with pytest.raises(FatalJudgeError, match="could not reach the judge"):
             await judge.ask(question(1), Verdict)
+
+
+# ------------------------------------------------- a llama.cpp server's slots (run's probe)
+
+SLOT_METRICS = ["faithfulness", "context_recall", "answer_accuracy"]
+
+
+def _probed_run(server: FakeOpenAI, judge: Judge, tmp_path: Path, n_rows: int) -> Any:
+    """What the run's manifest says of how it drove the server."""
+    from helpers import rows
+
+    def settings() -> dict[str, Any]:
+        # less the structured-output mode the endpoint settles on: a fact of the server
+        return {k: v for k, v in judge.describe().items() if k != "structured_output"}
+
+    before = settings()
+    result = evaluate(rows(n_rows), SLOT_METRICS, llm=judge, probe=True, run_dir=tmp_path / "run")
+    assert server.handler_errors == []
+    for metric in SLOT_METRICS:
+        assert result.statuses(metric) == ["ok"] * n_rows
+    assert settings() == before  # the run's settings were the run's, not the judge's
+    return read_manifest(tmp_path / "run").servers
+
+
+def test_a_llama_cpp_server_s_slots_are_the_run_s_concurrency_with_a_longer_timeout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from helpers import handle
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)  # the probe reads the key from there
+    with FakeOpenAI(handle, latency=0.05, llama_cpp_slots=2) as server:
+        judge = Judge("m", base_url=server.base_url, cache=False, mode="json_schema")
+        servers = _probed_run(server, judge, tmp_path, n_rows=12)
+        # one GET /props, and never more requests at once than the server has slots
+        assert [r.path for r in server.requests].count("/props") == 1
+        assert server.max_in_flight == 2
+    assert servers == {
+        judge.base_url: {
+            "server": "llama.cpp",
+            "slots": 2,
+            "max_concurrency": 2,
+            "timeout": LOCAL_SERVER_TIMEOUT,
+        }
+    }
+
+
+def test_a_chosen_concurrency_and_timeout_stand_against_the_server_s_slots(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from helpers import handle
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    with FakeOpenAI(handle, latency=0.05, llama_cpp_slots=1) as server:
+        judge = Judge(
+            "m", base_url=server.base_url, cache=False, max_concurrency=3, timeout=30, mode="tools"
+        )
+        servers = _probed_run(server, judge, tmp_path, n_rows=6)
+        assert server.max_in_flight == 3
+    # recorded as the user drove it: more requests at once than the server has slots
+    assert servers == {
+        judge.base_url: {"server": "llama.cpp", "slots": 1, "max_concurrency": 3, "timeout": 30.0}
+    }
+
+
+def test_other_servers_are_not_asked_for_slots(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from helpers import handle
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    with FakeOpenAI(handle) as server:
+        judge = Judge("m", base_url=server.base_url, cache=False)
+        assert _probed_run(server, judge, tmp_path, n_rows=2) == {}
+        assert "/props" not in [r.path for r in server.requests]

@@ -9,6 +9,7 @@ good, every later request raises at once without sending.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -102,6 +103,7 @@ class Endpoint:
         self._plain_http = plain_http
         self.model = model
         self.timeout = float(settings.retry.timeout)
+        self.timeout_chosen = settings.timeout_given
         self.max_retries = settings.retry.max_retries
         self.api_key_env = settings.api_key_env
         self._lock = threading.Lock()
@@ -239,7 +241,8 @@ class Endpoint:
         ``read`` the JSON object of the reply. When the current run sends this endpoint's
         requests in batches, the request goes through its Batch API queue instead
         (:mod:`rageval._client._batch`, :mod:`rageval._client._run`)."""
-        queue = current_run().batch_queue(self)
+        run = current_run()
+        queue = run.batch_queue(self)
         if queue is not None:
 
             async def attempt() -> R:
@@ -252,10 +255,16 @@ class Endpoint:
         else:
             # Before the limiter: a rate-paced slot must not be spent on importing the SDK.
             sender = await self.sender()
+            # a llama.cpp server's slots, which this run follows: a request waits here, outside
+            # its timeout, instead of in the server's queue, inside it
+            local = run.server_slots.get(id(self))
+            gate = local.gate if local is not None else None
+            timeout = local.timeout if local is not None and local.timeout else self.timeout
 
             async def attempt() -> R:
                 try:
-                    result = await post_json(sender, path, body, timeout=self.timeout, read=read)
+                    async with gate or contextlib.nullcontext():
+                        result = await post_json(sender, path, body, timeout=timeout, read=read)
                 except Exception as exc:
                     if getattr(exc, "status_code", None) is not None:  # an HTTP answer, an error
                         self._reached = True

@@ -240,6 +240,11 @@ class EndpointLimiter:
     def in_flight(self) -> int:
         return self._slots.in_use
 
+    @property
+    def concurrency_chosen(self) -> bool:
+        """Whether a client of this endpoint asked for a concurrency (else it is the default)."""
+        return self._explicit_concurrency
+
     def tighten(self, limits: Limits) -> None:
         """Apply `limits` where they are tighter than this limiter's (a concurrency asked for
         replaces the default of 16 even when larger)."""

@@ -12,6 +12,7 @@ any run sees the empty :class:`RunContext` (no budget, no batching, no meter).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import dataclasses
@@ -22,7 +23,15 @@ if TYPE_CHECKING:
     from rageval._client._budget import SpendingLimit
     from rageval._client._usage import Usage
 
-__all__ = ["BatchSender", "JudgeCall", "RunContext", "UsageMeter", "current_run", "run_scope"]
+__all__ = [
+    "BatchSender",
+    "JudgeCall",
+    "RunContext",
+    "ServerSlots",
+    "UsageMeter",
+    "current_run",
+    "run_scope",
+]
 
 
 class BatchSender(Protocol):
@@ -58,6 +67,19 @@ class JudgeCall:
 
 
 @dataclasses.dataclass(frozen=True)
+class ServerSlots:
+    """How a run drives a llama.cpp server whose slots its probe read: at most `concurrency`
+    requests at once (None: as the endpoint's limiter says, a concurrency the user chose) and
+    `timeout` seconds per attempt (None: the endpoint's, a timeout the user chose)."""
+
+    slots: int
+    concurrency: int | None
+    timeout: float | None
+    #: made on the run's loop, when the run starts
+    gate: asyncio.Semaphore | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class RunContext:
     """The state of the run the current task belongs to."""
 
@@ -69,6 +91,8 @@ class RunContext:
     meter: UsageMeter | None = None
     #: told of every judge call when it ends (the run's observers)
     call_listeners: Sequence[Callable[[JudgeCall], None]] = ()
+    #: llama.cpp servers the run follows the slots of, by ``id(endpoint)``
+    server_slots: Mapping[int, ServerSlots] = dataclasses.field(default_factory=dict)
 
     def batch_queue(self, endpoint: object) -> BatchSender | None:
         """The Batch API queue `endpoint` sends through in this run, if it is batched."""

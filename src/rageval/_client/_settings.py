@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_MAX_CONCURRENCY",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",
+    "LOCAL_SERVER_TIMEOUT",
     "EndpointOptions",
     "EndpointSettings",
     "Limits",
@@ -31,6 +32,10 @@ __all__ = [
 DEFAULT_MAX_CONCURRENCY = 16
 DEFAULT_MAX_RETRIES = 6
 DEFAULT_TIMEOUT = 60.0
+#: the timeout of one attempt at a llama.cpp server whose slots a run follows
+#: (rageval._client._run.ServerSlots), unless the user chose one: a small model on a CPU writes
+#: tens of tokens a second, and an attempt given up on is its work thrown away
+LOCAL_SERVER_TIMEOUT = 600.0
 
 
 def _positive(name: str, value: float | None) -> None:
@@ -87,6 +92,8 @@ class EndpointSettings:
     client: Any = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     limits: Limits = field(default_factory=Limits)
+    #: the user chose the timeout (`retry=` or `timeout=` given), else it is the default
+    timeout_given: bool = False
 
     def __post_init__(self) -> None:
         if self.client is not None and (self.base_url is not None or self.api_key is not None):
@@ -144,6 +151,7 @@ def endpoint_settings(
         client=client,
         retry=_merge("retry", retry, flat_retry, RetryPolicy()),
         limits=_merge("limits", limits, flat_limits, default_limits),
+        timeout_given=retry is not None or timeout is not None,
     )
 
 

@@ -20,11 +20,7 @@ from rageval._client._cache import RequestCache, cache_key, cache_location
 from rageval._client._endpoint import Endpoint, EndpointClient, PlainHTTP
 from rageval._client._retry import Tally
 from rageval._client._run import JudgeCall, current_run
-from rageval._client._settings import (
-    DEFAULT_MAX_CONCURRENCY,
-    EndpointOptions,
-    Limits,
-)
+from rageval._client._settings import EndpointOptions, Limits
 from rageval._client._usage import PriceTable, Usage
 from rageval.errors import FatalJudgeError, JudgeCallFailed
 from rageval.judge._anthropic import AnthropicBackend, anthropic_headers
@@ -177,7 +173,9 @@ class Judge(EndpointClient):
             raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
         if max_prompt_tokens is not None and max_prompt_tokens < 1:
             raise ValueError(f"max_prompt_tokens must be >= 1 or None, got {max_prompt_tokens}")
-        limits = Limits(max_concurrency=DEFAULT_MAX_CONCURRENCY)
+        # no concurrency of the judge's own: the endpoint's default (16) unless the user
+        # chooses one; a chosen one is what a run never overrides (a llama.cpp server's slots)
+        limits = Limits()
         plain_http = None
         if backend == "anthropic":
             plain_http = PlainHTTP(_env.ANTHROPIC_BASE_URL, anthropic_headers)

@@ -207,6 +207,9 @@ class Manifest(_Versioned):
     #: metrics of the default selection (none named) that the data could not feed, each with
     #: why (the fields no row has); written only when there are some
     metrics_left_out: dict[str, str] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    #: what the run's probe learnt of a judge endpoint and how the run drove it, by base URL:
+    #: a llama.cpp server's slots, and the concurrency and timeout used with it
+    servers: dict[str, dict[str, Any]] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 # ---------------------------------------------------------------------------- results.jsonl

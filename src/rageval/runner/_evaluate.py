@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval import _progress
 from rageval._client._cache import cache_location
-from rageval._client._run import run_scope
+from rageval._client._run import ServerSlots, run_scope
 from rageval._extras import require
 from rageval._rundir_lock import one_writer
 from rageval._sync import synchronous
@@ -70,7 +70,7 @@ from rageval.runner._prepare import (
     prepare,
     resolve_metrics,
 )
-from rageval.runner._probe import probe_endpoints
+from rageval.runner._probe import follow_server_slots, probe_endpoints
 from rageval.runner._rundir import RunDir, data_fingerprint, json_normal
 from rageval.runner._schedule import (
     MIN_WINDOW,
@@ -421,13 +421,24 @@ async def aevaluate(
     manifest.metrics_left_out = run.left_out
     manifest.batch = batching is not None
     manifest.batch_settings = dataclasses.asdict(batching) if batching is not None else None
+    server_slots: dict[int, ServerSlots] = {}
     rundir = RunDir(run_dir) if run_dir is not None else None
     if probe:  # after every local check: bad data or the wrong run directory cost nothing
         if rundir is not None and resume:
             rundir.check_same_run(manifest)
         elif rundir is not None and not overwrite:
             rundir.check_vacant()
-        await probe_endpoints(judges, embedder)
+        server_slots = follow_server_slots(run_judges, await probe_endpoints(judges, embedder))
+        manifest.servers = {
+            judge.base_url: {
+                "server": "llama.cpp",
+                "slots": followed.slots,
+                "max_concurrency": followed.concurrency or judge.endpoint.limiter.max_concurrency,
+                "timeout": followed.timeout or judge.endpoint.timeout,
+            }
+            for judge in run_judges
+            if (followed := server_slots.get(id(judge.endpoint))) is not None
+        }
     result = EvaluationResult(
         [m.name for m in metric_objs],
         ids,
@@ -471,7 +482,7 @@ async def aevaluate(
     # own listen (the run log books usage through the meter already)
     listeners = (observed.judge_call,) if observers else ()
     try:
-        with run_scope(call_listeners=listeners):
+        with run_scope(call_listeners=listeners, server_slots=server_slots):
             if ray_run is not None:
                 await ray_run.run(todo, on_record)
             else:

@@ -13,12 +13,21 @@ would be asked at OpenAI's public endpoint without a key. Instead:
 
 It costs no tokens. It cannot work for clients passed in Python (their key and transport are
 theirs), which are not probed; `--no-probe` turns it off.
+
+A model list that says llama.cpp's llama-server serves it (``owned_by: "llamacpp"``) is
+followed by one `GET /props`, where that server reports its slots: the requests it decodes at
+once. The run then sends that many at a time to it (:class:`~rageval._client._run.ServerSlots`)
+and waits longer for each, unless the user chose a concurrency or a timeout: on such a server
+a request beyond its slots only queues inside its own timeout, and one given up on is work
+thrown away and done again. The user's judge is left as built; the run's manifest records what
+was used.
 """
 
 from __future__ import annotations
 
 import asyncio
 import http.client
+import json
 import ssl
 import urllib.error
 import urllib.request
@@ -26,11 +35,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rageval import _env
+from rageval._client._run import ServerSlots
+from rageval._client._settings import LOCAL_SERVER_TIMEOUT
 from rageval.errors import RunConfigError
 from rageval.judge import FatalJudgeError
 from rageval.judge._anthropic import anthropic_headers
 
 PROBE_TIMEOUT_S = 5.0
+_MAX_BODY = 1 << 20  # of a model list: enough for any; a server cannot make the probe read more
 _NOT_SET = " (which is not set)"
 
 
@@ -64,13 +76,14 @@ def check_key(described: Mapping[str, Any], *, what: str) -> None:
 
 async def probe(
     described: Mapping[str, Any], *, what: str, timeout: float = PROBE_TIMEOUT_S
-) -> None:
+) -> int | None:
     """One `GET /models` to the endpoint `described` (a judge's or remote embeddings'
-    `describe()`); raises FatalJudgeError when it cannot be reached or refuses the key."""
+    `describe()`); raises FatalJudgeError when it cannot be reached or refuses the key.
+    Returns the slots of a llama.cpp server (one more GET, to its `/props`), else None."""
     variable = key_variable(described)
     base_url = described.get("base_url")
     if variable is None or not base_url:
-        return  # a client made in Python: not ours to probe
+        return None  # a client made in Python: not ours to probe
     where = f"the {what} endpoint {base_url}"
     key = _env.api_key(variable) or "no-key-set"
     headers = (
@@ -81,13 +94,13 @@ async def probe(
     try:
         # the standard library, in a thread: importing the openai SDK for this one GET would
         # cost half a second, and a run whose every cell is kept never needs the SDK
-        status = await asyncio.to_thread(_get_models, str(base_url), headers, timeout)
+        status, body = await asyncio.to_thread(_get_models, str(base_url), headers, timeout)
     except urllib.error.URLError as e:
         reason = e.reason
         if isinstance(reason, ssl.SSLError):
             # a TLS server answered; the standard library's certificate store may differ from
             # the SDK's (certifi), so whether the certificate is trusted is the run's to find
-            return
+            return None
         if isinstance(reason, TimeoutError):
             reason = f"no connection within {timeout:g} s"
         raise FatalJudgeError(
@@ -95,7 +108,7 @@ async def probe(
             "(--no-probe skips this check)"
         ) from None
     except TimeoutError:
-        return  # connected, slow to answer: the run's own retries deal with that
+        return None  # connected, slow to answer: the run's own retries deal with that
     except (http.client.HTTPException, ConnectionError) as e:  # accepted, then hung up
         raise FatalJudgeError(
             f"could not reach {where} ({type(e).__name__}: {e}); is the server running and the "
@@ -112,28 +125,81 @@ async def probe(
             status=status,
         )
     # any other answer, even an error status (some servers have no model list): it is there
+    if status != 200 or not _served_by_llama_cpp(body):
+        return None
+    try:
+        return await asyncio.to_thread(_server_slots, str(base_url), headers, timeout)
+    except Exception:  # the endpoint is there; its slots are only a better default
+        return None
 
 
-def _get_models(base_url: str, headers: Mapping[str, str], timeout: float) -> int:
-    """The HTTP status of `GET {base_url}/models` with these headers (which carry the key)."""
-    request = urllib.request.Request(base_url.rstrip("/") + "/models", headers=dict(headers))
+def _get(url: str, headers: Mapping[str, str], timeout: float) -> tuple[int, bytes]:
+    """The HTTP status and (the start of) the body of `GET url` with these headers (which
+    carry the key)."""
+    request = urllib.request.Request(url, headers=dict(headers))
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return int(response.status)
+            return int(response.status), response.read(_MAX_BODY)
     except urllib.error.HTTPError as e:
-        return int(e.code)
+        return int(e.code), b""
 
 
-async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> None:
-    """Probe each distinct endpoint of these judges and of remote embeddings once."""
+def _get_models(base_url: str, headers: Mapping[str, str], timeout: float) -> tuple[int, bytes]:
+    return _get(base_url.rstrip("/") + "/models", headers, timeout)
+
+
+def _served_by_llama_cpp(models_body: bytes) -> bool:
+    """Whether a model list is llama-server's (its models are ``owned_by: "llamacpp"``)."""
+    try:
+        listed = json.loads(models_body).get("data")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(listed, list) and any(
+        isinstance(m, dict) and m.get("owned_by") == "llamacpp" for m in listed
+    )
+
+
+def _server_slots(base_url: str, headers: Mapping[str, str], timeout: float) -> int | None:
+    """`total_slots` from llama-server's `GET /props`, beside its OpenAI routes under /v1."""
+    root = base_url.rstrip("/").removesuffix("/v1")
+    status, body = _get(root + "/props", headers, timeout)
+    slots = json.loads(body).get("total_slots") if status == 200 else None
+    return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
+
+
+async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> dict[str, int]:
+    """Probe each distinct endpoint of these judges and of remote embeddings once; the slots of
+    those that are llama.cpp servers, by base URL."""
     seen: set[str] = set()
+    slots: dict[str, int] = {}
     clients = [("judge", j) for j in judges] + [("embeddings", embeddings)]
     for what, client in clients:
         described = client.describe() if hasattr(client, "describe") else {}
         base_url = described.get("base_url")  # local embeddings have none
         if base_url and base_url not in seen:
             seen.add(base_url)
-            await probe(described, what=what)
+            found = await probe(described, what=what)
+            if found is not None:
+                slots[str(base_url)] = found
+    return slots
+
+
+def follow_server_slots(judges: Iterable[Any], slots: Mapping[str, int]) -> dict[int, ServerSlots]:
+    """How this run drives each judge endpoint that is a llama.cpp server with `slots` (by base
+    URL, from :func:`probe_endpoints`), by ``id(endpoint)``: as many requests at once as it has
+    slots unless the user chose a concurrency, LOCAL_SERVER_TIMEOUT per attempt unless the user
+    chose a timeout. Made on the run's event loop (the semaphores belong to it)."""
+    out: dict[int, ServerSlots] = {}
+    for judge in judges:
+        endpoint = judge.endpoint
+        found = slots.get(endpoint.base_url)
+        if found is None or id(endpoint) in out:
+            continue
+        concurrency = None if endpoint.limiter.concurrency_chosen else found
+        timeout = None if endpoint.timeout_chosen else max(endpoint.timeout, LOCAL_SERVER_TIMEOUT)
+        gate = asyncio.Semaphore(concurrency) if concurrency is not None else None
+        out[id(endpoint)] = ServerSlots(found, concurrency, timeout, gate)
+    return out
 
 
 def _first_leaf(exc: BaseException) -> BaseException:

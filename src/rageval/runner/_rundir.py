@@ -138,6 +138,8 @@ class RunDir:
             "format_version": FORMAT_VERSION,
             # batched in any of its sessions: batches.jsonl holds what they uploaded
             "batch": stored.batch or manifest.batch,
+            # how this session drove a llama.cpp server, if its probe found one
+            "servers": manifest.servers or stored.servers,
             "batch_settings": manifest.batch_settings or stored.batch_settings,
         }
         write_atomic(self.manifest_path, stored.model_copy(update=update))

@@ -13,7 +13,9 @@ CHAT_PATH = "/v1/chat/completions"
 EMBEDDINGS_PATH = "/v1/embeddings"
 MODELS_PATH = "/v1/models"
 FAKE_API_KEY = "sk-rageval-fake-test-key"
-ROUTES = {CHAT_PATH: "POST", EMBEDDINGS_PATH: "POST", MODELS_PATH: "GET"}
+#: llama.cpp's llama-server describes itself here (beside /v1), FakeOpenAI(llama_cpp_slots=N) too
+PROPS_PATH = "/props"
+ROUTES = {CHAT_PATH: "POST", EMBEDDINGS_PATH: "POST", MODELS_PATH: "GET", PROPS_PATH: "GET"}
 
 MAX_HEADER_BYTES = 1 << 20
 REASONS = {

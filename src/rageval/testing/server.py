@@ -44,6 +44,7 @@ from rageval.testing._wire import (
     FAKE_API_KEY,
     MAX_HEADER_BYTES,
     MODELS_PATH,
+    PROPS_PATH,
     REASONS,
     ROUTES,
     Close,
@@ -109,7 +110,9 @@ class FakeOpenAI:
     ``context_window`` (tokens, estimated at 4 characters each) makes a chat request whose
     prompt and ``max_tokens`` together exceed it get OpenAI's 400 ``context_length_exceeded``.
     ``ignore_n=True`` answers every chat request with one choice whatever its ``n`` (as Ollama
-    does).
+    does). ``llama_cpp_slots=N`` answers as llama.cpp's llama-server with N slots does: its
+    models are ``owned_by: "llamacpp"``, ``GET /props`` reports ``total_slots`` (404
+    otherwise), and a chat request with ``n`` above N gets its 400.
 
     Usage, as OpenAI reports it: ``prompt_tokens`` counts the message texts and the
     structured-output schema sent (``response_format`` or ``tools``), at 4 characters a token;
@@ -138,6 +141,7 @@ class FakeOpenAI:
         keep_records: bool = True,
         context_window: int | None = None,
         ignore_n: bool = False,
+        llama_cpp_slots: int | None = None,
         prompt_cache: bool = True,
         batch_delay: float = 0.0,
     ) -> None:
@@ -157,6 +161,7 @@ class FakeOpenAI:
         self.keep_records = keep_records
         self.context_window = context_window
         self.ignore_n = ignore_n
+        self.llama_cpp_slots = llama_cpp_slots
         self.prompt_cache: PrefixCache | None = PrefixCache() if prompt_cache else None
         from rageval.testing.batch_api import BatchAPI
 
@@ -421,6 +426,10 @@ class FakeOpenAI:
             return error_response(401, "Incorrect API key provided.", code="invalid_api_key")
         if path == MODELS_PATH:
             return self._models_response()
+        if path == PROPS_PATH:
+            if self.llama_cpp_slots is None:
+                return error_response(404, f"Invalid URL ({method} {path})", code="unknown_url")
+            return json_response(200, {"total_slots": self.llama_cpp_slots, "build_info": "fake"})
         if bad_json or not isinstance(body, dict):
             return error_response(400, "We could not parse the JSON body of your request.")
         model = record.model
@@ -438,7 +447,8 @@ class FakeOpenAI:
 
     def _models_response(self) -> Response:
         names = sorted(self.models) if self.models is not None else ["fake-model"]
-        data = [{"id": n, "object": "model", "created": 0, "owned_by": "rageval"} for n in names]
+        owner = "llamacpp" if self.llama_cpp_slots is not None else "rageval"
+        data = [{"id": n, "object": "model", "created": 0, "owned_by": owner} for n in names]
         return json_response(200, {"object": "list", "data": data})
 
     # --------------------------------------------------------------------- chat
@@ -452,6 +462,12 @@ class FakeOpenAI:
             param = "tools" if mode == "tools" else "response_format"
             return error_response(
                 400, f"This server does not support {mode} ({param}).", param=param
+            )
+        n, slots = record.body.get("n"), self.llama_cpp_slots
+        if slots is not None and isinstance(n, int) and n > slots:
+            # llama-server decodes the n generations of a request in n slots at once
+            return error_response(
+                400, f"Field 'n': Value must be between 1 <= value <= {slots}, but got {n}"
             )
         schema = record.schema
         problem = strict_schema_problem(schema) if schema is not None and record.strict else None
