@@ -32,9 +32,13 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   written only when they say something: a metric's ``ci_undefined`` in the summary (why it has
   a mean and no interval: one value, or values all equal) and the manifest's
   ``metrics_left_out`` (the default selection's metrics the data could not feed, with why).
-* **5** -- this rageval: a sample's ``reference`` may be a list of acceptable answers
+* **5** -- a sample's ``reference`` may be a list of acceptable answers
   (:attr:`rageval.samples.Sample.references`). A run of format 4 reads as it is and can be
   resumed.
+* **6** -- this rageval: a line's inputs may be a conversation
+  (:class:`rageval.samples.Conversation`: ``turns``, ``reference_tool_calls``,
+  ``reference_goal`` in place of the single-turn fields). A run of format 5 reads as it is
+  and can be resumed.
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
@@ -64,10 +68,10 @@ from pydantic import (
 from rageval._client._usage import Usage
 from rageval.errors import CauseKind, RagevalError
 from rageval.metrics.base import MetricResult
-from rageval.samples import SAMPLE_FIELDS, Sample
+from rageval.samples import ROW_FIELDS, Sample, ToolCall, Turn, sample_of
 
 #: the format this rageval writes; it reads every format from 1 up to this one
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 #: the oldest format a run can be resumed from (format 1 lines lack what a summary needs now)
 RESUMABLE_FORMAT = 2
 #: the kind under which cells whose log does not say (format 1) are grouped
@@ -194,13 +198,17 @@ class Manifest(_Versioned):
 
 
 class Inputs(_LogModel):
-    """The sample's fields (its id is on the line)."""
+    """The sample's fields (its id is on the line): a single-turn sample's, or a
+    conversation's (format 6)."""
 
     user_input: str | None = None
     response: str | None = None
     retrieved_contexts: list[str] | None = None
     reference: str | list[str] | None = None
     reference_contexts: list[str] | None = None
+    turns: list[Turn] | None = None
+    reference_tool_calls: list[ToolCall] | None = None
+    reference_goal: str | None = None
     metadata: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")
@@ -212,7 +220,7 @@ class Inputs(_LogModel):
     def of(cls, sample: Sample | None) -> Inputs:
         if sample is None:
             return cls()
-        fields = {f: getattr(sample, f) for f in SAMPLE_FIELDS}
+        fields = {f: getattr(sample, f, None) for f in ROW_FIELDS}
         return cls(**fields, metadata=sample.metadata or None)
 
 
@@ -286,8 +294,8 @@ class SampleLine(_Versioned):
         return total if self.embeddings_usage is None else total + self.embeddings_usage
 
     def sample(self) -> Sample:
-        """The sample again, as the run read it."""
-        return Sample.model_validate({**self.inputs.model_dump(exclude_none=True), "id": self.id})
+        """The sample again, as the run read it (a Conversation for a conversation's line)."""
+        return sample_of({**self.inputs.model_dump(exclude_none=True), "id": self.id})
 
 
 # ---------------------------------------------------------------------------- batches.jsonl

@@ -29,7 +29,7 @@ from rageval.runner._schedule import (
 )
 from rageval.samples import (
     LEGACY_ALIASES,
-    SAMPLE_FIELDS,
+    ROW_FIELDS,
     InvalidDataError,
     LoadedData,
     RowProblem,
@@ -107,7 +107,7 @@ def _nothing_to_run(loaded: LoadedData) -> str:
     found = ", ".join(loaded.columns[:30]) + (" ..." if len(loaded.columns) > 30 else "")
     return (
         "no metric to run: no metric has the fields it needs in this data "
-        f"(its columns: {found or 'none'}; rageval's fields: {_field_names(SAMPLE_FIELDS)}). "
+        f"(its columns: {found or 'none'}; rageval's fields: {_field_names(ROW_FIELDS)}). "
         "Map your columns to rageval's fields with --column-map YOURS=FIELD (Python: "
         "column_map={'yours': 'field'}), or name metrics (-m / metrics=)"
     )
