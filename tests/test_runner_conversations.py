@@ -131,6 +131,11 @@ def test_a_tool_call_metric_refuses_a_single_turn_row() -> None:
 def test_the_default_selection_of_conversation_data_is_the_tool_call_metrics() -> None:
     result = evaluate(conversations(2), progress=False)
     assert result.metrics == ["tool_call_accuracy", "tool_call_f1"]
+    # the single-turn metrics are not "left out" of conversation data, nor the tool-call
+    # metrics of single-turn data: each kind of row has its own default selection
+    assert result.metrics_left_out == {}
+    single = evaluate([{"response": "Paris.", "reference": "Paris"}], progress=False)
+    assert "tool_call_f1" not in single.metrics_left_out and "token_f1" in single.metrics
 
 
 def test_the_report_opens_a_conversation_as_a_thread(browser: Browser, tmp_path: Path) -> None:

@@ -478,9 +478,9 @@ class Metric(abc.ABC):
 
     @property
     def scores_conversations(self) -> bool:
-        """Whether this metric scores conversations (it reads `turns`) rather than single-turn
-        samples: each refuses the other kind of row."""
-        return "turns" in self.required_fields
+        """Whether this metric scores conversations rather than single-turn samples: each
+        refuses the other kind of row (see :func:`scores_conversations`)."""
+        return scores_conversations(type(self))
 
     def input_problems(self, sample: Sample) -> list[tuple[str, str]]:
         """(field, message) for each reason this sample cannot be scored; checked before any
@@ -594,9 +594,14 @@ class Metric(abc.ABC):
 Metric.__init__ = _capturing(Metric.__init__)  # type: ignore[method-assign]
 
 
+def scores_conversations(cls: type[Metric]) -> bool:
+    """Whether a metric class scores conversations: it reads their `turns`."""
+    return "turns" in cls.required_fields
+
+
 def _conversation_refused(metric: str) -> str:
     """Why a metric of single-turn samples cannot score a conversation row, and what can."""
-    can = sorted(n for n, c in _REGISTRY.items() if "turns" in c.required_fields)
+    can = sorted(n for n, c in _REGISTRY.items() if scores_conversations(c))
     instead = f"; the metrics that score conversations: {', '.join(can)}" if can else ""
     return (
         f"this row is a conversation (it has turns) and {metric} scores single-turn samples "
