@@ -222,12 +222,26 @@ def test_the_observers_block_logs_the_run_to_mlflow(
     assert run.data.metrics["faithfulness.mean"] == mean
 
 
+def test_the_conversation_block_runs_offline_after_the_quickstart_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # no judge, no network: the tool-call metrics are deterministic
+    monkeypatch.chdir(tmp_path)
+    _only_the_core_install(monkeypatch)
+    (block,) = [
+        b for b in BLOCKS if b.section == "Conversations and tool calls" and b.language == "python"
+    ]
+    run_block(block.code, page=README, line=block.line, scope={})
+    assert 'weather({"city": "Paris", "unit": "C"})' in capsys.readouterr().out
+
+
 def test_every_python_block_of_the_readme_is_run_here() -> None:
     sections = {b.section for b in BLOCKS if b.language == "python"}
     assert sections == {
         "Python",
         "CI: the pytest plugin",
         "Observers: MLflow, OpenTelemetry, your own",
+        "Conversations and tool calls",
     }
 
 

@@ -27,6 +27,9 @@ _EXPORTS: dict[str, str] = {
     # data
     "Sample": "rageval.samples",
     "SingleTurnSample": "rageval.samples",
+    "Conversation": "rageval.samples",
+    "Turn": "rageval.samples",
+    "ToolCall": "rageval.samples",
     "load_samples": "rageval.samples",
     "InvalidDataError": "rageval.samples",
     # errors: one root for every error rageval raises
@@ -131,8 +134,11 @@ if TYPE_CHECKING:
         evaluate as evaluate,
     )
     from rageval.samples import (
+        Conversation as Conversation,
         InvalidDataError as InvalidDataError,
         Sample as Sample,
         SingleTurnSample as SingleTurnSample,
+        ToolCall as ToolCall,
+        Turn as Turn,
         load_samples as load_samples,
     )

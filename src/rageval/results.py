@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from rageval._extras import require
 from rageval.errors import CauseKind
 from rageval.labels import parse_label
@@ -50,7 +52,7 @@ from rageval.log import (
     sum_usage,
 )
 from rageval.metrics.base import CellStatus
-from rageval.samples import SAMPLE_FIELDS, Sample
+from rageval.samples import ROW_FIELDS, Sample
 from rageval.stats import MetricComparison, PPIComparison, compare
 
 if TYPE_CHECKING:
@@ -443,7 +445,8 @@ class EvaluationResult:
 
     # ------------------------------------------------------------------ views
     def to_pandas(self) -> pd.DataFrame:
-        """One row per sample: id, inputs, and per metric `<metric>` (NaN where not measured),
+        """One row per sample (a conversation is one row, its `turns` a list of dicts): id,
+        inputs, and per metric `<metric>` (NaN where not measured),
         `<metric>_status`, `<metric>_reason` (the cause when not measured or skipped) and
         `<metric>_cause_kind` (the kind of that cause); with repeats, `<metric>_sd`: the spread
         (standard deviation) of the cell's scores; for a metric with a raw scale (rubric_score's
@@ -452,8 +455,9 @@ class EvaluationResult:
         import pandas as pd
 
         data: dict[str, list[Any]] = {"id": list(self.ids)}
-        for f in SAMPLE_FIELDS:
-            values = [getattr(s, f) if s is not None else None for s in self.samples]
+        for f in ROW_FIELDS:
+            # a conversation's turns and tool calls as plain JSON data (lists of dicts)
+            values = [_plain(getattr(s, f, None)) for s in self.samples]
             if any(v is not None for v in values):
                 data[f] = values
         for name, col in self._columns.items():
@@ -664,3 +668,10 @@ def load_run(run_dir: str | Path) -> EvaluationResult:
     if summary is not None:
         result.duration_s = summary.duration_s
     return result
+
+
+def _plain(value: Any) -> Any:
+    """A sample's field as a DataFrame cell: a list of models (turns, tool calls) as dicts."""
+    if isinstance(value, list) and value and isinstance(value[0], BaseModel):
+        return [v.model_dump(mode="json") for v in value]
+    return value

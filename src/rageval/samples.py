@@ -11,13 +11,26 @@ import dataclasses
 import io
 import itertools
 import json
+import math
 import os
+import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import to_jsonable_python
 
 from rageval._extras import require
@@ -34,6 +47,14 @@ LEGACY_ALIASES: dict[str, str] = {
 TEXT_FIELDS = ("user_input", "response", "reference")
 LIST_FIELDS = ("retrieved_contexts", "reference_contexts")
 SAMPLE_FIELDS = (*TEXT_FIELDS, *LIST_FIELDS)
+#: the fields of a conversation row (:class:`Conversation`); a row is a conversation when it
+#: has `turns` (or `messages`, OpenAI's and ragas' name for them)
+CONVERSATION_FIELDS = ("turns", "reference_tool_calls", "reference_goal")
+CONVERSATION_ALIASES: dict[str, str] = {"messages": "turns"}
+#: every field a row may carry, single-turn or conversation
+ROW_FIELDS = (*SAMPLE_FIELDS, *CONVERSATION_FIELDS)
+#: every other name of a field, mapped to the field
+FIELD_ALIASES: dict[str, str] = {**LEGACY_ALIASES, **CONVERSATION_ALIASES}
 
 
 class InvalidDataError(RagevalError, ValueError):
@@ -46,9 +67,11 @@ class InvalidDataError(RagevalError, ValueError):
     def __init__(self, problems: Sequence[RowProblem], *, source: str | None = None) -> None:
         self.problems = list(problems)
         by_row = any(p.row is not None and p.line is None for p in self.problems)
+        by_turn = any(p.turn is not None for p in self.problems)
+        counted = " and ".join(w for w, given in (("rows", by_row), ("turns", by_turn)) if given)
         head = (
             f"invalid input{f' in {source}' if source else ''}"
-            f"{' (rows counted from 0)' if by_row else ''}: "
+            f"{f' ({counted} counted from 0)' if counted else ''}: "
         )
         lines = [str(p) for p in self.problems[:20]]
         more = len(self.problems) - len(lines)
@@ -66,6 +89,9 @@ class RowProblem:
     metric: str | None = None
     #: 1-based line of the file where the row starts (JSONL, CSV, TSV input)
     line: int | None = None
+    #: for a problem inside a conversation's turn, the turn's 0-based index in `turns`;
+    #: `field` is then the turn's field (``tool_calls[0].arguments``)
+    turn: int | None = None
 
     def __str__(self) -> str:
         where = []
@@ -75,6 +101,8 @@ class RowProblem:
             where.append(f"row {self.row}")
         if self.sample_id is not None:
             where.append(f"id {self.sample_id!r}")
+        if self.turn is not None:
+            where.append(f"turn {self.turn}")
         if self.field is not None:
             where.append(f"field {self.field!r}")
         if self.metric is not None:
@@ -87,9 +115,9 @@ class RowProblem:
         any other problem (an unreadable row, a bad id) stops every metric."""
         if self.field is None:
             return True
-        name = self.field.split(".", 1)[0]
-        canonical = LEGACY_ALIASES.get(name, name)
-        return canonical not in SAMPLE_FIELDS or canonical in required_fields
+        name = "turns" if self.turn is not None else re.split(r"[.\[]", self.field, maxsplit=1)[0]
+        canonical = FIELD_ALIASES.get(name, name)
+        return canonical not in ROW_FIELDS or canonical in required_fields
 
 
 def _alias(name: str) -> AliasChoices:
@@ -175,16 +203,229 @@ class Sample(BaseModel):
 SingleTurnSample = Sample
 
 
+# --------------------------------------------------------------------------- conversations
+
+#: who speaks a turn: the user, the assistant (the system under test), or a tool answering
+#: one of the assistant's calls
+Role = Literal["user", "assistant", "tool"]
+
+
+def json_problem(value: Any, where: str = "") -> str | None:
+    """Why `value` is not plain JSON data (objects with text keys, arrays, texts, finite
+    numbers, true/false, null), naming where inside it; None when it is."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"a non-finite number at {where or 'the top'}"
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            found = json_problem(item, f"{where}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"a key that is not text ({key!r}) at {where or 'the top'}"
+            found = json_problem(item, f"{where}[{key!r}]")
+            if found:
+                return found
+        return None
+    return f"a {type(value).__name__} at {where or 'the top'}, which JSON has no form for"
+
+
+class ToolCall(BaseModel):
+    """A call of a tool: its name, its arguments (a JSON object; OpenAI's JSON text of one is
+    read as that object) and, optionally, what the tool returned. OpenAI's shape
+    (``{"type": "function", "function": {"name": ..., "arguments": "{...}"}}``) and ragas'
+    (``{"name": ..., "args": {...}}``) are read as well."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    name: str
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, validation_alias=AliasChoices("arguments", "args")
+    )
+    #: what the tool returned (any JSON value), when the data records it
+    result: Any = None
+    #: the call's id (OpenAI's ``call_...``), which a tool turn's `tool_call_id` answers
+    id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _openai_shape(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and isinstance(data.get("function"), Mapping):
+            if data.get("type", "function") != "function":
+                raise ValueError(f"a tool call of type {data.get('type')!r}: expected 'function'")
+            rest = {k: v for k, v in data.items() if k not in ("function", "type")}
+            return {**rest, **data["function"]}
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _named(cls, name: str) -> str:
+        if not name.strip():
+            raise ValueError("a tool call needs the tool's name")
+        return name
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _json_object(cls, value: Any) -> Any:
+        if isinstance(value, str):  # OpenAI sends the arguments as JSON text
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"arguments given as text are not valid JSON ({e.msg})") from None
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise ValueError(f"arguments must be a JSON object, got a {type(value).__name__}")
+        problem = json_problem(value)
+        if problem:
+            raise ValueError(f"arguments must be JSON: {problem}")
+        return dict(value)
+
+    @field_validator("result")
+    @classmethod
+    def _json_result(cls, value: Any) -> Any:
+        problem = json_problem(value)
+        if problem:
+            raise ValueError(f"a tool's result must be JSON: {problem}")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _present_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # what the data does not give is left out (a result of null is no result)
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+#: what only an assistant turn carries
+_ASSISTANT_ONLY = ("retrieved_contexts", "tool_calls", "reference")
+
+
+class Turn(BaseModel):
+    """One message of a conversation. An assistant turn may carry the contexts retrieved for
+    it, the tools it called and a reference answer for it; a tool turn is what a tool
+    returned (its `content`), answering the call `tool_call_id`."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+    role: Role
+    content: str | None = None
+    retrieved_contexts: list[str] | None = Field(
+        default=None, validation_alias=AliasChoices("retrieved_contexts", "contexts")
+    )
+    tool_calls: list[ToolCall] | None = None
+    #: the reference answer for this (assistant) turn
+    reference: str | None = None
+    #: a tool turn: the id of the call it answers, and the tool's name
+    tool_call_id: str | None = None
+    name: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("retrieved_contexts", "tool_calls", mode="before")
+    @classmethod
+    def _as_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError("must be a list, got a single string")
+        return _plain_list(value)
+
+    @field_validator(*_ASSISTANT_ONLY)
+    @classmethod
+    def _assistant_only(cls, value: Any, info: ValidationInfo) -> Any:
+        role = info.data.get("role")
+        if value is not None and role is not None and role != "assistant":
+            raise ValueError(f"only an assistant turn carries {info.field_name}, not a {role} turn")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _present_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class Conversation(Sample):
+    """A conversation to score as one row: its turns (user, assistant and tool messages), and
+    what it is compared with -- the tool calls the assistant should have made
+    (`reference_tool_calls`, in order) and the goal the user wanted reached
+    (`reference_goal`); a reference answer per turn goes on the turn. Loaded like
+    :class:`Sample` (a row is a conversation when it has `turns` or `messages`).
+
+    A Conversation is a :class:`Sample` whose single-turn fields are absent (giving one is an
+    error), so every part of a run that carries rows carries it as it is; a metric that scores
+    single-turn samples refuses it before any request (:meth:`rageval.metrics.Metric.input_problems`).
+    """
+
+    turns: list[Turn] = Field(validation_alias=AliasChoices("turns", "messages"))
+    reference_tool_calls: list[ToolCall] | None = None
+    reference_goal: str | None = None
+
+    @field_validator(*SAMPLE_FIELDS, mode="before")
+    @classmethod
+    def _no_single_turn_field(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is not None:
+            raise ValueError(
+                f"a conversation row (it has turns) takes no {info.field_name}: give it on its "
+                "turns (user and assistant content; an assistant turn's retrieved_contexts and "
+                "reference)"
+            )
+        return value
+
+    @field_validator("turns", "reference_tool_calls", mode="before")
+    @classmethod
+    def _turn_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError("must be a list, got a single string")
+        return _plain_list(value)
+
+    @field_validator("turns")
+    @classmethod
+    def _some_turns(cls, turns: list[Turn]) -> list[Turn]:
+        if not turns:
+            raise ValueError("a conversation needs at least one turn")
+        return turns
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The tools the assistant called, in the order of its turns."""
+        return [
+            call
+            for turn in self.turns
+            if turn.role == "assistant"
+            for call in turn.tool_calls or ()
+        ]
+
+
+def _plain_list(value: Any) -> Any:
+    """A tuple or a numpy array (pandas, Parquet) as a list."""
+    if isinstance(value, tuple):
+        return list(value)
+    if value is not None and not isinstance(value, list) and hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
+def is_conversation_row(row: Mapping[str, Any]) -> bool:
+    """Whether a row (under rageval's names or their aliases) is a conversation: it has turns."""
+    return any(row.get(name) is not None for name in ("turns", "messages"))
+
+
+def sample_of(row: Mapping[str, Any]) -> Sample:
+    """The row as a :class:`Conversation` when it has turns, else as a :class:`Sample`
+    (pydantic's ValidationError when it is not valid)."""
+    cls = Conversation if is_conversation_row(row) else Sample
+    return cls.model_validate(row)
+
+
 def missing_fields(sample: Sample, fields: Iterable[str]) -> list[str]:
     """The required fields a sample does not have (None; an empty string or list counts as
     present: metrics define their own behaviour for empty input)."""
-    return [f for f in fields if getattr(sample, f) is None]
+    return [f for f in fields if getattr(sample, f, None) is None]
 
 
 # --------------------------------------------------------------------------- loading
 
 
-_KNOWN_FIELDS = frozenset({*SAMPLE_FIELDS, *LEGACY_ALIASES, "id", "metadata"})
+_KNOWN_FIELDS = frozenset({*ROW_FIELDS, *FIELD_ALIASES, "id", "metadata"})
 
 
 def _plain(value: Any) -> Any:
@@ -211,7 +452,7 @@ def _normalise_row(
             extras[name] = value
             continue
         value = None if _is_missing(value) else value
-        field = LEGACY_ALIASES.get(name, name)
+        field = FIELD_ALIASES.get(name, name)
         given_as.setdefault(field, []).append(key)
         kept = kept_as.setdefault(field, name)
         if kept == name and len(given_as[field]) == 1:
@@ -240,7 +481,7 @@ def _check_column_map(column_map: Mapping[str, str], columns: Collection[str]) -
     error (a typo would otherwise silently drop the column). ragas' column_map goes the other
     way (field -> column); a map that looks reversed says so."""
     problems = []
-    fields = ", ".join(sorted({*SAMPLE_FIELDS, "id", "metadata"}))
+    fields = ", ".join(sorted({*ROW_FIELDS, "id", "metadata"}))
     for source, target in column_map.items():
         looks_reversed = source in _KNOWN_FIELDS and target in columns
         hint = (
@@ -492,6 +733,12 @@ def _parse_list_cells(row: dict[str, Any]) -> dict[str, str]:
         if isinstance(cell, str) and field == "reference":
             row[key] = _reference_cell(cell)
             continue
+        if isinstance(cell, str) and field in ("turns", "reference_tool_calls"):
+            try:
+                row[key] = json.loads(cell)
+            except json.JSONDecodeError as e:
+                bad[key] = f"{field} in a CSV cell must be a JSON list of objects ({e.msg})"
+            continue
         if not isinstance(cell, str) or field not in LIST_FIELDS:
             continue
         try:
@@ -581,6 +828,8 @@ def load_samples(
         if i in unreadable:
             samples.append(None)
             continue
+        if isinstance(raw, Sample):  # Sample and Conversation objects are rows as they are
+            raw = raw.model_dump(exclude_none=True, exclude_defaults=True)
         if not isinstance(raw, Mapping):
             problems.append(
                 RowProblem(i, None, f"row is a {type(raw).__name__}, expected a mapping of fields")
@@ -589,7 +838,7 @@ def load_samples(
             continue
         sid = None if raw.get("id") is None else str(raw.get("id"))
         row, bad_cells = _normalise_row(raw, column_map)
-        given.update(LEGACY_ALIASES.get(k, k) for k, v in row.items() if v is not None)
+        given.update(FIELD_ALIASES.get(k, k) for k, v in row.items() if v is not None)
         if cells_are_text:
             bad_cells.update(_parse_list_cells(row))
         for field, message in bad_cells.items():
@@ -603,7 +852,7 @@ def load_samples(
         lines=lines,
         path=path,
         columns=[str(c) for c in columns],
-        given_fields=frozenset(given & set(SAMPLE_FIELDS)),
+        given_fields=frozenset(given & set(ROW_FIELDS)),
         rows=raw_rows if path is None else None,
     )
 
@@ -637,22 +886,49 @@ def _validated(
     bad_cells: set[str],
     problems: list[RowProblem],
 ) -> Sample | None:
-    """The row's Sample; a field with a problem is left out (reported here, or already by
-    the file reader: `bad_cells`), so that it stops only the metrics that read it."""
+    """The row's Sample (its Conversation, for a row with turns); a field with a problem is
+    left out (reported here, or already by the file reader: `bad_cells`), so that it stops
+    only the metrics that read it. A problem inside a turn names the turn and its field."""
     bad = set(bad_cells)
+    cls = Conversation if is_conversation_row(row) else Sample
+    if cls is Conversation and bad & {"turns", "messages"}:
+        return None  # no turns: nothing of the conversation can be scored
     try:
-        return Sample.model_validate({k: v for k, v in row.items() if k not in bad})
+        return cls.model_validate({k: v for k, v in row.items() if k not in bad})
     except ValidationError as e:
         for err in e.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or None
-            problems.append(RowProblem(index, loc, _friendly(err), sid, line=line))
+            turn, loc = _located(tuple(err["loc"]))
+            message = _friendly(err, in_turn=turn is not None)
+            problems.append(RowProblem(index, loc, message, sid, line=line, turn=turn))
             bad.add(str(err["loc"][0]) if err["loc"] else "")
     if "" in bad:
         return None
     try:
-        return Sample.model_validate({k: v for k, v in row.items() if k not in bad})
-    except ValidationError:  # pragma: no cover - every field that failed is left out
+        return cls.model_validate({k: v for k, v in row.items() if k not in bad})
+    except ValidationError:  # a conversation whose turns were all left out
         return None
+
+
+def _located(loc: tuple[int | str, ...]) -> tuple[int | None, str | None]:
+    """Where a validation error is: (the turn, its field) inside a conversation's turns, as
+    ``(2, "tool_calls[0].arguments")``; else (None, the row's field: ``contexts.1`` as
+    before, ``reference_tool_calls[0].name`` inside a conversation's lists)."""
+    if not loc:
+        return None, None
+    head, rest = str(loc[0]), loc[1:]
+    if FIELD_ALIASES.get(head, head) == "turns" and rest and isinstance(rest[0], int):
+        return rest[0], _path(rest[1:]) or None
+    if head in CONVERSATION_FIELDS:
+        return None, head + _path(rest, lead=".")
+    return None, ".".join(str(p) for p in loc)
+
+
+def _path(loc: Sequence[int | str], lead: str = "") -> str:
+    """A location inside a value: ``tool_calls[0].arguments``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f"{lead if not out else '.'}{part}"
+    return out
 
 
 def _directory_message(path: Path) -> str:
@@ -664,10 +940,12 @@ def _directory_message(path: Path) -> str:
     return f"{path} is a directory: DATA must be a file ({', '.join(SUPPORTED_SUFFIXES)}){hint}"
 
 
-def _friendly(err: Any) -> str:
+def _friendly(err: Any, *, in_turn: bool = False) -> str:
     msg = str(err.get("msg", "invalid value"))
     value = err.get("input")
     if err.get("type") == "extra_forbidden":
+        if in_turn:
+            return "unknown field of a turn (put it under the turn's metadata)"
         return "unknown field (rename it with column_map=, or put it under metadata)"
     shown = repr(value)
     if len(shown) > 60:

@@ -35,12 +35,16 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
 * **5** -- a sample's ``reference`` may be a list of acceptable answers
   (:attr:`rageval.samples.Sample.references`). A run of format 4 reads as it is and can be
   resumed.
-* **6** -- this rageval: the manifest's ``judge`` is a :class:`~rageval.judge.JudgeSpec`
+* **6** -- the manifest's ``judge`` is a :class:`~rageval.judge.JudgeSpec`
   (:class:`JudgeInfo`), which names the judge's ``backend`` (``"anthropic"`` for Anthropic's
   Messages API) and its ``api_key_env``. A judge of an earlier format lacks them: it is an
   OpenAI-compatible one, whose key variable ``api_key_from`` names, so a run of format 5 reads
   as it is and can be resumed. (A rageval of format 5 would take an Anthropic judge for an
   OpenAI-compatible one: it refuses the run as newer.)
+* **7** -- this rageval: a line's inputs may be a conversation
+  (:class:`rageval.samples.Conversation`: ``turns``, ``reference_tool_calls``,
+  ``reference_goal`` in place of the single-turn fields). A run of format 5 or 6 reads as it is
+  and can be resumed.
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
@@ -71,10 +75,10 @@ from rageval._client._usage import Usage
 from rageval.errors import CauseKind, RagevalError
 from rageval.judge._spec import JudgeSpec
 from rageval.metrics.base import MetricResult
-from rageval.samples import SAMPLE_FIELDS, Sample
+from rageval.samples import ROW_FIELDS, Sample, ToolCall, Turn, sample_of
 
 #: the format this rageval writes; it reads every format from 1 up to this one
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 #: the oldest format a run can be resumed from (format 1 lines lack what a summary needs now)
 RESUMABLE_FORMAT = 2
 #: the kind under which cells whose log does not say (format 1) are grouped
@@ -216,13 +220,17 @@ class Manifest(_Versioned):
 
 
 class Inputs(_LogModel):
-    """The sample's fields (its id is on the line)."""
+    """The sample's fields (its id is on the line): a single-turn sample's, or a
+    conversation's (format 7)."""
 
     user_input: str | None = None
     response: str | None = None
     retrieved_contexts: list[str] | None = None
     reference: str | list[str] | None = None
     reference_contexts: list[str] | None = None
+    turns: list[Turn] | None = None
+    reference_tool_calls: list[ToolCall] | None = None
+    reference_goal: str | None = None
     metadata: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")
@@ -234,7 +242,7 @@ class Inputs(_LogModel):
     def of(cls, sample: Sample | None) -> Inputs:
         if sample is None:
             return cls()
-        fields = {f: getattr(sample, f) for f in SAMPLE_FIELDS}
+        fields = {f: getattr(sample, f, None) for f in ROW_FIELDS}
         return cls(**fields, metadata=sample.metadata or None)
 
 
@@ -308,8 +316,8 @@ class SampleLine(_Versioned):
         return total if self.embeddings_usage is None else total + self.embeddings_usage
 
     def sample(self) -> Sample:
-        """The sample again, as the run read it."""
-        return Sample.model_validate({**self.inputs.model_dump(exclude_none=True), "id": self.id})
+        """The sample again, as the run read it (a Conversation for a conversation's line)."""
+        return sample_of({**self.inputs.model_dump(exclude_none=True), "id": self.id})
 
 
 # ---------------------------------------------------------------------------- batches.jsonl

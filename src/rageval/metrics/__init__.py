@@ -27,6 +27,8 @@ from rageval.metrics import (
     rubric_score,
     semantic_similarity,
     token_f1,
+    tool_call_accuracy,
+    tool_call_f1,
 )
 from rageval.metrics.answer_accuracy import AnswerAccuracy
 from rageval.metrics.answer_correctness import AnswerCorrectness
@@ -53,6 +55,8 @@ from rageval.metrics.rouge_l import RougeL
 from rageval.metrics.rubric_score import RubricScore
 from rageval.metrics.semantic_similarity import SemanticSimilarity
 from rageval.metrics.token_f1 import TokenF1
+from rageval.metrics.tool_call_accuracy import ToolCallAccuracy
+from rageval.metrics.tool_call_f1 import ToolCallF1
 
 __all__ = [
     "AnswerAccuracy",
@@ -76,6 +80,8 @@ __all__ = [
     "ScoringContext",
     "SemanticSimilarity",
     "TokenF1",
+    "ToolCallAccuracy",
+    "ToolCallF1",
     "answer_accuracy",
     "answer_correctness",
     "answer_relevance",
@@ -95,4 +101,6 @@ __all__ = [
     "rubric_score",
     "semantic_similarity",
     "token_f1",
+    "tool_call_accuracy",
+    "tool_call_f1",
 ]

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from rageval._sync import run_sync
 from rageval.errors import CauseKind, NoJudgeError
-from rageval.samples import Sample, missing_fields
+from rageval.samples import Conversation, Sample, missing_fields, sample_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -476,10 +476,20 @@ class Metric(abc.ABC):
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"
 
+    @property
+    def scores_conversations(self) -> bool:
+        """Whether this metric scores conversations rather than single-turn samples: each
+        refuses the other kind of row (see :func:`scores_conversations`)."""
+        return scores_conversations(type(self))
+
     def input_problems(self, sample: Sample) -> list[tuple[str, str]]:
-        """(field, message) for each reason this sample cannot be scored; checked before any call."""
+        """(field, message) for each reason this sample cannot be scored; checked before any
+        call. A conversation is refused by a metric that scores single-turn samples, and a
+        single-turn sample by a metric that scores conversations."""
+        if isinstance(sample, Conversation) and not self.scores_conversations:
+            return [("turns", _conversation_refused(self.name))]
         return [
-            (f, "missing (required by this metric)")
+            (f, _missing_message(self.name, f))
             for f in missing_fields(sample, self.required_fields)
         ]
 
@@ -553,8 +563,10 @@ class Metric(abc.ABC):
     # ---- the ragas-compatible scorer API ----------------------------------------------
 
     async def single_turn_ascore(self, sample: Sample | Mapping[str, Any]) -> MetricResult:
+        """This metric on one sample (a :class:`~rageval.samples.Conversation` for a metric
+        that scores conversations; a mapping with `turns` is read as one)."""
         if not isinstance(sample, Sample):
-            sample = Sample.model_validate(dict(sample))
+            sample = sample_of(dict(sample))
         problems = self.input_problems(sample)
         if problems:
             raise ValueError(
@@ -573,13 +585,34 @@ class Metric(abc.ABC):
         return run_sync(self.single_turn_ascore(sample))
 
     async def ascore(self, **fields: Any) -> MetricResult:
-        return await self.single_turn_ascore(Sample.model_validate(fields))
+        return await self.single_turn_ascore(sample_of(fields))
 
     def score(self, **fields: Any) -> MetricResult:
         return run_sync(self.ascore(**fields))
 
 
 Metric.__init__ = _capturing(Metric.__init__)  # type: ignore[method-assign]
+
+
+def scores_conversations(cls: type[Metric]) -> bool:
+    """Whether a metric class scores conversations: it reads their `turns`."""
+    return "turns" in cls.required_fields
+
+
+def _conversation_refused(metric: str) -> str:
+    """Why a metric of single-turn samples cannot score a conversation row, and what can."""
+    can = sorted(n for n, c in _REGISTRY.items() if scores_conversations(c))
+    instead = f"; the metrics that score conversations: {', '.join(can)}" if can else ""
+    return (
+        f"this row is a conversation (it has turns) and {metric} scores single-turn samples "
+        f"(user_input, response, ...): it is not evaluated per turn{instead}"
+    )
+
+
+def _missing_message(metric: str, field: str) -> str:
+    if field == "turns":
+        return f"missing: this row is a single-turn sample and {metric} scores conversations"
+    return "missing (required by this metric)"
 
 
 # ---- registry: names used by the CLI and run logs to re-create metrics -------------------

@@ -19,6 +19,12 @@
     ["reference_contexts", "Reference contexts"],
   ];
   const TEXT_KEYS = ["text", "statement", "question", "context", "claim"];
+  // A conversation's row (inputs.turns) stands in the table for its first user message.
+  const questionOf = (inputs) => {
+    if (typeof inputs.user_input === "string") return inputs.user_input;
+    const first = (inputs.turns || []).find((t) => t.role === "user" && typeof t.content === "string");
+    return first ? first.content : undefined;
+  };
   const VERDICT_KEYS = ["verdict", "supported", "attributed", "useful", "relevant"];
 
   // ---- DOM helpers ---------------------------------------------------------------------
@@ -171,6 +177,7 @@
       if (typeof v === "string") parts.push(v);
       else if (Array.isArray(v)) parts.push(...v.filter((x) => typeof x === "string"));
     }
+    for (const t of (s.inputs || {}).turns || []) if (typeof t.content === "string") parts.push(t.content);
     return parts.join("\n").toLowerCase();
   });
 
@@ -245,8 +252,8 @@
     } else if (key === "row") {
       c = (sa.row - sb.row) * dir;
     } else {
-      const ta = key === "id" ? sa.id : (sa.inputs || {}).user_input || "";
-      const tb = key === "id" ? sb.id : (sb.inputs || {}).user_input || "";
+      const ta = key === "id" ? sa.id : questionOf(sa.inputs || {}) || "";
+      const tb = key === "id" ? sb.id : questionOf(sb.inputs || {}) || "";
       c = ta.localeCompare(tb, undefined, { numeric: true }) * dir;
     }
     return c || sa.row - sb.row;
@@ -985,7 +992,7 @@
     ui.body.replaceChildren(
       ...slice.map((i) => {
         const s = SAMPLES[i];
-        const q = (s.inputs || {}).user_input;
+        const q = questionOf(s.inputs || {});
         return h(
           "tr",
           { "data-i": i, tabindex: 0 },
@@ -1175,7 +1182,48 @@
     );
   }
 
+  // A tool call as text: name({"key": value, ...}), and what the tool returned when known.
+  function toolCallText(c) {
+    const call = `${c.name}(${JSON.stringify(c.arguments || {})})`;
+    return c.result === undefined ? call : `${call} → ${JSON.stringify(c.result)}`;
+  }
+
+  // A conversation (inputs.turns) as a thread: each turn's role, text, the contexts retrieved
+  // for it, its tool calls and its reference; then the conversation's own references.
+  function conversationView(inputs) {
+    const calls = (list) => h("ol", { class: "contexts" }, list.map((c) => h("li", null, textBlock(toolCallText(c)))));
+    const turn = (t, i) =>
+      h(
+        "li",
+        { class: "field", "data-turn": i },
+        shown("h4", null, `Turn ${i} · ${t.role}${t.name ? ` (${t.name})` : ""}`),
+        typeof t.content === "string" && t.content ? textBlock(t.content) : null,
+        t.retrieved_contexts
+          ? h("div", null, h("h4", null, `Retrieved contexts (${t.retrieved_contexts.length})`), h("ol", { class: "contexts" }, t.retrieved_contexts.map((c) => h("li", null, textBlock(c)))))
+          : null,
+        t.tool_calls && t.tool_calls.length ? h("div", null, h("h4", null, `Tool calls (${t.tool_calls.length})`), calls(t.tool_calls)) : null,
+        typeof t.reference === "string" ? h("div", null, h("h4", null, "Reference"), textBlock(t.reference)) : null,
+      );
+    const known = new Set(["turns", "reference_tool_calls", "reference_goal"]);
+    return h(
+      "section",
+      { class: "inputs" },
+      h("h3", null, `Conversation (${inputs.turns.length} turns)`),
+      h("ol", { class: "turns", start: 0 }, inputs.turns.map(turn)),
+      inputs.reference_tool_calls
+        ? h("div", { class: "field", "data-field": "reference_tool_calls" }, h("h4", null, `Reference tool calls (${inputs.reference_tool_calls.length})`), inputs.reference_tool_calls.length ? calls(inputs.reference_tool_calls) : h("p", { class: "muted" }, "none: no tool should be called"))
+        : null,
+      typeof inputs.reference_goal === "string"
+        ? h("div", { class: "field", "data-field": "reference_goal" }, h("h4", null, "Reference goal"), textBlock(inputs.reference_goal))
+        : null,
+      Object.keys(inputs)
+        .filter((k) => !known.has(k))
+        .map((k) => h("div", { class: "field" }, shown("h4", null, humanize(k)), evidenceValue(inputs[k]))),
+    );
+  }
+
   function inputsView(inputs) {
+    if (Array.isArray(inputs.turns)) return conversationView(inputs);
     const known = new Set(INPUT_FIELDS.map(([k]) => k));
     const extra = Object.keys(inputs).filter((k) => !known.has(k));
     return h(

@@ -21,6 +21,7 @@ from rageval.metrics.base import (
     MetricLike,
     as_metric,
     registered_metrics,
+    scores_conversations,
 )
 from rageval.runner._probe import check_key
 from rageval.runner._schedule import (
@@ -29,7 +30,8 @@ from rageval.runner._schedule import (
 )
 from rageval.samples import (
     LEGACY_ALIASES,
-    SAMPLE_FIELDS,
+    ROW_FIELDS,
+    Conversation,
     InvalidDataError,
     LoadedData,
     RowProblem,
@@ -86,14 +88,26 @@ def embeddings_from_spec(
     raise RunConfigError(f"embeddings must be 'local' or 'openai:MODEL', got {spec!r}")
 
 
+def default_candidates(loaded: LoadedData) -> dict[str, type[Metric]]:
+    """The metrics the default selection (``metrics=None``) chooses from: those in the
+    default run that score the kinds of row `loaded` has (conversations, single-turn samples
+    or both), by name."""
+    kinds = {isinstance(s, Conversation) for s in loaded.samples if s is not None}
+    return {
+        name: cls
+        for name, cls in registered_metrics().items()
+        if cls.in_default_run and scores_conversations(cls) in kinds
+    }
+
+
 def left_out_of_default(loaded: LoadedData) -> dict[str, str]:
     """The metrics of the default selection (``metrics=None``) that `loaded` leaves out, each
     with why: the fields it needs that no row gives. A field some row gives is enough to keep
     a metric, even when that row gives it wrongly (its problem is then reported by row)."""
     left_out = {}
-    for name, cls in registered_metrics().items():
+    for name, cls in default_candidates(loaded).items():
         lacking = [f for f in cls.required_fields if f not in loaded.given_fields]
-        if cls.in_default_run and lacking:
+        if lacking:
             left_out[name] = f"no row has {_field_names(lacking)}"
     return left_out
 
@@ -112,7 +126,7 @@ def _nothing_to_run(loaded: LoadedData) -> str:
     found = ", ".join(loaded.columns[:30]) + (" ..." if len(loaded.columns) > 30 else "")
     return (
         "no metric to run: no metric has the fields it needs in this data "
-        f"(its columns: {found or 'none'}; rageval's fields: {_field_names(SAMPLE_FIELDS)}). "
+        f"(its columns: {found or 'none'}; rageval's fields: {_field_names(ROW_FIELDS)}). "
         "Map your columns to rageval's fields with --column-map YOURS=FIELD (Python: "
         "column_map={'yours': 'field'}), or name metrics (-m / metrics=)"
     )
@@ -127,7 +141,8 @@ def resolve_metrics(
     modules (``from rageval.metrics import faithfulness``) built here (see
     :func:`rageval.metrics.as_metric`). By default every registered metric whose required
     fields appear in the data (except opt-in ones such as rubric_score, whose built-in rubric
-    is only a placeholder for the user's own). `params` holds, by registry name, the
+    is only a placeholder for the user's own), of the kinds of row the data has
+    (:func:`default_candidates`). `params` holds, by registry name, the
     constructor arguments of any metric built here (a metric it names that the run does not
     choose is passed over; a name that is no metric is an error)."""
     params = dict(params or {})
@@ -147,7 +162,7 @@ def resolve_metrics(
     if metrics is None:
         left_out = left_out_of_default(loaded)
         chosen: list[Metric] = [
-            make(name) for name, cls in known.items() if cls.in_default_run and name not in left_out
+            make(name) for name in default_candidates(loaded) if name not in left_out
         ]
         if not chosen:
             raise RunConfigError(_nothing_to_run(loaded))

@@ -33,7 +33,7 @@ from rageval.judge import FatalJudgeError, Usage, UsageLedger
 from rageval.log import Inputs, SampleLine, model_json
 from rageval.runner._schedule import Scheduler, make_plans, usage_since
 from rageval.runner.engines._ship import WorkerJob, build
-from rageval.samples import Sample
+from rageval.samples import Sample, sample_of
 
 #: how late after its slot a request may leave a worker (event loop lag); a later one takes a
 #: new slot instead
@@ -180,7 +180,7 @@ class ScoreBatch:
         rows = [int(r) for r in batch["row"]]
         ids = {row: str(sid) for row, sid in zip(rows, batch["id"], strict=True)}
         samples: dict[int, Sample | None] = {
-            row: Sample.model_validate_json(text)
+            row: sample_of(json.loads(text))
             for row, text in zip(rows, batch["sample"], strict=True)
         }
         finished: list[SampleLine] = []
