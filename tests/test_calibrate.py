@@ -285,3 +285,23 @@ def test_a_metric_object_with_its_own_settings_is_used_and_two_are_refused(tmp_p
     specs = read_manifest(tmp_path / "run").metrics
     assert [(m.name, m.params["max_retries"]) for m in specs] == [("answer_accuracy", 1)]
     assert [a.label_column for a in report.agreements] == ["human", "other"]
+
+
+def test_calibrate_with_the_probe_follows_a_llama_cpp_server_s_slots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rageval.judge import Judge
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)  # the probe reads the key from there
+    with FakeOpenAI(grader, latency=0.05, llama_cpp_slots=1) as server:
+        calibrate(
+            labelled_rows(BINARY_GRADES, BINARY_LABELS),
+            labels={"human": "answer_accuracy"},
+            llm=Judge("m", base_url=server.base_url, cache=False),
+            run_dir=tmp_path / "run",
+            progress=False,
+            probe=True,
+        )
+        assert server.max_in_flight == 1
+    (followed,) = read_manifest(tmp_path / "run").servers.values()
+    assert (followed["slots"], followed["max_concurrency"]) == (1, 1)

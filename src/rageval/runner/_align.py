@@ -132,6 +132,7 @@ async def aalign(
     progress: bool | None = None,
     confidence: float = 0.95,
     n_resamples: int = 2000,
+    probe: bool = False,
 ) -> AlignReport:
     """Choose, on a training split of the labelled rows, the configuration of each judge metric
     that agrees best with the people, and measure it against the metric as configured on the
@@ -196,7 +197,7 @@ async def aalign(
     # a line per step, on stderr: plain lines, so a log file gets them too (the evaluation's
     # own progress line is drawn only on a terminal)
     show = progress is not False
-    runs = _Runs(labelled, judge, embeddings, on_invalid, progress, overwrite)
+    runs = _Runs(labelled, judge, embeddings, on_invalid, progress, overwrite, probe)
     alignments = []
     for task in tasks:
         rows = [i for i in keep if task.column.values[i] is not None]
@@ -364,8 +365,10 @@ class _Runs:
         on_invalid: OnInvalid,
         progress: bool | None,
         overwrite: bool,
+        probe: bool,
     ) -> None:
         self.labelled = labelled
+        self.probe = probe
         self.judge = judge
         self.embeddings = embeddings
         self.on_invalid = on_invalid
@@ -399,6 +402,7 @@ class _Runs:
             run_dir=run_dir,
             overwrite=self.overwrite,
             progress=self.progress,
+            probe=self.probe,
         )
         self.usage.append(result.usage)
         self.embeddings_name = self.embeddings_name or result.embeddings

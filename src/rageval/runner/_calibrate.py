@@ -126,6 +126,7 @@ async def acalibrate(
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
+    probe: bool = False,
 ) -> CalibrationReport:
     """How well each metric agrees with the human labels in `data`; see docs/calibration.md.
 
@@ -165,6 +166,7 @@ async def acalibrate(
         run_dir=run_dir,
         resume=resume,
         progress=progress,
+        probe=probe,
     )
     summary = result.summary()
     agreements = [
