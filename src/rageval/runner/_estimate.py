@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field, field_serializer
 from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
 from rageval.metrics.base import Metric, MetricLike
-from rageval.runner._prepare import OnInvalid, checked_options, prepare
+from rageval.runner._prepare import OnInvalid, RunSpec, prepare
 from rageval.runner._tokens import APPROXIMATION, CHARS_PER_TOKEN, Counters
 from rageval.samples import Sample
 
@@ -387,17 +387,8 @@ def estimate(
     every judge cell K times, as ``evaluate(repeats=K)`` scores it."""
     from rageval.runner._schedule import spread
 
-    on_invalid, repeats = checked_options(on_invalid, repeats)
-    run = prepare(
-        data,
-        metrics,
-        llm,
-        embeddings,
-        column_map=column_map,
-        metric_params=metric_params,
-        on_invalid=on_invalid,
-        repeats=repeats,
-    )
+    spec = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
+    run = prepare(spec.checked())
     per_metric = {m.name: _Tally() for m in run.metrics}
     shared: dict[str, _Tally] = {}
     kept = 0

@@ -62,6 +62,7 @@ from rageval.runner._estimate import row_cost
 from rageval.runner._prepare import (
     LabelsArg,
     OnInvalid,
+    RunSpec,
     checked_options,
     embeddings_from_spec,
     human_label_pairs,
@@ -353,11 +354,12 @@ async def aevaluate(
     if resume and overwrite:
         raise RunConfigError("resume=True continues the run in run_dir; overwrite=True replaces it")
     own_judge = isinstance(llm, str) or llm is None
+    spec = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
     if resume and run_dir is not None:
-        data, metrics, llm, embeddings, column_map, on_invalid, repeats = _from_manifest(
-            run_dir, data, metrics, llm, embeddings, column_map, on_invalid, repeats
-        )
-    on_invalid, repeats = checked_options(on_invalid, repeats)
+        spec = read_stored_run(run_dir).complete(spec)
+    spec = spec.checked()
+    on_invalid, repeats = checked_options(spec.on_invalid, spec.repeats)
+    column_map = spec.column_map
     if max_cost is not None and not (
         isinstance(max_cost, (int, float)) and not isinstance(max_cost, bool) and max_cost > 0
     ):
@@ -369,17 +371,7 @@ async def aevaluate(
     if engine == "ray" and (max_cost is not None or batching is not None):
         raise RunConfigError("max_cost and batch work with the local engine, not with engine='ray'")
     started = time.monotonic()
-    run = prepare(
-        data,
-        metrics,
-        llm,
-        embeddings,
-        column_map=column_map,
-        metric_params=metric_params,
-        on_invalid=on_invalid,
-        repeats=repeats,
-        resume=resume,
-    )
+    run = prepare(spec, resume=resume)
     loaded, ids, metric_objs = run.loaded, run.ids, run.metrics
     run_judges, embedder, plans = run.judges, run.embedder, run.plans
     human_pairs = human_label_pairs(human_labels, loaded, ids, metric_objs)
@@ -547,44 +539,6 @@ async def aevaluate(
     result.duration_s = time.monotonic() - started
     observed.end(RunEnd(result, run_path))
     return result
-
-
-def _from_manifest(
-    run_dir: str | os.PathLike[str],
-    data: Any,
-    metrics: Sequence[MetricLike] | None,
-    llm: Judge | str | Sequence[Judge] | None,
-    embeddings: Embeddings | str | None,
-    column_map: Mapping[str, str] | None,
-    on_invalid: OnInvalid | None,
-    repeats: int | None,
-) -> tuple[
-    Any,
-    Sequence[MetricLike] | None,
-    Judge | str | Sequence[Judge] | None,
-    Embeddings | str | None,
-    Mapping[str, str] | None,
-    OnInvalid | None,
-    int | None,
-]:
-    """The arguments of a resumed run, each as given, else as the run's manifest has it."""
-
-    stored = read_stored_run(run_dir)
-    if data is None:
-        data = stored.data_file()
-    if column_map is None:
-        column_map = stored.column_map
-    if metrics is None:
-        metrics = stored.make_metrics()
-    if llm is None:
-        llm = stored.make_judge()
-    if embeddings is None:
-        embeddings = stored.make_embeddings()
-    if on_invalid is None and stored.on_invalid in ("raise", "skip"):
-        on_invalid = "skip" if stored.on_invalid == "skip" else "raise"
-    if repeats is None:
-        repeats = stored.manifest.repeats
-    return data, metrics, llm, embeddings, column_map, on_invalid, repeats
 
 
 def _flush(caches: Sequence[RequestCache]) -> None:

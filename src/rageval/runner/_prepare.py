@@ -325,6 +325,28 @@ class Prepared:
         return list({id(j): j for j in found if j is not None}.values())
 
 
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """What one run scores and how: the arguments :func:`aevaluate` and
+    :func:`rageval.estimate` were given (None: not given), completed from a resumed run's
+    manifest (:meth:`rageval.runner._stored.StoredRun.complete`) and checked once
+    (:meth:`checked`) before :func:`prepare` makes the run of it."""
+
+    data: Any = None
+    metrics: Sequence[MetricLike] | None = None
+    llm: Judge | str | Sequence[Judge] | None = None
+    embeddings: Embeddings | str | None = None
+    column_map: Mapping[str, str] | None = None
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None
+    on_invalid: OnInvalid | None = None
+    repeats: int | None = None
+
+    def checked(self) -> RunSpec:
+        """`on_invalid` and `repeats` checked, with their defaults for None."""
+        on_invalid, repeats = checked_options(self.on_invalid, self.repeats)
+        return dataclasses.replace(self, on_invalid=on_invalid, repeats=repeats)
+
+
 def checked_options(on_invalid: str | None, repeats: int | None) -> tuple[OnInvalid, int]:
     """`on_invalid` and `repeats` as given to :func:`aevaluate` or :func:`rageval.estimate`,
     checked, with their defaults for None."""
@@ -336,27 +358,18 @@ def checked_options(on_invalid: str | None, repeats: int | None) -> tuple[OnInva
     return ("skip" if on_invalid == "skip" else "raise"), repeats
 
 
-def prepare(
-    data: Any,
-    metrics: Sequence[MetricLike] | None,
-    llm: Judge | str | Sequence[Judge] | None,
-    embeddings: Embeddings | str | None,
-    *,
-    column_map: Mapping[str, str] | None,
-    metric_params: Mapping[str, Mapping[str, Any]] | None,
-    on_invalid: OnInvalid,
-    repeats: int = 1,
-    resume: bool = False,
-) -> Prepared:
-    """Load and validate the data, make the metrics, the judges, the embeddings and the plans:
-    every check done before the first request, the same for :func:`aevaluate` and the dry run
-    (:func:`rageval.estimate`). Nothing is sent."""
-    loaded = load_samples(data, column_map=column_map)
+def prepare(spec: RunSpec, *, resume: bool = False) -> Prepared:
+    """Load and validate the data, make the metrics, the judges, the embeddings and the plans
+    of a checked `spec`: every check done before the first request, the same for
+    :func:`aevaluate` and the dry run (:func:`rageval.estimate`). Nothing is sent."""
+    metrics, llm, embeddings = spec.metrics, spec.llm, spec.embeddings
+    on_invalid, repeats = checked_options(spec.on_invalid, spec.repeats)
+    loaded = load_samples(spec.data, column_map=spec.column_map)
     whole_input = [p for p in loaded.problems if p.row is None]
     if whole_input:
         raise InvalidDataError(whole_input, source=loaded.source)
     ids = sample_ids(loaded.samples)
-    metric_objs = resolve_metrics(metrics, loaded, metric_params)
+    metric_objs = resolve_metrics(metrics, loaded, spec.metric_params)
     problems, invalid_rows, invalid_cells = cell_problems(loaded, ids, metric_objs)
     if problems and on_invalid == "raise":
         raise InvalidDataError(problems, source=loaded.source)

@@ -12,6 +12,7 @@ the API key never is (it comes from the environment variable the manifest names)
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Mapping
@@ -23,7 +24,7 @@ from rageval._client._cache import recorded_cache
 from rageval.errors import RunDirError
 from rageval.judge import JudgeSpec
 from rageval.log import Manifest
-from rageval.runner._prepare import embeddings_from_spec
+from rageval.runner._prepare import RunSpec, embeddings_from_spec
 from rageval.runner._probe import key_variable
 from rageval.runner._rundir import resumable_manifest
 
@@ -136,6 +137,22 @@ class StoredRun:
         urls = self.judge.get("base_urls") or [settings.get("base_url")]
         judges = [judge_from_settings({**settings, "base_url": url}) for url in urls]
         return judges if len(judges) > 1 else judges[0]
+
+    def complete(self, spec: RunSpec) -> RunSpec:
+        """A resumed run's `spec`: each argument as given, else as this run's manifest has it
+        (the data, its column map, the metrics, the judge, the embeddings, `on_invalid`,
+        `repeats`)."""
+        stored_on_invalid = self.on_invalid if self.on_invalid in ("raise", "skip") else None
+        return dataclasses.replace(
+            spec,
+            data=spec.data if spec.data is not None else self.data_file(),
+            column_map=spec.column_map if spec.column_map is not None else self.column_map,
+            metrics=spec.metrics if spec.metrics is not None else self.make_metrics(),
+            llm=spec.llm if spec.llm is not None else self.make_judge(),
+            embeddings=spec.embeddings if spec.embeddings is not None else self.make_embeddings(),
+            on_invalid=spec.on_invalid or stored_on_invalid,  # type: ignore[arg-type]
+            repeats=spec.repeats if spec.repeats is not None else self.manifest.repeats,
+        )
 
     def make_embeddings(self) -> Embeddings | None:
 
