@@ -340,6 +340,10 @@ def test_a_malformed_span_names_the_file_the_span_and_the_field(tmp_path: Path) 
         span("b7ad6b7169203331"),
         span("00f067aa0ba902b7", traceId="xyz"),
         span("53995c3f42cd8ad8", startTimeUnixNano="soon"),
+        span(
+            "e457b5a2e4d86bd1",
+            attributes=[{"key": "k", "value": {"kvlistValue": {"values": [{}]}}}],
+        ),
     )
     with pytest.raises(InvalidDataError) as caught:
         traces.load(path, "otlp")
@@ -347,6 +351,7 @@ def test_a_malformed_span_names_the_file_the_span_and_the_field(tmp_path: Path) 
     assert str(path) in text
     assert "spans[1].traceId" in text and "'00f067aa0ba902b7'" in text
     assert "spans[2].startTimeUnixNano" in text and "'53995c3f42cd8ad8'" in text
+    assert "spans[3].attributes[0].value" in text and "'e457b5a2e4d86bd1'" in text
 
 
 def test_not_json_and_the_wrong_format_are_clear_errors(tmp_path: Path) -> None:

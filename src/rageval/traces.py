@@ -258,8 +258,9 @@ def _otlp_attributes(raw: Any, at: str, span_id: str, problems: _Problems) -> di
             continue
         try:
             out[item["key"]] = _any_value(item.get("value") or {})
-        except ValueError as e:
-            problems.add(f"{at}[{i}].value", span_id, f"{item['key']}: {e}")
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            # a value of no OTLP type, or of one but malformed inside (a kvlist item with no key)
+            problems.add(f"{at}[{i}].value", span_id, f"{item['key']}: not an OTLP value ({e!r})")
     return out
 
 
