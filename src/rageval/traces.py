@@ -80,7 +80,7 @@ class _Problems:
 
     def add(self, where: str, span_id: str | None, message: str) -> None:
         span = f"span {span_id!r}: " if span_id else ""
-        self.found.append(RowProblem(None, where, span + message))
+        self.found.append(RowProblem(None, where or None, span + message))
 
     def raise_any(self) -> None:
         if self.found:
