@@ -213,8 +213,8 @@ def _b64_to_hex(value: str) -> str:
 @pytest.fixture(scope="module", params=["openinference", "otlp"])
 def recorded(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, Path, Recording]]:
-    convention = request.param
+) -> Iterator[tuple[traces.Format, Path, Recording]]:
+    convention: traces.Format = request.param
     recording = run_agent(convention)
     path = tmp_path_factory.mktemp("traces") / f"{convention}.json"
     path.write_text(json.dumps(otlp_json(recording.spans, hex_ids=True)))
@@ -222,10 +222,10 @@ def recorded(
 
 
 def test_conversations_have_every_turn_context_and_tool_call(
-    recorded: tuple[str, Path, Recording],
+    recorded: tuple[traces.Format, Path, Recording],
 ) -> None:
     convention, path, recording = recorded
-    (conv,) = traces.load(path, convention, view="conversations")  # type: ignore[arg-type]
+    (conv,) = traces.load(path, convention, view="conversations")
     assert isinstance(conv, Conversation) and conv.id == SESSION
     expected_roles = ["user", "assistant", "tool", "assistant"] * len(recording.done)
     assert [t.role for t in conv.turns] == expected_roles
@@ -241,9 +241,11 @@ def test_conversations_have_every_turn_context_and_tool_call(
     assert [s["name"] for s in conv.metadata["other_spans"]] == ["agent turn"] * 3
 
 
-def test_turns_view_is_one_sample_per_answer(recorded: tuple[str, Path, Recording]) -> None:
+def test_turns_view_is_one_sample_per_answer(
+    recorded: tuple[traces.Format, Path, Recording],
+) -> None:
     convention, path, recording = recorded
-    samples = traces.load(path, convention, view="turns")  # type: ignore[arg-type]
+    samples = traces.load(path, convention, view="turns")
     assert [type(s) for s in samples] == [Sample] * 3
     assert [(s.user_input, s.retrieved_contexts, s.response) for s in samples] == [
         (d.question, d.documents, d.answer) for d in recording.done
@@ -261,7 +263,7 @@ def test_protobuf_base64_ids_read_as_the_collectors_hex(tmp_path: Path) -> None:
 
 
 def test_the_collectors_json_lines_are_read(
-    recorded: tuple[str, Path, Recording], tmp_path: Path
+    recorded: tuple[traces.Format, Path, Recording], tmp_path: Path
 ) -> None:
     convention, path, _ = recorded
     document = json.loads(path.read_text())
@@ -272,14 +274,16 @@ def test_the_collectors_json_lines_are_read(
     ]
     rows = [{"resourceSpans": [{**document["resourceSpans"][0], "scopeSpans": h}]} for h in halves]
     lines.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    assert traces.load(lines, convention) == traces.load(path, convention)  # type: ignore[arg-type]
+    assert traces.load(lines, convention) == traces.load(path, convention)
 
 
-def test_the_turns_evaluate_with_faithfulness(recorded: tuple[str, Path, Recording]) -> None:
+def test_the_turns_evaluate_with_faithfulness(
+    recorded: tuple[traces.Format, Path, Recording],
+) -> None:
     convention, path, _ = recorded
     with FakeOpenAI(handle) as server:
         result = evaluate(
-            traces.load(path, convention, view="turns"),  # type: ignore[arg-type]
+            traces.load(path, convention, view="turns"),
             ["faithfulness"],
             llm=make_judge(server),
             progress=False,
@@ -289,7 +293,7 @@ def test_the_turns_evaluate_with_faithfulness(recorded: tuple[str, Path, Recordi
 
 
 def test_conversations_evaluate_with_tool_call_f1_against_references(
-    recorded: tuple[str, Path, Recording],
+    recorded: tuple[traces.Format, Path, Recording],
 ) -> None:
     convention, path, _ = recorded
     references = {
@@ -301,17 +305,19 @@ def test_conversations_evaluate_with_tool_call_f1_against_references(
             ]
         }
     }
-    rows = traces.load(path, convention, view="conversations", references=references)  # type: ignore[arg-type]
+    rows = traces.load(path, convention, view="conversations", references=references)
     result = evaluate(rows, ["tool_call_f1"], progress=False)
     # a call is its name and each argument (2 units): 6 made, 6 referenced, 5 shared (the
     # three names, Paris and Rome; Oslo is not Madrid), so P = R = F1 = 5/6
     assert result["tool_call_f1"] == [pytest.approx(5 / 6)]
 
 
-def test_references_naming_no_row_are_an_error(recorded: tuple[str, Path, Recording]) -> None:
+def test_references_naming_no_row_are_an_error(
+    recorded: tuple[traces.Format, Path, Recording],
+) -> None:
     convention, path, _ = recorded
     with pytest.raises(InvalidDataError, match="'nope', which is no row's id"):
-        traces.load(path, convention, view="conversations", references={"nope": {}})  # type: ignore[arg-type]
+        traces.load(path, convention, view="conversations", references={"nope": {}})
 
 
 # --------------------------------------------------------------------------- hand-written
@@ -426,3 +432,30 @@ def test_langfuse_session_export(tmp_path: Path) -> None:
         ["Paris is in France."],
         "18C in Paris.",
     )
+
+
+def test_older_genai_message_events_and_traces_without_a_session(tmp_path: Path) -> None:
+    """Before ``gen_ai.input.messages``, the GenAI conventions put each message in a span event;
+    with no session id, each trace is its own conversation."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("app")
+    for question, answer in [("Capital of France?", "Paris."), ("Capital of Italy?", "Rome.")]:
+        with tracer.start_as_current_span("chat m") as chat_span:
+            chat_span.set_attribute("gen_ai.operation.name", "chat")
+            chat_span.add_event("gen_ai.system.message", {"content": "Be brief."})
+            chat_span.add_event("gen_ai.user.message", {"content": question})
+            message = json.dumps({"role": "assistant", "content": answer})
+            chat_span.add_event("gen_ai.choice", {"index": 0, "message": message})
+    path = tmp_path / "events.json"
+    spans = list(exporter.get_finished_spans())
+    path.write_text(json.dumps(otlp_json(spans, hex_ids=True)))
+    conversations = traces.load(path, "otlp", view="conversations")
+    assert [c.id for c in conversations] == [f"{s.context.trace_id:032x}" for s in spans]
+    assert [[(t.role, t.content) for t in c.turns] for c in conversations] == [  # type: ignore[attr-defined]
+        [("user", "Capital of France?"), ("assistant", "Paris.")],
+        [("user", "Capital of Italy?"), ("assistant", "Rome.")],
+    ]
+    # no retriever ran: the samples have no contexts (faithfulness reports them unscorable)
+    assert [s.retrieved_contexts for s in traces.load(path, "otlp")] == [None, None]
