@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         frozenset({"errors", "_env", "_extras", "_sync", "_version", "_progress", "_rundir_lock"}),
     ),
     ("test support", frozenset({"testing"})),
-    ("data in", frozenset({"samples", "labels"})),
+    ("data in", frozenset({"samples", "labels", "traces"})),
     ("endpoint client", frozenset({"_client"})),
     ("judges and embeddings", frozenset({"judge", "embeddings"})),
     ("metrics", frozenset({"metrics"})),

@@ -235,6 +235,17 @@ def test_the_conversation_block_runs_offline_after_the_quickstart_install(
     assert 'weather({"city": "Paris", "unit": "C"})' in capsys.readouterr().out
 
 
+def test_the_traces_block_runs_offline_after_the_quickstart_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the loader needs nothing beyond the core; tool_call_f1 needs no judge
+    monkeypatch.chdir(tmp_path)
+    _only_the_core_install(monkeypatch)
+    (block,) = [b for b in BLOCKS if b.section == "Traces" and b.language == "python"]
+    run_block(block.code, page=README, line=block.line, scope={})
+    assert "Weather in Paris? ['Paris is in France.'] 18C in Paris." in capsys.readouterr().out
+
+
 def test_every_python_block_of_the_readme_is_run_here() -> None:
     sections = {b.section for b in BLOCKS if b.language == "python"}
     assert sections == {
@@ -242,6 +253,7 @@ def test_every_python_block_of_the_readme_is_run_here() -> None:
         "CI: the pytest plugin",
         "Observers: MLflow, OpenTelemetry, your own",
         "Conversations and tool calls",
+        "Traces",
     }
 
 
