@@ -16,9 +16,7 @@ from rageval.cli._shared import sigterm_as_sigint
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM")
-def test_sigterm_with_sigint_ignored_cancels_the_run_instead_of_raising_in_running_code() -> (
-    None
-):
+def test_sigterm_with_sigint_ignored_cancels_the_run_instead_of_raising_in_running_code() -> None:
     seen: list[str] = []
 
     async def work() -> None:
