@@ -41,7 +41,7 @@ from rageval.cli._shared import (
     EXIT_TERMINATED,
     EXIT_UNMEASURED,
     EXIT_USAGE,
-    UsageError,
+    _UsageError,
     err,
     exit_codes_help,
 )
@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         code: int = args.func(args)
-    except UsageError as e:
+    except _UsageError as e:
         err(str(e))
         return EXIT_USAGE
     except ImportError as e:

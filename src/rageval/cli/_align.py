@@ -15,7 +15,7 @@ from rageval.cli._labelled import (
 )
 from rageval.cli._shared import (
     EXIT_OK,
-    UsageError,
+    _UsageError,
     add_judge_options,
     check_param_names,
     fresh_run_dir,
@@ -125,13 +125,13 @@ def run_align(args: argparse.Namespace) -> int:
     from rageval.runner._align import SEARCH_STEPS
 
     if not 0.0 <= args.threshold <= 1.0:
-        raise UsageError(f"--threshold must be between 0 and 1, got {args.threshold}")
+        raise _UsageError(f"--threshold must be between 0 and 1, got {args.threshold}")
     labelled = labelled_data(args)
     try:
         settings = load_settings(args.config)
         cli_params = parse_params(args.param)
     except ValueError as e:  # a bad config file or -p
-        raise UsageError(str(e)) from None
+        raise _UsageError(str(e)) from None
     check_param_names(cli_params, [metric for _, metric in labelled.labels])
     run_dir = Path(args.output or fresh_run_dir())
     judge, embeddings = judge_and_embeddings(args, settings)

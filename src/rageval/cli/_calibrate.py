@@ -15,7 +15,7 @@ from rageval.cli._labelled import (
 from rageval.cli._shared import (
     EXIT_CALIBRATION_GATE,
     EXIT_OK,
-    UsageError,
+    _UsageError,
     add_judge_options,
     err,
     fresh_run_dir,
@@ -64,9 +64,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from rageval.runner import calibrate
 
     if args.min_kappa is not None and not -1.0 <= args.min_kappa <= 1.0:
-        raise UsageError(f"--min-kappa must be between -1 and 1, got {args.min_kappa}")
+        raise _UsageError(f"--min-kappa must be between -1 and 1, got {args.min_kappa}")
     if args.limit is not None and args.dataset is None:
-        raise UsageError("--limit samples a public dataset: use it with --dataset")
+        raise _UsageError("--limit samples a public dataset: use it with --dataset")
     labelled = labelled_data(args)
     run_dir = Path(args.output or fresh_run_dir())
     judge, embeddings = judge_and_embeddings(args)

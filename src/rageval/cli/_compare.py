@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rageval.cli._shared import EXIT_OK, UsageError, out, positive_int, text_table
+from rageval.cli._shared import EXIT_OK, _UsageError, out, positive_int, text_table
 
 if TYPE_CHECKING:
     from rageval.stats import MetricComparison
@@ -28,26 +28,26 @@ def run_compare(args: argparse.Namespace) -> int:
     try:
         a, b = load_run(args.run_a), load_run(args.run_b)
     except (FileNotFoundError, ValueError) as e:
-        raise UsageError(str(e)) from None
+        raise _UsageError(str(e)) from None
     for run, path in ((a, args.run_a), (b, args.run_b)):
         # a comparison of what an unfinished run happened to finish would look like a result
         if run.n_finished == 0:
-            raise UsageError(f"{path} has no finished rows: there is nothing to compare")
+            raise _UsageError(f"{path} has no finished rows: there is nothing to compare")
         if not run.complete:
-            raise UsageError(
+            raise _UsageError(
                 f"{path} is unfinished ({run.n_finished} of {len(run)} rows): finish it first "
                 f"with rageval evaluate --resume {path}"
             )
     shared = len(set(a.ids) & set(b.ids))
     if not shared:
-        raise UsageError(
+        raise _UsageError(
             f"the two runs have no sample id in common (A's ids: {_some(a.ids)}; B's: "
             f"{_some(b.ids)}): compare pairs the samples by id, so both runs must score the "
             "same data"
         )
     comparisons = compare(a, b, top=args.top)
     if not comparisons:
-        raise UsageError("the two runs have no metric in common")
+        raise _UsageError("the two runs have no metric in common")
     out(f"A = {args.run_a} ({len(a)} samples)\nB = {args.run_b} ({len(b)} samples)")
     out(f"{shared} samples matched by id\n")
     header = ("metric", "n pairs", "mean A", "mean B", "B - A", "95% CI", "p-value")

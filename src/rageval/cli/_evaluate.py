@@ -19,7 +19,7 @@ from rageval.cli._shared import (
     EXIT_OK,
     EXIT_TERMINATED,
     EXIT_UNMEASURED,
-    UsageError,
+    _UsageError,
     add_judge_options,
     add_pairs_option,
     check_param_names,
@@ -184,7 +184,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         err(str(e))
         return EXIT_IN_USE
     except RunDirError as e:  # a path that cannot be a run directory
-        raise UsageError(str(e)) from None
+        raise _UsageError(str(e)) from None
 
 
 def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
@@ -198,22 +198,22 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
 
     data = _data_argument(args)
     if args.json and not args.dry_run:
-        raise UsageError("--json goes with --dry-run")
+        raise _UsageError("--json goes with --dry-run")
     if args.dry_run and args.resume:
-        raise UsageError("--dry-run estimates a new run: give DATA, not --resume")
+        raise _UsageError("--dry-run estimates a new run: give DATA, not --resume")
     if args.resume and args.output and Path(args.resume) != Path(args.output):
-        raise UsageError("give either -o DIR for a new run or --resume DIR, not both")
+        raise _UsageError("give either -o DIR for a new run or --resume DIR, not both")
     if args.resume and args.overwrite:
-        raise UsageError("--resume continues the run in DIR; --overwrite replaces it: not both")
+        raise _UsageError("--resume continues the run in DIR; --overwrite replaces it: not both")
     if args.resume and args.param:
-        raise UsageError("a resumed run keeps its metrics' parameters (see its manifest): no -p")
+        raise _UsageError("a resumed run keeps its metrics' parameters (see its manifest): no -p")
     try:
         # resuming, the run's manifest holds its settings: no config file applies
         settings = Settings() if args.resume else load_settings(args.config)
         stored = read_stored_run(args.resume) if args.resume else None
         cli_params = parse_params(args.param)
     except ValueError as e:  # a bad config file, -p or run directory
-        raise UsageError(str(e)) from None
+        raise _UsageError(str(e)) from None
     metrics = _own_metrics_by_name(_metric_names(args.metric) or settings.metrics)
     if stored is not None and any(":" in name for name, _, _ in stored.metrics):
         _import_from_cwd()  # the run used a metric of the user's own, recorded by its module
@@ -278,7 +278,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
         MissingExtraError,
     ) as e:
         _discard_unused(copy, run_dir)
-        raise UsageError(str(e)) from None
+        raise _UsageError(str(e)) from None
     except BudgetReached as e:
         from rageval.results import EvaluationResult
 
@@ -348,11 +348,11 @@ def _dry_run(
     from rageval.samples import InvalidDataError
 
     if data == "-":
-        raise UsageError("--dry-run reads DATA from a file, not from stdin")
+        raise _UsageError("--dry-run reads DATA from a file, not from stdin")
     try:
         found = estimate(data, metrics, judge, embeddings, **options)
     except (InvalidDataError, RunConfigError, FileNotFoundError) as e:
-        raise UsageError(str(e)) from None
+        raise _UsageError(str(e)) from None
     out(found.model_dump_json(indent=2) if as_json else found.table())
     return EXIT_OK
 
@@ -361,9 +361,9 @@ def _data_argument(args: argparse.Namespace) -> str | None:
     """`evaluate`'s DATA: required unless resuming; not stdin when resuming."""
     data = positional_data(args)
     if data is None and not args.resume:
-        raise UsageError("DATA is required (a data file, or - for stdin), or --resume DIR")
+        raise _UsageError("DATA is required (a data file, or - for stdin), or --resume DIR")
     if data == "-" and args.resume:
-        raise UsageError(
+        raise _UsageError(
             f"a run read from stdin keeps a copy of its data: resume it with --resume "
             f"{args.resume} alone"
         )
@@ -376,7 +376,7 @@ def _metric_names(values: Sequence[str]) -> list[str] | None:
         return None
     names = [name.strip() for v in values for name in v.split(",") if name.strip()]
     if not names:
-        raise UsageError("-m/--metric needs a metric name (see: rageval metrics)")
+        raise _UsageError("-m/--metric needs a metric name (see: rageval metrics)")
     return names
 
 
@@ -399,7 +399,7 @@ def _own_metrics_by_name(names: Sequence[str] | None) -> list[str] | None:
     try:
         return [metric_class(n).name if ":" in n else n for n in names]
     except KeyError as e:
-        raise UsageError(f"-m: {e.args[0]}") from None
+        raise _UsageError(f"-m: {e.args[0]}") from None
 
 
 def _gates(values: Sequence[str]) -> list[tuple[str, float]]:
@@ -408,7 +408,7 @@ def _gates(values: Sequence[str]) -> list[tuple[str, float]]:
         try:
             gates.append((metric, float(threshold)))
         except ValueError:
-            raise UsageError(
+            raise _UsageError(
                 f"--fail-under {metric}={threshold}: the threshold must be a number"
             ) from None
     return gates
@@ -426,7 +426,7 @@ def _batch_settings(
         try:
             return BatchSettings(**configured)  # type: ignore[arg-type]
         except (TypeError, ValueError) as e:
-            raise UsageError(f"the config file's batch settings: {e}") from None
+            raise _UsageError(f"the config file's batch settings: {e}") from None
     return True if flag or configured else None
 
 
@@ -443,7 +443,7 @@ def _check_gate_names(
         known = set(registered_metrics())
     for metric, _ in gates:
         if metric not in known:
-            raise UsageError(f"--fail-under names {metric!r}, which is not a metric of this run")
+            raise _UsageError(f"--fail-under names {metric!r}, which is not a metric of this run")
     _check_gate_ranges(gates, "--fail-under")
 
 
@@ -456,7 +456,7 @@ def _check_gate_ranges(gates: Sequence[tuple[str, float]], where: str) -> None:
     for metric, threshold in gates:
         bounds = known[metric].value_range if metric in known else None
         if bounds is not None and not bounds[0] <= threshold <= bounds[1]:
-            raise UsageError(
+            raise _UsageError(
                 f"{where} {metric}={threshold:g}: {metric} ranges over {bounds[0]:g}..{bounds[1]:g}, "
                 "so this gate could never " + ("pass" if threshold > bounds[1] else "fail")
             )
@@ -472,7 +472,7 @@ def _require_a_judge_for(names: Sequence[str]) -> None:
     judged = [n for n in names if n in known and known[n].needs_llm]
     if judged:
         offline = ", ".join(n for n, cls in known.items() if not cls.needs_llm)
-        raise UsageError(
+        raise _UsageError(
             f"{', '.join(judged)} {NO_JUDGE_CAUSE.replace('needs', 'need', len(judged) > 1)} "
             f"(metrics that need no judge: {offline})"
         )
@@ -484,7 +484,7 @@ def _stdin_to(run_dir: Path, args: argparse.Namespace) -> Path:
     import shutil
 
     if (run_dir / "manifest.json").exists() and not args.overwrite:
-        raise UsageError(
+        raise _UsageError(
             f"{run_dir} already holds a run; resume it (--resume {run_dir}), replace it "
             "(--overwrite) or choose another directory"
         )

@@ -13,7 +13,7 @@ from rageval.cli._shared import (
     EXIT_FATAL,
     EXIT_IN_USE,
     EXIT_INTERRUPTED,
-    UsageError,
+    _UsageError,
     add_pairs_option,
     err,
     name_value_pairs,
@@ -88,18 +88,18 @@ def labelled_data(args: argparse.Namespace) -> LabelledData:
     for column, kind in name_value_pairs(args.label_kind, "--label-kind"):
         known = [k for k in LABEL_KINDS if k == kind]
         if not known:
-            raise UsageError(f"--label-kind {column}={kind}: the kind is one of {LABEL_KINDS}")
+            raise _UsageError(f"--label-kind {column}={kind}: the kind is one of {LABEL_KINDS}")
         kinds[column] = known[0]
     data: Any = positional_data(args)
     if data is None:
-        raise UsageError("DATA is required (a data file, or with --dataset its folder)")
+        raise _UsageError("DATA is required (a data file, or with --dataset its folder)")
     limit = args.limit
     if args.dataset is not None:
         dataset = _read_dataset(args.dataset, data, limit)
         data, limit = dataset.rows, None
         labels = labels or dataset.labels()
     if not labels:
-        raise UsageError("name the label columns: --labels COLUMN=METRIC (or use --dataset)")
+        raise _UsageError("name the label columns: --labels COLUMN=METRIC (or use --dataset)")
     return LabelledData(data, labels, kinds, limit)
 
 
@@ -111,7 +111,7 @@ def _read_dataset(name: str, path: str, limit: int | None) -> LabelledSet:
     try:
         dataset = load_dataset(name, path)
     except DatasetError as e:
-        raise UsageError(str(e)) from None
+        raise _UsageError(str(e)) from None
     if limit is not None:
         dataset = dataset.sample(limit)
     left_out = ", ".join(f"{n} {why}" for why, n in dataset.left_out.items())
@@ -135,7 +135,7 @@ def run_on_labels(run: Callable[[], R], *, interrupted: str) -> R | int:
         err(str(e))
         return EXIT_IN_USE
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
-        raise UsageError(str(e)) from None
+        raise _UsageError(str(e)) from None
     except FatalJudgeError as e:
         err(f"the judge endpoint refused: {e}")
         return EXIT_FATAL

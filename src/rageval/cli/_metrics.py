@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rageval.cli._shared import EXIT_OK, UsageError, out, text_table
+from rageval.cli._shared import EXIT_OK, _UsageError, out, text_table
 
 
 def add_metrics_command(sub: Any) -> None:
@@ -24,7 +24,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         try:
             cls = metric_class(args.name)
         except KeyError as e:
-            raise UsageError(str(e.args[0])) from None
+            raise _UsageError(str(e.args[0])) from None
         out(f"{cls.name}: {cls.summary}")
         out(f"required fields: {', '.join(cls.required_fields)}")
         out(

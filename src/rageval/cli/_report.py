@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rageval.cli._shared import EXIT_OK, UsageError, out
+from rageval.cli._shared import EXIT_OK, _UsageError, out
 
 
 def add_report_command(sub: Any) -> None:
@@ -20,6 +20,6 @@ def run_report(args: argparse.Namespace) -> int:
     from rageval.report import write_report
 
     if not (Path(args.run_dir) / "manifest.json").exists():
-        raise UsageError(f"{args.run_dir} is not a rageval run directory (no manifest.json)")
+        raise _UsageError(f"{args.run_dir} is not a rageval run directory (no manifest.json)")
     out(str(write_report(Path(args.run_dir))))
     return EXIT_OK

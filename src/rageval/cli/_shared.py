@@ -61,7 +61,7 @@ def exit_codes_help() -> str:
     return "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES)
 
 
-class UsageError(Exception):
+class _UsageError(Exception):
     """A problem with the command line or its input: printed without a traceback, exit 2."""
 
 
@@ -129,7 +129,7 @@ def name_value_pairs(values: Sequence[str], what: str) -> list[tuple[str, str]]:
     for item in values:
         key, sep, value = item.partition("=")
         if not sep or not key or not value:
-            raise UsageError(f"{what} must look like NAME=VALUE, got {item!r}")
+            raise _UsageError(f"{what} must look like NAME=VALUE, got {item!r}")
         found.append((key.strip(), value.strip()))
     return found
 
@@ -178,9 +178,9 @@ def positional_data(args: argparse.Namespace) -> str | None:
     --fail-under...) hands over the words after its NAME=VALUE pairs, which are DATA."""
     spilled: list[str] = args.spilled
     if args.data is not None and spilled:
-        raise UsageError(f"unexpected argument(s): {' '.join(spilled)} (DATA is {args.data})")
+        raise _UsageError(f"unexpected argument(s): {' '.join(spilled)} (DATA is {args.data})")
     if len(spilled) > 1:
-        raise UsageError(f"unexpected argument(s): {' '.join(spilled[1:])}")
+        raise _UsageError(f"unexpected argument(s): {' '.join(spilled[1:])}")
     return args.data if args.data is not None else (spilled[0] if spilled else None)
 
 
@@ -315,7 +315,7 @@ def judge_and_embeddings(
             settings = load_settings(args.config)
         return _judge(args, stored, settings), _embeddings(args, settings)
     except ValueError as e:  # a bad config, base URL, model name or embeddings spec
-        raise UsageError(str(e)) from None
+        raise _UsageError(str(e)) from None
 
 
 def _judge(
@@ -367,7 +367,7 @@ def _prices(values: Sequence[str]) -> PriceTable | None:
         try:
             table[model] = ModelPrice.of([float(v) for v in spec.split(",")])
         except ValueError:
-            raise UsageError(
+            raise _UsageError(
                 f"--price {model}={spec}: give INPUT,OUTPUT[,CACHED_INPUT[,BATCH_INPUT,"
                 "BATCH_OUTPUT]] in USD per million tokens"
             ) from None
@@ -393,6 +393,6 @@ def check_param_names(params: dict[str, dict[str, Any]], metrics: Sequence[str] 
         try:
             metric_class(name)
         except KeyError as e:
-            raise UsageError(f"-p {name}...: {e.args[0]}") from None
+            raise _UsageError(f"-p {name}...: {e.args[0]}") from None
         if metrics is not None and name not in metrics:
-            raise UsageError(f"-p {name}...: {name} is not a metric of this run")
+            raise _UsageError(f"-p {name}...: {name} is not a metric of this run")
