@@ -439,9 +439,10 @@ def test_options_taking_several_values_never_eat_data(
     ],
 )
 def test_no_option_eats_data_in_any_command(argv: list[str]) -> None:
-    from rageval.cli import _positional_data, build_parser
+    from rageval.cli import build_parser
+    from rageval.cli._shared import positional_data
 
-    assert _positional_data(build_parser().parse_args(argv)) == "FILE"
+    assert positional_data(build_parser().parse_args(argv)) == "FILE"
 
 
 def test_a_wrong_or_reversed_column_map_is_an_error(

@@ -2,12 +2,14 @@
 
 Read from the source with `ast`, so every import counts: at module level, inside a function
 (a lazy import is still a dependency) and under ``TYPE_CHECKING`` (a type from a higher layer
-ties the lower one to it all the same). Units of one layer may import each other.
+ties the lower one to it all the same). Units of one layer may import each other, but no two
+modules import each other, however far round (no import cycle, inside a unit either).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,10 +30,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("metrics", frozenset({"metrics"})),
     ("out", frozenset({"log", "stats", "results", "report", "calibration", "observers"})),
     ("runner", frozenset({"runner"})),
-    (
-        "front ends",
-        frozenset({"_config", "pytest_plugin", "cli", "_calibrate_cli", "_align_cli", "__main__"}),
-    ),
+    ("front ends", frozenset({"_config", "pytest_plugin", "cli", "__main__"})),
     ("the package root", frozenset({"__init__"})),
 ]
 RANK = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
@@ -48,9 +47,12 @@ def module_of(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_units(path: Path, text: str | None = None) -> Iterator[tuple[int, str]]:
-    """(line, unit) for every rageval unit the file at `path` imports (its text, or `text` read
-    as if it were there), wherever the import statement is."""
+def imported_modules(path: Path, text: str | None = None) -> Iterator[tuple[int, str]]:
+    """(line, module) for every rageval module the file at `path` imports (its text, or `text`
+    read as if it were there), wherever the import statement is: `from rageval.judge import
+    Judge` imports ``rageval.judge``, `from rageval import _env` ``rageval._env``. Importing a
+    module runs its packages' ``__init__`` first, so `import rageval.metrics.base` imports
+    ``rageval.metrics`` too (not the root: its names load lazily, it imports nothing)."""
     module = module_of(path)
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     source_text = path.read_text(encoding="utf-8") if text is None else text
@@ -63,22 +65,42 @@ def imported_units(path: Path, text: str | None = None) -> Iterator[tuple[int, s
                 source = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 source = node.module or ""
-            # `from rageval import _env` imports the submodule, not the package root
-            names = [f"{source}.{a.name}" for a in node.names] if source == "rageval" else [source]
+            names = [f"{source}.{alias.name}" for alias in node.names]
         else:
             continue
         for name in names:
-            parts = name.split(".")
-            if parts[0] != "rageval":
+            if name.split(".")[0] != "rageval":
                 continue
-            if len(parts) == 1 or not _is_unit(parts[1]):
-                yield node.lineno, "__init__"
-            else:
-                yield node.lineno, parts[1]
+            parts = _nearest_module(name).split(".")
+            for depth in range(len(parts), 1 if len(parts) > 1 else 0, -1):
+                yield node.lineno, ".".join(parts[:depth])
 
 
-def _is_unit(name: str) -> bool:
-    return (PACKAGE / name).is_dir() or (PACKAGE / f"{name}.py").is_file()
+def imported_units(path: Path, text: str | None = None) -> Iterator[tuple[int, str]]:
+    """(line, unit) for every rageval unit the file at `path` imports (see
+    :func:`imported_modules`), once per line; the package root is the unit ``__init__``."""
+    yield from dict.fromkeys(
+        (line, _unit_of_module(module)) for line, module in imported_modules(path, text)
+    )
+
+
+def _unit_of_module(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _nearest_module(name: str) -> str:
+    """`name` if it is a module of rageval, else the package it is taken from (``rageval.judge``
+    for ``rageval.judge.Judge``)."""
+    known = _modules()
+    while name not in known and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+@functools.cache
+def _modules() -> frozenset[str]:
+    return frozenset(module_of(path) for path in sources())
 
 
 def sources() -> list[Path]:
@@ -124,4 +146,78 @@ def test_the_check_sees_imports_everywhere() -> None:
         (6, "results"),
         (8, "judge"),
         (9, "__init__"),
+    ]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each module of rageval and the modules it imports. A package's ``__init__`` importing
+    its own modules (to offer their names) is left out: that is what a package is, and no
+    module below it can be imported without the ``__init__`` having run first."""
+    graph: dict[str, set[str]] = {}
+    for path in sources():
+        module = module_of(path)
+        own = f"{module}." if path.name == "__init__.py" else None
+        graph[module] = {
+            imported
+            for _, imported in imported_modules(path)
+            if imported != module and not (own and imported.startswith(own))
+        }
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or round a longer path (the
+    strongly connected components of more than one module, by Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    lowest: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = lowest[module] = len(index)
+        stack.append(module)
+        for imported in sorted(graph.get(module, ())):
+            if imported not in index:
+                visit(imported)
+                lowest[module] = min(lowest[module], lowest[imported])
+            elif imported in stack:
+                lowest[module] = min(lowest[module], index[imported])
+        if lowest[module] == index[module]:
+            group = stack[stack.index(module) :]
+            del stack[stack.index(module) :]
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
+def test_no_import_cycles() -> None:
+    """Not even through a function-local or ``TYPE_CHECKING`` import: a cycle is two modules
+    that can only be read together, and whichever loads first sees the other half-made."""
+    assert import_cycles(import_graph()) == []
+
+
+def test_the_cycle_check_finds_a_cycle_round_any_path() -> None:
+    graph = {
+        "a": {"b"},
+        "b": {"c"},
+        "c": {"a", "d"},  # a -> b -> c -> a
+        "d": {"e"},
+        "e": {"d"},  # d <-> e
+        "f": {"a"},  # imports into a cycle without being in one
+    }
+    assert import_cycles(graph) == [["a", "b", "c"], ["d", "e"]]
+
+
+def test_an_import_reaches_the_packages_it_goes_through() -> None:
+    text = (
+        "def f() -> None:\n    from rageval.metrics.base import Metric\nfrom rageval import _env\n"
+    )
+    assert sorted(imported_modules(PACKAGE / "samples.py", text)) == [
+        (2, "rageval.metrics"),  # its __init__ runs first
+        (2, "rageval.metrics.base"),
+        (3, "rageval._env"),  # not the root: it imports nothing when loaded
     ]

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from rageval._sync import run_sync
-from rageval.cli import _sigterm_as_sigint
+from rageval.cli._shared import sigterm_as_sigint
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM")
@@ -39,7 +39,7 @@ def test_sigterm_with_sigint_ignored_cancels_the_run_not_the_code_running() -> N
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM))
     try:
-        with _sigterm_as_sigint() as received:
+        with sigterm_as_sigint() as received:
             timer.start()
             started = time.monotonic()
             with pytest.raises(KeyboardInterrupt):

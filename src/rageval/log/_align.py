@@ -18,8 +18,14 @@ from pydantic import Field, FiniteFloat
 
 from rageval._client._usage import Usage
 from rageval.labels import LabelKind
-from rageval.log._calibration import STATISTIC_TITLES, LabelAgreement, StatisticResult
-from rageval.log._models import _LogModel, _Versioned
+from rageval.log._calibration import (
+    STATISTIC_TITLES,
+    LabelAgreement,
+    LabelledRunReport,
+    StatisticResult,
+    usage_line,
+)
+from rageval.log._models import _LogModel
 
 
 class AlignCandidate(_LogModel):
@@ -80,17 +86,10 @@ class Alignment(_LogModel):
         return len(self.train_ids)
 
 
-class AlignReport(_Versioned):
+class AlignReport(LabelledRunReport):
     """Everything ``rageval align`` chose and measured: one alignment per (label column,
     metric)."""
 
-    rageval_version: str
-    created_at: str
-    data_source: str | None = None
-    n_rows: int
-    judge: dict[str, Any] | None = None
-    embeddings: str | None = None
-    run_dir: str | None = None
     #: the share of each label's rows that trains, the seed of the split and of the examples
     split: FiniteFloat
     seed: int
@@ -168,12 +167,7 @@ class AlignReport(_Versioned):
             u = a.usage
             lines.append(f"  ({u.requests:,} requests, {u.cache_hits:,} from the cache)")
             blocks.append("\n".join(lines))
-        u = self.usage
-        cost = "unknown" if u.cost_usd is None else f"${u.cost_usd:.4f}"
-        blocks.append(
-            f"align run: {u.requests:,} requests, {u.total_tokens:,} tokens, cost {cost}"
-            + (f" ({u.cache_hits:,} answered from the cache)" if u.cache_hits else "")
-        )
+        blocks.append(usage_line("align", self.usage))
         return "\n\n".join(blocks)
 
 

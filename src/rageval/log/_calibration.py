@@ -82,8 +82,9 @@ class LabelAgreement(_LogModel):
         return self.statistics.get(self.kappa_statistic)
 
 
-class CalibrationReport(_Versioned):
-    """Everything `rageval calibrate` measured: one agreement per (label column, metric)."""
+class LabelledRunReport(_Versioned):
+    """What a run on labelled rows (a calibration, an alignment) records of itself first: the
+    rageval that ran it, when, on what data, with which judge and embeddings, and where."""
 
     rageval_version: str
     created_at: str
@@ -92,6 +93,19 @@ class CalibrationReport(_Versioned):
     judge: dict[str, Any] | None = None
     embeddings: str | None = None
     run_dir: str | None = None
+
+
+def usage_line(run: str, usage: Usage) -> str:
+    """The last line of a report's table: the `run`'s requests, tokens, cost and cache hits."""
+    cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+    return f"{run} run: {usage.requests:,} requests, {usage.total_tokens:,} tokens, cost {cost}" + (
+        f" ({usage.cache_hits:,} answered from the cache)" if usage.cache_hits else ""
+    )
+
+
+class CalibrationReport(LabelledRunReport):
+    """Everything `rageval calibrate` measured: one agreement per (label column, metric)."""
+
     confidence: FiniteFloat
     interval_method: str
     agreements: list[LabelAgreement]
@@ -143,12 +157,7 @@ class CalibrationReport(_Versioned):
             if a.confusion is not None:
                 lines.append("  " + _confusion_text(a.confusion).replace("\n", "\n  "))
             blocks.append("\n".join(lines))
-        u = self.usage
-        cost = "unknown" if u.cost_usd is None else f"${u.cost_usd:.4f}"
-        blocks.append(
-            f"calibration run: {u.requests:,} requests, {u.total_tokens:,} tokens, cost {cost}"
-            + (f" ({u.cache_hits:,} answered from the cache)" if u.cache_hits else "")
-        )
+        blocks.append(usage_line("calibration", self.usage))
         return "\n\n".join(blocks)
 
 

@@ -1,0 +1,118 @@
+"""The `rageval` command line: one module per command, what they share in
+:mod:`rageval.cli._shared`.
+
+Only the standard library is imported at module level so that `rageval --help` and
+`rageval --version` answer at once; each command imports what it needs when it runs.
+
+Exit codes (:data:`EXIT_CODES`, printed by `rageval --help`): 0 ok, 1 a --fail-under gate
+failed, 2 usage, input or configuration error (a missing optional extra too), 3 fatal judge
+error (endpoint unreachable, bad key, unknown model...) or a failed Ray job, 4 a `calibrate
+--min-kappa` gate failed, 5 the `--max-cost` budget was reached (the run stopped, resumable),
+6 the run directory is in use (another run, resume or calibration is writing it: refused at
+once, nothing written), 7 a metric that ran measured no cell at all (unless
+--allow-unmeasured), 130 interrupted
+(Ctrl-C), 143 terminated (SIGTERM). A reader that stops reading (`| head`) changes none of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from rageval._version import __version__
+from rageval.cli._align import add_align_command
+from rageval.cli._cache import add_cache_command
+from rageval.cli._calibrate import add_calibrate_command
+from rageval.cli._compare import add_compare_command
+from rageval.cli._evaluate import add_evaluate_command
+from rageval.cli._metrics import add_metrics_command
+from rageval.cli._report import add_report_command
+from rageval.cli._shared import (
+    EXIT_BUDGET,
+    EXIT_CALIBRATION_GATE,
+    EXIT_CODES,
+    EXIT_FATAL,
+    EXIT_GATE,
+    EXIT_IN_USE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_UNMEASURED,
+    EXIT_USAGE,
+    _UsageError,
+    err,
+    exit_codes_help,
+)
+
+__all__ = [
+    "EXIT_BUDGET",
+    "EXIT_CALIBRATION_GATE",
+    "EXIT_CODES",
+    "EXIT_FATAL",
+    "EXIT_GATE",
+    "EXIT_INTERRUPTED",
+    "EXIT_IN_USE",
+    "EXIT_OK",
+    "EXIT_TERMINATED",
+    "EXIT_UNMEASURED",
+    "EXIT_USAGE",
+    "build_parser",
+    "main",
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        err(message)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="rageval",
+        description="Score RAG outputs with LLM judges and embeddings.",
+        epilog="judge configuration from the environment: RAGEVAL_LLM (model), OPENAI_BASE_URL\n"
+        "or RAGEVAL_BASE_URL (endpoint: OpenAI, Ollama, vLLM...), OPENAI_API_KEY.\n\n"
+        + exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"rageval {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for add_command in (
+        add_evaluate_command,
+        add_calibrate_command,
+        add_align_command,
+        add_report_command,
+        add_compare_command,
+        add_metrics_command,
+        add_cache_command,
+    ):
+        add_command(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        code: int = args.func(args)
+    except _UsageError as e:
+        err(str(e))
+        return EXIT_USAGE
+    except ImportError as e:
+        from rageval.errors import MissingExtraError
+
+        if not isinstance(e, MissingExtraError):
+            raise
+        err(str(e))  # an optional extra this command needs: its install command, one line
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        err("interrupted")
+        return EXIT_INTERRUPTED
+    return code

@@ -1,0 +1,173 @@
+"""`rageval align`: choose, on training rows, the configuration of a judge metric that agrees
+best with people's labels, and report the gain on held-out rows."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rageval.cli._labelled import (
+    add_label_reading,
+    add_labelled_data,
+    labelled_data,
+    run_on_labels,
+)
+from rageval.cli._shared import (
+    EXIT_OK,
+    _UsageError,
+    add_judge_options,
+    check_param_names,
+    fresh_run_dir,
+    judge_and_embeddings,
+    name_value_pairs,
+    number,
+    whole_number,
+)
+
+_DESCRIPTION = """\
+Split the rows that carry a human label into training and held-out rows (stratified by label,
+--split, --seed). On the training rows, try a few configurations of each judge metric -- the
+decision threshold (free: the same scores), guideline text (--instructions, and the metric's
+own lenient and strict variants), labelled examples in the prompt (--shots), reasoning before
+the verdict or not -- and keep what agrees best with the people (Cohen's kappa; weighted for
+ordinal labels). Then score the held-out rows with the metric as configured and as chosen, and
+report kappa, balanced accuracy and AUROC before and after, with bootstrap 95% CIs and the
+paired change. Writes align.json, the chosen configuration as aligned.toml ([params.METRIC],
+for --config or rageval.toml) and both held-out runs. The request cache makes a re-run free."""
+
+
+def add_align_command(sub: Any) -> None:
+    """Add `align` to the subcommands `sub`."""
+    cmd = sub.add_parser(
+        "align",
+        help="make a judge metric agree with human labels: threshold, guidelines, examples, "
+        "reasoning chosen on training rows, kappa before/after on held-out rows",
+        description=_DESCRIPTION,
+    )
+    add_labelled_data(
+        cmd,
+        labels_help="a label column and the judge metric to align with it (repeat for other "
+        "metrics)",
+        limit_help="a random sample of N labelled rows (the same every time; with --dataset the "
+        "rows `calibrate --limit N` takes)",
+    )
+    cmd.add_argument(
+        "--split",
+        type=number(0, 1),
+        default=0.5,
+        metavar="X",
+        help="the share of each label's rows that trains (default 0.5); the rest is held out",
+    )
+    cmd.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of the split and the examples"
+    )
+    cmd.add_argument(
+        "--shots",
+        type=whole_number(0),
+        default=4,
+        metavar="K",
+        help="labelled training rows shown as examples in the examples step (default 4; 0: "
+        "no examples step)",
+    )
+    cmd.add_argument(
+        "--instructions",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="a guideline text to try besides the metric's own variants (repeat for more)",
+    )
+    cmd.add_argument(
+        "--search",
+        type=_steps,
+        default=None,
+        metavar="STEPS",
+        help="what to try, comma-separated: threshold, instructions, examples, reasons "
+        "(default: all)",
+    )
+    cmd.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="METRIC.PARAM=VALUE",
+        help="a metric's constructor argument: the configuration the search starts from (as "
+        "`evaluate -p`; the config file's [params.METRIC] too)",
+    )
+    add_label_reading(
+        cmd,
+        label_kind_help="binary or ordinal (default: inferred from the values)",
+        threshold_help="binary labels: the decision threshold of the metric as configured "
+        "(default 0.5)",
+    )
+    add_judge_options(cmd)
+    cmd.add_argument(
+        "--overwrite", action="store_true", help="replace an alignment already in the -o DIR"
+    )
+    cmd.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    cmd.set_defaults(func=run_align)
+
+
+def _steps(text: str) -> list[str]:
+    from rageval.runner._align import SEARCH_STEPS
+
+    steps = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in steps if s not in SEARCH_STEPS]
+    if unknown or not steps:
+        raise argparse.ArgumentTypeError(f"steps are {', '.join(SEARCH_STEPS)}; got {text!r}")
+    return steps
+
+
+def run_align(args: argparse.Namespace) -> int:
+    from rageval._config import load_settings, merged_params, parse_params
+    from rageval.log import ALIGNED_CONFIG_FILE
+    from rageval.runner import align
+    from rageval.runner._align import SEARCH_STEPS
+
+    if not 0.0 <= args.threshold <= 1.0:
+        raise _UsageError(f"--threshold must be between 0 and 1, got {args.threshold}")
+    labelled = labelled_data(args)
+    try:
+        settings = load_settings(args.config)
+        cli_params = parse_params(args.param)
+    except ValueError as e:  # a bad config file or -p
+        raise _UsageError(str(e)) from None
+    check_param_names(cli_params, [metric for _, metric in labelled.labels])
+    run_dir = Path(args.output or fresh_run_dir())
+    judge, embeddings = judge_and_embeddings(args, settings)
+    column_map = dict(name_value_pairs(args.column_map, "--column-map")) or settings.column_map
+    report = run_on_labels(
+        lambda: align(
+            labelled.data,
+            labelled.labels,
+            llm=judge,
+            embeddings=embeddings,
+            split=args.split,
+            seed=args.seed,
+            limit=labelled.limit,
+            shots=args.shots,
+            instructions=args.instructions,
+            search=args.search or SEARCH_STEPS,
+            metric_params=merged_params(settings.params, cli_params) or None,
+            label_kinds=labelled.kinds or None,
+            threshold=args.threshold,
+            kappa_weights=args.kappa_weights,
+            column_map=column_map,
+            on_invalid="skip" if args.skip_invalid else "raise",
+            run_dir=run_dir,
+            overwrite=args.overwrite,
+            progress=False if args.quiet else None,
+        ),
+        interrupted="interrupted; the requests made so far are in the request cache (a re-run "
+        "reuses them)",
+    )
+    if isinstance(report, int):
+        return report
+    print(report.table())
+    config = run_dir / ALIGNED_CONFIG_FILE
+    print(f"\nrun directory: {run_dir}  (align.json, the held-out runs)")
+    print(f"the chosen configuration: {config}  (rageval evaluate DATA --config {config})")
+    options = report.param_options()
+    if options:
+        print("or on the command line:\n  " + " \\\n  ".join(options))
+    return EXIT_OK

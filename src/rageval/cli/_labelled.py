@@ -1,0 +1,144 @@
+"""What `rageval calibrate` and `rageval align` share: rows that carry people's labels (a data
+file and its --labels, or a public dataset), how the labels are read, and how a run on them
+fails."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from rageval.cli._shared import (
+    EXIT_FATAL,
+    EXIT_IN_USE,
+    EXIT_INTERRUPTED,
+    _UsageError,
+    add_pairs_option,
+    err,
+    name_value_pairs,
+    positional_data,
+    positive_int,
+)
+
+if TYPE_CHECKING:
+    from rageval.calibration.datasets import LabelledSet
+    from rageval.labels import LabelKind
+
+R = TypeVar("R")
+
+
+def add_labelled_data(cmd: argparse.ArgumentParser, *, labels_help: str, limit_help: str) -> None:
+    """DATA and the options that say where its labels are: --labels, --dataset, --limit."""
+    from rageval.calibration.datasets import DATASETS
+
+    cmd.add_argument(
+        "data",
+        metavar="DATA",
+        nargs="?",
+        help="data file whose label columns hold human labels; with --dataset, the folder "
+        "(or file) of a public labelled dataset",
+    )
+    add_pairs_option(cmd, "--labels", metavar="COLUMN=METRIC", help=labels_help)
+    cmd.add_argument(
+        "--dataset",
+        metavar="NAME",
+        help=f"read DATA as a public dataset: {', '.join(DATASETS)} (default --labels: its "
+        "label column against the metric it validates most closely)",
+    )
+    cmd.add_argument("--limit", type=positive_int, metavar="N", help=limit_help)
+
+
+def add_label_reading(
+    cmd: argparse.ArgumentParser, *, label_kind_help: str, threshold_help: str
+) -> None:
+    """How the labels are read: --label-kind, --threshold, --kappa-weights."""
+    add_pairs_option(cmd, "--label-kind", metavar="COLUMN=KIND", help=label_kind_help)
+    cmd.add_argument("--threshold", type=float, default=0.5, metavar="X", help=threshold_help)
+    cmd.add_argument(
+        "--kappa-weights",
+        choices=("linear", "quadratic"),
+        default="quadratic",
+        help="weights of the weighted kappa of ordinal labels (default quadratic)",
+    )
+
+
+@dataclass(frozen=True)
+class LabelledData:
+    """The rows and labels of the options :func:`add_labelled_data` and
+    :func:`add_label_reading` add."""
+
+    #: the data file's path, or the public dataset's rows
+    data: Any
+    #: (label column, metric) pairs
+    labels: list[tuple[str, str]]
+    #: --label-kind: the kind of each column named
+    kinds: dict[str, LabelKind]
+    #: --limit, unless the public dataset has already been cut to it
+    limit: int | None
+
+
+def labelled_data(args: argparse.Namespace) -> LabelledData:
+    """DATA (with --dataset, the public dataset's rows, cut to --limit) and its label pairs:
+    --labels, else the dataset's own."""
+    from rageval.labels import LABEL_KINDS
+
+    labels = name_value_pairs(args.labels, "--labels")
+    kinds: dict[str, LabelKind] = {}
+    for column, kind in name_value_pairs(args.label_kind, "--label-kind"):
+        known = [k for k in LABEL_KINDS if k == kind]
+        if not known:
+            raise _UsageError(f"--label-kind {column}={kind}: the kind is one of {LABEL_KINDS}")
+        kinds[column] = known[0]
+    data: Any = positional_data(args)
+    if data is None:
+        raise _UsageError("DATA is required (a data file, or with --dataset its folder)")
+    limit = args.limit
+    if args.dataset is not None:
+        dataset = _read_dataset(args.dataset, data, limit)
+        data, limit = dataset.rows, None
+        labels = labels or dataset.labels()
+    if not labels:
+        raise _UsageError("name the label columns: --labels COLUMN=METRIC (or use --dataset)")
+    return LabelledData(data, labels, kinds, limit)
+
+
+def _read_dataset(name: str, path: str, limit: int | None) -> LabelledSet:
+    """`--dataset NAME` with DATA at `path`: the public dataset's rows (with `limit`, its
+    seeded random sample of that many), its origin and what was left out printed."""
+    from rageval.calibration.datasets import DatasetError, load_dataset
+
+    try:
+        dataset = load_dataset(name, path)
+    except DatasetError as e:
+        raise _UsageError(str(e)) from None
+    if limit is not None:
+        dataset = dataset.sample(limit)
+    left_out = ", ".join(f"{n} {why}" for why, n in dataset.left_out.items())
+    print(
+        f"{dataset.name}: {len(dataset.rows)} rows from {dataset.source} "
+        f"(licence: {dataset.licence})" + (f"; left out: {left_out}" if left_out else "")
+    )
+    return dataset
+
+
+def run_on_labels(run: Callable[[], R], *, interrupted: str) -> R | int:
+    """What `run` (a calibration or an alignment) returns, or the exit code of how it failed,
+    said on stderr (`interrupted` after Ctrl-C); bad input is a usage error."""
+    from rageval.judge import FatalJudgeError
+    from rageval.runner import RunConfigError, RunDirError, RunDirInUseError
+    from rageval.samples import InvalidDataError
+
+    try:
+        return run()
+    except RunDirInUseError as e:
+        err(str(e))
+        return EXIT_IN_USE
+    except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
+        raise _UsageError(str(e)) from None
+    except FatalJudgeError as e:
+        err(f"the judge endpoint refused: {e}")
+        return EXIT_FATAL
+    except KeyboardInterrupt:
+        err(interrupted)
+        return EXIT_INTERRUPTED

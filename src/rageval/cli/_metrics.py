@@ -1,0 +1,76 @@
+"""`rageval metrics`: the metrics, their fields and their parameters' defaults."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rageval.cli._shared import EXIT_OK, _UsageError, out, text_table
+
+
+def add_metrics_command(sub: Any) -> None:
+    """Add `metrics` to the subcommands `sub`."""
+    met = sub.add_parser("metrics", help="list the metrics, their fields and defaults")
+    met.add_argument("name", metavar="NAME", nargs="?", help="one metric, every parameter")
+    met.set_defaults(func=run_metrics)
+
+
+def run_metrics(args: argparse.Namespace) -> int:
+    import json
+
+    from rageval.metrics.base import metric_class, registered_metrics
+
+    if args.name:
+        try:
+            cls = metric_class(args.name)
+        except KeyError as e:
+            raise _UsageError(str(e.args[0])) from None
+        out(f"{cls.name}: {cls.summary}")
+        out(f"required fields: {', '.join(cls.required_fields)}")
+        out(
+            f"judge: {'yes' if cls.needs_llm else 'no'}; "
+            f"embeddings: {'yes' if cls.needs_embeddings else 'no'}"
+        )
+        if cls.value_range is not None:
+            out(f"range: {cls.value_range[0]:g}..{cls.value_range[1]:g}")
+        params = cls().params()
+        if not params:
+            out("parameters: none")
+            return EXIT_OK
+        out("parameters (defaults; set one with -p NAME.PARAM=VALUE):")
+        for key, value in params.items():
+            out(f"  {key} = {json.dumps(value, ensure_ascii=False, indent=2, default=str)}")
+        return EXIT_OK
+    rows = []
+    for name, cls in registered_metrics().items():
+        # the parameters that hold something by default (those that are off, None or empty,
+        # such as the guidance of the judge metrics, are listed by `rageval metrics NAME`)
+        defaults = " ".join(
+            f"{k}={_short(v)}" for k, v in cls().params().items() if v not in (None, [], {})
+        )
+        rows.append(
+            (
+                name,
+                ", ".join(cls.required_fields),
+                "yes" if cls.needs_llm else "no",
+                "yes" if cls.needs_embeddings else "no",
+                defaults,
+            )
+        )
+    out(text_table(("metric", "required fields", "judge", "embeddings", "defaults"), rows))
+    out("\n(every parameter in full: rageval metrics NAME)")
+    return EXIT_OK
+
+
+def _short(value: Any, width: int = 40) -> str:
+    """A parameter's value in at most about `width` characters."""
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= width:
+        return text
+    if isinstance(value, dict):
+        return f"{{...{len(value)} entries}}"
+    if isinstance(value, (list, tuple)):
+        return f"[...{len(value)} items]"
+    return text[: width - 4] + '..."' if isinstance(value, str) else text[: width - 3] + "..."

@@ -1,0 +1,25 @@
+"""`rageval report`: (re)build the report of a run directory."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rageval.cli._shared import EXIT_OK, _UsageError, out
+
+
+def add_report_command(sub: Any) -> None:
+    """Add `report` to the subcommands `sub`."""
+    rep = sub.add_parser("report", help="(re)build report.html of a run directory")
+    rep.add_argument("run_dir", metavar="DIR")
+    rep.set_defaults(func=run_report)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from rageval.report import write_report
+
+    if not (Path(args.run_dir) / "manifest.json").exists():
+        raise _UsageError(f"{args.run_dir} is not a rageval run directory (no manifest.json)")
+    out(str(write_report(Path(args.run_dir))))
+    return EXIT_OK

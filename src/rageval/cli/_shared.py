@@ -1,0 +1,398 @@
+"""What every command of the command line shares: exit codes, usage errors, output, SIGTERM
+handling, option types, and the judge and embeddings the common options configure.
+
+The command modules import this one, and it imports none of them. Like them, it imports only
+the standard library until a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rageval._config import Settings
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge, PriceTable
+    from rageval.runner._stored import StoredRun
+
+EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_FATAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+#: `rageval calibrate --min-kappa`: the judge disagrees with the people more than allowed
+EXIT_CALIBRATION_GATE = 4
+
+#: `evaluate --max-cost`: the next request could have passed the budget; the run can resume
+EXIT_BUDGET = 5
+
+#: another writer holds the run directory (rageval._rundir_lock); nothing was written
+EXIT_IN_USE = 6
+
+#: `evaluate`: a metric that ran got no value in any cell (--allow-unmeasured accepts it)
+EXIT_UNMEASURED = 7
+
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+#: every exit code and what it means, as `rageval --help` lists them
+EXIT_CODES = (
+    (EXIT_OK, "ok"),
+    (EXIT_GATE, "a --fail-under gate failed (it wins over 6)"),
+    (EXIT_USAGE, "usage, input or configuration error; an optional extra that is not installed"),
+    (
+        EXIT_FATAL,
+        "fatal judge error (unreachable endpoint, bad key, unknown model) or a failed Ray job",
+    ),
+    (EXIT_CALIBRATION_GATE, "a calibrate --min-kappa gate failed"),
+    (EXIT_BUDGET, "stopped at the --max-cost budget (resumable)"),
+    (EXIT_IN_USE, "the run directory is in use by another run: nothing was written"),
+    (EXIT_UNMEASURED, "a metric that ran measured no cell at all (--allow-unmeasured accepts it)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+    (EXIT_TERMINATED, "terminated (SIGTERM): handled as Ctrl-C"),
+)
+
+
+def exit_codes_help() -> str:
+    return "exit codes:\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in EXIT_CODES)
+
+
+class _UsageError(Exception):
+    """A problem with the command line or its input: printed without a traceback, exit 2."""
+
+
+def err(message: str) -> None:
+    print(f"rageval: {message}", file=sys.stderr)
+
+
+class _Stdout:
+    """Writes to stdout until its reader goes away (`rageval ... | head -2`): then the rest of
+    the output, and Python's own flush at exit, go nowhere, and the command's exit code is
+    still the one its work earned."""
+
+    closed = False
+
+    @classmethod
+    def write(cls, text: str = "") -> None:
+        if cls.closed:
+            return
+        try:
+            print(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            cls.closed = True
+            with contextlib.suppress(OSError, ValueError):  # stdout may not be a real file
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+
+
+out = _Stdout.write
+
+
+@contextlib.contextmanager
+def sigterm_as_sigint() -> Iterator[list[int]]:
+    """SIGTERM (a cancelled CI job, `kill`) stops the command the way Ctrl-C does: it is
+    turned into SIGINT, so a run ends with its finished rows kept and the resume hint. Yields
+    the signals received, for the exit code."""
+    from rageval._sync import interrupt_main  # asyncio: loaded when a command runs, not before
+
+    received: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        received.append(signum)
+        if callable(signal.getsignal(signal.SIGINT)):
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C's own path (asyncio's handler too)
+        # SIGINT ignored (a background job of a script): stop all the same, the way asyncio's
+        # own SIGINT handler would, so no KeyboardInterrupt lands inside a finalizer
+        elif not interrupt_main():
+            raise KeyboardInterrupt  # between runs: nothing else is running
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield received
+        return
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def name_value_pairs(values: Sequence[str], what: str) -> list[tuple[str, str]]:
+    """The NAME=VALUE words of option `what`, split (a word without both is a usage error)."""
+    found = []
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise _UsageError(f"{what} must look like NAME=VALUE, got {item!r}")
+        found.append((key.strip(), value.strip()))
+    return found
+
+
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """The argparse type of an option whose value is a whole number of at least `minimum`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def number(more_than: float, less_than: float | None = None) -> Callable[[str], float]:
+    """The argparse type of an option whose value is a number above `more_than` (and below
+    `less_than`, if given)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if less_than is None and not value > more_than:
+            raise argparse.ArgumentTypeError(f"must be more than {more_than:g}, got {text}")
+        if less_than is not None and not more_than < value < less_than:
+            raise argparse.ArgumentTypeError(
+                f"must be between {more_than:g} and {less_than:g}, got {text}"
+            )
+        return value
+
+    return parse
+
+
+positive_int = whole_number(1)
+positive_float = number(0)
+
+
+def positional_data(args: argparse.Namespace) -> str | None:
+    """DATA, wherever argparse found it: an option taking several values (--column-map,
+    --fail-under...) hands over the words after its NAME=VALUE pairs, which are DATA."""
+    spilled: list[str] = args.spilled
+    if args.data is not None and spilled:
+        raise _UsageError(f"unexpected argument(s): {' '.join(spilled)} (DATA is {args.data})")
+    if len(spilled) > 1:
+        raise _UsageError(f"unexpected argument(s): {' '.join(spilled[1:])}")
+    return args.data if args.data is not None else (spilled[0] if spilled else None)
+
+
+def fresh_run_dir() -> Path:
+    """rageval-runs/<timestamp>, with a suffix if a run of the same second exists."""
+    base = Path("rageval-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in [header, *rows]
+    ]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+class _PairsThenData(argparse.Action):
+    """NAME=VALUE pairs for an option taking several (--column-map, --fail-under). The words
+    after the pairs are not the option's: they go to `spilled`, where DATA is looked for, so
+    `--column-map query=user_input data.jsonl` works as `data.jsonl --column-map ...` does."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        words = list(values)
+        first_plain = next((i for i, w in enumerate(words) if "=" not in w), len(words))
+        pairs, rest = words[:first_plain], words[first_plain:]
+        if not pairs or any("=" in w for w in rest):
+            pairs, rest = words, []  # not pairs then DATA: the command reports the bad word
+        setattr(namespace, self.dest, [*getattr(namespace, self.dest), *pairs])
+        namespace.spilled = [*namespace.spilled, *rest]
+
+
+def add_pairs_option(
+    parser: argparse.ArgumentParser, flag: str, *, metavar: str, help: str
+) -> None:
+    """Add `flag`, an option taking NAME=VALUE pairs (repeatable), whose following words are
+    left for DATA (:class:`_PairsThenData`: they go to ``spilled``, empty by default)."""
+    parser.set_defaults(spilled=[])
+    parser.add_argument(
+        flag, nargs="+", action=_PairsThenData, default=[], metavar=metavar, help=help
+    )
+
+
+def add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that scores data: judge, embeddings, run directory, input."""
+    parser.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
+    parser.add_argument(
+        "--base-url",
+        metavar="URL",
+        action="append",
+        default=[],
+        help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI);"
+        " repeat it to spread the rows over several servers of the same model",
+    )
+    parser.add_argument(
+        "--embeddings",
+        metavar="local|openai:MODEL",
+        default=None,
+        help="embedding model (default: the local all-MiniLM-L6-v2)",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="DIR", help="run directory (default: rageval-runs/<timestamp>)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=positive_int,
+        metavar="N",
+        help="judge requests in flight at most (default 16)",
+    )
+    parser.add_argument(
+        "--requests-per-minute",
+        type=positive_float,
+        metavar="N",
+        help="judge requests per minute at most, per endpoint (with --engine ray: for all "
+        "actors together)",
+    )
+    parser.add_argument(
+        "--tokens-per-minute",
+        type=positive_float,
+        metavar="N",
+        help="judge tokens per minute at most, per endpoint (as --requests-per-minute)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the request cache"
+    )
+    add_pairs_option(
+        parser, "--column-map", metavar="THEIRS=OURS", help="rename columns, e.g. query=user_input"
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help="config file (default: the nearest rageval.toml, or pyproject.toml with "
+        "[tool.rageval], here or above); the command line and the environment win over it",
+    )
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip cells of rows that lack a required field instead of stopping",
+    )
+    add_pairs_option(
+        parser,
+        "--price",
+        metavar="MODEL=IN,OUT[,CACHED[,BATCH_IN,BATCH_OUT]]",
+        help="the judge model's price in USD per million tokens (input, output, cached input, "
+        "batch input and output), for a model the built-in table does not know",
+    )
+
+
+def judge_and_embeddings(
+    args: argparse.Namespace, settings: Settings | None = None, stored: StoredRun | None = None
+) -> tuple[Judge | list[Judge] | None, Embeddings | None]:
+    """The judge and embeddings of the options added by :func:`add_judge_options`, the
+    environment and the config file (`settings`, else the file `--config` or the search
+    finds); resuming, the run's own (`stored`) with what the command line changes."""
+    try:
+        if settings is None:
+            from rageval._config import load_settings
+
+            settings = load_settings(args.config)
+        return _judge(args, stored, settings), _embeddings(args, settings)
+    except ValueError as e:  # a bad config, base URL, model name or embeddings spec
+        raise _UsageError(str(e)) from None
+
+
+def _judge(
+    args: argparse.Namespace, stored: StoredRun | None, settings: Settings
+) -> Judge | list[Judge] | None:
+    """The judge the command line, the environment and the config file configure, one per
+    --base-url (a list when there are several: the rows are spread over them); resuming, the
+    run's own judge (from its manifest, on its endpoints) with what the command line changes."""
+    from rageval._config import configured_judge
+    from rageval.runner._stored import judge_from_settings, judge_settings
+
+    overrides: dict[str, Any] = {}
+    for option, setting in (
+        ("concurrency", "max_concurrency"),
+        ("requests_per_minute", "requests_per_minute"),
+        ("tokens_per_minute", "tokens_per_minute"),
+    ):
+        if getattr(args, option) is not None:
+            overrides[setting] = getattr(args, option)
+    if args.no_cache:
+        overrides["cache"] = False
+    prices = _prices(args.price)
+    if prices is not None:
+        overrides["prices"] = prices
+    judges: list[Judge | None]
+    if stored is not None and args.llm is None:
+        if stored.judge is None:
+            return None
+        resumed = {**judge_settings(stored.judge), **overrides}
+        urls = args.base_url or stored.judge.get("base_urls") or [resumed.get("base_url")]
+        judges = [judge_from_settings({**resumed, "base_url": url}) for url in urls]
+    else:
+        urls = args.base_url or [None]
+        judges = [
+            configured_judge(settings, model=args.llm, base_url=url, **overrides) for url in urls
+        ]
+    found = [j for j in judges if j is not None]
+    return found if len(found) > 1 else next(iter(found), None)
+
+
+def _prices(values: Sequence[str]) -> PriceTable | None:
+    """--price MODEL=INPUT,OUTPUT[,CACHED_INPUT[,BATCH_INPUT,BATCH_OUTPUT]] (USD per million)."""
+    if not values:
+        return None
+    from rageval.judge import ModelPrice, PriceTable
+
+    table = {}
+    for model, spec in name_value_pairs(values, "--price"):
+        try:
+            table[model] = ModelPrice.of([float(v) for v in spec.split(",")])
+        except ValueError:
+            raise _UsageError(
+                f"--price {model}={spec}: give INPUT,OUTPUT[,CACHED_INPUT[,BATCH_INPUT,"
+                "BATCH_OUTPUT]] in USD per million tokens"
+            ) from None
+    return PriceTable(table)
+
+
+def _embeddings(args: argparse.Namespace, settings: Settings) -> Embeddings | None:
+    from rageval.runner import embeddings_from_spec
+
+    spec = args.embeddings or settings.embeddings
+    if not spec:
+        return None  # the local model if a metric needs one; resuming, the run's own
+    base_url = args.base_url[0] if args.base_url else None
+    return embeddings_from_spec(spec, base_url=base_url, cache=not args.no_cache)
+
+
+def check_param_names(params: dict[str, dict[str, Any]], metrics: Sequence[str] | None) -> None:
+    """-p for a metric that is not one, or not one of those named for the run, would do
+    nothing: say so."""
+    from rageval.metrics.base import metric_class
+
+    for name in params:
+        try:
+            metric_class(name)
+        except KeyError as e:
+            raise _UsageError(f"-p {name}...: {e.args[0]}") from None
+        if metrics is not None and name not in metrics:
+            raise _UsageError(f"-p {name}...: {name} is not a metric of this run")

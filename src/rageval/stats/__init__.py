@@ -1,0 +1,74 @@
+"""Uncertainty for metric means and for the difference between two runs (numpy only).
+
+One module per concern, their names imported from here:
+
+* :mod:`~rageval.stats._bootstrap`: the percentile-bootstrap interval of a mean
+  (:func:`bootstrap_ci`) and the paired difference of two runs with its sign-flip p-value
+  (:func:`paired_difference`);
+* :mod:`~rageval.stats._agreement`: how well a judge agrees with people (:func:`agreement`,
+  :func:`agreement_difference`: Cohen's κ, balanced accuracy, AUROC, correlations, the
+  confusion matrix), used by :mod:`rageval.calibration`;
+* :mod:`~rageval.stats._ppi`: the mean of a human label powered by a judge (:func:`ppi_mean`,
+  PPI++) and what the judge's own randomness adds (:func:`judge_noise`);
+* :mod:`~rageval.stats._compare`: two runs metric by metric (:func:`compare`);
+* :mod:`~rageval.stats._resampling`: what they share (argument checks, chunked resampling,
+  percentile intervals).
+"""
+
+from rageval.stats._agreement import (
+    AGREEMENT_STATISTICS,
+    Estimate,
+    KappaWeights,
+    agreement,
+    agreement_difference,
+    auroc,
+    balanced_accuracy,
+    cohen_kappa,
+    confusion_matrix,
+    pearson,
+    spearman,
+)
+from rageval.stats._bootstrap import (
+    TIE_BELOW,
+    ConfidenceInterval,
+    PairedDifference,
+    bootstrap_ci,
+    paired_difference,
+)
+from rageval.stats._compare import MetricComparison, PPIComparison, compare
+from rageval.stats._ppi import (
+    JudgeNoise,
+    PPIDifference,
+    PPIEstimate,
+    judge_noise,
+    ppi_difference,
+    ppi_mean,
+)
+
+__all__ = [
+    "AGREEMENT_STATISTICS",
+    "TIE_BELOW",
+    "ConfidenceInterval",
+    "Estimate",
+    "JudgeNoise",
+    "KappaWeights",
+    "MetricComparison",
+    "PPIComparison",
+    "PPIDifference",
+    "PPIEstimate",
+    "PairedDifference",
+    "agreement",
+    "agreement_difference",
+    "auroc",
+    "balanced_accuracy",
+    "bootstrap_ci",
+    "cohen_kappa",
+    "compare",
+    "confusion_matrix",
+    "judge_noise",
+    "paired_difference",
+    "pearson",
+    "ppi_difference",
+    "ppi_mean",
+    "spearman",
+]
