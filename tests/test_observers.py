@@ -219,3 +219,32 @@ def test_the_sinks_are_found_by_name_through_their_entry_points() -> None:
     from rageval.observers.otel import OpenTelemetryObserver
 
     assert isinstance(load_observer("otel"), OpenTelemetryObserver)
+
+
+def test_the_command_line_builds_observers_by_name_and_refuses_an_unknown_one(
+    server: FakeOpenAI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from helpers import write_jsonl
+    from rageval.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    data = tmp_path / "data.jsonl"
+    write_jsonl(data, rows(2))
+    judged = [str(data), "-m", "faithfulness", "--llm", "m", "--base-url", server.base_url, "-q"]
+    assert main(["evaluate", *judged, "--observer", "nope", "-o", str(tmp_path / "a")]) == 2
+    assert "no observer named 'nope'" in capsys.readouterr().err
+    assert not (tmp_path / "a" / "results.jsonl").exists()  # refused before the run
+    run = tmp_path / "b"
+    assert main(["evaluate", *judged, "--no-probe", "--observer", "mlflow", "-o", str(run)]) == 0
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=(tmp_path / "mlruns").as_uri())
+    experiment = client.get_experiment_by_name("rageval")  # the default experiment's name
+    assert experiment is not None
+    (logged,) = client.search_runs([experiment.experiment_id])
+    assert logged.data.tags["rageval.run_dir"] == str(run)

@@ -27,7 +27,7 @@ from helpers import handle, make_judge
 from rageval import traces
 from rageval.runner import evaluate
 from rageval.samples import Conversation, InvalidDataError, Sample
-from rageval.testing import FakeOpenAI, RecordedRequest, Reply
+from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
 
 SESSION = "session-1"
 QUESTIONS = {"Weather in Paris?": "Paris", "And in Rome?": "Rome", "What about Oslo?": "Oslo"}
@@ -459,3 +459,37 @@ def test_older_genai_message_events_and_traces_without_a_session(tmp_path: Path)
     ]
     # no retriever ran: the samples have no contexts (faithfulness reports them unscorable)
     assert [s.retrieved_contexts for s in traces.load(path, "otlp")] == [None, None]
+
+
+def test_the_command_line_evaluates_a_trace_file_by_turns_or_by_conversations(
+    recorded: tuple[traces.Format, Path, Recording],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from rageval.cli import main
+    from rageval.results import load_run
+
+    convention, path, _ = recorded
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    with FakeOpenAI(handle) as server:
+        judged = [str(path), "--format", convention, "--llm", "m", "--base-url", server.base_url]
+        code = main(["evaluate", *judged, "-m", "faithfulness", "-o", str(tmp_path / "t"), "-q"])
+        assert code == 0, capsys.readouterr()
+    turns = load_run(tmp_path / "t")
+    assert len(turns) == 3 and all(v is not None for v in turns["faithfulness"])
+    # every metric scores conversations: one conversation per session (no reference tool
+    # calls in a trace: the cell is skipped, and says why)
+    code = main(
+        ["evaluate", str(path), "--format", convention, "-m", "tool_call_accuracy", "-o",
+         str(tmp_path / "c"), "-q", "--skip-invalid", "--allow-unmeasured"]
+    )  # fmt: skip
+    assert code == 0, capsys.readouterr()
+    capsys.readouterr()
+    conversations = load_run(tmp_path / "c")
+    assert conversations.ids == [SESSION]
+    (cell,) = conversations.cells("tool_call_accuracy")
+    assert cell is not None and "reference_tool_calls" in str(cell.cause)
+    # a trace format reads a file: not stdin
+    assert main(["evaluate", "-", "--format", convention, "-m", "tool_call_f1"]) == 2
+    assert "reads a trace file" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from rageval.cli._shared import (
     EXIT_OK,
     _UsageError,
     add_judge_options,
+    add_probe_option,
     check_param_names,
     fresh_run_dir,
     judge_and_embeddings,
@@ -104,6 +105,7 @@ def add_align_command(sub: Any) -> None:
     cmd.add_argument(
         "--overwrite", action="store_true", help="replace an alignment already in the -o DIR"
     )
+    add_probe_option(cmd)
     cmd.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     cmd.set_defaults(func=run_align)
 
@@ -157,6 +159,7 @@ def run_align(args: argparse.Namespace) -> int:
             run_dir=run_dir,
             overwrite=args.overwrite,
             progress=False if args.quiet else None,
+            probe=not args.no_probe,
         ),
         interrupted="interrupted; the requests made so far are in the request cache (a re-run "
         "reuses them)",

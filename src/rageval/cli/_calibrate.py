@@ -17,6 +17,7 @@ from rageval.cli._shared import (
     EXIT_OK,
     _UsageError,
     add_judge_options,
+    add_probe_option,
     err,
     fresh_run_dir,
     judge_and_embeddings,
@@ -56,6 +57,7 @@ def add_calibrate_command(sub: Any) -> None:
         help="exit 4 unless every agreement with a kappa (binary, ordinal labels) reaches K",
     )
     add_judge_options(cal)
+    add_probe_option(cal)
     cal.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     cal.set_defaults(func=run_calibrate)
 
@@ -84,6 +86,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
             on_invalid="skip" if args.skip_invalid else "raise",
             run_dir=run_dir,
             progress=False if args.quiet else None,
+            probe=not args.no_probe,
         ),
         interrupted=f"interrupted; finished rows are kept in {run_dir}",
     )

@@ -22,6 +22,7 @@ from rageval.cli._shared import (
     _UsageError,
     add_judge_options,
     add_pairs_option,
+    add_probe_option,
     check_param_names,
     err,
     exit_codes_help,
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from rageval.runner._stored import StoredRun
 
 _FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
+#: --format values that read DATA as exported traces (rageval.traces, docs/traces.md)
+_TRACE_FORMATS = ("otlp", "openinference", "langfuse")
 
 
 def add_evaluate_command(sub: Any) -> None:
@@ -95,14 +98,22 @@ def add_evaluate_command(sub: Any) -> None:
     )
     ev.add_argument(
         "--format",
-        choices=_FORMATS,
+        choices=(*_FORMATS, *_TRACE_FORMATS),
         default=None,
-        help="format of DATA read from stdin (default: guessed from its first bytes)",
+        help="format of DATA read from stdin (default: guessed from its first bytes); otlp, "
+        "openinference or langfuse read the DATA file as exported traces (docs/traces.md): one "
+        "row per assistant turn, or one conversation per session when every metric scores "
+        "conversations (tool_call_f1 ...)",
     )
+    add_probe_option(ev)
     ev.add_argument(
-        "--no-probe",
-        action="store_true",
-        help="do not check first, with one quick request, that each endpoint is reachable",
+        "--observer",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also tell this observer how the run goes (repeat for more): mlflow "
+        "(rageval[mlflow]; MLFLOW_TRACKING_URI), otel (rageval[otel]), or one a package "
+        "registers under the entry-point group rageval.observers",
     )
     add_pairs_option(
         ev,
@@ -242,6 +253,9 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     _check_gate_ranges(list(file_gates.items()), "the config file's fail_under")
     if judge is None and metrics:
         _require_a_judge_for(metrics)
+    if args.format in _TRACE_FORMATS:
+        data = _trace_rows(data, args.format, metrics)
+    observers = _observers(args.observer)
     if args.engine == "ray":
         _show_ray_notices()
     copy = _stdin_to(run_dir, args) if data == "-" else None
@@ -269,6 +283,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
                 max_cost=args.max_cost if args.max_cost is not None else settings.max_cost,
                 # resuming without --batch: as the run was started
                 batch=_batch_settings(args.batch, settings.batch),
+                observers=observers,
             )
     except (
         InvalidDataError,
@@ -355,6 +370,39 @@ def _dry_run(
         raise _UsageError(str(e)) from None
     out(found.model_dump_json(indent=2) if as_json else found.table())
     return EXIT_OK
+
+
+def _trace_rows(data: Any, format: str, metrics: Sequence[Any] | None) -> Any:
+    """The rows of the trace file `data` (rageval.traces.load): one conversation per session
+    when every metric asked for scores conversations, else one row per assistant turn."""
+    from rageval.metrics.base import metric_class, scores_conversations
+    from rageval.samples import InvalidDataError
+    from rageval.traces import load
+
+    if not isinstance(data, str) or data == "-":
+        raise _UsageError(f"--format {format} reads a trace file: give its path as DATA")
+    try:
+        conversational = bool(metrics) and all(
+            isinstance(m, str) and scores_conversations(metric_class(m)) for m in metrics or ()
+        )
+    except KeyError as e:
+        raise _UsageError(str(e.args[0])) from None
+    try:
+        return load(data, format, view="conversations" if conversational else "turns")  # type: ignore[arg-type]
+    except (InvalidDataError, FileNotFoundError) as e:
+        raise _UsageError(str(e)) from None
+
+
+def _observers(names: Sequence[str]) -> list[Any]:
+    """The observers --observer names, built from their entry points."""
+    from rageval.errors import MissingExtraError
+    from rageval.observers import load_observer
+    from rageval.runner import RunConfigError
+
+    try:
+        return [load_observer(name) for name in names]
+    except (RunConfigError, MissingExtraError) as e:
+        raise _UsageError(str(e)) from None
 
 
 def _data_argument(args: argparse.Namespace) -> str | None:

@@ -236,6 +236,17 @@ def add_pairs_option(
     )
 
 
+def add_probe_option(cmd: argparse.ArgumentParser) -> None:
+    """--no-probe: the run's check of its endpoints before it starts (which also finds a
+    llama.cpp server's slots) is on unless this is given."""
+    cmd.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="do not check first, with one quick request, that each endpoint is reachable (the "
+        "check also reads a llama.cpp server's slots, the requests it takes at once)",
+    )
+
+
 def add_judge_options(parser: argparse.ArgumentParser) -> None:
     """The options of a command that scores data: judge, embeddings, run directory, input."""
     parser.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
