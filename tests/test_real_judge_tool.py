@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import subprocess
+import time
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,10 +85,25 @@ def test_the_server_listens_on_loopback_only() -> None:
         tool.check_server_args(opts.server_args)
 
 
-def test_start_reuses_a_running_server_only_with_the_same_settings(tmp_path: Path) -> None:
+def test_start_reuses_a_running_server_only_with_the_same_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def nothing_to_build_or_fetch(*args: object) -> None:
+        raise AssertionError("start must reuse the running server, not build or fetch")
+
+    # a failure here must be quick: never a 20-minute build of llama-server from source
+    monkeypatch.setattr(tool, "build", nothing_to_build_or_fetch)
+    monkeypatch.setattr(tool, "fetch", nothing_to_build_or_fetch)
     # a stand-in for a started server: a process whose program is the recorded binary
     stand_in = subprocess.Popen(["/bin/sleep", "60"])
     try:
+        # until it has exec'd, the child's command line is still this Python's (a loaded
+        # machine can take a while): start would not recognise it yet
+        deadline = time.monotonic() + 30
+        cmdline = Path(f"/proc/{stand_in.pid}/cmdline")
+        while cmdline.read_bytes().split(b"\0")[0] != b"/bin/sleep":
+            assert time.monotonic() < deadline, "the stand-in never ran /bin/sleep"
+            time.sleep(0.01)
         opts = tool.parse(["start", "--model", "smollm2"])
         argv = tool.server_argv(
             tool.server_binary(tmp_path), tool.model_path(tmp_path, tool.MODELS["smollm2"]),
