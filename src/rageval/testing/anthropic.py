@@ -36,7 +36,7 @@ from rageval.testing._wire import (
     text_of,
 )
 from rageval.testing.records import Fault, Handler, RecordedRequest, Reply
-from rageval.testing.schema import schema_instance
+from rageval.testing.schema import truncated_reply
 from rageval.testing.server import FakeOpenAI
 
 __all__ = ["MESSAGES_PATH", "FakeAnthropic", "anthropic_error", "openai_view"]
@@ -187,11 +187,7 @@ class FakeAnthropic(FakeOpenAI):
             return Response(200, b'{"id": "msg_broken", "type": "message", "cont')
         if fault.kind == "garbage":
             return self._anthropic_message(view, Reply.text(fault.content or ""))
-        content = fault.content
-        if content is None:
-            schema = view.schema
-            full = json.dumps(schema_instance(schema) if schema else {"answer": "ok"})
-            content = full[: max(1, len(full) // 2)]
+        content = fault.content if fault.content is not None else truncated_reply(view.schema)
         return self._anthropic_message(view, Reply.text(content, finish_reason="length"))
 
     def _anthropic_message(self, view: RecordedRequest, reply: Reply) -> Response:

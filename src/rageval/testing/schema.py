@@ -6,10 +6,11 @@ validates against the schema the client sent, without anyone writing that reply 
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
-__all__ = ["schema_instance", "strict_schema_problem"]
+__all__ = ["schema_instance", "strict_schema_problem", "truncated_reply"]
 
 _STRING_FORMATS = {
     "date-time": "1970-01-01T00:00:00Z",
@@ -233,3 +234,10 @@ def _strict_walk(node: Any, where: str) -> str | None:
             if problem:
                 return problem
     return None
+
+
+def truncated_reply(schema: dict[str, Any] | None) -> str:
+    """The first half of a valid reply to `schema` (a plain JSON object without one): what a
+    reply cut off by its token budget looks like."""
+    full = json.dumps(schema_instance(schema) if schema else {"answer": "ok"})
+    return full[: max(1, len(full) // 2)]

@@ -62,7 +62,7 @@ from rageval.testing.records import (
     Reply,
     ReplyDetails,
 )
-from rageval.testing.schema import schema_instance, strict_schema_problem
+from rageval.testing.schema import schema_instance, strict_schema_problem, truncated_reply
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -542,11 +542,7 @@ class FakeOpenAI:
             return Response(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choi')
         if fault.kind == "garbage":
             return self._completion(record, Reply.text(fault.content or ""))
-        content = fault.content
-        if content is None:
-            schema = record.schema
-            full = json.dumps(schema_instance(schema) if schema else {"answer": "ok"})
-            content = full[: max(1, len(full) // 2)]
+        content = fault.content if fault.content is not None else truncated_reply(record.schema)
         as_tool = record.mode == "tools"
         kind: Literal["tool_arguments", "text"] = "tool_arguments" if as_tool else "text"
         return self._completion(record, Reply(kind, content, finish_reason="length"))
