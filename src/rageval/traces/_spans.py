@@ -1,12 +1,7 @@
-"""Data in: exported traces as rows -- OTLP JSON (GenAI semantic conventions), OpenInference
-spans, Langfuse's export -- read by :func:`load` into single-turn samples (one per assistant
-answer) or conversations (one per session, else per trace).
-
-Each format is read into the same :class:`Span` records (what an LLM call was asked and
-answered, which documents a retriever returned, which tool ran with what), and one assembly
-turns a session's spans, in start order, into turns. docs/traces.md has the table of what
-maps where.
-"""
+"""Every span of a trace export read into the same records (:class:`Span`: what an LLM call
+was asked and answered, which documents a retriever returned, which tool ran with what),
+whatever the format: OTLP JSON with the GenAI semantic conventions or OpenInference's
+attributes, or Langfuse's export. :mod:`rageval.traces._turns` makes turns of them."""
 
 from __future__ import annotations
 
@@ -15,22 +10,20 @@ import binascii
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
-from pydantic import ValidationError
-
-from rageval.samples import Conversation, InvalidDataError, RowProblem, Sample
+from rageval.samples import InvalidDataError, RowProblem
 
 Format = Literal["otlp", "openinference", "langfuse"]
 View = Literal["turns", "conversations"]
 #: what a span did, as far as the turns are concerned; any other span is kept as metadata
 SpanKind = Literal["llm", "retriever", "tool", "other"]
 
-__all__ = ["Format", "Message", "Span", "View", "load", "read_spans"]
+__all__ = ["Format", "Message", "Span", "SpanKind", "View", "read_spans"]
 
 
 @dataclass
@@ -85,50 +78,6 @@ class _Problems:
     def raise_any(self) -> None:
         if self.found:
             raise InvalidDataError(self.found, source=self.source)
-
-
-# --------------------------------------------------------------------------- the file
-
-
-def load(
-    path: str | os.PathLike[str],
-    format: Format = "otlp",
-    *,
-    view: View = "turns",
-    references: Mapping[str, Mapping[str, Any]] | None = None,
-) -> list[Sample]:
-    """The rows of an exported trace file, for :func:`rageval.evaluate`.
-
-    `format`: ``"otlp"`` (the OpenTelemetry collector's file exporter: OTLP JSON, one request
-    a line or one document, read with the GenAI semantic conventions), ``"openinference"``
-    (the same files, read with OpenInference's span attributes) or ``"langfuse"`` (a trace
-    or session downloaded from Langfuse, or a list of traces). Spans are grouped by session
-    (OpenInference ``session.id``, GenAI ``gen_ai.conversation.id``, Langfuse ``sessionId``),
-    else by trace.
-
-    `view`: ``"turns"`` gives one :class:`Sample` per assistant answer (the user message
-    before it, the documents retrieved since, the answer; id ``<group>/<turn>``);
-    ``"conversations"`` one :class:`Conversation` per group (id: the session or trace id).
-
-    `references` adds fields to the rows by id: ``{"<group>/<turn>": {"reference": ...}}``
-    for turns, ``{"<group>": {"reference_tool_calls": [...], "reference_goal": ...}}`` for
-    conversations. An id that names no row, or a field the row does not take, is an error.
-
-    A file that is not a trace export of `format` raises :class:`InvalidDataError` naming the
-    file, the span and the field, before any request; a span of a kind the turns do not use
-    is kept in the row's metadata (``other_spans``).
-    """
-    if format not in get_args(Format):
-        raise ValueError(f"unknown trace format {format!r}: one of {', '.join(get_args(Format))}")
-    if view not in get_args(View):
-        raise ValueError(f"unknown view {view!r}: one of {', '.join(get_args(View))}")
-    spans = read_spans(path, format)
-    threads = [_assemble(key, group) for key, group in _grouped(spans)]
-    rows: dict[str, dict[str, Any]] = {}
-    for thread in threads:
-        made = _turn_rows(thread) if view == "turns" else [_conversation_row(thread)]
-        rows.update((row["id"], row) for row in made)
-    return _validated_rows(rows, references or {}, view, str(path))
 
 
 def read_spans(path: str | os.PathLike[str], format: Format) -> list[Span]:
@@ -615,223 +564,3 @@ def _documents(value: Any) -> list[str]:
             if text is not None:
                 texts.append(str(text))
     return texts
-
-
-# --------------------------------------------------------------------------- turns
-
-
-@dataclass
-class _Thread:
-    """One session's (else one trace's) turns, as rows of :class:`Turn` fields."""
-
-    id: str
-    session_id: str | None
-    trace_ids: list[str]
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    #: the spans the turns do not use (a CHAIN, an AGENT, an embedding call...), summarised
-    other_spans: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _grouped(spans: Sequence[Span]) -> Iterator[tuple[str, list[Span]]]:
-    """The spans by session, else by trace, each group in start order (a tie in the file's
-    order); groups in the order they start. A trace belongs to the session any of its spans
-    names (OpenInference sets ``session.id`` only on the spans made inside ``using_session``)."""
-    session_of: dict[str, str] = {}
-    for span in spans:
-        if span.session_id and span.trace_id not in session_of:
-            session_of[span.trace_id] = span.session_id
-    groups: dict[str, list[Span]] = {}
-    for span in sorted(spans, key=lambda s: s.start_ns):  # sorted() is stable
-        groups.setdefault(session_of.get(span.trace_id, span.trace_id), []).append(span)
-    yield from groups.items()
-
-
-def _assemble(key: str, spans: Sequence[Span]) -> _Thread:
-    """A group's spans, in start order, as turns. An LLM span's last user message opens a
-    user turn when it is new (its text, or how many user messages the call was sent,
-    differs from the last one's: a call that resends the history does not repeat it); its
-    first output message is an assistant turn, carrying the documents of the retriever spans
-    since the previous assistant turn and its tool calls. A tool span (else a tool message a
-    later LLM call was sent) answers the latest call of that id, else of that tool's name,
-    not yet answered: the call gets the result and a tool turn follows."""
-    thread = _Thread(
-        id=key,
-        session_id=next((s.session_id for s in spans if s.session_id), None),
-        trace_ids=list(dict.fromkeys(s.trace_id for s in spans)),
-    )
-    last_user: tuple[int, str | None] | None = None
-    documents: list[str] | None = None
-    for span in spans:
-        where = {"trace_id": span.trace_id, "span_id": span.span_id}
-        if span.kind == "llm":
-            users = [m for m in span.input_messages if m.role == "user"]
-            if users and (len(users), users[-1].content) != last_user:
-                last_user = (len(users), users[-1].content)
-                thread.turns.append(
-                    {"role": "user", "content": users[-1].content, "metadata": where}
-                )
-            for message in span.input_messages:
-                if message.role == "tool" and message.tool_call_id:
-                    _answer(thread, message.tool_call_id, None, None, message.content, where)
-            for message in span.output_messages[:1]:
-                turn: dict[str, Any] = {
-                    "role": "assistant",
-                    "content": message.content,
-                    "metadata": where,
-                }
-                if documents is not None:
-                    turn["retrieved_contexts"], documents = documents, None
-                if message.tool_calls:
-                    turn["tool_calls"] = [
-                        {k: v for k, v in c.items() if v is not None} for c in message.tool_calls
-                    ]
-                thread.turns.append(turn)
-        elif span.kind == "retriever":
-            documents = [*(documents or []), *span.documents]
-        elif span.kind == "tool":
-            answered = _answer(
-                thread,
-                span.tool_call_id,
-                span.tool_name,
-                span.tool_arguments,
-                span.tool_result,
-                where,
-            )
-            if not answered:  # a tool that no call of the model asked for
-                thread.other_spans.append(_summary(span))
-        else:
-            thread.other_spans.append(_summary(span))
-    return thread
-
-
-def _answer(
-    thread: _Thread,
-    call_id: str | None,
-    name: str | None,
-    arguments: Any,
-    result: Any,
-    where: dict[str, str],
-) -> bool:
-    """Give the latest unanswered call of `call_id` (else of the tool `name`) its result and
-    follow it with a tool turn; whether there was such a call."""
-    calls = [c for t in thread.turns for c in t.get("tool_calls", ())]
-    for call in reversed(calls):
-        if (
-            call.get("id") == call_id if call_id else call.get("name") == name
-        ) and "result" not in call:
-            break
-    else:
-        return False
-    call["result"] = result
-    if arguments is not None and not call.get("arguments"):
-        call["arguments"] = arguments
-    content = (
-        result
-        if isinstance(result, str) or result is None
-        else json.dumps(result, ensure_ascii=False)
-    )
-    tool_turn = {"role": "tool", "content": content, "name": call.get("name"), "metadata": where}
-    if call.get("id"):
-        tool_turn["tool_call_id"] = call["id"]
-    thread.turns.append(tool_turn)
-    return True
-
-
-def _summary(span: Span) -> dict[str, Any]:
-    attributes = {k: v for k, v in span.attributes.items() if k != "events" or v}
-    return {
-        "trace_id": span.trace_id,
-        "span_id": span.span_id,
-        "parent_id": span.parent_id,
-        "name": span.name,
-        "kind": span.label,
-        "attributes": attributes,
-    }
-
-
-def _turn_rows(thread: _Thread) -> list[dict[str, Any]]:
-    """One single-turn row per assistant answer (an assistant turn with text): the user
-    message before it, the documents retrieved for the assistant turns since that message
-    (absent when no retriever ran), the answer; the tool calls since are kept in metadata."""
-    rows = []
-    opened = 0  # where the current exchange (from its user turn) starts
-    for i, turn in enumerate(thread.turns):
-        if turn["role"] == "user":
-            opened = i
-        if turn["role"] != "assistant" or not (turn.get("content") or "").strip():
-            continue
-        exchange = thread.turns[opened : i + 1]
-        user = exchange[0]["content"] if exchange[0]["role"] == "user" else None
-        retrieved = [t["retrieved_contexts"] for t in exchange if "retrieved_contexts" in t]
-        trace_id = turn["metadata"]["trace_id"]
-        rows.append(
-            {
-                "id": f"{thread.id}/{i}",
-                "user_input": user,
-                "response": turn["content"],
-                "retrieved_contexts": [d for docs in retrieved for d in docs]
-                if retrieved
-                else None,
-                "metadata": {
-                    "session_id": thread.session_id,
-                    "trace_id": trace_id,
-                    "turn": i,
-                    "tool_calls": [c for t in exchange for c in t.get("tool_calls", ())],
-                    "other_spans": [s for s in thread.other_spans if s["trace_id"] == trace_id],
-                },
-            }
-        )
-    return rows
-
-
-def _conversation_row(thread: _Thread) -> dict[str, Any]:
-    return {
-        "id": thread.id,
-        "turns": thread.turns,
-        "metadata": {
-            "session_id": thread.session_id,
-            "trace_ids": thread.trace_ids,
-            "other_spans": thread.other_spans,
-        },
-    }
-
-
-def _validated_rows(
-    rows: Mapping[str, dict[str, Any]],
-    references: Mapping[str, Mapping[str, Any]],
-    view: View,
-    source: str,
-) -> list[Sample]:
-    problems = [
-        RowProblem(
-            None,
-            None,
-            f"references name {key!r}, which is no row's id (ids: "
-            f"{', '.join(list(rows)[:5])}{', ...' if len(rows) > 5 else ''})",
-        )
-        for key in references
-        if key not in rows
-    ]
-    if not rows:
-        problems.append(
-            RowProblem(
-                None,
-                None,
-                "no span is an LLM call under this format's "
-                "conventions, so there is no turn to evaluate",
-            )
-        )
-    model: Callable[..., Sample] = (
-        Conversation.model_validate if view == "conversations" else Sample.model_validate
-    )
-    out: list[Sample] = []
-    for index, (row_id, row) in enumerate(rows.items()):
-        try:
-            out.append(model({**row, **references.get(row_id, {})}))
-        except ValidationError as e:
-            for err in e.errors():
-                place = ".".join(str(p) for p in err["loc"]) or None
-                problems.append(RowProblem(index, place, err["msg"], row_id))
-    if problems:
-        raise InvalidDataError(problems, source=source)
-    return out
