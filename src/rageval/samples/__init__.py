@@ -1,0 +1,69 @@
+"""Data in: the row models (`Sample`, `Conversation`), loaders for every supported source, and
+validation.
+
+Validation is separate from loading so that a run can report every row a metric cannot score
+(row number, id and field) before a single judge request is paid for. The models and their
+fields are in :mod:`._rows`, the loaders in :mod:`._load`.
+"""
+
+from __future__ import annotations
+
+from rageval.samples._load import (
+    SUPPORTED_SUFFIXES,
+    FileRows,
+    LoadedData,
+    load_samples,
+    rows_json,
+    sample_ids,
+)
+from rageval.samples._rows import (
+    CONVERSATION_ALIASES,
+    CONVERSATION_FIELDS,
+    FIELD_ALIASES,
+    LEGACY_ALIASES,
+    LIST_FIELDS,
+    ROW_FIELDS,
+    SAMPLE_FIELDS,
+    TEXT_FIELDS,
+    Conversation,
+    InvalidDataError,
+    Role,
+    RowProblem,
+    Sample,
+    SingleTurnSample,
+    ToolCall,
+    Turn,
+    is_conversation_row,
+    json_problem,
+    missing_fields,
+    sample_of,
+)
+
+__all__ = [
+    "CONVERSATION_ALIASES",
+    "CONVERSATION_FIELDS",
+    "FIELD_ALIASES",
+    "LEGACY_ALIASES",
+    "LIST_FIELDS",
+    "ROW_FIELDS",
+    "SAMPLE_FIELDS",
+    "SUPPORTED_SUFFIXES",
+    "TEXT_FIELDS",
+    "Conversation",
+    "FileRows",
+    "InvalidDataError",
+    "LoadedData",
+    "Role",
+    "RowProblem",
+    "Sample",
+    "SingleTurnSample",
+    "ToolCall",
+    "Turn",
+    "is_conversation_row",
+    "json_problem",
+    "load_samples",
+    "missing_fields",
+    "rows_json",
+    "sample_ids",
+    "sample_of",
+]
