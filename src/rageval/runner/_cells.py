@@ -41,8 +41,9 @@ from pydantic import BaseModel, Field
 
 from rageval._version import __version__
 from rageval.judge import Usage
+from rageval.metrics._capture import source_digest
 from rageval.metrics._statements import SHARED_TAG
-from rageval.metrics.base import Metric, MetricResult, source_digest
+from rageval.metrics.base import Metric, MetricResult
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
