@@ -128,9 +128,12 @@ def test_a_tool_call_metric_refuses_a_single_turn_row() -> None:
         evaluate(data, ["tool_call_f1"], progress=False)
 
 
-def test_the_default_selection_of_conversation_data_is_the_tool_call_metrics() -> None:
+def test_the_default_selection_of_conversation_data_is_the_conversation_metrics() -> None:
     result = evaluate(conversations(2), progress=False)
-    assert result.metrics == ["tool_call_accuracy", "tool_call_f1"]
+    # the judge metrics among them too, as for single-turn data: without a judge their cells
+    # are skipped with the hint to configure one
+    assert result.metrics == ["tool_call_accuracy", "tool_call_f1", "turn_faithfulness"]
+    assert result.statuses("turn_faithfulness") == ["skipped", "skipped"]
     # the single-turn metrics are not "left out" of conversation data, nor the tool-call
     # metrics of single-turn data: each kind of row has its own default selection
     assert result.metrics_left_out == {}

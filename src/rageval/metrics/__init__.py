@@ -29,6 +29,7 @@ from rageval.metrics import (
     token_f1,
     tool_call_accuracy,
     tool_call_f1,
+    turn_faithfulness,
 )
 from rageval.metrics.answer_accuracy import AnswerAccuracy
 from rageval.metrics.answer_correctness import AnswerCorrectness
@@ -57,6 +58,7 @@ from rageval.metrics.semantic_similarity import SemanticSimilarity
 from rageval.metrics.token_f1 import TokenF1
 from rageval.metrics.tool_call_accuracy import ToolCallAccuracy
 from rageval.metrics.tool_call_f1 import ToolCallF1
+from rageval.metrics.turn_faithfulness import TurnFaithfulness
 
 __all__ = [
     "AnswerAccuracy",
@@ -82,6 +84,7 @@ __all__ = [
     "TokenF1",
     "ToolCallAccuracy",
     "ToolCallF1",
+    "TurnFaithfulness",
     "answer_accuracy",
     "answer_correctness",
     "answer_relevance",
@@ -103,4 +106,5 @@ __all__ = [
     "token_f1",
     "tool_call_accuracy",
     "tool_call_f1",
+    "turn_faithfulness",
 ]
