@@ -122,7 +122,8 @@ def test_the_plan_is_what_a_run_sends_for_every_conversation_judge_metric() -> N
         assert part.prompt_tokens.estimate == actual[name].prompt_tokens, name
     # turn_faithfulness: statements + verdicts for each of conv's 3 turns, edges' first turn
     # and its last (blank contexts: statements only), one's turn: 3 * 2 + 2 + 1 + 2 = 11
-    assert planned.requests.estimate == 11
+    faithfulness = planned.metrics["turn_faithfulness"].requests.estimate
+    assert faithfulness + planned.shared["shared:statements"].requests.estimate == 11
 
 
 def test_dry_run_validates_like_a_run_and_sends_nothing(

@@ -29,6 +29,8 @@ from rageval.metrics import (
     token_f1,
     tool_call_accuracy,
     tool_call_f1,
+    turn_answer_relevancy,
+    turn_context_relevance,
     turn_faithfulness,
 )
 from rageval.metrics.answer_accuracy import AnswerAccuracy
@@ -58,6 +60,8 @@ from rageval.metrics.semantic_similarity import SemanticSimilarity
 from rageval.metrics.token_f1 import TokenF1
 from rageval.metrics.tool_call_accuracy import ToolCallAccuracy
 from rageval.metrics.tool_call_f1 import ToolCallF1
+from rageval.metrics.turn_answer_relevancy import TurnAnswerRelevancy
+from rageval.metrics.turn_context_relevance import TurnContextRelevance
 from rageval.metrics.turn_faithfulness import TurnFaithfulness
 
 __all__ = [
@@ -84,6 +88,8 @@ __all__ = [
     "TokenF1",
     "ToolCallAccuracy",
     "ToolCallF1",
+    "TurnAnswerRelevancy",
+    "TurnContextRelevance",
     "TurnFaithfulness",
     "answer_accuracy",
     "answer_correctness",
@@ -106,5 +112,7 @@ __all__ = [
     "token_f1",
     "tool_call_accuracy",
     "tool_call_f1",
+    "turn_answer_relevancy",
+    "turn_context_relevance",
     "turn_faithfulness",
 ]
