@@ -79,7 +79,7 @@ def test_the_plan_is_what_a_run_sends_for_every_judge_metric() -> None:
 
 def conversation_rows() -> list[dict[str, Any]]:
     """Conversations of the ordinary rows' turns, and the edges: a turn that only calls a
-    tool, a turn without contexts, a blank response, contexts all blank."""
+    tool, a turn without contexts, a blank response, contexts all blank, a blank goal."""
     turns: list[dict[str, Any]] = []
     for row in rows(3):
         turns.append({"role": "user", "content": row["user_input"]})
@@ -101,10 +101,11 @@ def conversation_rows() -> list[dict[str, Any]]:
         {"role": "user", "content": "Sure?"},
         {"role": "assistant", "content": "The sky is blue.", "retrieved_contexts": ["", " "]},
     ]
+    goal = "The user learns what the sky looks like."
     return [
-        {"id": "conv", "turns": turns},
-        {"id": "edges", "turns": [*turns[:2], *edges]},
-        {"id": "one", "turns": turns[:2]},
+        {"id": "conv", "turns": turns, "reference_goal": goal},
+        {"id": "edges", "turns": [*turns[:2], *edges], "reference_goal": " "},
+        {"id": "one", "turns": turns[:2], "reference_goal": goal},
     ]
 
 

@@ -14,6 +14,8 @@ import faithfulness, answer_correctness`` runs ``Faithfulness()`` and ``AnswerCo
 
 from rageval.errors import NoJudgeError
 from rageval.metrics import (
+    agent_goal_accuracy,
+    agent_goal_accuracy_without_reference,
     answer_accuracy,
     answer_correctness,
     answer_relevance,
@@ -33,6 +35,8 @@ from rageval.metrics import (
     turn_context_relevance,
     turn_faithfulness,
 )
+from rageval.metrics.agent_goal_accuracy import AgentGoalAccuracy
+from rageval.metrics.agent_goal_accuracy_without_reference import AgentGoalAccuracyWithoutReference
 from rageval.metrics.answer_accuracy import AnswerAccuracy
 from rageval.metrics.answer_correctness import AnswerCorrectness
 from rageval.metrics.answer_relevance import AnswerRelevance, ContextEvaluation, RelevanceScore
@@ -65,6 +69,8 @@ from rageval.metrics.turn_context_relevance import TurnContextRelevance
 from rageval.metrics.turn_faithfulness import TurnFaithfulness
 
 __all__ = [
+    "AgentGoalAccuracy",
+    "AgentGoalAccuracyWithoutReference",
     "AnswerAccuracy",
     "AnswerCorrectness",
     "AnswerRelevance",
@@ -91,6 +97,8 @@ __all__ = [
     "TurnAnswerRelevancy",
     "TurnContextRelevance",
     "TurnFaithfulness",
+    "agent_goal_accuracy",
+    "agent_goal_accuracy_without_reference",
     "answer_accuracy",
     "answer_correctness",
     "answer_relevance",
