@@ -17,7 +17,9 @@ What it answers:
   line ``[s3] text``) gets the verdict on that item; statements are the 2–4 sentences of the
   tagged text; ``reference_statements`` the sentences of ``<reference>``, each ruled on
   against the numbered items; ``question`` is a question made from the answer; a ``rating`` is
-  on the scale the prompt states (``{"rating": 0|1|2}``).
+  on the scale the prompt states (``{"rating": 0|1|2}``); an agent goal's ``user_goal`` and
+  ``end_state`` are the user's first and the assistant's last text in ``<conversation>``, and
+  ``achieved`` is whether the end state covers the desired outcome (the verdict rule below).
 * ragas 0.4's ``PydanticPrompt`` prompts (instruction, output JSON schema, examples, then
   ``input: {json}``): the JSON its parser expects for each output model it uses, covering the
   statements and contexts of the input, so ragas never takes its "fix output" path.
@@ -178,6 +180,23 @@ def _questions(text: str, n: int) -> list[str]:
     for i in range(n):
         claim = found[i % len(found)].rstrip(".!?")
         out.append(f"Is it true that {claim[:1].lower()}{claim[1:]}?")
+    return out
+
+
+#: the agent goal outcome's fields, and whose words this judge takes for each
+_OUTCOME_SPEAKERS = {"user_goal": "user", "end_state": "assistant"}
+
+
+def _said(conversation: str, role: str) -> list[str]:
+    """The texts `role` says in a conversation as rageval's transcript shows it (``user:
+    …`` paragraphs; an assistant's tool calls on lines of their own after its text)."""
+    head = f"{role}: "
+    out = []
+    for part in conversation.split("\n\n"):
+        if part.startswith(head):
+            text = part[len(head) :].split("\n[calls ", 1)[0]
+            if text and not text.startswith("[calls "):
+                out.append(text)
     return out
 
 
@@ -372,12 +391,18 @@ class _Structured:
         if kind == "boolean":
             if name == "noncommittal":
                 return "don't know" in self._text_for("answer").lower()
+            if name == "achieved":  # agent goal: the end state covers the desired outcome
+                tags = dict(self.blocks)
+                return supported(tags.get("desired_outcome", ""), [tags.get("end_state", "")])
             return self.seed % 2 == 0
         if kind in ("number", "integer") or "enum" in node:
             return self._number(name, node)
         if kind == "string":
             if name == "question":
                 return _questions(self._text_for("answer"), 1)[0]
+            if name in _OUTCOME_SPEAKERS:  # agent goal: the first user / last assistant text
+                said = _said(dict(self.blocks).get("conversation", ""), _OUTCOME_SPEAKERS[name])
+                return (said[-1] if name == "end_state" else said[0]) if said else ""
             return "Judged from the tagged material."
         return schema_instance({**node, "$defs": self.root.get("$defs", {})})
 

@@ -15,11 +15,20 @@ from rageval import estimate, evaluate
 from rageval.cli import main
 from rageval.judge import Judge, PriceTable
 from rageval.metrics import Metric, MetricResult
-from rageval.metrics.base import ScoringContext, registered_metrics
+from rageval.metrics.base import ScoringContext, registered_metrics, scores_conversations
 from rageval.samples import InvalidDataError, Sample
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
-JUDGE_METRICS = sorted(name for name, cls in registered_metrics().items() if cls.needs_llm)
+JUDGE_METRICS = sorted(
+    name
+    for name, cls in registered_metrics().items()
+    if cls.needs_llm and not scores_conversations(cls)
+)
+CONVERSATION_JUDGE_METRICS = sorted(
+    name
+    for name, cls in registered_metrics().items()
+    if cls.needs_llm and scores_conversations(cls)
+)
 
 
 def judge(server: FakeOpenAI, model: str = "gpt-4o-mini", **kw: Any) -> Judge:
@@ -66,6 +75,56 @@ def test_the_plan_is_what_a_run_sends_for_every_judge_metric() -> None:
     assert planned.metrics["context_precision"].requests.estimate == 8
     assert planned.prompt_tokens.estimate == result.usage.prompt_tokens
     assert planned.rows == len(data) and planned.cells_kept == 0
+
+
+def conversation_rows() -> list[dict[str, Any]]:
+    """Conversations of the ordinary rows' turns, and the edges: a turn that only calls a
+    tool, a turn without contexts, a blank response, contexts all blank, a blank goal."""
+    turns: list[dict[str, Any]] = []
+    for row in rows(3):
+        turns.append({"role": "user", "content": row["user_input"]})
+        turns.append(
+            {
+                "role": "assistant",
+                "content": row["response"],
+                "retrieved_contexts": row["retrieved_contexts"],
+                "reference": row["reference"],
+            }
+        )
+    edges: list[dict[str, Any]] = [
+        {"role": "user", "content": "And the weather?"},
+        {"role": "assistant", "tool_calls": [{"name": "weather", "arguments": {"city": "Oslo"}}]},
+        {"role": "tool", "name": "weather", "content": "Snow."},
+        {"role": "assistant", "content": "It snows in Oslo."},
+        {"role": "user", "content": "Anything else?"},
+        {"role": "assistant", "content": " ", "retrieved_contexts": ["The sky is blue."]},
+        {"role": "user", "content": "Sure?"},
+        {"role": "assistant", "content": "The sky is blue.", "retrieved_contexts": ["", " "]},
+    ]
+    goal = "The user learns what the sky looks like."
+    return [
+        {"id": "conv", "turns": turns, "reference_goal": goal},
+        {"id": "edges", "turns": [*turns[:2], *edges], "reference_goal": " "},
+        {"id": "one", "turns": turns[:2], "reference_goal": goal},
+    ]
+
+
+def test_the_plan_is_what_a_run_sends_for_every_conversation_judge_metric() -> None:
+    data = conversation_rows()
+    with FakeOpenAI(handle) as server:
+        planned = estimate(data, CONVERSATION_JUDGE_METRICS, llm=judge(server))
+        assert server.requests == []
+        result = evaluate(data, CONVERSATION_JUDGE_METRICS, llm=judge(server), progress=False)
+        sent = len(server.chat_requests)
+    assert planned.requests.estimate == sent == result.usage.requests
+    actual = result.usage_by_metric
+    for name, part in {**planned.metrics, **planned.shared}.items():
+        assert part.requests.estimate == actual[name].requests, name
+        assert part.prompt_tokens.estimate == actual[name].prompt_tokens, name
+    # turn_faithfulness: statements + verdicts for each of conv's 3 turns, edges' first turn
+    # and its last (blank contexts: statements only), one's turn: 3 * 2 + 2 + 1 + 2 = 11
+    faithfulness = planned.metrics["turn_faithfulness"].requests.estimate
+    assert faithfulness + planned.shared["shared:statements"].requests.estimate == 11
 
 
 def test_dry_run_validates_like_a_run_and_sends_nothing(

@@ -13,7 +13,7 @@ import pytest
 from helpers import handle
 from rageval.judge import Judge
 from rageval.judge._modes import Mode
-from rageval.metrics.base import registered_metrics
+from rageval.metrics.base import registered_metrics, scores_conversations
 from rageval.runner import evaluate
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest
 
@@ -41,7 +41,12 @@ SAMPLES: list[dict[str, Any]] = [
         "reference_contexts": ["Plants take up carbon dioxide."],
     },
 ]
-JUDGE_METRICS = sorted(name for name, cls in registered_metrics().items() if cls.needs_llm)
+# the single-turn judge metrics (a per-turn metric sends its single-turn metric's requests)
+JUDGE_METRICS = sorted(
+    name
+    for name, cls in registered_metrics().items()
+    if cls.needs_llm and not scores_conversations(cls)
+)
 # the data of a request: tagged blocks made by rageval.metrics.authoring.tagged, nothing else
 _DATA = re.compile(r"(?:<(\w+)>\n.*?\n</\1>\n?)+", re.DOTALL)
 _FIRST_TAG = re.compile(r"^<\w+>$", re.MULTILINE)

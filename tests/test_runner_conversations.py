@@ -128,12 +128,22 @@ def test_a_tool_call_metric_refuses_a_single_turn_row() -> None:
         evaluate(data, ["tool_call_f1"], progress=False)
 
 
-def test_the_default_selection_of_conversation_data_is_the_tool_call_metrics() -> None:
+def test_the_default_selection_of_conversation_data_is_the_conversation_metrics() -> None:
     result = evaluate(conversations(2), progress=False)
-    assert result.metrics == ["tool_call_accuracy", "tool_call_f1"]
+    # the judge metrics among them too, as for single-turn data: without a judge their cells
+    # are skipped with the hint to configure one
+    judged = [
+        "agent_goal_accuracy_without_reference",
+        "turn_answer_relevancy",
+        "turn_context_relevance",
+        "turn_faithfulness",
+    ]
+    assert sorted(result.metrics) == sorted(["tool_call_accuracy", "tool_call_f1", *judged])
+    assert all(result.statuses(m) == ["skipped", "skipped"] for m in judged)
     # the single-turn metrics are not "left out" of conversation data, nor the tool-call
-    # metrics of single-turn data: each kind of row has its own default selection
-    assert result.metrics_left_out == {}
+    # metrics of single-turn data: each kind of row has its own default selection; a
+    # conversation metric is, when no row has its fields
+    assert result.metrics_left_out == {"agent_goal_accuracy": "no row has 'reference_goal'"}
     single = evaluate([{"response": "Paris.", "reference": "Paris"}], progress=False)
     assert "tool_call_f1" not in single.metrics_left_out and "token_f1" in single.metrics
 

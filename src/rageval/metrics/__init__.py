@@ -14,6 +14,8 @@ import faithfulness, answer_correctness`` runs ``Faithfulness()`` and ``AnswerCo
 
 from rageval.errors import NoJudgeError
 from rageval.metrics import (
+    agent_goal_accuracy,
+    agent_goal_accuracy_without_reference,
     answer_accuracy,
     answer_correctness,
     answer_relevance,
@@ -29,7 +31,12 @@ from rageval.metrics import (
     token_f1,
     tool_call_accuracy,
     tool_call_f1,
+    turn_answer_relevancy,
+    turn_context_relevance,
+    turn_faithfulness,
 )
+from rageval.metrics.agent_goal_accuracy import AgentGoalAccuracy
+from rageval.metrics.agent_goal_accuracy_without_reference import AgentGoalAccuracyWithoutReference
 from rageval.metrics.answer_accuracy import AnswerAccuracy
 from rageval.metrics.answer_correctness import AnswerCorrectness
 from rageval.metrics.answer_relevance import AnswerRelevance, ContextEvaluation, RelevanceScore
@@ -57,8 +64,13 @@ from rageval.metrics.semantic_similarity import SemanticSimilarity
 from rageval.metrics.token_f1 import TokenF1
 from rageval.metrics.tool_call_accuracy import ToolCallAccuracy
 from rageval.metrics.tool_call_f1 import ToolCallF1
+from rageval.metrics.turn_answer_relevancy import TurnAnswerRelevancy
+from rageval.metrics.turn_context_relevance import TurnContextRelevance
+from rageval.metrics.turn_faithfulness import TurnFaithfulness
 
 __all__ = [
+    "AgentGoalAccuracy",
+    "AgentGoalAccuracyWithoutReference",
     "AnswerAccuracy",
     "AnswerCorrectness",
     "AnswerRelevance",
@@ -82,6 +94,11 @@ __all__ = [
     "TokenF1",
     "ToolCallAccuracy",
     "ToolCallF1",
+    "TurnAnswerRelevancy",
+    "TurnContextRelevance",
+    "TurnFaithfulness",
+    "agent_goal_accuracy",
+    "agent_goal_accuracy_without_reference",
     "answer_accuracy",
     "answer_correctness",
     "answer_relevance",
@@ -103,4 +120,7 @@ __all__ = [
     "token_f1",
     "tool_call_accuracy",
     "tool_call_f1",
+    "turn_answer_relevancy",
+    "turn_context_relevance",
+    "turn_faithfulness",
 ]

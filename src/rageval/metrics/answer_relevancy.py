@@ -25,11 +25,12 @@ Judge requests: 1 (N where the endpoint ignores or refuses `n`). Embedding calls
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rageval.metrics.authoring import (
+    BlankRule,
     PlannedRequest,
     messages,
     not_measured_if_blank,
@@ -80,12 +81,12 @@ def answer_relevancy_score(cosines: Sequence[float], noncommittal: Sequence[bool
 @register
 class AnswerRelevancy(Metric):
     name = "answer_relevancy"
-    required_fields = ("user_input", "response")
+    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response")
     needs_llm = True
     needs_embeddings = True
     value_range = (-1.0, 1.0)  # a cosine, not clipped
     summary = "mean cosine of questions generated from the response to the user input"
-    blank_rules = (
+    blank_rules: ClassVar[tuple[BlankRule, ...]] = (
         not_measured_if_blank("user_input", "the user input is empty: no question to answer"),
         zero_if_blank("response", "the response is empty: it answers nothing"),
     )

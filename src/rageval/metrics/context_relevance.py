@@ -12,8 +12,10 @@ Judge requests: 2 (more only for re-asks).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from rageval.metrics.authoring import (
+    BlankRule,
     RatingMetric,
     nonblank,
     not_measured_if_blank,
@@ -46,12 +48,12 @@ def prompts(question: str, contexts: Sequence[str]) -> list[list[dict[str, str]]
 @register
 class ContextRelevance(RatingMetric):
     name = "context_relevance"
-    required_fields = ("user_input", "retrieved_contexts")
+    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "retrieved_contexts")
     scale = SCALE
     summary = (
         "relevance of the retrieved contexts to the question, two judge templates rating 0/1/2"
     )
-    blank_rules = (
+    blank_rules: ClassVar[tuple[BlankRule, ...]] = (
         not_measured_if_blank(
             "user_input", "the user input is empty: no question to be relevant to"
         ),

@@ -66,7 +66,7 @@ faithfulness_score = share_true
 @register
 class Faithfulness(GuidedMetric):
     name = "faithfulness"
-    required_fields = ("user_input", "response", "retrieved_contexts")
+    required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "retrieved_contexts")
     example_fields = ("response", "retrieved_contexts")
     value_range = (0.0, 1.0)
     statement_needs = frozenset({"response"})

@@ -22,7 +22,6 @@ arguments (a nested object or array is one argument, equal when all of it is equ
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -55,7 +54,7 @@ def canonical_call(call: ToolCall) -> Hashable:
 
 def call_text(call: ToolCall) -> str:
     """A call as evidence shows it: ``get_weather({"city": "Paris"})`` (keys sorted)."""
-    return f"{call.name}({json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)})"
+    return call.text
 
 
 def argument_units(call: ToolCall) -> int:

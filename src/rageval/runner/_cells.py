@@ -42,7 +42,7 @@ from pydantic import BaseModel, Field
 from rageval._version import __version__
 from rageval.judge import Usage
 from rageval.metrics._capture import source_digest
-from rageval.metrics._statements import SHARED_TAG
+from rageval.metrics._statements import SHARED_TAG, read_by
 from rageval.metrics.base import Metric, MetricResult
 from rageval.samples import Sample
 
@@ -151,7 +151,7 @@ class CellStore:
             kept = _KeptCell(
                 result=results[name],
                 calls=calls.get(name, 0),
-                statements=sorted(done[name].statement_needs & set(extracted)),
+                statements=read_by(done[name].statement_needs, extracted),
             )
             cache.put_record(key, kept.model_dump_json())
 

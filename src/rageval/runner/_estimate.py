@@ -320,10 +320,12 @@ def sample_cost(
         if requests and judge is not None:
             out.by_metric[name] = plan_cost(judge, requests, batch=batch, counters=counters)
     if shared_judge is not None:
+        # several pieces of shared work book under one name (each turn's statements)
+        by_name: dict[str, list[PlannedRequest]] = {}
         for key, request in plan.shared.items():
-            out.shared[_shared_name(key)] = plan_cost(
-                shared_judge, [request], batch=batch, counters=counters
-            )
+            by_name.setdefault(_shared_name(key), []).append(request)
+        for name, requests in by_name.items():
+            out.shared[name] = plan_cost(shared_judge, requests, batch=batch, counters=counters)
     for part in (*out.by_metric.values(), *out.shared.values()):
         part.cells = 1
         part.scale(repeats)  # a repeat asks everything again, the statements too

@@ -271,7 +271,9 @@ def cell_problems(
                 invalid_cells[(row, m.name)] = "; ".join(map(_describe, stopping))
                 continue
             for field, message in m.input_problems(sample):
-                problem = RowProblem(row, field, message, sample.id, m.name, loaded.line(row))
+                problem = RowProblem.of_metric(
+                    row, field, message, sample.id, m.name, loaded.line(row)
+                )
                 problems[id(problem)] = problem
     return list(problems.values()), invalid_rows, invalid_cells
 

@@ -37,6 +37,7 @@ from rageval.samples._rows import (
     json_problem,
     missing_fields,
     sample_of,
+    transcript,
 )
 
 __all__ = [
@@ -65,5 +66,6 @@ __all__ = [
     "missing_fields",
     "rows_json",
     "sample_ids",
+    "transcript",
     "sample_of",
 ]

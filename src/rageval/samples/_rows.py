@@ -69,6 +69,10 @@ class InvalidDataError(RagevalError, ValueError):
         super().__init__(head + ("\n  " if len(lines) > 1 else "") + "\n  ".join(lines))
 
 
+#: a field inside a conversation's turn, as a metric names it: ``turns[3].content``
+_TURN_FIELD = re.compile(r"turns\[(\d+)\]\.(.+)")
+
+
 @dataclass(frozen=True)
 class RowProblem:
     row: int | None  # 0-based row index; None for problems with the whole input
@@ -81,6 +85,25 @@ class RowProblem:
     #: for a problem inside a conversation's turn, the turn's 0-based index in `turns`;
     #: `field` is then the turn's field (``tool_calls[0].arguments``)
     turn: int | None = None
+
+    @classmethod
+    def of_metric(
+        cls,
+        row: int,
+        field: str,
+        message: str,
+        sample_id: str | None,
+        metric: str,
+        line: int | None,
+    ) -> RowProblem:
+        """A metric's problem with a row's `field` (:meth:`rageval.metrics.Metric.
+        input_problems`); a field inside a turn, ``turns[3].content``, is located as that
+        turn's field."""
+        found = _TURN_FIELD.fullmatch(field)
+        if found is None:
+            return cls(row, field, message, sample_id, metric, line)
+        turn, inside = int(found[1]), found[2]
+        return cls(row, inside, message, sample_id, metric, line, turn=turn)
 
     def __str__(self) -> str:
         where = []
@@ -287,6 +310,12 @@ class ToolCall(BaseModel):
         # what the data does not give is left out (a result of null is no result)
         return {k: v for k, v in handler(self).items() if v is not None}
 
+    @property
+    def text(self) -> str:
+        """The call as evidence and judges read it: ``get_weather({"city": "Paris"})`` (keys
+        sorted)."""
+        return f"{self.name}({json.dumps(self.arguments, sort_keys=True, ensure_ascii=False)})"
+
 
 #: what only an assistant turn carries
 _ASSISTANT_ONLY = ("retrieved_contexts", "tool_calls", "reference")
@@ -382,6 +411,38 @@ class Conversation(Sample):
             if turn.role == "assistant"
             for call in turn.tool_calls or ()
         ]
+
+    def turn_sample(self, index: int) -> Sample:
+        """Assistant turn `index` as the single-turn sample the per-turn metrics score: its
+        text as `response`, its own `retrieved_contexts` and `reference`, and as `user_input`
+        the conversation so far (:func:`transcript` of the turns before it) -- just the
+        user's message when that is the whole of it, so that a one-exchange conversation is
+        the single-turn sample it stands for."""
+        turn = self.turns[index]
+        if turn.role != "assistant":
+            raise ValueError(f"turn {index} is a {turn.role} turn, not an assistant turn")
+        before = self.turns[:index]
+        alone = len(before) == 1 and before[0].role == "user"
+        return Sample(
+            user_input=(before[0].content or "") if alone else transcript(before),
+            response=turn.content,
+            retrieved_contexts=turn.retrieved_contexts,
+            reference=turn.reference,
+            id=self.id,
+        )
+
+
+def transcript(turns: Sequence[Turn]) -> str:
+    """Turns as a judge reads a conversation: one message per paragraph, ``user: …``,
+    ``assistant: …`` (its tool calls after its text, ``[calls get_weather({…})]``) and
+    ``tool get_weather: …`` for what a tool returned."""
+    parts = []
+    for turn in turns:
+        speaker = f"tool {turn.name}" if turn.role == "tool" and turn.name else turn.role
+        lines = [turn.content] if turn.content else []
+        lines += [f"[calls {call.text}]" for call in turn.tool_calls or ()]
+        parts.append(f"{speaker}: " + "\n".join(lines))
+    return "\n\n".join(parts)
 
 
 def _plain_list(value: Any) -> Any:
