@@ -66,6 +66,6 @@ __all__ = [
     "missing_fields",
     "rows_json",
     "sample_ids",
-    "transcript",
     "sample_of",
+    "transcript",
 ]
