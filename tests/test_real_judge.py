@@ -21,7 +21,7 @@ from rageval import evaluate
 from rageval.errors import CauseKind
 from rageval.judge import Judge
 from rageval.metrics import Metric, registered_metrics
-from rageval.samples import Sample
+from rageval.samples import sample_of
 from real_judge_helpers import RealJudge, http_json, real_judge
 
 pytestmark = pytest.mark.real_judge
@@ -36,6 +36,18 @@ ROW: dict[str, Any] = {
     ],
     "reference": "Super Bowl I was played on January 15, 1967; Green Bay beat Kansas City 35-10.",
 }
+#: the same exchange as a conversation, for the metrics that score conversations
+CONVERSATION: dict[str, Any] = {
+    "turns": [
+        {"role": "user", "content": ROW["user_input"]},
+        {
+            "role": "assistant",
+            "content": ROW["response"],
+            "retrieved_contexts": ROW["retrieved_contexts"],
+        },
+    ],
+    "reference_goal": "Learn when the first Super Bowl was played and who won it.",
+}
 #: why a cell may end without a value against a real (weak) model: the judge's reply, or the
 #: input; anything else (metric_error, transport, unknown) is a bug to fix
 NAMED_CAUSES: frozenset[CauseKind] = frozenset(
@@ -46,6 +58,11 @@ NAMED_CAUSES: frozenset[CauseKind] = frozenset(
 @pytest.fixture(scope="module")
 def real() -> RealJudge:
     return real_judge()
+
+
+def row_for(metric: Metric) -> dict[str, Any]:
+    """The row `metric` scores: the conversation, or the single-turn sample."""
+    return CONVERSATION if metric.scores_conversations else ROW
 
 
 def judge_metrics() -> list[Metric]:
@@ -66,7 +83,7 @@ def test_every_judge_metric_asks_for_a_schema_llama_cpp_accepts(real: RealJudge)
     judge = Judge(real.model, base_url=real.base_url, mode="json_schema", cache=False)
     users: dict[str, set[str]] = {}  # response_format JSON -> the metrics that send it
     for metric in judge_metrics():
-        planned = metric.planned_requests(Sample(**ROW))
+        planned = metric.planned_requests(sample_of(row_for(metric)))
         assert planned, f"{metric.name} plans no judge request for a complete sample"
         for request in planned:
             _, extra, _ = judge.request_text(request.messages, request.response_model)
@@ -102,10 +119,19 @@ def test_one_sample_per_judge_metric_ends_measured_or_with_a_named_cause(
         max_tokens=64,
         timeout=120,
     )
-    result = evaluate([ROW], metrics=metrics, llm=judge, run_dir=tmp_path / "run")
+    # a run scores rows of one kind: the single-turn metrics, then the conversation ones
+    kinds = [[m for m in metrics if m.scores_conversations == c] for c in (False, True)]
+    results = {
+        m.name: result
+        for kind, group in enumerate(kinds)
+        for result in [
+            evaluate([row_for(group[0])], group, llm=judge, run_dir=tmp_path / f"run{kind}")
+        ]
+        for m in group
+    }
     ended: dict[str, object] = {}
     for metric in metrics:
-        (cell,) = result.cells(metric.name)
+        (cell,) = results[metric.name].cells(metric.name)
         assert cell is not None, f"{metric.name}: no cell"
         if cell.value is not None:
             ended[metric.name] = cell.value
