@@ -28,6 +28,9 @@ environment.
                        else ``DATA_GYM_CACHE_DIR``, else ``<temp dir>/data-gym-cache``, as
                        tiktoken resolves it (set but empty: tiktoken caches nothing)
 =====================  ======================================================================
+
+Beside them, MLflow's own ``MLFLOW_EXPERIMENT_NAME``: the experiment ``MLflowObserver`` logs
+to when none is given (default "rageval"); MLflow reads its tracking URI itself.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = [
     "hf_hub_cache",
     "judge_model",
     "minilm_dir",
+    "mlflow_experiment",
     "tiktoken_cache_dir",
 ]
 
@@ -116,3 +120,9 @@ def tiktoken_cache_dir() -> Path | None:
         if name in os.environ:  # tiktoken's rule: set, even to "", wins
             return Path(os.environ[name]) if os.environ[name] else None
     return Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def mlflow_experiment(explicit: str | None = None) -> str:
+    """The MLflow experiment a run is logged to (rageval.observers.mlflow): `explicit`, else
+    ``MLFLOW_EXPERIMENT_NAME`` (MLflow's own variable), else "rageval"."""
+    return explicit or _get("MLFLOW_EXPERIMENT_NAME") or "rageval"

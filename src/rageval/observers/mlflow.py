@@ -10,10 +10,10 @@ once log to two runs. Where it logs is MLflow's own choice unless given: ``track
 from __future__ import annotations
 
 import math
-import os
 import time
 from typing import Any
 
+from rageval import _env
 from rageval._extras import require
 from rageval._version import __version__
 from rageval.log import SUMMARY_FILE, SampleLine
@@ -49,7 +49,7 @@ class MLflowObserver(RunObserver):
         self._metrics: list[str] = []
 
     def _experiment_id(self) -> str:
-        name = self.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "rageval"
+        name = _env.mlflow_experiment(self.experiment)
         found = self.client.get_experiment_by_name(name)
         return found.experiment_id if found is not None else self.client.create_experiment(name)
 
