@@ -390,7 +390,7 @@ def estimate(
     from rageval.runner._schedule import spread
 
     spec = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
-    run = prepare(spec.checked())
+    run = prepare(spec)
     per_metric = {m.name: _Tally() for m in run.metrics}
     shared: dict[str, _Tally] = {}
     kept = 0

@@ -357,7 +357,7 @@ async def aevaluate(
     spec = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
     if resume and run_dir is not None:
         spec = read_stored_run(run_dir).complete(spec)
-    spec = spec.checked()
+    # checked here as well as in prepare(): the checks below this line need the values
     on_invalid, repeats = checked_options(spec.on_invalid, spec.repeats)
     column_map = spec.column_map
     if max_cost is not None and not (

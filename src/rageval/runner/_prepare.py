@@ -331,8 +331,8 @@ class Prepared:
 class RunSpec:
     """What one run scores and how: the arguments :func:`aevaluate` and
     :func:`rageval.estimate` were given (None: not given), completed from a resumed run's
-    manifest (:meth:`rageval.runner._stored.StoredRun.complete`) and checked once
-    (:meth:`checked`) before :func:`prepare` makes the run of it."""
+    manifest (:meth:`rageval.runner._stored.StoredRun.complete`); :func:`prepare` checks it and
+    makes the run of it."""
 
     data: Any = None
     metrics: Sequence[MetricLike] | None = None
@@ -342,11 +342,6 @@ class RunSpec:
     metric_params: Mapping[str, Mapping[str, Any]] | None = None
     on_invalid: OnInvalid | None = None
     repeats: int | None = None
-
-    def checked(self) -> RunSpec:
-        """`on_invalid` and `repeats` checked, with their defaults for None."""
-        on_invalid, repeats = checked_options(self.on_invalid, self.repeats)
-        return dataclasses.replace(self, on_invalid=on_invalid, repeats=repeats)
 
 
 def checked_options(on_invalid: str | None, repeats: int | None) -> tuple[OnInvalid, int]:
