@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,7 +162,12 @@ def run_driver(cmd: Sequence[str], timeout: float = 7200) -> dict[str, Any]:
     # warnings worth reporting (e.g. ragas' "LLM returned 1 generations instead of 3")
     result["stderr_lines"] = len([ln for ln in proc.stderr.splitlines() if ln.strip()])
     result["stderr_tail"] = proc.stderr[-600:]
+    # ragas logs why a cell is NaN as "Exception raised in Job[3]: LLMDidNotFinishException(...)"
+    result["job_exceptions"] = dict(Counter(_RAGAS_JOB_EXCEPTION.findall(proc.stderr)))
     return result
+
+
+_RAGAS_JOB_EXCEPTION = re.compile(r"Exception raised in Job\[\d+\]: (\w+)")
 
 
 def rageval_cmd(

@@ -15,9 +15,10 @@ ignores the prompt's prose; ``--fault-rate`` injects transport and content fault
 Writes the raw rows as JSON (``--json``) and prints markdown tables.
 
 ``--real-judge MODEL`` compares the two on a real model instead: llama.cpp's llama-server
-(``real_judge/judge.py``, started here as ``--name bench-vs-ragas`` and stopped at the end)
-behind ``metered_proxy.py``, which adds up the server's own report of every completion. Each
-of the eight metrics runs alone, once per tool: rageval with its defaults (the endpoint check
+(``real_judge/judge.py``, started as ``--name bench-vs-ragas`` for each run and stopped after
+it, so no run finds another's prompts in the server's cache) behind ``metered_proxy.py``, which
+adds up the server's own report of every completion. Each of the eight metrics runs alone, once
+per tool: rageval with its defaults (the endpoint check
 on, so it sends as many requests at once as the server has slots, 600 s per attempt), rageval
 with ``reasons`` off (only the metrics that have the switch and write reasons by default:
 faithfulness and answer_correctness; the others are the defaults' run) and ragas with its own
@@ -250,54 +251,61 @@ class RealRun:
         return (float(self.proxy["prompt_ms"]) + float(self.proxy["predicted_ms"])) / 1000
 
 
-def run_real(
+def tool_command(
     run: str,
     metric: str,
-    proxy: MeteredProxy,
-    root: str,
+    base_url: str,
     data: Path,
-    samples: int,
-    model: str,
+    args: argparse.Namespace,
     slots: int,
-    reply_cap: int,
-) -> RealRun:
-    proxy.reset()
-    load = load_average()
-    seconds0 = server_seconds_total(root)
-    with Scratch() as scratch:
-        if run == RAGAS:
-            extra = ["--model", model, "--max-workers", str(slots), "--max-tokens", str(reply_cap)]
-            cmd = ragas_cmd(
-                proxy.base_url, str(data), [metric], [*extra, "--timeout", str(ATTEMPT_TIMEOUT_S)]
-            )
-        else:
-            extra = ["--model", model, "--embeddings", "local", "--concurrency", "0", "--probe"]
-            if run == REASONS_OFF:
-                extra += ["--metric-params", json.dumps({metric: {"reasons": False}})]
-            cmd = rageval_cmd(
-                proxy.base_url,
-                str(data),
-                [metric],
-                scratch / "cache",
-                run_dir=scratch / "run",
-                extra=extra,
-            )
-        result = run_driver(cmd, timeout=24 * 3600)
-    stats = proxy.stats()
-    metrics_server_s = server_seconds_total(root) - seconds0
+    scratch: Path,
+) -> list[str]:
+    if run == RAGAS:
+        run_config = ["--max-workers", str(slots), "--timeout", str(ATTEMPT_TIMEOUT_S)]
+        extra = ["--model", args.real_judge, *run_config, "--max-tokens", str(args.reply_cap)]
+        return ragas_cmd(base_url, str(data), [metric], extra)
+    extra = ["--model", args.real_judge, "--embeddings", "local", "--concurrency", "0", "--probe"]
+    if run == REASONS_OFF:
+        extra += ["--metric-params", json.dumps({metric: {"reasons": False}})]
+    # request cache and run directory fresh: every run does the whole work
+    return rageval_cmd(
+        base_url, str(data), [metric], scratch / "cache", run_dir=scratch / "run", extra=extra
+    )
+
+
+def run_real(run: str, metric: str, data: Path, args: argparse.Namespace) -> tuple[RealRun, int]:
+    """One run on a llama-server started for it, so that no run finds its prompts in the
+    server's cache from an earlier one (llama-server keeps old prompts in RAM:
+    ``--cache-ram``); also returns the server's slots."""
+    with (
+        llama_server(args.real_judge, args.server_threads) as root,
+        MeteredProxy(root) as proxy,
+        Scratch() as scratch,
+    ):
+        slots = int(get_json(f"{root}/props")["total_slots"])
+        load = load_average()
+        seconds0 = server_seconds_total(root)
+        result = run_driver(
+            tool_command(run, metric, proxy.base_url, data, args, slots, scratch),
+            timeout=24 * 3600,
+        )
+        stats = proxy.stats()
+        metrics_server_s = server_seconds_total(root) - seconds0
     scores = result["scores"]
     if run == RAGAS:
-        valued = samples - sum(int(column["nan"]) for column in scores.values())
+        valued = args.samples - sum(int(column["nan"]) for column in scores.values())
         causes: dict[str, Any] = {
+            "job_exceptions": result["job_exceptions"],
             "stderr_lines": result["stderr_lines"],
             "stderr_tail": result["stderr_tail"],
         }
     else:
         valued = int(scores[metric]["measured"])
         causes = dict(scores[metric]["causes"] or {})
-    return RealRun(
-        run, metric, samples, result["wall_s"], valued, causes, stats, metrics_server_s, load
+    real = RealRun(
+        run, metric, args.samples, result["wall_s"], valued, causes, stats, metrics_server_s, load
     )
+    return real, slots
 
 
 def real_table(runs: list[RealRun]) -> str:
@@ -385,6 +393,11 @@ def real_report(meta: dict[str, Any], runs: list[RealRun]) -> str:
     timings = sum(r.server_s for r in runs)
     scraped = sum(r.metrics_server_s for r in runs)
     causes = {f"{r.metric} ({r.run})": r.causes for r in runs if r.run != RAGAS and r.causes}
+    ragas_causes = {
+        r.metric: r.causes.get("job_exceptions")
+        for r in runs
+        if r.run == RAGAS and r.valued < r.samples
+    }
     lines = [
         f"judge: `{meta['model']}` on llama-server ({meta['slots']} slot(s)), ragas' reply "
         f"cap {meta['ragas_reply_cap']} tokens, "
@@ -399,6 +412,8 @@ def real_report(meta: dict[str, Any], runs: list[RealRun]) -> str:
     ]
     if causes:
         lines.append(f"rageval's causes of cells without a value: `{json.dumps(causes)}`")
+    if ragas_causes:  # from its log: one exception per failed job, retries included
+        lines.append(f"ragas' exceptions where cells are NaN: `{json.dumps(ragas_causes)}`")
     return "\n".join(lines)
 
 
@@ -416,44 +431,30 @@ def real_main(args: argparse.Namespace) -> int:
         WORK / f"samples-{args.samples}-seed{args.seed}.jsonl", args.samples, args.seed
     )
     runs: list[RealRun] = []
-    with llama_server(args.real_judge, args.server_threads) as root:
-        slots = int(get_json(f"{root}/props")["total_slots"])
-        meta = {
-            "model": args.real_judge,
-            "samples": args.samples,
-            "seed": args.seed,
-            "slots": slots,
-            "ragas_reply_cap": args.reply_cap,
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "command": " ".join(sys.argv),
-        }
-        with MeteredProxy(root) as proxy:
-            for i, metric in enumerate(metrics):
-                order = [RAGEVAL_DEFAULTS, RAGAS]
-                if has_reasons_switch(metric):
-                    order.insert(1, REASONS_OFF)
-                for run in order if i % 2 == 0 else reversed(order):
-                    r = run_real(
-                        run,
-                        metric,
-                        proxy,
-                        root,
-                        data,
-                        args.samples,
-                        args.real_judge,
-                        slots,
-                        args.reply_cap,
-                    )
-                    runs.append(r)
-                    print(
-                        f"{metric:>22} {run:>21}: {r.valued}/{r.samples} valued, "
-                        f"{r.proxy['chat_requests']} requests, server {r.server_s:.1f} s, "
-                        f"wall {r.wall_s:.1f} s, load {r.load:.1f}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    if args.json is not None:  # after every run: a long run keeps its part
-                        save_real(args.json, meta, runs)
+    meta: dict[str, Any] = {
+        "model": args.real_judge,
+        "samples": args.samples,
+        "seed": args.seed,
+        "ragas_reply_cap": args.reply_cap,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": " ".join(sys.argv),
+    }
+    for i, metric in enumerate(metrics):
+        order = [RAGEVAL_DEFAULTS, RAGAS]
+        if has_reasons_switch(metric):
+            order.insert(1, REASONS_OFF)
+        for run in order if i % 2 == 0 else reversed(order):
+            r, meta["slots"] = run_real(run, metric, data, args)
+            runs.append(r)
+            print(
+                f"{metric:>22} {run:>21}: {r.valued}/{r.samples} valued, "
+                f"{r.proxy['chat_requests']} requests, server {r.server_s:.1f} s, "
+                f"wall {r.wall_s:.1f} s, load {r.load:.1f}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if args.json is not None:  # after every run: a long measurement keeps its part
+                save_real(args.json, meta, runs)
     report = real_report(meta, runs)
     if args.markdown is not None:
         args.markdown.write_text(f"`{meta['command']}`\n\n{report}\n")
