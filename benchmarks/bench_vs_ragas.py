@@ -352,6 +352,8 @@ def real_table(runs: list[RealRun]) -> str:
                     else "",
                 ]
             )
+        if RAGEVAL_DEFAULTS not in these or RAGAS not in these:
+            continue  # unfinished (an interrupted measurement): not in the totals
         # reasons off changes only the metrics with the switch; the others count as they ran
         for run in totals:
             chosen = these.get(run) or (these.get(RAGEVAL_DEFAULTS) if run == REASONS_OFF else None)

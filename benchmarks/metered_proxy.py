@@ -49,6 +49,7 @@ class Counters:
     embedding_requests: int = 0
     embedded_texts: int = 0
     client_gone: int = 0  # replies the client no longer waited for (its timeout)
+    in_flight: int = 0  # chat requests llama-server has not answered yet
 
 
 class Meter:
@@ -96,7 +97,13 @@ class Meter:
         return status, reply
 
     def chat(self, path: str, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        self.add(chat_requests=1)
+        self.add(chat_requests=1, in_flight=1)
+        try:
+            return self._generations(path, request)
+        finally:
+            self.add(in_flight=-1)
+
+    def _generations(self, path: str, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         n = int(request.get("n") or 1)
         if n == 1:
             return self.completion(path, request)
@@ -139,7 +146,7 @@ class Meter:
 
     def reset(self) -> None:
         with self.lock:
-            self.counters = Counters()
+            self.counters = Counters(in_flight=self.counters.in_flight)
 
 
 def handler_for(meter: Meter) -> type[BaseHTTPRequestHandler]:
