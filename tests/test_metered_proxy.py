@@ -6,7 +6,10 @@ all-MiniLM-L6-v2, the vectors rageval itself computes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,7 +20,7 @@ import pytest
 
 from _harness import MeteredProxy
 from rageval.embeddings import LocalEmbeddings
-from rageval.testing import FakeOpenAI, Fault
+from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
 
 
 @pytest.fixture
@@ -84,3 +87,22 @@ def test_embeddings_are_rageval_s_own_minilm_vectors(
     np.testing.assert_allclose(served, LocalEmbeddings().embed_texts(texts), rtol=0, atol=1e-6)
     assert fake_openai.embedding_requests == []  # answered by the proxy, not forwarded
     assert proxy.stats()["embedded_texts"] == 2
+
+
+def test_a_request_llama_server_has_not_answered_is_in_flight_until_it_is() -> None:
+    release = threading.Event()
+
+    async def held(record: RecordedRequest) -> Reply:
+        while not release.is_set():  # the server's loop runs in its own thread
+            await asyncio.sleep(0.01)
+        return Reply("yes")
+
+    with FakeOpenAI(held) as upstream, MeteredProxy(upstream.base_url.removesuffix("/v1")) as p:
+        sent = threading.Thread(target=post, args=(f"{p.base_url}/chat/completions", CHAT))
+        sent.start()
+        while not upstream.chat_requests:  # the proxy has forwarded it
+            time.sleep(0.05)
+        assert p.stats()["in_flight"] == 1
+        release.set()
+        sent.join()
+        assert (p.stats()["in_flight"], p.stats()["completions"]) == (0, 1)
