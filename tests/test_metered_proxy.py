@@ -95,7 +95,7 @@ def test_a_request_llama_server_has_not_answered_is_in_flight_until_it_is() -> N
     async def held(record: RecordedRequest) -> Reply:
         while not release.is_set():  # the server's loop runs in its own thread
             await asyncio.sleep(0.01)
-        return Reply("yes")
+        return Reply.text("yes")
 
     with FakeOpenAI(held) as upstream, MeteredProxy(upstream.base_url.removesuffix("/v1")) as p:
         sent = threading.Thread(target=post, args=(f"{p.base_url}/chat/completions", CHAT))
