@@ -5,19 +5,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 WORK = HERE / ".work"
-RAGAS_PYTHON = WORK / "ragas-venv" / "bin" / "python"
+RAGAS_VENV = WORK / "ragas-venv"
+RAGAS_PYTHON = RAGAS_VENV / "bin" / "python"
+#: what the ragas venv holds (``import ragas`` 0.4.3 fails with langchain-community 0.4.2)
+RAGAS_REQUIREMENTS = ("ragas==0.4.3", "langchain-community==0.4.1", "langchain-openai")
 EIGHT = (
     "answer_relevancy",
     "answer_correctness",
@@ -46,30 +51,37 @@ def child_env() -> dict[str, str]:
     return env
 
 
-class JudgeServer:
-    """``judge_server.py`` in its own process; ``stats()``/``reset()`` talk to it over stdin."""
+def ensure_ragas_venv() -> Path:
+    """The ragas virtual environment's python, the venv made on first use: ragas is never a
+    dependency of rageval nor installed beside it (the drivers talk to it as a subprocess)."""
+    done = RAGAS_VENV / ".installed"
+    if not done.exists():
+        print(f"installing {' '.join(RAGAS_REQUIREMENTS)} into {RAGAS_VENV}", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(RAGAS_VENV)], check=True)
+        pip = [str(RAGAS_PYTHON), "-m", "pip", "install", "-q"]
+        subprocess.run([*pip, "--upgrade", "pip"], check=True)  # pip 23's resolver backtracks
+        subprocess.run([*pip, *RAGAS_REQUIREMENTS], check=True)
+        done.write_text("\n".join(RAGAS_REQUIREMENTS) + "\n")
+    return RAGAS_PYTHON
 
-    def __init__(
-        self,
-        latency_ms: float,
-        *,
-        forget_every: float = 0.0,
-        judge: str = "synthetic",
-        fault_rate: float = 0.0,
-    ) -> None:
-        cmd = [sys.executable, str(HERE / "judge_server.py"), "--latency-ms", str(latency_ms)]
-        cmd += ["--judge", judge, "--fault-rate", str(fault_rate)]
-        if forget_every:
-            cmd += ["--forget-every", str(forget_every)]
-        self.latency_ms = latency_ms
+
+_Server = TypeVar("_Server", bound="CountingServer")
+
+
+class CountingServer:
+    """A server script in its own process that prints its base URL on its first stdout line
+    and answers ``stats`` / ``reset`` / ``quit`` on stdin (``judge_server.py``,
+    ``metered_proxy.py``)."""
+
+    def __init__(self, cmd: Sequence[str]) -> None:
         self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env()
+            list(cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=child_env()
         )
         assert self.proc.stdout is not None
         self.base_url = self.proc.stdout.readline().strip()
         if not self.base_url.startswith("http://127.0.0.1:"):
             self.close()
-            raise RuntimeError(f"judge server did not start (got {self.base_url!r})")
+            raise RuntimeError(f"{cmd[1]} did not start (got {self.base_url!r})")
 
     def _command(self, command: str) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -80,14 +92,6 @@ class JudgeServer:
 
     def stats(self) -> dict[str, Any]:
         return self._command("stats")
-
-    def timeline(self) -> list[list[Any]]:
-        """[start, end, path] per request since the last reset."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write("timeline\n")
-        self.proc.stdin.flush()
-        spans: list[list[Any]] = json.loads(self.proc.stdout.readline())
-        return spans
 
     def reset(self) -> dict[str, Any]:
         return self._command("reset")
@@ -102,11 +106,46 @@ class JudgeServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
 
-    def __enter__(self) -> JudgeServer:
+    def __enter__(self: _Server) -> _Server:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class JudgeServer(CountingServer):
+    """``judge_server.py``: the fake judge, with its counters."""
+
+    def __init__(
+        self,
+        latency_ms: float,
+        *,
+        forget_every: float = 0.0,
+        judge: str = "synthetic",
+        fault_rate: float = 0.0,
+    ) -> None:
+        cmd = [sys.executable, str(HERE / "judge_server.py"), "--latency-ms", str(latency_ms)]
+        cmd += ["--judge", judge, "--fault-rate", str(fault_rate)]
+        if forget_every:
+            cmd += ["--forget-every", str(forget_every)]
+        self.latency_ms = latency_ms
+        super().__init__(cmd)
+
+    def timeline(self) -> list[list[Any]]:
+        """[start, end, path] per request since the last reset."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("timeline\n")
+        self.proc.stdin.flush()
+        spans: list[list[Any]] = json.loads(self.proc.stdout.readline())
+        return spans
+
+
+class MeteredProxy(CountingServer):
+    """``metered_proxy.py`` in front of a llama-server (its root URL, no ``/v1``): what the
+    server computed for the requests since the last reset (tokens, its own milliseconds)."""
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__([sys.executable, str(HERE / "metered_proxy.py"), "--upstream", upstream])
 
 
 def run_driver(cmd: Sequence[str], timeout: float = 7200) -> dict[str, Any]:
@@ -123,7 +162,12 @@ def run_driver(cmd: Sequence[str], timeout: float = 7200) -> dict[str, Any]:
     # warnings worth reporting (e.g. ragas' "LLM returned 1 generations instead of 3")
     result["stderr_lines"] = len([ln for ln in proc.stderr.splitlines() if ln.strip()])
     result["stderr_tail"] = proc.stderr[-600:]
+    # ragas logs why a cell is NaN as "Exception raised in Job[3]: LLMDidNotFinishException(...)"
+    result["job_exceptions"] = dict(Counter(_RAGAS_JOB_EXCEPTION.findall(proc.stderr)))
     return result
+
+
+_RAGAS_JOB_EXCEPTION = re.compile(r"Exception raised in Job\[\d+\]: (\w+)")
 
 
 def rageval_cmd(
@@ -155,7 +199,9 @@ def rageval_cmd(
     return [*cmd, *extra]
 
 
-def ragas_cmd(base_url: str, data: str, metrics: Sequence[str]) -> list[str]:
+def ragas_cmd(
+    base_url: str, data: str, metrics: Sequence[str], extra: Sequence[str] = ()
+) -> list[str]:
     return [
         str(RAGAS_PYTHON),
         str(HERE / "ragas_driver.py"),
@@ -165,6 +211,7 @@ def ragas_cmd(base_url: str, data: str, metrics: Sequence[str]) -> list[str]:
         data,
         "--metrics",
         *metrics,
+        *extra,
     ]
 
 

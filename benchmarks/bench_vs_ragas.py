@@ -13,6 +13,24 @@ ignores the prompt's prose; ``--fault-rate`` injects transport and content fault
 ``judge_server.py``).
 
 Writes the raw rows as JSON (``--json``) and prints markdown tables.
+
+``--real-judge MODEL`` compares the two on a real model instead: llama.cpp's llama-server
+(``real_judge/judge.py``, started as ``--name bench-vs-ragas`` for each run and stopped after
+it, so no run finds another's prompts in the server's cache) behind ``metered_proxy.py``, which
+adds up the server's own report of every completion. Each of the eight metrics runs alone, once
+per tool: rageval with its defaults (the endpoint check
+on, so it sends as many requests at once as the server has slots, 600 s per attempt), rageval
+with ``reasons`` off (only the metrics that have the switch and write reasons by default:
+faithfulness and answer_correctness; the others are the defaults' run) and ragas with its own
+prompts and retries, given the same requests at once, 600 s and a reply cap (``--reply-cap``,
+default 1,024 tokens: rageval's smallest reply budget). Both embed with the same
+all-MiniLM-L6-v2 (ragas through the proxy's ``/v1/embeddings``). Per metric and in total: cells
+with a value (ragas: its NaN), chat requests, prompt tokens (and how many the server's prompt
+cache served), generated tokens, the server's seconds (``timings.prompt_ms + predicted_ms``)
+and wall time, per sample::
+
+    python benchmarks/bench_vs_ragas.py --real-judge smollm2 --samples 3 \
+        --json out.json --markdown out.md
 """
 
 from __future__ import annotations
@@ -20,17 +38,25 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from _harness import (
     EIGHT,
-    RAGAS_PYTHON,
+    HERE,
     WORK,
     JudgeServer,
+    MeteredProxy,
     Row,
     Scratch,
+    ensure_ragas_venv,
     fmt,
     load_average,
     markdown_table,
@@ -129,7 +155,12 @@ def table(pairs: list[tuple[str, dict[str, Row]]], latency_ms: float) -> str:
 def render_saved(paths: list[Path]) -> int:
     grouped: dict[tuple[float, str], dict[str, list[Row]]] = {}
     for path in paths:
-        for obj in json.loads(path.read_text()):
+        saved = json.loads(path.read_text())
+        if isinstance(saved, dict) and "real_judge" in saved:
+            runs = [RealRun(**run) for run in saved["runs"]]
+            print(real_report(saved["real_judge"], runs))
+            continue
+        for obj in saved:
             row = Row(**obj)
             grouped.setdefault((row.latency_ms, row.metrics), {}).setdefault(row.tool, [])
             grouped[(row.latency_ms, row.metrics)][row.tool].append(row)
@@ -144,6 +175,300 @@ def render_saved(paths: list[Path]) -> int:
     return 0
 
 
+# ---- on a real judge: llama-server behind the metering proxy ------------------------------
+
+#: the llama-server this comparison starts and stops, apart from any other (CI's, the user's)
+SERVER_NAME = "bench-vs-ragas"
+#: seconds per request attempt, both tools: what rageval allows a slow local judge by default
+ATTEMPT_TIMEOUT_S = 600
+#: ragas' reply cap by default: rageval's smallest reply budget (``Judge(max_tokens=1024)``).
+#: Without one (ChatOpenAI's default) llama-server lets a model that does not stop write until
+#: its context is full: minutes per request
+REPLY_CAP = 1024
+RAGEVAL_DEFAULTS = "rageval, defaults"
+REASONS_OFF = "rageval, reasons off"
+RAGAS = "ragas"
+
+
+@contextmanager
+def llama_server(model: str, threads: int | None) -> Iterator[str]:
+    """``judge.py start`` (``--metrics`` on, for the cross-check), the server's root URL, and
+    ``judge.py stop`` afterwards."""
+    judge = [sys.executable, str(HERE / "real_judge" / "judge.py")]
+    start = [*judge, "start", "--name", SERVER_NAME, "--model", model]
+    if threads:
+        start += ["--threads", str(threads), "--threads-batch", str(threads)]
+    url = subprocess.run(
+        [*start, "--", "--metrics"], check=True, stdout=subprocess.PIPE, text=True
+    ).stdout.strip()
+    try:
+        yield url.removesuffix("/v1")
+    finally:
+        subprocess.run([*judge, "stop", "--name", SERVER_NAME], check=False)
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def server_seconds_total(root: str) -> float:
+    """Prompt plus generation seconds llama-server has spent since it started (/metrics)."""
+    with urllib.request.urlopen(f"{root}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    values = dict(line.split(" ", 1) for line in text.splitlines() if line.startswith("llamacpp:"))
+    return float(values["llamacpp:prompt_seconds_total"]) + float(
+        values["llamacpp:tokens_predicted_seconds_total"]
+    )
+
+
+def has_reasons_switch(metric: str) -> bool:
+    """The metric writes reasons by default and can be told not to (``reasons=False``)."""
+    from rageval.metrics import metric_class
+
+    return bool(getattr(metric_class(metric), "reasons_by_default", False))
+
+
+@dataclass
+class RealRun:
+    """One metric, one tool, all rows, against the real judge."""
+
+    run: str  # RAGEVAL_DEFAULTS, REASONS_OFF or RAGAS
+    metric: str
+    samples: int
+    wall_s: float
+    valued: int  # cells with a value
+    causes: dict[str, Any]  # rageval: why cells have none; ragas: its stderr lines
+    proxy: dict[str, Any]  # metered_proxy.py's counters
+    metrics_server_s: float  # the same server seconds from /metrics, as a check
+    load: float
+
+    def per_sample(self, key: str) -> float:
+        return float(self.proxy[key]) / self.samples
+
+    @property
+    def server_s(self) -> float:
+        return (float(self.proxy["prompt_ms"]) + float(self.proxy["predicted_ms"])) / 1000
+
+
+def tool_command(
+    run: str,
+    metric: str,
+    base_url: str,
+    data: Path,
+    args: argparse.Namespace,
+    slots: int,
+    scratch: Path,
+) -> list[str]:
+    if run == RAGAS:
+        run_config = ["--max-workers", str(slots), "--timeout", str(ATTEMPT_TIMEOUT_S)]
+        extra = ["--model", args.real_judge, *run_config, "--max-tokens", str(args.reply_cap)]
+        return ragas_cmd(base_url, str(data), [metric], extra)
+    extra = ["--model", args.real_judge, "--embeddings", "local", "--concurrency", "0", "--probe"]
+    if run == REASONS_OFF:
+        extra += ["--metric-params", json.dumps({metric: {"reasons": False}})]
+    # request cache and run directory fresh: every run does the whole work
+    return rageval_cmd(
+        base_url, str(data), [metric], scratch / "cache", run_dir=scratch / "run", extra=extra
+    )
+
+
+def run_real(run: str, metric: str, data: Path, args: argparse.Namespace) -> tuple[RealRun, int]:
+    """One run on a llama-server started for it, so that no run finds its prompts in the
+    server's cache from an earlier one (llama-server keeps old prompts in RAM:
+    ``--cache-ram``); also returns the server's slots."""
+    with (
+        llama_server(args.real_judge, args.server_threads) as root,
+        MeteredProxy(root) as proxy,
+        Scratch() as scratch,
+    ):
+        slots = int(get_json(f"{root}/props")["total_slots"])
+        load = load_average()
+        seconds0 = server_seconds_total(root)
+        result = run_driver(
+            tool_command(run, metric, proxy.base_url, data, args, slots, scratch),
+            timeout=24 * 3600,
+        )
+        stats = proxy.stats()
+        metrics_server_s = server_seconds_total(root) - seconds0
+    scores = result["scores"]
+    if run == RAGAS:
+        valued = args.samples - sum(int(column["nan"]) for column in scores.values())
+        causes: dict[str, Any] = {
+            "job_exceptions": result["job_exceptions"],
+            "stderr_lines": result["stderr_lines"],
+            "stderr_tail": result["stderr_tail"],
+        }
+    else:
+        valued = int(scores[metric]["measured"])
+        causes = dict(scores[metric]["causes"] or {})
+    real = RealRun(
+        run, metric, args.samples, result["wall_s"], valued, causes, stats, metrics_server_s, load
+    )
+    return real, slots
+
+
+def real_table(runs: list[RealRun]) -> str:
+    header = [
+        "metric",
+        "run",
+        "cells with a value",
+        "requests/sample",
+        "completions/sample",
+        "prompt tok/sample",
+        "of them from cache",
+        "generated tok/sample",
+        "server s/sample",
+        "wall s/sample",
+        "server s vs ragas",
+    ]
+    by_metric: dict[str, dict[str, RealRun]] = {}
+    for r in runs:
+        by_metric.setdefault(r.metric, {})[r.run] = r
+    body: list[list[str]] = []
+    totals: dict[str, list[RealRun]] = {RAGEVAL_DEFAULTS: [], REASONS_OFF: [], RAGAS: []}
+    for metric in [m for m in EIGHT if m in by_metric]:
+        these = by_metric[metric]
+        ragas = these.get(RAGAS)
+        for r in (these[run] for run in (RAGEVAL_DEFAULTS, REASONS_OFF, RAGAS) if run in these):
+            run = r.run
+            cells = f"{r.valued}/{r.samples}"
+            if run == RAGAS:
+                cells += f" ({r.samples - r.valued} NaN)"
+            body.append(
+                [
+                    metric,
+                    run,
+                    cells,
+                    fmt(r.per_sample("chat_requests"), 2),
+                    fmt(r.per_sample("completions"), 2),
+                    fmt(r.per_sample("prompt_tokens"), 0),
+                    fmt(r.per_sample("cached_prompt_tokens"), 0),
+                    fmt(r.per_sample("completion_tokens"), 0),
+                    fmt(r.server_s / r.samples, 2),
+                    fmt(r.wall_s / r.samples, 2),
+                    f"{r.server_s / ragas.server_s:.2f}×"
+                    if run != RAGAS and ragas is not None and ragas.server_s
+                    else "",
+                ]
+            )
+        if RAGEVAL_DEFAULTS not in these or RAGAS not in these:
+            continue  # unfinished (an interrupted measurement): not in the totals
+        # reasons off changes only the metrics with the switch; the others count as they ran
+        for run in totals:
+            chosen = these.get(run) or (these.get(RAGEVAL_DEFAULTS) if run == REASONS_OFF else None)
+            if chosen is not None:
+                totals[run].append(chosen)
+    ragas_total = sum(r.server_s for r in totals[RAGAS])
+    for run, rs in totals.items():
+        if not rs:
+            continue
+        samples = rs[0].samples
+        server_s = sum(r.server_s for r in rs)
+
+        def total(key: str, rs: list[RealRun] = rs, samples: int = samples) -> float:
+            return sum(float(r.proxy[key]) for r in rs) / samples
+
+        valued = sum(r.valued for r in rs)
+        cells = f"{valued}/{samples * len(rs)}"
+        if run == RAGAS:
+            cells += f" ({samples * len(rs) - valued} NaN)"
+        body.append(
+            [
+                f"**all {len(rs)}**",
+                run,
+                cells,
+                fmt(total("chat_requests"), 2),
+                fmt(total("completions"), 2),
+                fmt(total("prompt_tokens"), 0),
+                fmt(total("cached_prompt_tokens"), 0),
+                fmt(total("completion_tokens"), 0),
+                fmt(server_s / samples, 2),
+                fmt(sum(r.wall_s for r in rs) / samples, 2),
+                f"{server_s / ragas_total:.2f}×" if run != RAGAS and ragas_total else "",
+            ]
+        )
+    return markdown_table(header, body)
+
+
+def real_report(meta: dict[str, Any], runs: list[RealRun]) -> str:
+    timings = sum(r.server_s for r in runs)
+    scraped = sum(r.metrics_server_s for r in runs)
+    causes = {f"{r.metric} ({r.run})": r.causes for r in runs if r.run != RAGAS and r.causes}
+    ragas_causes = {
+        r.metric: r.causes.get("job_exceptions")
+        for r in runs
+        if r.run == RAGAS and r.valued < r.samples
+    }
+    lines = [
+        f"judge: `{meta['model']}` on llama-server ({meta['slots']} slot(s)), ragas' reply "
+        f"cap {meta['ragas_reply_cap']} tokens, "
+        f"{meta['samples']} synthetic rows (seed {meta['seed']}), {meta['date']}; "
+        f"1-min load average {min(r.load for r in runs):.1f}–{max(r.load for r in runs):.1f} "
+        "(2 cores)",
+        "",
+        real_table(runs),
+        "",
+        f"Server seconds: {timings:,.1f} s by the replies' `timings`, {scraped:,.1f} s by "
+        "/metrics over the same runs.",
+    ]
+    if causes:
+        lines.append(f"rageval's causes of cells without a value: `{json.dumps(causes)}`")
+    if ragas_causes:  # from its log: one exception per failed job, retries included
+        lines.append(f"ragas' exceptions where cells are NaN: `{json.dumps(ragas_causes)}`")
+    return "\n".join(lines)
+
+
+def real_main(args: argparse.Namespace) -> int:
+    ensure_ragas_venv()
+    metrics: list[str] = []
+    for spec in args.sets or ["each"]:
+        if spec == "each":
+            metrics += list(EIGHT)
+        elif spec in EIGHT:
+            metrics.append(spec)
+        else:
+            sys.exit(f"--real-judge runs every metric alone: 'each' or metric names, not {spec!r}")
+    data = write_jsonl(
+        WORK / f"samples-{args.samples}-seed{args.seed}.jsonl", args.samples, args.seed
+    )
+    runs: list[RealRun] = []
+    meta: dict[str, Any] = {
+        "model": args.real_judge,
+        "samples": args.samples,
+        "seed": args.seed,
+        "ragas_reply_cap": args.reply_cap,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": " ".join(sys.argv),
+    }
+    for i, metric in enumerate(metrics):
+        order = [RAGEVAL_DEFAULTS, RAGAS]
+        if has_reasons_switch(metric):
+            order.insert(1, REASONS_OFF)
+        for run in order if i % 2 == 0 else reversed(order):
+            r, meta["slots"] = run_real(run, metric, data, args)
+            runs.append(r)
+            print(
+                f"{metric:>22} {run:>21}: {r.valued}/{r.samples} valued, "
+                f"{r.proxy['chat_requests']} requests, server {r.server_s:.1f} s, "
+                f"wall {r.wall_s:.1f} s, load {r.load:.1f}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if args.json is not None:  # after every run: a long measurement keeps its part
+                save_real(args.json, meta, runs)
+    report = real_report(meta, runs)
+    if args.markdown is not None:
+        args.markdown.write_text(f"`{meta['command']}`\n\n{report}\n")
+    print(report)
+    return 0
+
+
+def save_real(path: Path, meta: dict[str, Any], runs: list[RealRun]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"real_judge": meta, "runs": [asdict(r) for r in runs]}, indent=1))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--samples", type=int, default=200)
@@ -151,8 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sets",
         nargs="+",
-        default=["each", "all"],
-        help="'each' (every metric alone), 'all' (the eight together), or names",
+        default=None,
+        help="'each' (every metric alone), 'all' (the eight together), or names "
+        "(default: each and all; with --real-judge: each)",
     )
     parser.add_argument("--tools", nargs="+", default=["rageval", "ragas"])
     parser.add_argument("--repeat", type=int, default=1)
@@ -167,17 +493,39 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="only print the tables of rows saved earlier with --json",
     )
+    parser.add_argument(
+        "--real-judge",
+        choices=("smollm2", "qwen1.5b"),
+        default=None,
+        help="compare on this model on llama-server instead of the fake judge (see above)",
+    )
+    parser.add_argument(
+        "--server-threads",
+        type=int,
+        default=None,
+        help="with --real-judge: llama-server's --threads and --threads-batch "
+        "(default: judge.py's, 1)",
+    )
+    parser.add_argument(
+        "--reply-cap",
+        type=int,
+        default=REPLY_CAP,
+        help="with --real-judge: ragas' max_tokens per reply (default: %(default)s)",
+    )
+    parser.add_argument("--markdown", type=Path, default=None, help="with --real-judge")
     args = parser.parse_args(argv)
     if args.from_json:
         return render_saved(args.from_json)
+    if args.real_judge:
+        return real_main(args)
 
-    if "ragas" in args.tools and not RAGAS_PYTHON.exists():
-        sys.exit(f"no ragas venv at {RAGAS_PYTHON}: see benchmarks/README.md")
+    if "ragas" in args.tools:
+        ensure_ragas_venv()
     data = write_jsonl(
         WORK / f"samples-{args.samples}-seed{args.seed}.jsonl", args.samples, args.seed
     )
     sets: list[list[str]] = []
-    for spec in args.sets:
+    for spec in args.sets or ["each", "all"]:
         if spec == "each":
             sets += [[m] for m in EIGHT]
         elif spec == "all":

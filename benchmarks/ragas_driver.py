@@ -70,6 +70,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metrics", nargs="+", choices=EIGHT, required=True)
     parser.add_argument("--model", default="gpt-4o-mini")
     parser.add_argument("--embedding-model", default="text-embedding-3-small")
+    parser.add_argument(
+        "--max-workers", type=int, default=None, help="RunConfig's (default: ragas' own, 16)"
+    )
+    parser.add_argument(
+        "--timeout", type=int, default=None, help="RunConfig's, s (default: ragas' own, 180)"
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, default=None, help="reply cap (default: ChatOpenAI's, none)"
+    )
     args = parser.parse_args(argv)
 
     _guard_network()
@@ -84,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         [{k: v for k, v in row.items() if k != "id"} for row in rows]
     )
     llm = LangchainLLMWrapper(
-        ChatOpenAI(base_url=args.base_url, api_key="sk-bench", model=args.model)
+        ChatOpenAI(
+            base_url=args.base_url, api_key="sk-bench", model=args.model, max_tokens=args.max_tokens
+        )
     )
     # check_embedding_ctx_length=False: otherwise langchain tokenises with tiktoken, whose BPE
     # file is downloaded from the internet on first use
@@ -104,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         metrics=metrics,
         llm=llm,
         embeddings=embeddings,
-        run_config=RunConfig(),  # the defaults: 16 workers, 180 s timeout, 10 retries
+        # ragas' defaults (16 workers, 180 s timeout, 10 retries) unless set
+        run_config=RunConfig(
+            **{k: v for k, v in (("max_workers", args.max_workers), ("timeout", args.timeout)) if v}
+        ),
         show_progress=False,
     )
     wall = time.perf_counter() - wall0

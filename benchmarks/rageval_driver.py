@@ -55,7 +55,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="gpt-4o-mini")
     parser.add_argument("--embedding-model", default="text-embedding-3-small")
     parser.add_argument("--embeddings", default="openai", choices=("openai", "local"))
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        help="requests at once; 0: the judge's own default (with --probe: the server's slots)",
+    )
+    parser.add_argument(
+        "--probe", action="store_true", help="check the endpoints first, as the CLI does"
+    )
+    parser.add_argument(
+        "--metric-params",
+        type=json.loads,
+        default=None,
+        help='constructor arguments by metric, JSON: {"faithfulness": {"reasons": false}}',
+    )
     parser.add_argument("--cache-dir", type=Path, required=True)
     parser.add_argument("--no-cache", action="store_true", help="request cache off (diagnosis)")
     parser.add_argument("--run-dir", type=Path, default=None)
@@ -81,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             base_url=args.base_url,
             api_key="sk-bench",
             cache=False if args.no_cache else args.cache_dir,
-            max_concurrency=args.concurrency,
+            **({"max_concurrency": args.concurrency} if args.concurrency else {}),
         )
     if args.embeddings == "openai" and args.base_url:
         embeddings = embedding_factory(
@@ -93,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         embeddings = embedding_factory("local")
-    metrics = [create_metric(name) for name in args.metrics]
+    params = args.metric_params or {}
+    metrics = [create_metric(name, params.get(name)) for name in args.metrics]
     data = _data(args.data)
 
     profiler = None
@@ -112,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         run_dir=args.run_dir,
         resume=args.resume,
         progress=False,
+        probe=args.probe,
     )
     if profiler is not None:
         profiler.disable()
