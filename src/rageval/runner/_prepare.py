@@ -14,8 +14,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env
-from rageval.errors import RunConfigError
+from rageval.errors import CauseKind, RunConfigError
 from rageval.judge import RequestCache
+from rageval.log import Cell
 from rageval.metrics.base import (
     Metric,
     MetricLike,
@@ -247,35 +248,48 @@ def human_label_pairs(
 
 def cell_problems(
     loaded: LoadedData, ids: Sequence[str], metrics: Sequence[Metric]
-) -> tuple[list[RowProblem], dict[int, str], dict[tuple[int, str], str]]:
+) -> tuple[list[RowProblem], dict[int, str], dict[int, dict[str, Cell]]]:
     """Every problem that stops a (row, metric) cell of this run; the reason for each row no
-    metric can read, and for each cell that a bad field of its row stops. A bad field that no
-    metric of the run reads stops nothing."""
+    metric can read; and the skipped cell of each (row, metric) it stops, by row, saying why
+    (all the cells of an unreadable row; a bad field; a field the metric needs that the row
+    lacks). A bad field that no metric of the run reads stops nothing. The one place a cell is
+    found unfit to score: the plans carry what it decides (:class:`Plan`)."""
     by_row: dict[int, list[RowProblem]] = {}
     for p in loaded.problems:
         if p.row is not None:
             by_row.setdefault(p.row, []).append(p)
     problems: dict[int, RowProblem] = {}  # by id(): each problem once, in order
     invalid_rows: dict[int, str] = {}
-    invalid_cells: dict[tuple[int, str], str] = {}
+    skipped: dict[int, dict[str, Cell]] = {}
     for row, sample in enumerate(loaded.samples):
         found = by_row.get(row, [])
         if sample is None:
             problems.update((id(p), p) for p in found)
             invalid_rows[row] = "; ".join(map(_describe, found)) or "could not be read"
+            cell = _skipped(f"invalid row: {invalid_rows[row]}", "invalid_row")
+            skipped[row] = {m.name: cell for m in metrics}
             continue
         for m in metrics:
             stopping = [p for p in found if p.blocks(m.required_fields)]
             if stopping:
                 problems.update((id(p), p) for p in stopping)
-                invalid_cells[(row, m.name)] = "; ".join(map(_describe, stopping))
+                cause = "invalid row: " + "; ".join(map(_describe, stopping))
+                skipped.setdefault(row, {})[m.name] = _skipped(cause, "invalid_row")
                 continue
-            for field, message in m.input_problems(sample):
+            missing = m.input_problems(sample)
+            for field, message in missing:
                 problem = RowProblem.of_metric(
                     row, field, message, sample.id, m.name, loaded.line(row)
                 )
                 problems[id(problem)] = problem
-    return list(problems.values()), invalid_rows, invalid_cells
+            if missing:
+                cause = "; ".join(f"field {f!r}: {msg}" for f, msg in missing)
+                skipped.setdefault(row, {})[m.name] = _skipped(cause, "missing_field")
+    return list(problems.values()), invalid_rows, skipped
+
+
+def _skipped(cause: str, kind: CauseKind) -> Cell:
+    return Cell(status="skipped", cause=cause, cause_kind=kind)
 
 
 def _describe(p: RowProblem) -> str:
@@ -367,7 +381,7 @@ def prepare(spec: RunSpec, *, resume: bool = False) -> Prepared:
         raise InvalidDataError(whole_input, source=loaded.source)
     ids = sample_ids(loaded.samples)
     metric_objs = resolve_metrics(metrics, loaded, spec.metric_params)
-    problems, invalid_rows, invalid_cells = cell_problems(loaded, ids, metric_objs)
+    problems, invalid_rows, skipped = cell_problems(loaded, ids, metric_objs)
     if problems and on_invalid == "raise":
         raise InvalidDataError(problems, source=loaded.source)
     # resuming, no judge by now means the run had none (not one from the environment)
@@ -384,8 +398,6 @@ def prepare(spec: RunSpec, *, resume: bool = False) -> Prepared:
         embedder = embeddings_from_spec("local")
     else:
         embedder = embeddings
-    plans = make_plans(
-        metric_objs, run_judges, embedder, invalid_rows, invalid_cells, repeats=repeats
-    )
+    plans = make_plans(metric_objs, run_judges, embedder, invalid_rows, skipped, repeats=repeats)
     left_out = left_out_of_default(loaded) if metrics is None else {}
     return Prepared(loaded, list(ids), metric_objs, run_judges, embedder, plans, left_out)
