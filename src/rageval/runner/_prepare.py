@@ -296,7 +296,7 @@ def _describe(p: RowProblem) -> str:
     return f"field {p.field!r}: {p.message}" if p.field else p.message
 
 
-def _run_judges(llm: Judge | str | Sequence[Judge] | None) -> list[Judge]:
+def run_judges(llm: Judge | str | Sequence[Judge] | None) -> list[Judge]:
     """The run's judge: none, one, or one per endpoint of the same model (a list)."""
     from rageval.judge import Judge
 
@@ -369,24 +369,31 @@ def checked_options(on_invalid: str | None, repeats: int | None) -> tuple[OnInva
     return ("skip" if on_invalid == "skip" else "raise"), repeats
 
 
+def load_data(spec: RunSpec) -> LoadedData:
+    """The rows of `spec`'s data, its column map applied; InvalidDataError when the input as a
+    whole cannot be read (a bad row is reported with the cells it stops: :func:`cell_problems`)."""
+    loaded = load_samples(spec.data, column_map=spec.column_map)
+    whole_input = [p for p in loaded.problems if p.row is None]
+    if whole_input:
+        raise InvalidDataError(whole_input, source=loaded.source)
+    return loaded
+
+
 def prepare(spec: RunSpec, *, resume: bool = False) -> Prepared:
     """Load and validate the data, make the metrics, the judges, the embeddings and the plans
     of a checked `spec`: every check done before the first request, the same for
     :func:`aevaluate` and the dry run (:func:`rageval.estimate`). Nothing is sent."""
     metrics, llm, embeddings = spec.metrics, spec.llm, spec.embeddings
     on_invalid, repeats = checked_options(spec.on_invalid, spec.repeats)
-    loaded = load_samples(spec.data, column_map=spec.column_map)
-    whole_input = [p for p in loaded.problems if p.row is None]
-    if whole_input:
-        raise InvalidDataError(whole_input, source=loaded.source)
+    loaded = load_data(spec)
     ids = sample_ids(loaded.samples)
     metric_objs = resolve_metrics(metrics, loaded, spec.metric_params)
     problems, invalid_rows, skipped = cell_problems(loaded, ids, metric_objs)
     if problems and on_invalid == "raise":
         raise InvalidDataError(problems, source=loaded.source)
     # resuming, no judge by now means the run had none (not one from the environment)
-    run_judges = [] if llm is None and resume else _run_judges(llm)
-    judge = run_judges[0] if run_judges else None
+    judges = [] if llm is None and resume else run_judges(llm)
+    judge = judges[0] if judges else None
     needs_embeddings = any(
         m.needs_embeddings and m.embeddings is None and (not m.needs_llm or m.llm or judge)
         for m in metric_objs
@@ -398,6 +405,6 @@ def prepare(spec: RunSpec, *, resume: bool = False) -> Prepared:
         embedder = embeddings_from_spec("local")
     else:
         embedder = embeddings
-    plans = make_plans(metric_objs, run_judges, embedder, invalid_rows, skipped, repeats=repeats)
+    plans = make_plans(metric_objs, judges, embedder, invalid_rows, skipped, repeats=repeats)
     left_out = left_out_of_default(loaded) if metrics is None else {}
-    return Prepared(loaded, list(ids), metric_objs, run_judges, embedder, plans, left_out)
+    return Prepared(loaded, list(ids), metric_objs, judges, embedder, plans, left_out)
