@@ -17,7 +17,8 @@ from rageval.cli import main
 from rageval.judge import Judge, PriceTable
 from rageval.metrics import Metric, MetricResult
 from rageval.metrics.base import ScoringContext, registered_metrics, scores_conversations
-from rageval.runner._prepare import RunSpec, prepare
+from rageval.runner import RunConfigError, RunSpec
+from rageval.runner._prepare import prepare
 from rageval.samples import InvalidDataError, Sample
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
@@ -271,8 +272,9 @@ def test_the_dry_run_skips_the_cells_a_run_skips_for_the_same_reasons(
         llm = judge(server) if with_judge else None
         spec = RunSpec(data, metrics, llm, on_invalid="skip")
         plan = prepare(spec).plans[0]
-        planned = estimate(data, metrics, llm=llm, on_invalid="skip")
-        result = evaluate(data, metrics, llm=llm, on_invalid="skip", progress=False)
+        planned = estimate(spec)  # the dry run and the run take the same spec
+        result = evaluate(spec, progress=False)
+        assert planned == estimate(data, metrics, llm=llm, on_invalid="skip")
     recorded = [
         {n: c for n, c in result.sample(row).cells.items() if c.status == "skipped"}
         for row in range(len(data))
@@ -288,3 +290,12 @@ def test_the_dry_run_skips_the_cells_a_run_skips_for_the_same_reasons(
         assert planned.metrics[name].skipped == dict(kinds), name
     assert sum(planned.skipped.values()) == sum(len(cells) for cells in recorded)
     assert "cells the run will skip: context_recall" in planned.table()
+
+
+def test_a_run_spec_is_given_whole_or_as_arguments_not_both() -> None:
+    spec = RunSpec(rows(2), ["token_f1"])
+    with pytest.raises(RunConfigError, match="metrics, repeats given beside a RunSpec"):
+        estimate(spec, ["token_f1"], repeats=2)
+    with pytest.raises(RunConfigError, match="on_invalid given beside a RunSpec"):
+        evaluate(spec, on_invalid="skip", progress=False)
+    assert evaluate(spec, progress=False).statuses("token_f1") == ["ok", "ok"]

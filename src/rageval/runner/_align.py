@@ -64,7 +64,7 @@ from rageval.runner._calibrate import (
     labelled_spec,
     read_labels,
 )
-from rageval.runner._evaluate import evaluate_spec
+from rageval.runner._evaluate import aevaluate
 from rageval.runner._prepare import (
     LabelsArg,
     OnInvalid,
@@ -386,7 +386,7 @@ class _Runs:
             sample = samples[i]
             assert sample is not None  # rows are labelled, so they were read
             data.append({**sample.model_dump(exclude_none=True), "id": self.labelled.ids[i]})
-        result = await evaluate_spec(
+        result = await aevaluate(
             dataclasses.replace(self.spec, data=data, metrics=[configured]),
             run_dir=run_dir,
             overwrite=self.overwrite,

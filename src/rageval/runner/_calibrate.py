@@ -23,7 +23,7 @@ from rageval.errors import RunConfigError
 from rageval.labels import LabelColumn, LabelKind, read_label_column
 from rageval.log import CALIBRATION_FILE, CalibrationReport, write_atomic
 from rageval.metrics.base import Metric
-from rageval.runner._evaluate import _write_report, evaluate_spec
+from rageval.runner._evaluate import _write_report, aevaluate
 from rageval.runner._prepare import LabelsArg, OnInvalid, RunSpec, label_pairs, load_data
 from rageval.runner._rundir import RunDir
 from rageval.samples import InvalidDataError, LoadedData, RowProblem, sample_ids
@@ -162,9 +162,7 @@ async def acalibrate(
             "continuous (their agreement is a correlation)"
         )
 
-    result = await evaluate_spec(
-        spec, run_dir=run_dir, resume=resume, progress=progress, probe=probe
-    )
+    result = await aevaluate(spec, run_dir=run_dir, resume=resume, progress=progress, probe=probe)
     summary = result.summary()
     agreements = [
         measure_agreement(

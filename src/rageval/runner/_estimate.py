@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field, field_serializer
 from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
 from rageval.metrics.base import Metric, MetricLike
-from rageval.runner._prepare import OnInvalid, RunSpec, prepare
+from rageval.runner._prepare import OnInvalid, prepare, spec_of
 from rageval.runner._tokens import APPROXIMATION, CHARS_PER_TOKEN, Counters
 from rageval.samples import Sample
 
@@ -382,16 +382,17 @@ def estimate(
     column_map: Mapping[str, str] | None = None,
     metric_params: Mapping[str, Mapping[str, Any]] | None = None,
     on_invalid: OnInvalid | None = None,
-    repeats: int = 1,
+    repeats: int | None = None,
     batch: bool = False,
 ) -> CostEstimate:
     """What ``evaluate()`` with the same arguments would send, and cost, without sending
     anything (see the module docstring). `batch=True` prices the requests at the judge
     model's batch rates (an unknown batch rate makes the cost unknown); `repeats=K` counts
-    every judge cell K times, as ``evaluate(repeats=K)`` scores it."""
+    every judge cell K times, as ``evaluate(repeats=K)`` scores it (default 1). `data` may be a
+    whole :class:`~rageval.runner.RunSpec`, as :func:`rageval.evaluate` takes it."""
     from rageval.runner._schedule import spread
 
-    spec = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
+    spec = spec_of(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
     run = prepare(spec)
     per_metric = {m.name: _Tally() for m in run.metrics}
     shared: dict[str, _Tally] = {}

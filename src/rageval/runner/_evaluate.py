@@ -62,7 +62,6 @@ from rageval.runner._estimate import row_cost
 from rageval.runner._prepare import (
     LabelsArg,
     OnInvalid,
-    RunSpec,
     checked_options,
     embeddings_from_spec,
     human_label_pairs,
@@ -70,6 +69,7 @@ from rageval.runner._prepare import (
     label_pairs,
     prepare,
     resolve_metrics,
+    spec_of,
 )
 from rageval.runner._probe import follow_server_slots, probe_endpoints
 from rageval.runner._rundir import RunDir, data_fingerprint, json_normal
@@ -274,6 +274,7 @@ class _RunLog(RunObserver):
             _write_report(self.rundir)
 
 
+@one_writer  # the run directory has one writer, from before the first step to the report
 async def aevaluate(
     data: Any,
     metrics: Sequence[MetricLike] | None = None,
@@ -300,7 +301,9 @@ async def aevaluate(
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
-    `data`: anything :func:`rageval.load_samples` reads. `metrics`: Metric instances, and
+    `data`: anything :func:`rageval.load_samples` reads, or a whole
+    :class:`~rageval.runner.RunSpec` (then the arguments it holds are not given again).
+    `metrics`: Metric instances, and
     registry names, classes or metric modules (``from rageval.metrics import faithfulness``)
     for a metric built here (default: every metric whose required fields the data has);
     `metric_params` gives the constructor arguments of those built here, by registry name
@@ -347,47 +350,12 @@ async def aevaluate(
     `observers` are told how the run goes: its start, each finished sample, each judge call
     and its end (:mod:`rageval.observers`: the MLflow and OpenTelemetry sinks, or your own).
     """
-    return await evaluate_spec(
-        RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats),
-        run_dir=run_dir,
-        resume=resume,
-        overwrite=overwrite,
-        progress=progress if progress is not None else show_progress,
-        probe=probe,
-        human_labels=human_labels,
-        engine=engine,
-        ray_address=ray_address,
-        ray_actors=ray_actors,
-        max_cost=max_cost,
-        batch=batch,
-        observers=observers,
-    )
-
-
-@one_writer  # the run directory has one writer, from before the first step to the report
-async def evaluate_spec(
-    spec: RunSpec,
-    *,
-    run_dir: str | os.PathLike[str] | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    progress: bool | None = None,
-    probe: bool = False,
-    human_labels: LabelsArg | None = None,
-    engine: Engine = "local",
-    ray_address: str | None = None,
-    ray_actors: int | None = None,
-    max_cost: float | None = None,
-    batch: bool | BatchSettings | None = None,
-    observers: Sequence[RunObserver] = (),
-) -> EvaluationResult:
-    """:func:`aevaluate` of the run `spec` describes (what calibrate and align run too); the
-    other arguments are :func:`aevaluate`'s."""
     _check_engine(engine, ray_address, ray_actors)
     if resume and run_dir is None:
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
     if resume and overwrite:
         raise RunConfigError("resume=True continues the run in run_dir; overwrite=True replaces it")
+    spec = spec_of(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
     own_judge = isinstance(spec.llm, str) or spec.llm is None
     if resume and run_dir is not None:
         spec = read_stored_run(run_dir).complete(spec)
@@ -486,7 +454,7 @@ async def evaluate_spec(
             rundir.create(manifest, overwrite=overwrite, rows_json=copy)
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
 
-    show = _progress.wanted(progress)
+    show = _progress.wanted(progress if progress is not None else show_progress)
     line = (
         _progress.ProgressLine(len(ids), done=len(ids) - len(todo), cells_per_row=len(metric_objs))
         if show

@@ -343,10 +343,11 @@ class Prepared:
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-    """What one run scores and how: the arguments :func:`aevaluate` and
-    :func:`rageval.estimate` were given (None: not given), completed from a resumed run's
-    manifest (:meth:`rageval.runner._stored.StoredRun.complete`); :func:`prepare` checks it and
-    makes the run of it."""
+    """What one run scores and how: the arguments :func:`aevaluate`, :func:`rageval.estimate`,
+    calibrate and align were given (None: not given; :func:`spec_of`), or the spec given to
+    them in place of the data, completed from a resumed run's manifest
+    (:meth:`rageval.runner._stored.StoredRun.complete`); :func:`prepare` checks it and makes
+    the run of it."""
 
     data: Any = None
     metrics: Sequence[MetricLike] | None = None
@@ -356,6 +357,41 @@ class RunSpec:
     metric_params: Mapping[str, Mapping[str, Any]] | None = None
     on_invalid: OnInvalid | None = None
     repeats: int | None = None
+
+
+def spec_of(
+    data: Any,
+    metrics: Sequence[MetricLike] | None = None,
+    llm: Judge | str | Sequence[Judge] | None = None,
+    embeddings: Embeddings | str | None = None,
+    column_map: Mapping[str, str] | None = None,
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
+    on_invalid: OnInvalid | None = None,
+    repeats: int | None = None,
+) -> RunSpec:
+    """The run of the arguments :func:`aevaluate`, :func:`rageval.estimate`, calibrate and
+    align were given: `data` itself when it is a :class:`RunSpec` (then none of the others
+    may be given: RunConfigError), else the spec they make."""
+    if not isinstance(data, RunSpec):
+        return RunSpec(
+            data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats
+        )
+    given = {
+        "metrics": metrics,
+        "llm": llm,
+        "embeddings": embeddings,
+        "column_map": column_map,
+        "metric_params": metric_params,
+        "on_invalid": on_invalid,
+        "repeats": repeats,
+    }
+    twice = [name for name, value in given.items() if value is not None]
+    if twice:
+        raise RunConfigError(
+            f"{', '.join(twice)} given beside a RunSpec: give them in the RunSpec "
+            "(dataclasses.replace(spec, ...))"
+        )
+    return data
 
 
 def checked_options(on_invalid: str | None, repeats: int | None) -> tuple[OnInvalid, int]:
