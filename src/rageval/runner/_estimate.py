@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field, field_serializer
 from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
 from rageval.metrics.base import Metric, MetricLike
-from rageval.runner._prepare import OnInvalid, prepare, spec_of
+from rageval.runner._prepare import OnInvalid, RunSpec, prepare, spec_of
 from rageval.runner._tokens import APPROXIMATION, CHARS_PER_TOKEN, Counters
 from rageval.samples import Sample
 
@@ -392,7 +392,8 @@ def estimate(
     whole :class:`~rageval.runner.RunSpec`, as :func:`rageval.evaluate` takes it."""
     from rageval.runner._schedule import spread
 
-    spec = spec_of(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
+    given = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
+    spec = spec_of(given)
     run = prepare(spec)
     per_metric = {m.name: _Tally() for m in run.metrics}
     shared: dict[str, _Tally] = {}

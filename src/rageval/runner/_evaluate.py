@@ -62,6 +62,7 @@ from rageval.runner._estimate import row_cost
 from rageval.runner._prepare import (
     LabelsArg,
     OnInvalid,
+    RunSpec,
     checked_options,
     embeddings_from_spec,
     human_label_pairs,
@@ -355,7 +356,8 @@ async def aevaluate(
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
     if resume and overwrite:
         raise RunConfigError("resume=True continues the run in run_dir; overwrite=True replaces it")
-    spec = spec_of(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
+    given = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
+    spec = spec_of(given)
     own_judge = isinstance(spec.llm, str) or spec.llm is None
     if resume and run_dir is not None:
         spec = read_stored_run(run_dir).complete(spec)

@@ -344,8 +344,8 @@ class Prepared:
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
     """What one run scores and how: the arguments :func:`aevaluate`, :func:`rageval.estimate`,
-    calibrate and align were given (None: not given; :func:`spec_of`), or the spec given to
-    them in place of the data, completed from a resumed run's manifest
+    calibrate and align were given (None: not given), or the spec given to evaluate or
+    estimate in place of the data (:func:`spec_of`), completed from a resumed run's manifest
     (:meth:`rageval.runner._stored.StoredRun.complete`); :func:`prepare` checks it and makes
     the run of it."""
 
@@ -359,39 +359,24 @@ class RunSpec:
     repeats: int | None = None
 
 
-def spec_of(
-    data: Any,
-    metrics: Sequence[MetricLike] | None = None,
-    llm: Judge | str | Sequence[Judge] | None = None,
-    embeddings: Embeddings | str | None = None,
-    column_map: Mapping[str, str] | None = None,
-    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
-    on_invalid: OnInvalid | None = None,
-    repeats: int | None = None,
-) -> RunSpec:
-    """The run of the arguments :func:`aevaluate`, :func:`rageval.estimate`, calibrate and
-    align were given: `data` itself when it is a :class:`RunSpec` (then none of the others
-    may be given: RunConfigError), else the spec they make."""
-    if not isinstance(data, RunSpec):
-        return RunSpec(
-            data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats
-        )
-    given = {
-        "metrics": metrics,
-        "llm": llm,
-        "embeddings": embeddings,
-        "column_map": column_map,
-        "metric_params": metric_params,
-        "on_invalid": on_invalid,
-        "repeats": repeats,
-    }
-    twice = [name for name, value in given.items() if value is not None]
+def spec_of(given: RunSpec) -> RunSpec:
+    """The run of the arguments :func:`aevaluate` or :func:`rageval.estimate` were `given`:
+    the :class:`RunSpec` given in place of the data, if one was (then no other argument of
+    the spec may be given: RunConfigError), else `given` itself."""
+    whole = given.data
+    if not isinstance(whole, RunSpec):
+        return given
+    twice = [
+        f.name
+        for f in dataclasses.fields(given)
+        if f.name != "data" and getattr(given, f.name) is not None
+    ]
     if twice:
         raise RunConfigError(
             f"{', '.join(twice)} given beside a RunSpec: give them in the RunSpec "
             "(dataclasses.replace(spec, ...))"
         )
-    return data
+    return whole
 
 
 def checked_options(on_invalid: str | None, repeats: int | None) -> tuple[OnInvalid, int]:
