@@ -97,8 +97,15 @@ class RayRun:
     async def run(self, rows: Sequence[int], on_record: Callable[[SampleLine], None]) -> None:
         """Score `rows`, handing each finished row to `on_record` (on this event loop) as its
         batch comes back; a fatal judge error in any actor stops the job and is raised here."""
-        invalid = self.plans[0].invalid_rows
-        unreadable = [r for r in rows if self.samples[r] is None or r in invalid]
+        invalid, skipped = self.plans[0].invalid_rows, self.plans[0].skipped_cells
+        # rows with a field some metric cannot read too: recorded here, as they were read
+        unreadable = [
+            r
+            for r in rows
+            if self.samples[r] is None
+            or r in invalid
+            or any(c.cause_kind == "invalid_row" for c in skipped.get(r, {}).values())
+        ]
         if unreadable:  # recorded without a single request
             await Scheduler(
                 self.plans, self.samples, self.ids, window=len(unreadable), on_record=on_record
