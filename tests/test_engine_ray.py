@@ -354,3 +354,18 @@ def test_two_node_cluster_through_ray_address(tmp_path: Path) -> None:
     two_nodes = load_run(tmp_path / "run")
     for metric in ("faithfulness", "context_recall"):
         assert two_nodes[metric] == local[metric]
+
+
+def test_the_actors_skip_the_cells_the_drivers_plan_skips(ray_address: str) -> None:
+    data = rows(6)
+    del data[1]["reference"]  # context_recall's cell is skipped: scored by an actor
+    data[2]["retrieved_contexts"] = "one context as a string"  # a bad field: kept local
+    with FakeOpenAI(handle) as srv:
+        local = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), on_invalid="skip",
+                         progress=False)  # fmt: skip
+        on_ray = evaluate(data, JUDGE_METRICS, llm=make_judge(srv), on_invalid="skip",
+                          engine="ray", progress=False)  # fmt: skip
+    for row in range(len(data)):
+        assert on_ray.sample(row).cells == local.sample(row).cells, row
+    assert on_ray.sample(1).cells["context_recall"].cause_kind == "missing_field"
+    assert on_ray.sample(2).cells["faithfulness"].cause_kind == "invalid_row"

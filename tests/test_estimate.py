@@ -5,6 +5,7 @@ judge's statements are the sentences the estimate predicts."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -16,6 +17,8 @@ from rageval.cli import main
 from rageval.judge import Judge, PriceTable
 from rageval.metrics import Metric, MetricResult
 from rageval.metrics.base import ScoringContext, registered_metrics, scores_conversations
+from rageval.runner import RunConfigError, RunSpec
+from rageval.runner._prepare import prepare
 from rageval.samples import InvalidDataError, Sample
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
@@ -253,3 +256,46 @@ def test_repeats_are_planned_as_a_run_scores_them() -> None:
         )  # fmt: skip
     assert found.requests.estimate == result.usage.requests == 3 * 3 * 4
     assert found.prompt_tokens.estimate == result.usage.prompt_tokens
+
+
+@pytest.mark.parametrize("with_judge", [True, False], ids=["judge", "no-judge"])
+def test_the_dry_run_skips_the_cells_a_run_skips_for_the_same_reasons(
+    with_judge: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RAGEVAL_LLM", raising=False)
+    data: list[Any] = rows(5)
+    del data[1]["reference"]  # a missing field: context_recall and token_f1 read it
+    data[2]["retrieved_contexts"] = "one context as a string"  # a bad field
+    data[3] = "not a row"  # an unreadable row: every cell
+    metrics = ["context_recall", "faithfulness", "token_f1"]
+    with FakeOpenAI(handle) as server:
+        llm = judge(server) if with_judge else None
+        spec = RunSpec(data, metrics, llm, on_invalid="skip")
+        plan = prepare(spec).plans[0]
+        planned = estimate(spec)  # the dry run and the run take the same spec
+        result = evaluate(spec, progress=False)
+        assert planned == estimate(data, metrics, llm=llm, on_invalid="skip")
+    recorded = [
+        {n: c for n, c in result.sample(row).cells.items() if c.status == "skipped"}
+        for row in range(len(data))
+    ]
+    # the run skips exactly the cells its plan decided, for the reason the plan gives
+    assert recorded == [plan.skipped(row) for row in range(len(data))]
+    assert recorded[3].keys() == set(metrics)
+    assert recorded[1]["token_f1"].cause_kind == "missing_field"
+    assert recorded[2]["faithfulness"].cause_kind == ("invalid_row" if with_judge else "no_judge")
+    # and the dry run counts the same cells, by metric and cause kind
+    for name in metrics:
+        kinds = Counter(str(cells[name].cause_kind) for cells in recorded if name in cells)
+        assert planned.metrics[name].skipped == dict(kinds), name
+    assert sum(planned.skipped.values()) == sum(len(cells) for cells in recorded)
+    assert "cells the run will skip: context_recall" in planned.table()
+
+
+def test_a_run_spec_is_given_whole_or_as_arguments_not_both() -> None:
+    spec = RunSpec(rows(2), ["token_f1"])
+    with pytest.raises(RunConfigError, match="metrics, repeats given beside a RunSpec"):
+        estimate(spec, ["token_f1"], repeats=2)
+    with pytest.raises(RunConfigError, match="on_invalid given beside a RunSpec"):
+        evaluate(spec, on_invalid="skip", progress=False)
+    assert evaluate(spec, progress=False).statuses("token_f1") == ["ok", "ok"]

@@ -4,13 +4,13 @@ best with people's labels, and report the gain on held-out rows."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from rageval.cli._labelled import (
     add_label_reading,
     add_labelled_data,
     labelled_data,
+    labelled_run,
     run_on_labels,
 )
 from rageval.cli._shared import (
@@ -19,9 +19,6 @@ from rageval.cli._shared import (
     add_judge_options,
     add_probe_option,
     check_param_names,
-    fresh_run_dir,
-    judge_and_embeddings,
-    name_value_pairs,
     number,
     whole_number,
 )
@@ -135,15 +132,12 @@ def run_align(args: argparse.Namespace) -> int:
     except ValueError as e:  # a bad config file or -p
         raise _UsageError(str(e)) from None
     check_param_names(cli_params, [metric for _, metric in labelled.labels])
-    run_dir = Path(args.output or fresh_run_dir())
-    judge, embeddings = judge_and_embeddings(args, settings)
-    column_map = dict(name_value_pairs(args.column_map, "--column-map")) or settings.column_map
+    run = labelled_run(args, settings)
+    run_dir = run["run_dir"]
     report = run_on_labels(
         lambda: align(
             labelled.data,
             labelled.labels,
-            llm=judge,
-            embeddings=embeddings,
             split=args.split,
             seed=args.seed,
             limit=labelled.limit,
@@ -154,12 +148,8 @@ def run_align(args: argparse.Namespace) -> int:
             label_kinds=labelled.kinds or None,
             threshold=args.threshold,
             kappa_weights=args.kappa_weights,
-            column_map=column_map,
-            on_invalid="skip" if args.skip_invalid else "raise",
-            run_dir=run_dir,
             overwrite=args.overwrite,
-            progress=False if args.quiet else None,
-            probe=not args.no_probe,
+            **run,
         ),
         interrupted="interrupted; the requests made so far are in the request cache (a re-run "
         "reuses them)",

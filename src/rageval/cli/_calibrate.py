@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from rageval.cli._labelled import (
     add_label_reading,
     add_labelled_data,
     labelled_data,
+    labelled_run,
     run_on_labels,
 )
 from rageval.cli._shared import (
@@ -19,9 +19,6 @@ from rageval.cli._shared import (
     add_judge_options,
     add_probe_option,
     err,
-    fresh_run_dir,
-    judge_and_embeddings,
-    name_value_pairs,
 )
 
 _DESCRIPTION = """\
@@ -70,23 +67,17 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.limit is not None and args.dataset is None:
         raise _UsageError("--limit samples a public dataset: use it with --dataset")
     labelled = labelled_data(args)
-    run_dir = Path(args.output or fresh_run_dir())
-    judge, embeddings = judge_and_embeddings(args)
+    run = labelled_run(args)
+    run_dir = run["run_dir"]
     report = run_on_labels(
         lambda: calibrate(
             labelled.data,
             labelled.labels,
-            llm=judge,
-            embeddings=embeddings,
             label_kinds=labelled.kinds or None,
             threshold=args.threshold,
             kappa_weights=args.kappa_weights,
             min_kappa=args.min_kappa,
-            column_map=dict(name_value_pairs(args.column_map, "--column-map")) or None,
-            on_invalid="skip" if args.skip_invalid else "raise",
-            run_dir=run_dir,
-            progress=False if args.quiet else None,
-            probe=not args.no_probe,
+            **run,
         ),
         interrupted=f"interrupted; finished rows are kept in {run_dir}",
     )

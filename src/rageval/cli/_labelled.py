@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from rageval.cli._shared import (
     EXIT_FATAL,
@@ -16,14 +17,20 @@ from rageval.cli._shared import (
     _UsageError,
     add_pairs_option,
     err,
+    fresh_run_dir,
+    judge_and_embeddings,
     name_value_pairs,
     positional_data,
     positive_int,
 )
 
 if TYPE_CHECKING:
+    from rageval._config import Settings
     from rageval.calibration.datasets import LabelledSet
+    from rageval.embeddings import Embeddings
+    from rageval.judge import Judge
     from rageval.labels import LabelKind
+    from rageval.runner._prepare import OnInvalid
 
 R = TypeVar("R")
 
@@ -120,6 +127,35 @@ def _read_dataset(name: str, path: str, limit: int | None) -> LabelledSet:
         f"(licence: {dataset.licence})" + (f"; left out: {left_out}" if left_out else "")
     )
     return dataset
+
+
+class LabelledRun(TypedDict):
+    """The arguments of `rageval calibrate` and `rageval align` that their run takes alike."""
+
+    llm: Judge | list[Judge] | None
+    embeddings: Embeddings | None
+    column_map: dict[str, str] | None
+    on_invalid: OnInvalid
+    run_dir: Path
+    progress: bool | None
+    probe: bool
+
+
+def labelled_run(args: argparse.Namespace, settings: Settings | None = None) -> LabelledRun:
+    """The run options of the command line (and of the config file `settings`, when the
+    command reads one: its column map where --column-map gives none)."""
+    run_dir = Path(args.output or fresh_run_dir())
+    judge, embeddings = judge_and_embeddings(args, settings)
+    column_map = dict(name_value_pairs(args.column_map, "--column-map")) or None
+    return LabelledRun(
+        llm=judge,
+        embeddings=embeddings,
+        column_map=column_map or (settings.column_map if settings is not None else None),
+        on_invalid="skip" if args.skip_invalid else "raise",
+        run_dir=run_dir,
+        progress=False if args.quiet else None,
+        probe=not args.no_probe,
+    )
 
 
 def run_on_labels(run: Callable[[], R], *, interrupted: str) -> R | int:

@@ -5,7 +5,7 @@ from rageval.runner._align import aalign, align
 from rageval.runner._calibrate import acalibrate, calibrate
 from rageval.runner._estimate import CostEstimate, Range, UsageEstimate, estimate
 from rageval.runner._evaluate import aevaluate, evaluate
-from rageval.runner._prepare import embeddings_from_spec, judge_from_env, resolve_metrics
+from rageval.runner._prepare import RunSpec, embeddings_from_spec, judge_from_env, resolve_metrics
 from rageval.runner._schedule import NO_JUDGE_CAUSE
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "RunConfigError",
     "RunDirError",
     "RunDirInUseError",
+    "RunSpec",
     "UsageEstimate",
     "aalign",
     "acalibrate",

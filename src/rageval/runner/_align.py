@@ -27,6 +27,7 @@ and ``aligned.toml`` (the chosen ``[params.METRIC]``) are written to `run_dir`.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import random
@@ -57,15 +58,21 @@ from rageval.log import (
 )
 from rageval.metrics.authoring import GuidedMetric
 from rageval.metrics.base import Metric
-from rageval.runner._calibrate import LabelledData, _rereadable, read_labels
+from rageval.runner._calibrate import (
+    LabelledData,
+    check_agreement_options,
+    labelled_spec,
+    read_labels,
+)
 from rageval.runner._evaluate import aevaluate
 from rageval.runner._prepare import (
     LabelsArg,
     OnInvalid,
+    RunSpec,
     cell_problems,
-    judge_from_env,
     label_pairs,
     resolve_metrics,
+    run_judges,
 )
 from rageval.samples import InvalidDataError
 from rageval.stats import KappaWeights, agreement_difference, cohen_kappa
@@ -164,10 +171,7 @@ async def aalign(
         raise RunConfigError(f"limit must be at least 2 rows (one to train, one to test): {limit}")
     if not 0.0 <= threshold <= 1.0:
         raise RunConfigError(f"threshold must be in [0, 1], got {threshold}")
-    if not 0.0 < confidence < 1.0:
-        raise RunConfigError(f"confidence must be in (0, 1), got {confidence}")
-    if kappa_weights not in ("linear", "quadratic"):
-        raise RunConfigError(f"kappa_weights is 'linear' or 'quadratic', got {kappa_weights!r}")
+    check_agreement_options(confidence, kappa_weights)
     extra = [t.strip() for t in instructions]
     if any(not t for t in extra):
         raise RunConfigError("an instructions text to try is empty")
@@ -184,20 +188,30 @@ async def aalign(
             f"{run_dir} already holds an alignment ({ALIGN_FILE}); choose another directory "
             "or overwrite it"
         )
-    data = _rereadable(data)
-    labelled = read_labels(data, pairs, label_kinds, label_levels, column_map)
-    metrics = resolve_metrics([m for _, m in pairs], labelled.loaded, metric_params)
+    metrics_named = [m for _, m in pairs]
+    spec = labelled_spec(
+        RunSpec(data, metrics_named, llm, embeddings, column_map, metric_params, on_invalid)
+    )
+    labelled = read_labels(spec, pairs, label_kinds, label_levels)
+    metrics = resolve_metrics(spec.metrics, labelled.loaded, spec.metric_params)
     tasks = [
         _task(labelled, column, metric, label_levels, threshold)
         for (column, _), metric in zip(pairs, metrics, strict=True)
     ]
     keep = _limited(labelled, [t.column.name for t in tasks], limit)
     _check_rows(labelled, metrics, keep, on_invalid)
-    judge = _judges(llm)
+    judges = run_judges(llm)
+    if not judges:
+        raise RunConfigError(
+            "align needs a judge: pass llm= (a Judge or a model name) or set RAGEVAL_LLM"
+        )
     # a line per step, on stderr: plain lines, so a log file gets them too (the evaluation's
     # own progress line is drawn only on a terminal)
     show = progress is not False
-    runs = _Runs(labelled, judge, embeddings, on_invalid, progress, overwrite, probe)
+    # every run of the alignment scores rows already read (no column map) with one metric
+    # object, made here, and the judges made once (one request cache, one usage ledger)
+    run_spec = dataclasses.replace(spec, llm=judges, column_map=None, metric_params=None)
+    runs = _Runs(labelled, run_spec, progress, overwrite, probe)
     alignments = []
     for task in tasks:
         rows = [i for i in keep if task.column.values[i] is not None]
@@ -235,7 +249,7 @@ async def aalign(
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         data_source=labelled.loaded.source,
         n_rows=len(labelled.loaded.samples),
-        judge=(judge if isinstance(judge, Judge) else judge[0]).describe(),
+        judge=judges[0].describe(),
         embeddings=runs.embeddings_name,
         run_dir=str(run_dir) if run_dir is not None else None,
         split=split,
@@ -320,24 +334,6 @@ def _check_rows(
         raise InvalidDataError(stopping, source=labelled.loaded.source)
 
 
-def _judges(llm: Judge | str | Sequence[Judge] | None) -> Judge | list[Judge]:
-    """The judge every run of the alignment uses (built once: one request cache, one usage
-    ledger), or several of one model on several endpoints (the rows spread over them)."""
-    if llm is None or isinstance(llm, str):
-        found = judge_from_env(llm)
-        if found is None:
-            raise RunConfigError(
-                "align needs a judge: pass llm= (a Judge or a model name) or set RAGEVAL_LLM"
-            )
-        return found
-    if isinstance(llm, Judge):
-        return llm
-    judges = list(llm)
-    if not judges or not all(isinstance(j, Judge) for j in judges):
-        raise RunConfigError("llm must be a Judge, a model name, or a non-empty list of Judges")
-    return judges
-
-
 def stratified_split(
     rows: Sequence[int], labels: Sequence[float | None], share: float, seed: int
 ) -> tuple[list[int], list[int]]:
@@ -360,20 +356,17 @@ class _Runs:
     def __init__(
         self,
         labelled: LabelledData,
-        judge: Judge | list[Judge],
-        embeddings: Embeddings | str | None,
-        on_invalid: OnInvalid,
+        spec: RunSpec,
         progress: bool | None,
         overwrite: bool,
         probe: bool,
     ) -> None:
         self.labelled = labelled
-        self.probe = probe
-        self.judge = judge
-        self.embeddings = embeddings
-        self.on_invalid = on_invalid
+        #: what every run shares: the judges, the embeddings, `on_invalid`
+        self.spec = spec
         self.progress = progress
         self.overwrite = overwrite
+        self.probe = probe
         self.usage: list[Usage] = []
         self.embeddings_name: str | None = None
 
@@ -394,11 +387,7 @@ class _Runs:
             assert sample is not None  # rows are labelled, so they were read
             data.append({**sample.model_dump(exclude_none=True), "id": self.labelled.ids[i]})
         result = await aevaluate(
-            data,
-            [configured],
-            self.judge,
-            self.embeddings,
-            on_invalid=self.on_invalid,
+            dataclasses.replace(self.spec, data=data, metrics=[configured]),
             run_dir=run_dir,
             overwrite=self.overwrite,
             progress=self.progress,

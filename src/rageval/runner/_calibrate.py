@@ -7,6 +7,7 @@ by :mod:`rageval.calibration`. Every label is read and checked before the first 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,9 +24,9 @@ from rageval.labels import LabelColumn, LabelKind, read_label_column
 from rageval.log import CALIBRATION_FILE, CalibrationReport, write_atomic
 from rageval.metrics.base import Metric
 from rageval.runner._evaluate import _write_report, aevaluate
-from rageval.runner._prepare import LabelsArg, OnInvalid, label_pairs
+from rageval.runner._prepare import LabelsArg, OnInvalid, RunSpec, label_pairs, load_data
 from rageval.runner._rundir import RunDir
-from rageval.samples import InvalidDataError, LoadedData, RowProblem, load_samples, sample_ids
+from rageval.samples import InvalidDataError, LoadedData, RowProblem, sample_ids
 from rageval.stats import KappaWeights
 
 if TYPE_CHECKING:
@@ -46,11 +47,6 @@ def _metrics_of(pairs: Sequence[tuple[str, str | Metric]]) -> list[str | Metric]
     return list(chosen.values())
 
 
-def _rereadable(data: Any) -> Any:
-    """Data that can be read twice (labels first, then the evaluation)."""
-    return list(data) if isinstance(data, Iterator) else data
-
-
 @dataclass(frozen=True)
 class LabelledData:
     """Rows read with their label columns, each label checked (:func:`read_labels`)."""
@@ -60,24 +56,35 @@ class LabelledData:
     columns: dict[str, LabelColumn]
 
 
+def check_agreement_options(confidence: float, kappa_weights: str) -> None:
+    """The options of an agreement's measure that calibrate and align share, checked."""
+    if not 0.0 < confidence < 1.0:
+        raise RunConfigError(f"confidence must be in (0, 1), got {confidence}")
+    if kappa_weights not in ("linear", "quadratic"):
+        raise RunConfigError(f"kappa_weights is 'linear' or 'quadratic', got {kappa_weights!r}")
+
+
+def labelled_spec(spec: RunSpec) -> RunSpec:
+    """`spec` with data that can be read twice (the labels first, then the evaluation)."""
+    data = spec.data
+    return dataclasses.replace(spec, data=list(data) if isinstance(data, Iterator) else data)
+
+
 def read_labels(
-    data: Any,
+    spec: RunSpec,
     pairs: Sequence[tuple[str, str | Metric]],
     label_kinds: Mapping[str, LabelKind] | None,
     label_levels: Mapping[str, Sequence[float]] | None,
-    column_map: Mapping[str, str] | None,
 ) -> LabelledData:
-    """The rows of `data` and the label columns `pairs` name, every label read and checked
-    before any request: InvalidDataError names each bad row and column, RunConfigError a
-    `label_kinds` / `label_levels` entry for a column the pairs do not name."""
+    """The rows of the run `spec` describes and the label columns `pairs` name, every label
+    read and checked before any request: InvalidDataError names each bad row and column,
+    RunConfigError a `label_kinds` / `label_levels` entry for a column the pairs do not
+    name."""
     unknown = set(label_kinds or {}) | set(label_levels or {})
     unknown -= {column for column, _ in pairs}
     if unknown:
         raise RunConfigError(f"label_kinds/label_levels name columns not in labels=: {unknown}")
-    loaded = load_samples(data, column_map=column_map)
-    whole_input = [p for p in loaded.problems if p.row is None]
-    if whole_input:
-        raise InvalidDataError(whole_input, source=loaded.source)
+    loaded = load_data(spec)
     ids = sample_ids(loaded.samples)
     columns: dict[str, LabelColumn] = {}
     problems: list[RowProblem] = []
@@ -142,13 +149,12 @@ async def acalibrate(
     with `run_dir` the run directory also gets ``calibration.json`` and a calibration section
     in its report.
     """
-    if not 0.0 < confidence < 1.0:
-        raise RunConfigError(f"confidence must be in (0, 1), got {confidence}")
-    if kappa_weights not in ("linear", "quadratic"):
-        raise RunConfigError(f"kappa_weights is 'linear' or 'quadratic', got {kappa_weights!r}")
+    check_agreement_options(confidence, kappa_weights)
     pairs = label_pairs(labels)
-    data = _rereadable(data)
-    labelled = read_labels(data, pairs, label_kinds, label_levels, column_map)
+    spec = labelled_spec(
+        RunSpec(data, _metrics_of(pairs), llm, embeddings, column_map, on_invalid=on_invalid)
+    )
+    labelled = read_labels(spec, pairs, label_kinds, label_levels)
     loaded, columns = labelled.loaded, labelled.columns
     if min_kappa is not None and all(columns[c].kind == "continuous" for c, _ in pairs):
         raise RunConfigError(
@@ -156,18 +162,7 @@ async def acalibrate(
             "continuous (their agreement is a correlation)"
         )
 
-    result = await aevaluate(
-        data,
-        _metrics_of(pairs),
-        llm,
-        embeddings,
-        column_map=column_map,
-        on_invalid=on_invalid,
-        run_dir=run_dir,
-        resume=resume,
-        progress=progress,
-        probe=probe,
-    )
+    result = await aevaluate(spec, run_dir=run_dir, resume=resume, progress=progress, probe=probe)
     summary = result.summary()
     agreements = [
         measure_agreement(

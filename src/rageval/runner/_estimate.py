@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field, field_serializer
 from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
 from rageval.metrics.base import Metric, MetricLike
-from rageval.runner._prepare import OnInvalid, RunSpec, prepare
+from rageval.runner._prepare import OnInvalid, RunSpec, prepare, spec_of
 from rageval.runner._tokens import APPROXIMATION, CHARS_PER_TOKEN, Counters
 from rageval.samples import Sample
 
@@ -91,6 +91,9 @@ class UsageEstimate(BaseModel):
     #: cells (or, for shared work, samples) that send at least one request
     cells: int = 0
     declared: bool = True
+    #: cells the run will skip (an invalid row, a missing field, no judge), by cause kind:
+    #: the plan's decisions, as the run records them
+    skipped: dict[str, int] = Field(default_factory=dict)
 
     @field_serializer("requests", "prompt_tokens", "completion_tokens", when_used="json")
     def _whole(self, r: Range) -> dict[str, int]:
@@ -162,6 +165,7 @@ class _Tally:
     cost: list[float] | None = field(default_factory=lambda: [0.0, 0.0, 0.0])
     cells: int = 0
     declared: bool = True
+    skipped: dict[str, int] = field(default_factory=dict)
     #: the most one of the requests may cost, as the budget reserves it (its prompt and its
     #: whole reply budget; 0 when unknown)
     largest_request_usd: float = 0.0
@@ -180,6 +184,8 @@ class _Tally:
         else:
             self.cost = None
         self.cells += other.cells
+        for kind, n in other.skipped.items():
+            self.skipped[kind] = self.skipped.get(kind, 0) + n
         self.largest_request_usd = max(self.largest_request_usd, other.largest_request_usd)
 
     def scale(self, factor: int) -> None:
@@ -199,6 +205,7 @@ class _Tally:
             cost_usd=None if self.cost is None else r(self.cost),
             cells=self.cells,
             declared=self.declared,
+            skipped=dict(self.skipped),
         )
 
 
@@ -349,13 +356,8 @@ def row_cost(
         return SampleCost(), 0
     if sample.id is None:  # the run names the sample by its run id (its cells' keys too)
         sample = sample.model_copy(update={"id": sid})
-    to_run = [
-        m
-        for m in plan.metrics
-        if (plan.judge_of.get(m.name) is not None or not m.needs_llm)
-        and (row, m.name) not in plan.invalid_cells
-        and not m.input_problems(sample)
-    ]
+    skipped = plan.skipped(row)
+    to_run = [m for m in plan.metrics if m.name not in skipped]
     found: Mapping[str, object] = {}
     if kept and plan.cells is not None:
         found = plan.cells.lookup(sample, [m for m in to_run if m.needs_llm]).results
@@ -380,16 +382,18 @@ def estimate(
     column_map: Mapping[str, str] | None = None,
     metric_params: Mapping[str, Mapping[str, Any]] | None = None,
     on_invalid: OnInvalid | None = None,
-    repeats: int = 1,
+    repeats: int | None = None,
     batch: bool = False,
 ) -> CostEstimate:
     """What ``evaluate()`` with the same arguments would send, and cost, without sending
     anything (see the module docstring). `batch=True` prices the requests at the judge
     model's batch rates (an unknown batch rate makes the cost unknown); `repeats=K` counts
-    every judge cell K times, as ``evaluate(repeats=K)`` scores it."""
+    every judge cell K times, as ``evaluate(repeats=K)`` scores it (default 1). `data` may be a
+    whole :class:`~rageval.runner.RunSpec`, as :func:`rageval.evaluate` takes it."""
     from rageval.runner._schedule import spread
 
-    spec = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
+    given = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
+    spec = spec_of(given)
     run = prepare(spec)
     per_metric = {m.name: _Tally() for m in run.metrics}
     shared: dict[str, _Tally] = {}
@@ -398,6 +402,10 @@ def estimate(
     for row, sample in enumerate(run.loaded.samples):
         sid = run.ids[row]
         plan = run.plans[spread(sid, len(run.plans))]
+        for name, cell in plan.skipped(row).items():
+            kinds = per_metric[name].skipped
+            kind = cell.cause_kind or "unknown"
+            kinds[kind] = kinds.get(kind, 0) + 1
         planned, found = row_cost(plan, row, sample, sid, batch=batch, counters=counters)
         kept += found
         for name in planned.undeclared:
@@ -410,6 +418,11 @@ def estimate(
     for part in (*per_metric.values(), *shared.values()):
         total.add(part)
     notes = [f"not run: {name} ({why})" for name, why in run.left_out.items()]
+    skipped = [
+        f"{name} {n} ({kind})" for name, t in per_metric.items() for kind, n in t.skipped.items()
+    ]
+    if skipped:
+        notes.append(f"cells the run will skip: {', '.join(skipped)}")
     undeclared = sorted(name for name, t in per_metric.items() if not t.declared)
     if undeclared:
         notes.append(

@@ -70,6 +70,7 @@ from rageval.runner._prepare import (
     label_pairs,
     prepare,
     resolve_metrics,
+    spec_of,
 )
 from rageval.runner._probe import follow_server_slots, probe_endpoints
 from rageval.runner._rundir import RunDir, data_fingerprint, json_normal
@@ -301,7 +302,9 @@ async def aevaluate(
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
-    `data`: anything :func:`rageval.load_samples` reads. `metrics`: Metric instances, and
+    `data`: anything :func:`rageval.load_samples` reads, or a whole
+    :class:`~rageval.runner.RunSpec` (then the arguments it holds are not given again).
+    `metrics`: Metric instances, and
     registry names, classes or metric modules (``from rageval.metrics import faithfulness``)
     for a metric built here (default: every metric whose required fields the data has);
     `metric_params` gives the constructor arguments of those built here, by registry name
@@ -353,8 +356,9 @@ async def aevaluate(
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
     if resume and overwrite:
         raise RunConfigError("resume=True continues the run in run_dir; overwrite=True replaces it")
-    own_judge = isinstance(llm, str) or llm is None
-    spec = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
+    given = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
+    spec = spec_of(given)
+    own_judge = isinstance(spec.llm, str) or spec.llm is None
     if resume and run_dir is not None:
         spec = read_stored_run(run_dir).complete(spec)
     # checked here as well as in prepare(): the checks below this line need the values

@@ -14,8 +14,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from rageval import _env
-from rageval.errors import RunConfigError
+from rageval.errors import CauseKind, RunConfigError
 from rageval.judge import RequestCache
+from rageval.log import Cell
 from rageval.metrics.base import (
     Metric,
     MetricLike,
@@ -247,42 +248,55 @@ def human_label_pairs(
 
 def cell_problems(
     loaded: LoadedData, ids: Sequence[str], metrics: Sequence[Metric]
-) -> tuple[list[RowProblem], dict[int, str], dict[tuple[int, str], str]]:
+) -> tuple[list[RowProblem], dict[int, str], dict[int, dict[str, Cell]]]:
     """Every problem that stops a (row, metric) cell of this run; the reason for each row no
-    metric can read, and for each cell that a bad field of its row stops. A bad field that no
-    metric of the run reads stops nothing."""
+    metric can read; and the skipped cell of each (row, metric) it stops, by row, saying why
+    (all the cells of an unreadable row; a bad field; a field the metric needs that the row
+    lacks). A bad field that no metric of the run reads stops nothing. The one place a cell is
+    found unfit to score: the plans carry what it decides (:class:`Plan`)."""
     by_row: dict[int, list[RowProblem]] = {}
     for p in loaded.problems:
         if p.row is not None:
             by_row.setdefault(p.row, []).append(p)
     problems: dict[int, RowProblem] = {}  # by id(): each problem once, in order
     invalid_rows: dict[int, str] = {}
-    invalid_cells: dict[tuple[int, str], str] = {}
+    skipped: dict[int, dict[str, Cell]] = {}
     for row, sample in enumerate(loaded.samples):
         found = by_row.get(row, [])
         if sample is None:
             problems.update((id(p), p) for p in found)
             invalid_rows[row] = "; ".join(map(_describe, found)) or "could not be read"
+            cell = _skipped(f"invalid row: {invalid_rows[row]}", "invalid_row")
+            skipped[row] = {m.name: cell for m in metrics}
             continue
         for m in metrics:
             stopping = [p for p in found if p.blocks(m.required_fields)]
             if stopping:
                 problems.update((id(p), p) for p in stopping)
-                invalid_cells[(row, m.name)] = "; ".join(map(_describe, stopping))
+                cause = "invalid row: " + "; ".join(map(_describe, stopping))
+                skipped.setdefault(row, {})[m.name] = _skipped(cause, "invalid_row")
                 continue
-            for field, message in m.input_problems(sample):
+            missing = m.input_problems(sample)
+            for field, message in missing:
                 problem = RowProblem.of_metric(
                     row, field, message, sample.id, m.name, loaded.line(row)
                 )
                 problems[id(problem)] = problem
-    return list(problems.values()), invalid_rows, invalid_cells
+            if missing:
+                cause = "; ".join(f"field {f!r}: {msg}" for f, msg in missing)
+                skipped.setdefault(row, {})[m.name] = _skipped(cause, "missing_field")
+    return list(problems.values()), invalid_rows, skipped
+
+
+def _skipped(cause: str, kind: CauseKind) -> Cell:
+    return Cell(status="skipped", cause=cause, cause_kind=kind)
 
 
 def _describe(p: RowProblem) -> str:
     return f"field {p.field!r}: {p.message}" if p.field else p.message
 
 
-def _run_judges(llm: Judge | str | Sequence[Judge] | None) -> list[Judge]:
+def run_judges(llm: Judge | str | Sequence[Judge] | None) -> list[Judge]:
     """The run's judge: none, one, or one per endpoint of the same model (a list)."""
     from rageval.judge import Judge
 
@@ -329,10 +343,11 @@ class Prepared:
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-    """What one run scores and how: the arguments :func:`aevaluate` and
-    :func:`rageval.estimate` were given (None: not given), completed from a resumed run's
-    manifest (:meth:`rageval.runner._stored.StoredRun.complete`); :func:`prepare` checks it and
-    makes the run of it."""
+    """What one run scores and how: the arguments :func:`aevaluate`, :func:`rageval.estimate`,
+    calibrate and align were given (None: not given), or the spec given to evaluate or
+    estimate in place of the data (:func:`spec_of`), completed from a resumed run's manifest
+    (:meth:`rageval.runner._stored.StoredRun.complete`); :func:`prepare` checks it and makes
+    the run of it."""
 
     data: Any = None
     metrics: Sequence[MetricLike] | None = None
@@ -342,6 +357,26 @@ class RunSpec:
     metric_params: Mapping[str, Mapping[str, Any]] | None = None
     on_invalid: OnInvalid | None = None
     repeats: int | None = None
+
+
+def spec_of(given: RunSpec) -> RunSpec:
+    """The run of the arguments :func:`aevaluate` or :func:`rageval.estimate` were `given`:
+    the :class:`RunSpec` given in place of the data, if one was (then no other argument of
+    the spec may be given: RunConfigError), else `given` itself."""
+    whole = given.data
+    if not isinstance(whole, RunSpec):
+        return given
+    twice = [
+        f.name
+        for f in dataclasses.fields(given)
+        if f.name != "data" and getattr(given, f.name) is not None
+    ]
+    if twice:
+        raise RunConfigError(
+            f"{', '.join(twice)} given beside a RunSpec: give them in the RunSpec "
+            "(dataclasses.replace(spec, ...))"
+        )
+    return whole
 
 
 def checked_options(on_invalid: str | None, repeats: int | None) -> tuple[OnInvalid, int]:
@@ -355,24 +390,31 @@ def checked_options(on_invalid: str | None, repeats: int | None) -> tuple[OnInva
     return ("skip" if on_invalid == "skip" else "raise"), repeats
 
 
+def load_data(spec: RunSpec) -> LoadedData:
+    """The rows of `spec`'s data, its column map applied; InvalidDataError when the input as a
+    whole cannot be read (a bad row is reported with the cells it stops: :func:`cell_problems`)."""
+    loaded = load_samples(spec.data, column_map=spec.column_map)
+    whole_input = [p for p in loaded.problems if p.row is None]
+    if whole_input:
+        raise InvalidDataError(whole_input, source=loaded.source)
+    return loaded
+
+
 def prepare(spec: RunSpec, *, resume: bool = False) -> Prepared:
     """Load and validate the data, make the metrics, the judges, the embeddings and the plans
     of a checked `spec`: every check done before the first request, the same for
     :func:`aevaluate` and the dry run (:func:`rageval.estimate`). Nothing is sent."""
     metrics, llm, embeddings = spec.metrics, spec.llm, spec.embeddings
     on_invalid, repeats = checked_options(spec.on_invalid, spec.repeats)
-    loaded = load_samples(spec.data, column_map=spec.column_map)
-    whole_input = [p for p in loaded.problems if p.row is None]
-    if whole_input:
-        raise InvalidDataError(whole_input, source=loaded.source)
+    loaded = load_data(spec)
     ids = sample_ids(loaded.samples)
     metric_objs = resolve_metrics(metrics, loaded, spec.metric_params)
-    problems, invalid_rows, invalid_cells = cell_problems(loaded, ids, metric_objs)
+    problems, invalid_rows, skipped = cell_problems(loaded, ids, metric_objs)
     if problems and on_invalid == "raise":
         raise InvalidDataError(problems, source=loaded.source)
     # resuming, no judge by now means the run had none (not one from the environment)
-    run_judges = [] if llm is None and resume else _run_judges(llm)
-    judge = run_judges[0] if run_judges else None
+    judges = [] if llm is None and resume else run_judges(llm)
+    judge = judges[0] if judges else None
     needs_embeddings = any(
         m.needs_embeddings and m.embeddings is None and (not m.needs_llm or m.llm or judge)
         for m in metric_objs
@@ -384,8 +426,6 @@ def prepare(spec: RunSpec, *, resume: bool = False) -> Prepared:
         embedder = embeddings_from_spec("local")
     else:
         embedder = embeddings
-    plans = make_plans(
-        metric_objs, run_judges, embedder, invalid_rows, invalid_cells, repeats=repeats
-    )
+    plans = make_plans(metric_objs, judges, embedder, invalid_rows, skipped, repeats=repeats)
     left_out = left_out_of_default(loaded) if metrics is None else {}
-    return Prepared(loaded, list(ids), metric_objs, run_judges, embedder, plans, left_out)
+    return Prepared(loaded, list(ids), metric_objs, judges, embedder, plans, left_out)

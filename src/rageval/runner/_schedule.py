@@ -91,19 +91,37 @@ def usage_since(now: Usage, base: Usage) -> Usage:
 
 @dataclasses.dataclass
 class Plan:
-    """What to run: metrics, the judge of each, the shared statement judge, embeddings, the
-    reason each invalid row is skipped, and each cell a bad field of its row stops."""
+    """What to run: metrics, the judge of each, the shared statement judge, embeddings, and
+    every cell that is not scored, with why, decided once when the plan is made: the scheduler,
+    the dry run and the budget all read :meth:`skipped`."""
 
     metrics: Sequence[Metric]
     judge_of: Mapping[str, Judge | None]
     shared_judge: Judge | None
     embeddings: Embeddings | None
+    #: rows no metric can read, with why (every cell of such a row is skipped)
     invalid_rows: Mapping[int, str]
-    invalid_cells: Mapping[tuple[int, str], str] = dataclasses.field(default_factory=dict)
+    #: the skipped cells of each row that has any, by metric: every cell of an invalid row,
+    #: else those a bad or missing field of the row stops
+    skipped_cells: Mapping[int, Mapping[str, Cell]] = dataclasses.field(default_factory=dict)
     #: finished cells kept across runs (None: recompute every cell)
     cells: CellStore | None = None
     #: scorings of each judge cell; the repeats after the first bypass every cache
     repeats: int = 1
+    _no_judge: dict[str, Cell] = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # a metric without its judge runs on no row: that is the reason of all its cells
+        # (but an invalid row's), whatever else a row lacks
+        self._no_judge = {
+            m.name: _NO_JUDGE for m in self.metrics if m.needs_llm and self.judge_of[m.name] is None
+        }
+
+    def skipped(self, row: int) -> dict[str, Cell]:
+        """The cells of `row` that are not scored, by metric, each saying why."""
+        if row in self.invalid_rows:
+            return dict(self.skipped_cells[row])
+        return {**self.skipped_cells.get(row, {}), **self._no_judge}
 
 
 def make_plans(
@@ -111,7 +129,7 @@ def make_plans(
     judges: Sequence[Judge],
     embeddings: Embeddings | None,
     invalid_rows: Mapping[int, str],
-    invalid_cells: Mapping[tuple[int, str], str] | None = None,
+    skipped_cells: Mapping[int, Mapping[str, Cell]] | None = None,
     *,
     repeats: int = 1,
 ) -> list[Plan]:
@@ -134,7 +152,7 @@ def make_plans(
                 shared,
                 embeddings,
                 invalid_rows,
-                dict(invalid_cells or {}),
+                skipped_cells or {},
                 cells=cells,
                 repeats=repeats,
             )
@@ -217,34 +235,13 @@ class Scheduler:
         sample, sid = self.samples[row], self.ids[row]
         plan = self.plans[spread(sid, len(self.plans))]
         metrics = plan.metrics
-        invalid = plan.invalid_rows.get(row)
-        if sample is None or invalid is not None:
-            cause = f"invalid row: {invalid or 'could not be read'}"
-            skipped = Cell(status="skipped", cause=cause, cause_kind="invalid_row")
-            return SampleLine(
-                row=row, id=sid, inputs=Inputs.of(sample), cells={m.name: skipped for m in metrics}
-            )
+        skipped = plan.skipped(row)
+        if sample is None or row in plan.invalid_rows:
+            return SampleLine(row=row, id=sid, inputs=Inputs.of(sample), cells=skipped)
         if sample.id is None:  # usage tags and evidence name the sample by its run id
             sample = sample.model_copy(update={"id": sid})
-        results: dict[str, MetricResult] = {}
-        to_run: list[Metric] = []
-        for m in metrics:
-            # a metric without its judge runs on no row: that is the reason of all its cells,
-            # whatever else a row lacks
-            if m.needs_llm and plan.judge_of[m.name] is None:
-                results[m.name] = _NO_JUDGE
-                continue
-            bad_field = plan.invalid_cells.get((row, m.name))
-            if bad_field is not None:
-                cause = f"invalid row: {bad_field}"
-                results[m.name] = Cell(status="skipped", cause=cause, cause_kind="invalid_row")
-                continue
-            problems = m.input_problems(sample)
-            if problems:
-                cause = "; ".join(f"field {f!r}: {msg}" for f, msg in problems)
-                results[m.name] = Cell(status="skipped", cause=cause, cause_kind="missing_field")
-            else:
-                to_run.append(m)
+        results: dict[str, MetricResult] = dict(skipped)
+        to_run = [m for m in metrics if m.name not in skipped]
         meter = _SampleMeter()
         # every call made for this sample, in this task and the tasks it starts, books to it
         with run_scope(meter=meter):

@@ -7,7 +7,8 @@ What runs where:
   validates the data, writes the manifest, and appends each finished row to ``results.jsonl``
   as the batches come back (it is the only writer), draws the progress line, and writes the
   summary and report. Rows that could not be read are recorded here, without Ray.
-- A Ray Data job scores the other rows: ``from_items`` (row, id, sample JSON) in blocks of a
+- A Ray Data job scores the other rows: ``from_items`` (row, id, sample JSON, and the cells
+  the plan skips in the row, with why) in blocks of a
   few rows, ``map_batches`` with :class:`~._ray_worker.ScoreBatch` (one block is one batch) on
   a fixed pool of actors; each actor runs several batches at once on its event loop. An actor
   that only calls endpoints reserves a quarter of a CPU (at one CPU each, a 2-core machine
@@ -96,11 +97,14 @@ class RayRun:
     async def run(self, rows: Sequence[int], on_record: Callable[[SampleLine], None]) -> None:
         """Score `rows`, handing each finished row to `on_record` (on this event loop) as its
         batch comes back; a fatal judge error in any actor stops the job and is raised here."""
-        invalid = self.plans[0].invalid_rows
-        # rows with a field some metric cannot read too: the actors' plans do not know it
-        invalid_in_part = {r for r, _ in self.plans[0].invalid_cells}
+        invalid, skipped = self.plans[0].invalid_rows, self.plans[0].skipped_cells
+        # rows with a field some metric cannot read too: recorded here, as they were read
         unreadable = [
-            r for r in rows if self.samples[r] is None or r in invalid or r in invalid_in_part
+            r
+            for r in rows
+            if self.samples[r] is None
+            or r in invalid
+            or any(c.cause_kind == "invalid_row" for c in skipped.get(r, {}).values())
         ]
         if unreadable:  # recorded without a single request
             await Scheduler(
@@ -287,7 +291,18 @@ class RayRun:
         for row in rows:
             sample = self.samples[row]
             assert sample is not None
-            items.append({"row": row, "id": self.ids[row], "sample": sample.model_dump_json()})
+            # the cells the plan skips go with the row: the actors decide nothing of it again
+            skipped = self.plans[0].skipped_cells.get(row, {})
+            items.append(
+                {
+                    "row": row,
+                    "id": self.ids[row],
+                    "sample": sample.model_dump_json(),
+                    "skipped": json.dumps(
+                        {m: c.model_dump(mode="json") for m, c in skipped.items()}
+                    ),
+                }
+            )
         data = ray.data.from_items(items, override_num_blocks=math.ceil(len(items) / batch))
         # An actor's calls run at once, on threads that hand their batch to its one event loop;
         # it is given no more batches than it runs, so an actor that is ready first does not

@@ -30,7 +30,7 @@ from rageval._client._cache import merge_shards
 from rageval._client._limiter import Pace, RateBudget, endpoint_limiter
 from rageval._version import __version__
 from rageval.judge import FatalJudgeError, Usage, UsageLedger
-from rageval.log import Inputs, SampleLine, model_json
+from rageval.log import Cell, Inputs, SampleLine, model_json
 from rageval.runner._schedule import Scheduler, make_plans, usage_since
 from rageval.runner.engines._ship import WorkerJob, build
 from rageval.samples import Sample, sample_of
@@ -137,7 +137,8 @@ class SharedRates(RateBudget):
 
 
 class ScoreBatch:
-    """Scores batches of rows (columns ``row``, ``id``, ``sample``: the sample's JSON) with
+    """Scores batches of rows (columns ``row``, ``id``, ``sample``: the sample's JSON,
+    ``skipped``: the row's skipped cells as the driver's plan decided them) with
     every metric of the job; see the module docstring."""
 
     def __init__(self, job: WorkerJob, embed_threads: int = 1) -> None:
@@ -183,10 +184,14 @@ class ScoreBatch:
             row: sample_of(json.loads(text))
             for row, text in zip(rows, batch["sample"], strict=True)
         }
+        # the driver's plan decided which cells of these rows are skipped, and why
+        skipped = {
+            row: {m: Cell.model_validate(c) for m, c in json.loads(text).items()}
+            for row, text in zip(rows, batch["skipped"], strict=True)
+        }
+        plans = [dataclasses.replace(plan, skipped_cells=skipped) for plan in self._plans]
         finished: list[SampleLine] = []
-        scheduler = Scheduler(
-            self._plans, samples, ids, window=len(rows), on_record=finished.append
-        )
+        scheduler = Scheduler(plans, samples, ids, window=len(rows), on_record=finished.append)
         fatal: FatalJudgeError | None = None
         try:
             await scheduler.run(rows)
