@@ -305,7 +305,9 @@ def write_jsonl(path: Path, n: int, seed: int = 0, *, conversations: bool = Fals
     """Write `n` samples (or `n` conversations) to `path` (streamed: memory does not grow
     with `n`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = (make_conversation(i, seed) for i in range(n)) if conversations else iter_samples(n, seed)
+    rows = (
+        (make_conversation(i, seed) for i in range(n)) if conversations else iter_samples(n, seed)
+    )
     with path.open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")

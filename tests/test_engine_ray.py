@@ -232,6 +232,7 @@ def test_conversations_get_the_local_engines_cells_on_ray(ray_address: str, tmp_
         assert again[metric] == local[metric], metric
     assert again.sample(data[0]["id"]).cells["turn_faithfulness"].evidence["turns"]
 
+
 def test_injected_faults_leave_every_row_once_with_a_value_or_a_cause(
     ray_address: str, tmp_path: Path
 ) -> None:
