@@ -25,11 +25,14 @@ before/after comparison.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 from _harness import ROOT, WORK, JudgeServer, Scratch, child_env, markdown_table
 from synthetic_data import write_jsonl
@@ -39,13 +42,23 @@ def _lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
+def _reaped(proc: subprocess.Popen[bytes]) -> float:
+    """Wait for `proc`; its peak resident set size in MB, from the kernel's account of that
+    process alone (``wait4``: not the judge server's, not this script's)."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_maxrss / 1024  # KiB on Linux
+
+
 class Cli:
-    """``rageval evaluate`` in child processes against one judge server."""
+    """``rageval evaluate`` in child processes against one judge server; ``peak_rss_mb`` is
+    the peak RSS of the last process."""
 
     def __init__(self, server: JudgeServer, src: Path) -> None:
         self.server = server
         self.env = child_env()
         self.env.update(OPENAI_API_KEY="sk-bench", PYTHONPATH=str(src))
+        self.peak_rss_mb = 0.0
 
     def command(self, *args: str | Path) -> list[str]:
         return [sys.executable, "-m", "rageval", "evaluate", *map(str, args), "-q"]
@@ -54,37 +67,42 @@ class Cli:
         return self.command(data, "--llm", "gpt-4o-mini", "--base-url", self.server.base_url,
                             "-o", run)  # fmt: skip
 
+    def _start(self, args: list[str], cache: Path, output: IO[bytes]) -> subprocess.Popen[bytes]:
+        self.server.reset()
+        return subprocess.Popen(
+            args, env={**self.env, "RAGEVAL_CACHE_DIR": str(cache)}, cwd=ROOT,
+            stdout=output, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
     def run(self, args: list[str], cache: Path) -> tuple[int, float, str]:
         """Run to the end: (chat requests the server handled, wall seconds, the summary's
         "(N requests answered from the cache)" line or ""); a run that turns its request
         cache off says so on stderr."""
-        self.server.reset()
-        started = time.perf_counter()
-        done = subprocess.run(
-            args, env={**self.env, "RAGEVAL_CACHE_DIR": str(cache)}, capture_output=True,
-            text=True, cwd=ROOT,
-        )  # fmt: skip
-        wall = time.perf_counter() - started
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)}: rc {done.returncode}\n{done.stderr[-3000:]}")
-        if "disabled" in done.stderr:
-            print(f"{' '.join(args)}: {done.stderr.strip()}", file=sys.stderr, flush=True)
-        cached = [line for line in done.stdout.splitlines() if "from the cache" in line]
+        with tempfile.TemporaryFile() as output:
+            started = time.perf_counter()
+            proc = self._start(args, cache, output)
+            self.peak_rss_mb = _reaped(proc)
+            wall = time.perf_counter() - started
+            output.seek(0)
+            said = output.read().decode(errors="replace")
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)}: rc {proc.returncode}\n{said[-3000:]}")
+        if "disabled" in said:
+            print(f"{' '.join(args)}: {said.strip()}", file=sys.stderr, flush=True)
+        cached = [line for line in said.splitlines() if "from the cache" in line]
         return int(self.server.stats()["chat_requests"]), wall, "".join(cached)
 
     def interrupted(self, args: list[str], cache: Path, run: Path, rows: int, sig: int) -> int:
         """Start a run, send it `sig` once `rows` rows are finished; the requests handled."""
-        self.server.reset()
-        proc = subprocess.Popen(
-            args, env={**self.env, "RAGEVAL_CACHE_DIR": str(cache)}, cwd=ROOT,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
-        while _lines(run / "results.jsonl") < rows:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the run ended before {rows} rows: {proc.stderr}")
-            time.sleep(0.01)
-        proc.send_signal(sig)
-        proc.communicate()
+        with tempfile.TemporaryFile() as output:
+            proc = self._start(args, cache, output)
+            while _lines(run / "results.jsonl") < rows:
+                if proc.poll() is not None:
+                    output.seek(0)
+                    raise RuntimeError(f"the run ended before {rows} rows: {output.read()!r}")
+                time.sleep(0.01)
+            proc.send_signal(sig)
+            self.peak_rss_mb = _reaped(proc)
         return int(self.server.stats()["chat_requests"])
 
 

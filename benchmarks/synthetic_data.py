@@ -13,6 +13,11 @@ extra claim, sometimes partly wrong), and the reference answers correctly in 1â€
 
 Sample ``i`` of seed ``s`` depends only on ``(s, i)``, so ``iter_samples`` can stream any number
 of rows in constant memory and two runs produce byte-identical files.
+
+``make_conversation`` strings consecutive samples into a multi-turn conversation (each exchange
+one sample's question and answer, the assistant turn carrying the sample's contexts and
+reference), with one tool call in one of its exchanges, the reference tool calls and a goal;
+``write_jsonl(..., conversations=True)`` writes those.
 """
 
 from __future__ import annotations
@@ -260,12 +265,52 @@ def iter_samples(n: int, seed: int = 0, start: int = 0) -> Iterator[dict[str, An
         yield make_sample(i, seed)
 
 
-def write_jsonl(path: Path, n: int, seed: int = 0) -> Path:
-    """Write `n` samples to `path` (streamed: memory does not grow with `n`)."""
+_TOOLS = ("search_archive", "lookup_record", "get_schedule")
+
+
+def make_conversation(index: int, seed: int = 0, exchanges: int = 5) -> dict[str, Any]:
+    """Conversation number `index` of the stream `seed`: `exchanges` user/assistant exchanges
+    made of samples ``index * exchanges`` onwards; before one of the answers the assistant
+    calls a tool, whose reference call differs from the real one in a third of the
+    conversations (an argument off by one, so that tool_call_f1 has something to find)."""
+    rng = random.Random(seed * 1_000_003 + index + 7_919)
+    samples = [make_sample(index * exchanges + j, seed) for j in range(exchanges)]
+    with_tool = rng.randrange(exchanges)
+    tool = rng.choice(_TOOLS)
+    arguments = {"query": samples[with_tool]["user_input"], "limit": rng.randint(1, 5)}
+    turns: list[dict[str, Any]] = []
+    for j, sample in enumerate(samples):
+        turns.append({"role": "user", "content": sample["user_input"]})
+        if j == with_tool:
+            call = {"id": f"call-{index}", "name": tool, "arguments": arguments}
+            turns.append({"role": "assistant", "tool_calls": [call]})
+            result = sample["retrieved_contexts"][0]
+            turns.append({"role": "tool", "tool_call_id": f"call-{index}", "name": tool,
+                          "content": result})  # fmt: skip
+        turns.append({"role": "assistant", "content": sample["response"],
+                      "retrieved_contexts": sample["retrieved_contexts"],
+                      "reference": sample["reference"]})  # fmt: skip
+    expected = dict(arguments)
+    if rng.random() < 1 / 3:
+        expected["limit"] += 1
+    return {
+        "id": f"c{seed}-{index:06d}",
+        "turns": turns,
+        "reference_tool_calls": [{"name": tool, "arguments": expected}],
+        "reference_goal": "Learn " + "; ".join(s["reference"] for s in samples[:2]),
+    }
+
+
+def write_jsonl(path: Path, n: int, seed: int = 0, *, conversations: bool = False) -> Path:
+    """Write `n` samples (or `n` conversations) to `path` (streamed: memory does not grow
+    with `n`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    rows = (
+        (make_conversation(i, seed) for i in range(n)) if conversations else iter_samples(n, seed)
+    )
     with path.open("w", encoding="utf-8") as f:
-        for sample in iter_samples(n, seed):
-            f.write(json.dumps(sample, ensure_ascii=False) + "\n")
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path
 
 

@@ -12,7 +12,9 @@ import pytest
 
 from helpers import handle, rows, run_cli_in_child, write_jsonl
 from rageval.cli import main
+from rageval.results import load_run
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
+from synthetic_data import make_conversation
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rag_sample.jsonl"
 
@@ -285,6 +287,42 @@ def test_compare_of_two_runs_with_the_same_settings_says_no_difference(
                                 "1.0000"]  # fmt: skip
     assert "no difference in every metric" in out
     assert "moved most" not in out
+
+
+def test_compare_pairs_conversation_runs_by_conversation(
+    server: FakeOpenAI, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Run B fixes the reference tool calls of the conversations run A scores below 1: its
+    tool_call_f1 rises on exactly those, its turn_faithfulness (same turns) moves nowhere."""
+    n = 12
+    data = [make_conversation(i) for i in range(n)]
+    fixed = [{**c, "reference_tool_calls": [call for t in c["turns"]
+                                             for call in t.get("tool_calls", ())]}
+             for c in data]  # fmt: skip
+    runs = {}
+    for name, rows_of_run in (("a", data), ("b", fixed)):
+        path = tmp_path / f"{name}.jsonl"
+        write_jsonl(path, rows_of_run)
+        assert run_cli("evaluate", path, "-m", "tool_call_f1", "-m", "turn_faithfulness",
+                       "--llm", "test-model", "--base-url", server.base_url,
+                       "-o", tmp_path / name, "-q") == 0  # fmt: skip
+        runs[name] = load_run(tmp_path / name)
+    below = [i for i, v in enumerate(runs["a"]["tool_call_f1"]) if v is not None and v < 1]
+    assert 0 < len(below) < n and runs["b"]["tool_call_f1"] == [1.0] * n
+    capsys.readouterr()
+
+    assert run_cli("compare", tmp_path / "a", tmp_path / "b") == 0
+    out = capsys.readouterr().out
+    assert f"{n} samples matched by id" in out
+    f1 = next(ln for ln in out.splitlines() if ln.startswith("tool_call_f1")).split()
+    mean_a = sum(v for v in runs["a"]["tool_call_f1"] if v is not None) / n
+    assert f1[1] == str(n) and float(f1[2]) == pytest.approx(mean_a, abs=5e-5)
+    assert float(f1[4]) == pytest.approx(1 - mean_a, abs=5e-5)
+    faithfulness = next(ln for ln in out.splitlines() if ln.startswith("turn_faithfulness"))
+    assert faithfulness.split()[1] == str(n) and faithfulness.split()[4] == "+0.0000"
+    moved = out.split("tool_call_f1: samples that moved most")[1].split("\n\n")[0]
+    movers = {ln.split(":")[0].strip() for ln in moved.strip().splitlines()}
+    assert movers and movers <= {data[i]["id"] for i in below}
 
 
 def test_compare_of_runs_with_no_sample_in_common_is_refused(

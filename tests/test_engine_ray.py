@@ -33,10 +33,12 @@ from helpers import (
 from rageval._client._cache import merge_shards
 from rageval.judge import FatalJudgeError, Judge
 from rageval.log import read_lines
+from rageval.metrics.base import registered_metrics, scores_conversations
 from rageval.results import compare, load_run
 from rageval.runner import evaluate
 from rageval.runner._schedule import spread
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, FaultPlan, RandomJudge
+from synthetic_data import make_conversation
 
 pytestmark = pytest.mark.ray
 
@@ -216,6 +218,38 @@ def test_a_random_judge_gives_both_engines_the_same_cells(ray_address: str) -> N
         assert on_ray.statuses(metric) == local.statuses(metric)
         for a, b in zip(on_ray.cells(metric), local.cells(metric), strict=True):
             assert a is not None and b is not None and a.cause == b.cause
+
+
+def test_conversations_get_the_local_engines_cells_on_ray(ray_address: str, tmp_path: Path) -> None:
+    """Every conversation metric, judge and deterministic, with the local embedding model in
+    the actors: each cell (value, status, cause, per-turn evidence) and the requests sent are
+    the local engine's."""
+    metrics = sorted(n for n, cls in registered_metrics().items() if scores_conversations(cls))
+    data = [make_conversation(i) for i in range(10)]
+    # a judge of its own per engine: at temperature > 0 (turn_answer_relevancy's questions)
+    # the random judge draws anew for a request it has answered before
+    with FakeOpenAI(RandomJudge(seed=5)) as srv:
+        local = evaluate(data, metrics, llm=make_judge(srv), progress=False)
+        asked_local = len(srv.chat_requests)
+    with FakeOpenAI(RandomJudge(seed=5)) as srv:
+        on_ray = evaluate(data, metrics, llm=make_judge(srv), run_dir=tmp_path / "ray",
+                          engine="ray", progress=False)  # fmt: skip
+        asked_ray = len(srv.chat_requests)
+        assert srv.handler_errors == []
+    assert asked_ray == asked_local
+    assert sorted(logged_ids(tmp_path / "ray")) == sorted(r["id"] for r in data)
+    for metric in metrics:
+        assert on_ray.statuses(metric) == local.statuses(metric), metric
+        assert "ok" in on_ray.statuses(metric), metric
+        assert on_ray[metric] == local[metric], metric
+        for a, b in zip(on_ray.cells(metric), local.cells(metric), strict=True):
+            assert a is not None and b is not None
+            assert (a.cause, a.reason, dict(a.evidence)) == (b.cause, b.reason, dict(b.evidence))
+    # read back from the Ray run's directory, the conversations are whole again
+    again = load_run(tmp_path / "ray")
+    for metric in metrics:
+        assert again[metric] == local[metric], metric
+    assert again.sample(data[0]["id"]).cells["turn_faithfulness"].evidence["turns"]
 
 
 def test_injected_faults_leave_every_row_once_with_a_value_or_a_cause(

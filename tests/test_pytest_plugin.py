@@ -13,6 +13,7 @@ import pytest
 
 from helpers import handle, rows
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
+from synthetic_data import make_conversation
 
 CONFTEST = """
 from rageval.testing import install_network_guard
@@ -178,6 +179,45 @@ def test_the_plugin_costs_sessions_that_do_not_use_it_nothing(tmp_path: Path) ->
     )
     done = _pytest(project, "-p", "no:asyncio", server=None, tmp_path=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+CONVERSATION_TESTS = """
+import json
+from pathlib import Path
+
+CONVERSATIONS = json.loads((Path(__file__).parent / "conversations.json").read_text())
+
+
+def test_conversations(assert_scores):
+    assert_scores(CONVERSATIONS, {"turn_faithfulness": 0.95, "tool_call_f1": 0.5})
+"""
+
+
+def test_conversations_are_gated_and_their_worst_shown_by_their_opening_message(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    project = _project(tmp_path)
+    (project / "test_chat.py").write_text(CONVERSATION_TESTS, encoding="utf-8")
+    chats = [make_conversation(i) for i in range(4)]
+    (project / "conversations.json").write_text(json.dumps(chats), encoding="utf-8")
+    runs = tmp_path / "runs"
+    done = _pytest(project, "test_chat.py", "--rageval-dir", str(runs), server=server,
+                   tmp_path=tmp_path)  # fmt: skip
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "FAILED test_chat.py::test_conversations" in out
+    assert "turn_faithfulness: mean" in out and "< 0.95 over 4 measured" in out
+    # a conversation stands for its first user message, as in the report
+    worst = out.split("turn_faithfulness: mean")[1].splitlines()[1:4]
+    assert len(worst) == 3
+    for line in worst:
+        cid = line.split(":")[0].strip()
+        (chat,) = (c for c in chats if c["id"] == cid)
+        opening = chat["turns"][0]["content"]
+        assert "mean over 5 scored turn(s)" in line, line
+        assert opening[:40] in line.split(") <- ")[1], line
+    (call,) = _calls(runs)
+    assert call["passed"] is False
 
 
 def test_cells_without_a_value_fail_unless_allowed(tmp_path: Path) -> None:

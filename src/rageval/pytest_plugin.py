@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from rageval.judge import Judge
     from rageval.metrics.base import Metric
     from rageval.results import EvaluationResult
+    from rageval.samples import Sample
 
 __all__ = ["RagevalSession", "ScoreGate", "assert_scores", "rageval_judge", "rageval_session"]
 
@@ -275,8 +276,7 @@ def _worst(result: EvaluationResult, metric: str) -> list[str]:
     for i, cell in missing[:WORST_SHOWN]:
         lines.append(f"  {result.ids[i]}: {cell.status.replace('_', ' ')}: {cell.cause}")
     for i, cell in measured[: max(0, WORST_SHOWN - len(missing))]:
-        sample = result.samples[i]
-        question = _clip(sample.text("user_input") if sample is not None else "")
+        question = _clip(_asked(result.samples[i]))
         why = f" ({_clip(cell.reason, 160)})" if cell.reason else ""
         lines.append(
             f"  {result.ids[i]}: {cell.value:.4f}{why}" + (f" <- {question!r}" if question else "")
@@ -284,6 +284,15 @@ def _worst(result: EvaluationResult, metric: str) -> list[str]:
     if len(missing) > WORST_SHOWN:
         lines.append(f"  ... and {len(missing) - WORST_SHOWN} more cells without a value")
     return lines
+
+
+def _asked(sample: Sample | None) -> str:
+    """What a row was asked: a sample's question, a conversation's opening message."""
+    from rageval.samples import Conversation
+
+    if isinstance(sample, Conversation):
+        return sample.opening
+    return sample.text("user_input") if sample is not None else ""
 
 
 def _clip(text: str | None, width: int = 80) -> str:

@@ -403,6 +403,12 @@ class Conversation(Sample):
         return turns
 
     @property
+    def opening(self) -> str:
+        """The user's first message ('' when there is none): what stands for the conversation
+        in a list of rows, as in the report."""
+        return next((t.content or "" for t in self.turns if t.role == "user"), "")
+
+    @property
     def tool_calls(self) -> list[ToolCall]:
         """The tools the assistant called, in the order of its turns."""
         return [
