@@ -19,7 +19,9 @@ What it answers:
   against the numbered items; ``question`` is a question made from the answer; a ``rating`` is
   on the scale the prompt states (``{"rating": 0|1|2}``); an agent goal's ``user_goal`` and
   ``end_state`` are the user's first and the assistant's last text in ``<conversation>``, and
-  ``achieved`` is whether the end state covers the desired outcome (the verdict rule below).
+  ``achieved`` is whether the end state covers the desired outcome (the verdict rule below);
+  a conversation's ``intentions`` are its user messages, a user message's ``facts`` its
+  sentences.
 * ragas 0.4's ``PydanticPrompt`` prompts (instruction, output JSON schema, examples, then
   ``input: {json}``): the JSON its parser expects for each output model it uses, covering the
   statements and contexts of the input, so ragas never takes its "fix output" path.
@@ -387,6 +389,8 @@ class _Structured:
     def _value(self, name: str, node: dict[str, Any]) -> Any:
         kind = node.get("type")
         if kind == "array" and self.resolve(node.get("items", {})).get("type") == "string":
+            if name == "intentions":  # conversation completeness: one per user message
+                return _said(dict(self.blocks).get("conversation", ""), "user")
             return sentences(self._text_for(name))
         if kind == "boolean":
             if name == "noncommittal":

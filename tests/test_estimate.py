@@ -82,7 +82,8 @@ def test_the_plan_is_what_a_run_sends_for_every_judge_metric() -> None:
 
 def conversation_rows() -> list[dict[str, Any]]:
     """Conversations of the ordinary rows' turns, and the edges: a turn that only calls a
-    tool, a turn without contexts, a blank response, contexts all blank, a blank goal."""
+    tool, a turn without contexts, a blank response, contexts all blank, a blank goal, blank
+    topics."""
     turns: list[dict[str, Any]] = []
     for row in rows(3):
         turns.append({"role": "user", "content": row["user_input"]})
@@ -105,10 +106,16 @@ def conversation_rows() -> list[dict[str, Any]]:
         {"role": "assistant", "content": "The sky is blue.", "retrieved_contexts": ["", " "]},
     ]
     goal = "The user learns what the sky looks like."
+    topics = ["the sky", "weather"]
     return [
-        {"id": "conv", "turns": turns, "reference_goal": goal},
-        {"id": "edges", "turns": [*turns[:2], *edges], "reference_goal": " "},
-        {"id": "one", "turns": turns[:2], "reference_goal": goal},
+        {"id": "conv", "turns": turns, "reference_goal": goal, "reference_topics": topics},
+        {
+            "id": "edges",
+            "turns": [*turns[:2], *edges],
+            "reference_goal": " ",
+            "reference_topics": [" "],
+        },
+        {"id": "one", "turns": turns[:2], "reference_goal": goal, "reference_topics": topics},
     ]
 
 

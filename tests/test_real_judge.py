@@ -47,6 +47,7 @@ CONVERSATION: dict[str, Any] = {
         },
     ],
     "reference_goal": "Learn when the first Super Bowl was played and who won it.",
+    "reference_topics": ["American football"],
 }
 #: why a cell may end without a value against a real (weak) model: the judge's reply, or the
 #: input; anything else (metric_error, transport, unknown) is a bug to fix

@@ -134,6 +134,7 @@ def test_the_default_selection_of_conversation_data_is_the_conversation_metrics(
     # are skipped with the hint to configure one
     judged = [
         "agent_goal_accuracy_without_reference",
+        "conversation_completeness",
         "turn_answer_relevancy",
         "turn_context_relevance",
         "turn_faithfulness",
@@ -142,8 +143,12 @@ def test_the_default_selection_of_conversation_data_is_the_conversation_metrics(
     assert all(result.statuses(m) == ["skipped", "skipped"] for m in judged)
     # the single-turn metrics are not "left out" of conversation data, nor the tool-call
     # metrics of single-turn data: each kind of row has its own default selection; a
-    # conversation metric is, when no row has its fields
-    assert result.metrics_left_out == {"agent_goal_accuracy": "no row has 'reference_goal'"}
+    # conversation metric is, when no row has its fields (knowledge_retention is opt-in:
+    # not chosen, so not left out)
+    assert result.metrics_left_out == {
+        "agent_goal_accuracy": "no row has 'reference_goal'",
+        "topic_adherence": "no row has 'reference_topics'",
+    }
     single = evaluate([{"response": "Paris.", "reference": "Paris"}], progress=False)
     assert "tool_call_f1" not in single.metrics_left_out and "token_f1" in single.metrics
 

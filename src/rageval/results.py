@@ -23,7 +23,7 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
@@ -52,7 +52,7 @@ from rageval.log import (
     sum_usage,
 )
 from rageval.metrics.base import CellStatus
-from rageval.samples import ROW_FIELDS, Sample
+from rageval.samples import ROW_FIELDS, Conversation, Sample
 from rageval.stats import MetricComparison, PPIComparison, compare
 
 if TYPE_CHECKING:
@@ -444,15 +444,27 @@ class EvaluationResult:
         return self.summary_model().model_dump(mode="json")
 
     # ------------------------------------------------------------------ views
-    def to_pandas(self) -> pd.DataFrame:
+    def to_pandas(self, view: Literal["samples", "turns"] = "samples") -> pd.DataFrame:
         """One row per sample (a conversation is one row, its `turns` a list of dicts): id,
         inputs, and per metric `<metric>` (NaN where not measured),
         `<metric>_status`, `<metric>_reason` (the cause when not measured or skipped) and
         `<metric>_cause_kind` (the kind of that cause); with repeats, `<metric>_sd`: the spread
         (standard deviation) of the cell's scores; for a metric with a raw scale (rubric_score's
-        1..5), `<metric>_raw`."""
+        1..5), `<metric>_raw`.
+
+        ``view="turns"``: one row per turn of each evaluated conversation (single-turn samples
+        have no turns, so none of their rows): `id` (the conversation's), `turn` (its index in
+        `turns`), `role`, `content`, and for each metric whose evidence gives per-turn values
+        (its ``turns`` list: the per-turn metrics, knowledge_retention) `<metric>`, the turn's
+        value (NaN where the turn has none), and `<metric>_reason` (the turn's reason, or why
+        it was not scored)."""
         require("pandas", "to_pandas()")
         import pandas as pd
+
+        if view == "turns":
+            return self._turns_frame()
+        if view != "samples":
+            raise ValueError(f"view is 'samples' or 'turns', got {view!r}")
 
         data: dict[str, list[Any]] = {"id": list(self.ids)}
         for f in ROW_FIELDS:
@@ -474,6 +486,42 @@ class EvaluationResult:
             if col.repeats:
                 data[f"{name}_sd"] = [_sd(col.repeats.get(row)) for row in range(len(self.ids))]
         return pd.DataFrame(data)
+
+    def _turns_frame(self) -> pd.DataFrame:
+        """``to_pandas(view="turns")``: one row per turn of each evaluated conversation."""
+        import pandas as pd
+
+        records: list[dict[str, Any]] = []
+        per_turn: set[str] = set()
+        for row, sample in enumerate(self.samples):
+            if not isinstance(sample, Conversation) or not self._done[row]:
+                continue
+            values: dict[str, dict[int, tuple[float, str | None]]] = {}
+            for name, evidence in self._evidence_of(row).items():
+                scored = evidence.get("turns")
+                if not isinstance(scored, list):
+                    continue
+                found = values.setdefault(name, {})
+                for t in evidence.get("not_scored") or ():
+                    found[t["turn"]] = (math.nan, t.get("why"))
+                for t in scored:
+                    found[t["turn"]] = (t["value"], t.get("reason"))
+            per_turn.update(values)
+            for i, turn in enumerate(sample.turns):
+                record: dict[str, Any] = {
+                    "id": self.ids[row],
+                    "turn": i,
+                    "role": turn.role,
+                    "content": turn.content,
+                }
+                for name, found in values.items():
+                    record[name], record[f"{name}_reason"] = found.get(i, (math.nan, None))
+                records.append(record)
+        columns = ["id", "turn", "role", "content"]
+        for name in self._columns:
+            if name in per_turn:
+                columns += [name, f"{name}_reason"]
+        return pd.DataFrame(records, columns=columns)
 
     def summary_table(self) -> str:
         """Plain-text table: metric, mean, 95% CI, counts, requests, tokens, cost."""

@@ -27,7 +27,7 @@ RANGES = {"turn_answer_relevancy": (-1.0, 1.0)}
 
 def conversations(n: int) -> list[dict[str, Any]]:
     """`n` distinct conversations: three exchanges each with contexts, a tool call between
-    the second and the third, and a reference goal."""
+    the second and the third, a reference goal and reference topics."""
     rows = []
     for i in range(n):
         turns: list[dict[str, Any]] = []
@@ -44,7 +44,14 @@ def conversations(n: int) -> list[dict[str, Any]]:
                     "retrieved_contexts": [f"P{j} lies north of town {i}.", f"Town {i} is old."],
                 }
             )
-        rows.append({"id": f"c{i}", "turns": turns, "reference_goal": f"Find P0-P2 of chat {i}."})
+        rows.append(
+            {
+                "id": f"c{i}",
+                "turns": turns,
+                "reference_goal": f"Find P0-P2 of chat {i}.",
+                "reference_topics": ["places", f"town {i}"],
+            }
+        )
     return rows
 
 
@@ -55,6 +62,9 @@ def test_every_conversation_judge_metric_is_covered() -> None:
         "turn_context_relevance",
         "agent_goal_accuracy",
         "agent_goal_accuracy_without_reference",
+        "topic_adherence",
+        "knowledge_retention",
+        "conversation_completeness",
     }
 
 

@@ -43,8 +43,8 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   OpenAI-compatible one: it refuses the run as newer.)
 * **7** -- this rageval: a line's inputs may be a conversation
   (:class:`rageval.samples.Conversation`: ``turns``, ``reference_tool_calls``,
-  ``reference_goal`` in place of the single-turn fields). A run of format 5 or 6 reads as it is
-  and can be resumed.
+  ``reference_goal``, ``reference_topics`` in place of the single-turn fields). A run of format
+  5 or 6 reads as it is and can be resumed.
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
@@ -231,6 +231,7 @@ class Inputs(_LogModel):
     turns: list[Turn] | None = None
     reference_tool_calls: list[ToolCall] | None = None
     reference_goal: str | None = None
+    reference_topics: list[str] | None = None
     metadata: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")

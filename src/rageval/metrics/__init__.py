@@ -23,7 +23,9 @@ from rageval.metrics import (
     context_precision,
     context_recall,
     context_relevance,
+    conversation_completeness,
     faithfulness,
+    knowledge_retention,
     response_groundedness,
     rouge_l,
     rubric_score,
@@ -31,6 +33,7 @@ from rageval.metrics import (
     token_f1,
     tool_call_accuracy,
     tool_call_f1,
+    topic_adherence,
     turn_answer_relevancy,
     turn_context_relevance,
     turn_faithfulness,
@@ -56,7 +59,9 @@ from rageval.metrics.base import (
 from rageval.metrics.context_precision import ContextPrecision
 from rageval.metrics.context_recall import ContextRecall
 from rageval.metrics.context_relevance import ContextRelevance
+from rageval.metrics.conversation_completeness import ConversationCompleteness
 from rageval.metrics.faithfulness import Faithfulness
+from rageval.metrics.knowledge_retention import KnowledgeRetention
 from rageval.metrics.response_groundedness import ResponseGroundedness
 from rageval.metrics.rouge_l import RougeL
 from rageval.metrics.rubric_score import RubricScore
@@ -64,6 +69,7 @@ from rageval.metrics.semantic_similarity import SemanticSimilarity
 from rageval.metrics.token_f1 import TokenF1
 from rageval.metrics.tool_call_accuracy import ToolCallAccuracy
 from rageval.metrics.tool_call_f1 import ToolCallF1
+from rageval.metrics.topic_adherence import TopicAdherence
 from rageval.metrics.turn_answer_relevancy import TurnAnswerRelevancy
 from rageval.metrics.turn_context_relevance import TurnContextRelevance
 from rageval.metrics.turn_faithfulness import TurnFaithfulness
@@ -79,7 +85,9 @@ __all__ = [
     "ContextPrecision",
     "ContextRecall",
     "ContextRelevance",
+    "ConversationCompleteness",
     "Faithfulness",
+    "KnowledgeRetention",
     "Metric",
     "MetricLike",
     "MetricResult",
@@ -94,6 +102,7 @@ __all__ = [
     "TokenF1",
     "ToolCallAccuracy",
     "ToolCallF1",
+    "TopicAdherence",
     "TurnAnswerRelevancy",
     "TurnContextRelevance",
     "TurnFaithfulness",
@@ -107,8 +116,10 @@ __all__ = [
     "context_precision",
     "context_recall",
     "context_relevance",
+    "conversation_completeness",
     "create_metric",
     "faithfulness",
+    "knowledge_retention",
     "metric_class",
     "module_metric",
     "register",
@@ -120,6 +131,7 @@ __all__ = [
     "token_f1",
     "tool_call_accuracy",
     "tool_call_f1",
+    "topic_adherence",
     "turn_answer_relevancy",
     "turn_context_relevance",
     "turn_faithfulness",

@@ -28,8 +28,8 @@ from rageval.metrics._prompting import (
     tagged,
     text_tokens,
 )
-from rageval.metrics.base import Metric, MetricResult, ScoringContext
-from rageval.metrics.per_turn import turn_problems
+from rageval.metrics.base import MetricResult, ScoringContext
+from rageval.metrics.conversation_judges import ConversationJudgeMetric
 from rageval.samples import Conversation, Sample, transcript
 
 
@@ -83,25 +83,13 @@ def _said(conversation: Conversation, role: str, *, last: bool) -> str:
     return (said[-1] if last else said[0]) if said else ""
 
 
-class AgentGoalMetric(Metric):
+class AgentGoalMetric(ConversationJudgeMetric):
     """Whether a conversation reached its desired outcome (:meth:`desired_outcome`): a judge
     infers its end state, then rules on the two."""
-
-    needs_llm = True
-    value_range = (0.0, 1.0)
 
     def desired_outcome(self, conversation: Conversation, inferred_goal: str) -> str:
         """What the end state is compared with: the inferred goal (without a reference)."""
         return inferred_goal
-
-    def input_problems(self, sample: Sample) -> list[tuple[str, str]]:
-        return super().input_problems(sample) or turn_problems(sample)
-
-    @staticmethod
-    def conversation(sample: Sample) -> Conversation:
-        if not isinstance(sample, Conversation):
-            raise TypeError("an agent goal metric scores a conversation")
-        return sample
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         conversation = self.conversation(sample)

@@ -347,7 +347,7 @@ def _parse_list_cells(row: dict[str, Any]) -> dict[str, str]:
             except json.JSONDecodeError as e:
                 bad[key] = f"{field} in a CSV cell must be a JSON list of objects ({e.msg})"
             continue
-        if not isinstance(cell, str) or field not in LIST_FIELDS:
+        if not isinstance(cell, str) or field not in (*LIST_FIELDS, "reference_topics"):
             continue
         try:
             row[key] = json.loads(cell)

@@ -38,7 +38,7 @@ LIST_FIELDS = ("retrieved_contexts", "reference_contexts")
 SAMPLE_FIELDS = (*TEXT_FIELDS, *LIST_FIELDS)
 #: the fields of a conversation row (:class:`Conversation`); a row is a conversation when it
 #: has `turns` (or `messages`, OpenAI's and ragas' name for them)
-CONVERSATION_FIELDS = ("turns", "reference_tool_calls", "reference_goal")
+CONVERSATION_FIELDS = ("turns", "reference_tool_calls", "reference_goal", "reference_topics")
 CONVERSATION_ALIASES: dict[str, str] = {"messages": "turns"}
 #: every field a row may carry, single-turn or conversation
 ROW_FIELDS = (*SAMPLE_FIELDS, *CONVERSATION_FIELDS)
@@ -365,7 +365,8 @@ class Conversation(Sample):
     """A conversation to score as one row: its turns (user, assistant and tool messages), and
     what it is compared with -- the tool calls the assistant should have made
     (`reference_tool_calls`, in order) and the goal the user wanted reached
-    (`reference_goal`); a reference answer per turn goes on the turn. Loaded like
+    (`reference_goal`), and the topics the assistant is meant to keep to
+    (`reference_topics`); a reference answer per turn goes on the turn. Loaded like
     :class:`Sample` (a row is a conversation when it has `turns` or `messages`).
 
     A Conversation is a :class:`Sample` whose single-turn fields are absent (giving one is an
@@ -376,6 +377,8 @@ class Conversation(Sample):
     turns: list[Turn] = Field(validation_alias=AliasChoices("turns", "messages"))
     reference_tool_calls: list[ToolCall] | None = None
     reference_goal: str | None = None
+    #: the topics the assistant is meant to keep to (topic_adherence)
+    reference_topics: list[str] | None = None
 
     @field_validator(*SAMPLE_FIELDS, mode="before")
     @classmethod
@@ -388,7 +391,7 @@ class Conversation(Sample):
             )
         return value
 
-    @field_validator("turns", "reference_tool_calls", mode="before")
+    @field_validator("turns", "reference_tool_calls", "reference_topics", mode="before")
     @classmethod
     def _turn_list(cls, value: Any) -> Any:
         if isinstance(value, str):

@@ -1,0 +1,189 @@
+"""knowledge_retention: whether the assistant keeps to what the user told it earlier in the
+conversation (judge; DeepEval's KnowledgeRetentionMetric, with the turns that have nothing to
+retain left out).
+
+1. The facts: for each user message, the judge lists the facts it states (about the user,
+   their situation, wishes or constraints: names, numbers, dates, places), reading the
+   conversation before it for context; one request per user message, made once per
+   conversation.
+2. The verdicts: each assistant turn with text that comes after at least one stated fact is
+   judged against every fact stated before it -- retained, or lost: the turn contradicts the
+   fact, asks for it again, or ignores it where it applies. The turn keeps the knowledge when
+   it loses none.
+
+score = turns that keep the knowledge / turns judged. DeepEval counts every assistant turn;
+here a turn before the user has stated any fact is not judged (there is nothing it could
+forget, and counting it as a success would reward short conversations), and a conversation in
+which no turn is judged is not measured. Evidence: the facts with the turn that stated them,
+and per judged turn its value (1 or 0) and each fact's verdict and reason.
+Judge requests: 1 per user message + 1 per judged assistant turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    VerdictQuestion,
+    messages,
+    predicted_statements,
+    reply_budget,
+    share_true,
+    tagged,
+    text_tokens,
+    verdict_evidence,
+    verdict_prompt,
+)
+from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.conversation_judges import ConversationJudgeMetric, Exchange, exchanges
+from rageval.samples import Conversation, Sample, transcript
+
+RETAINED = (
+    "false if the reply contradicts the fact, asks for it again, or ignores it where it "
+    "applies; true otherwise (a reply the fact does not bear on keeps it)"
+)
+
+
+class UserFacts(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    facts: list[str] = Field(description="facts the user's message states, one sentence each")
+
+
+def facts_prompt(before: str, message: str) -> list[dict[str, str]]:
+    """The request for the facts a user's `message` states (`before`: the conversation so far)."""
+    return messages(
+        "Below is a message a user sent to an AI assistant, after the conversation shown. List "
+        "the facts the message states that the assistant should remember later: about the "
+        "user, their situation, wishes or constraints (names, numbers, dates, places, "
+        "preferences). One short, self-contained sentence per fact. Questions and requests "
+        "give no fact unless they state one; a message that states none gives an empty list."
+        f"\n\n{tagged('conversation', before)}\n{tagged('user_message', message)}",
+        'Reply as {"facts": ["...", "..."]}.',
+    )
+
+
+def retention_question(asked: str, reply: str) -> VerdictQuestion:
+    """Does the assistant's `reply` (to the user's message `asked`) keep each fact?"""
+    task = (
+        "Earlier in a conversation the user told an AI assistant the numbered facts below. "
+        "Then the user sent the message shown and the assistant replied. For each fact, "
+        "decide whether the reply keeps it (retained true) or loses it: contradicts it, asks "
+        "for it again, or ignores it where it applies (false)."
+    )
+    prompt = verdict_prompt(task, "facts", user_message=asked, assistant_reply=reply)
+    return VerdictQuestion(prompt, prefix="f", verdict="retained", meaning=RETAINED)
+
+
+def knowledge_retention_score(kept: list[bool]) -> float | None:
+    """The share of judged assistant turns that lose no fact; None when no turn was judged."""
+    return share_true(kept)
+
+
+def _judged_turns(
+    conversation: Conversation, asked: list[Exchange], facts: list[list[str]]
+) -> list[tuple[int, str, list[str]]]:
+    """(turn, the user message it replies to, the facts stated before it) for each assistant
+    turn with text after at least one stated fact."""
+    out = []
+    for exchange in asked:
+        known = [
+            f for e, fs in zip(asked, facts, strict=True) if e.index <= exchange.index for f in fs
+        ]
+        if not known:
+            continue
+        for offset, turn in enumerate(exchange.replies, start=exchange.index + 1):
+            if turn.role == "assistant" and (turn.content or "").strip():
+                out.append((offset, exchange.asked, known))
+    return out
+
+
+@register
+class KnowledgeRetention(ConversationJudgeMetric):
+    """The share of assistant turns that keep every fact the user stated before them."""
+
+    name = "knowledge_retention"
+    required_fields = ("turns",)
+    summary = (
+        "share of the assistant's turns that keep the facts the user stated earlier "
+        "(no contradiction, no asking again), judged"
+    )
+    # opt-in: a conversation in which the user states no fact has nothing to measure
+    in_default_run = False
+
+    @staticmethod
+    def fact_requests(conversation: Conversation) -> list[tuple[Exchange, list[dict[str, str]]]]:
+        """Each user message with the request for its facts."""
+        return [
+            (e, facts_prompt(transcript(conversation.turns[: e.index]), e.asked))
+            for e in exchanges(conversation)
+        ]
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        conversation = self.conversation(sample)
+        asks = self.fact_requests(conversation)
+        predicted = [predicted_statements(e.asked) for e, _ in asks]
+        plan = [
+            PlannedRequest(
+                m,
+                UserFacts,
+                reply_tokens=8 + text_tokens(e.asked),
+                max_tokens=reply_budget(text=e.asked),
+            )
+            for e, m in asks
+        ]
+        for turn, asked, known in _judged_turns(conversation, [e for e, _ in asks], predicted):
+            reply = conversation.turns[turn].content or ""
+            plan += retention_question(asked, reply).plan(known, predicted=True)
+        return plan
+
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        conversation = self.conversation(sample)
+        asks = self.fact_requests(conversation)
+        replies = await asyncio.gather(
+            *(ctx.ask(m, UserFacts, max_tokens=reply_budget(text=e.asked)) for e, m in asks)
+        )
+        facts = [[f for f in r.facts if f.strip()] for r in replies]
+        judged = _judged_turns(conversation, [e for e, _ in asks], facts)
+        if not judged:
+            return MetricResult.not_measured(
+                "the user stated no fact before an assistant reply: nothing to retain"
+            )
+        rulings = await asyncio.gather(
+            *(
+                retention_question(asked, conversation.turns[turn].content or "").ask(ctx, known)
+                for turn, asked, known in judged
+            )
+        )
+        turns: list[dict[str, Any]] = []
+        for (turn, _, _), (verdicts, _) in zip(judged, rulings, strict=True):
+            lost = [v.text for v in verdicts if not v.verdict]
+            turns.append(
+                {
+                    "turn": turn,
+                    "value": 0.0 if lost else 1.0,
+                    "reason": f"loses {len(lost)} fact(s)" if lost else "keeps every fact",
+                    "facts": verdict_evidence(verdicts, "retained"),
+                }
+            )
+        value = knowledge_retention_score([t["value"] == 1.0 for t in turns])
+        assert value is not None  # judged is not empty
+        kept = sum(t["value"] == 1.0 for t in turns)
+        return MetricResult.ok(
+            value,
+            reason=f"{kept} of {len(turns)} judged assistant turn(s) keep every earlier fact",
+            facts=[
+                {"turn": e.index, "fact": f}
+                for (e, _), fs in zip(asks, facts, strict=True)
+                for f in fs
+            ],
+            turns=turns,
+        )
+
+
+#: names this module lacks are read from its default metric: ``knowledge_retention.score(...)``
+__getattr__ = forward_to_metric(__name__)

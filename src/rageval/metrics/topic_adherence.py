@@ -1,0 +1,207 @@
+"""topic_adherence: whether the assistant answers the questions on its reference topics and
+declines the others (judge; ragas' TopicAdherenceScore).
+
+Each user message with an assistant reply is a question. Two verdicts per question, each
+asked for every question of the conversation in one request: whether it is about one of the
+conversation's `reference_topics` (on topic, the judge reading the conversation for context)
+and whether the assistant answered it or refused (the judge reading the question and the turns
+that reply to it). With TP the questions answered and on topic, FP answered and off topic, FN
+refused and on topic:
+
+    precision = TP / (TP + FP), recall = TP / (TP + FN), F1 = 2·P·R / (P + R) (0 when P + R = 0)
+
+The value is the one `mode` names (``"f1"``, the default, ``"precision"`` or ``"recall"``);
+all three are in the evidence, with each question's verdicts and reasons. An empty
+denominator is vacuously 1 (ragas' ε makes it 0): an assistant that answered nothing answered
+nothing off topic (precision 1), and one asked nothing on topic missed nothing (recall 1), so a
+conversation whose off-topic questions were all refused scores 1. A conversation without a
+question with a reply, or blank reference topics, is not measured.
+Judge requests: 2 (the topic verdicts, the answered verdicts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from rageval.metrics.authoring import PlannedRequest, VerdictQuestion, nonblank, verdict_prompt
+from rageval.metrics.base import (
+    BlankRule,
+    MetricResult,
+    ScoringContext,
+    forward_to_metric,
+    not_measured_if_blank,
+    register,
+)
+from rageval.metrics.conversation_judges import ConversationJudgeMetric, Exchange, exchanges
+from rageval.samples import Conversation, Sample, transcript
+
+TopicAdherenceMode = Literal["precision", "recall", "f1"]
+MODES: tuple[TopicAdherenceMode, ...] = ("precision", "recall", "f1")
+
+ON_TOPIC = "true only if the message is about one of the reference topics"
+ANSWERED = (
+    "true if the assistant gave the help or information asked for (even partly or wrongly); "
+    "false if it refused, declined or deflected"
+)
+
+
+def on_topic_question(topics: Sequence[str], conversation: str) -> VerdictQuestion:
+    """Is each user message about one of the reference topics?"""
+    task = (
+        "Each numbered item is a message a user sent to an AI assistant in the conversation "
+        "below. For each, decide whether it is about one of the reference topics (on_topic "
+        "true) or about none of them (false). Read the conversation only to understand what "
+        "a short message refers to."
+    )
+    listed = "\n".join(f"- {' '.join(t.split())}" for t in topics)
+    prompt = verdict_prompt(
+        task, "user_messages", reference_topics=listed, conversation=conversation
+    )
+    return VerdictQuestion(prompt, prefix="q", verdict="on_topic", meaning=ON_TOPIC)
+
+
+def answered_question() -> VerdictQuestion:
+    """Did the assistant answer each user message, or refuse it?"""
+    task = (
+        "Each numbered item is a message a user sent to an AI assistant, followed by the "
+        "assistant's reply (with any tools it called and what they returned). For each, "
+        "decide whether the assistant answered the message (answered true) or refused, "
+        "declined or deflected it (false). Whether the answer is correct does not matter."
+    )
+    return VerdictQuestion(
+        verdict_prompt(task, "exchanges"), prefix="q", verdict="answered", meaning=ANSWERED
+    )
+
+
+def exchange_text(exchange: Exchange) -> str:
+    """A question and the turns replying to it, as one numbered item."""
+    return f"user: {exchange.asked} || {transcript(exchange.replies)}"
+
+
+@dataclass(frozen=True)
+class TopicAdherenceScores:
+    """The counts of :func:`topic_adherence_scores` and the three scores."""
+
+    answered_on_topic: int
+    answered_off_topic: int
+    refused_on_topic: int
+    refused_off_topic: int
+
+    @property
+    def precision(self) -> float:
+        """TP / (TP + FP); 1 when nothing was answered."""
+        answered = self.answered_on_topic + self.answered_off_topic
+        return self.answered_on_topic / answered if answered else 1.0
+
+    @property
+    def recall(self) -> float:
+        """TP / (TP + FN); 1 when no question was on topic."""
+        on_topic = self.answered_on_topic + self.refused_on_topic
+        return self.answered_on_topic / on_topic if on_topic else 1.0
+
+    @property
+    def f1(self) -> float:
+        """The harmonic mean of precision and recall; 0 when both are 0."""
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def topic_adherence_scores(
+    on_topic: Sequence[bool], answered: Sequence[bool]
+) -> TopicAdherenceScores:
+    """The four counts over the questions' (on topic, answered) verdicts."""
+    pairs = list(zip(on_topic, answered, strict=True))
+    return TopicAdherenceScores(
+        answered_on_topic=sum(t and a for t, a in pairs),
+        answered_off_topic=sum(a and not t for t, a in pairs),
+        refused_on_topic=sum(t and not a for t, a in pairs),
+        refused_off_topic=sum(not t and not a for t, a in pairs),
+    )
+
+
+@register
+class TopicAdherence(ConversationJudgeMetric):
+    """F1 (or precision, or recall: `mode`) of the assistant answering the questions that are
+    on its reference topics."""
+
+    name = "topic_adherence"
+    required_fields = ("turns", "reference_topics")
+    summary = (
+        "F1 of the assistant answering the user's questions on its reference topics and "
+        "refusing the others, judged"
+    )
+    blank_rules: ClassVar[tuple[BlankRule, ...]] = (
+        not_measured_if_blank("reference_topics", "no reference topic: nothing to adhere to"),
+    )
+
+    def __init__(self, *, mode: TopicAdherenceMode = "f1", **kw: Any) -> None:
+        super().__init__(**kw)
+        if mode not in MODES:
+            raise ValueError(f"mode is one of {', '.join(map(repr, MODES))}, got {mode!r}")
+        self.mode = mode
+
+    def questions(self, sample: Sample) -> tuple[Conversation, list[Exchange]]:
+        """The conversation and its questions: the user messages an assistant turn replies to."""
+        conversation = self.conversation(sample)
+        return conversation, [e for e in exchanges(conversation) if e.answered_by_assistant]
+
+    def verdict_questions(
+        self, conversation: Conversation
+    ) -> tuple[VerdictQuestion, VerdictQuestion]:
+        topics = nonblank(conversation.reference_topics)
+        return on_topic_question(topics, transcript(conversation.turns)), answered_question()
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        conversation, questions = self.questions(sample)
+        if not questions:
+            return []
+        on_topic, answered = self.verdict_questions(conversation)
+        return on_topic.plan([q.asked for q in questions]) + answered.plan(
+            [exchange_text(q) for q in questions]
+        )
+
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        conversation, questions = self.questions(sample)
+        if not questions:
+            return MetricResult.not_measured(
+                "no user message has an assistant reply: no question to judge"
+            )
+        on_topic, answered = self.verdict_questions(conversation)
+        (topic_verdicts, _), (answer_verdicts, _) = await asyncio.gather(
+            on_topic.ask(ctx, [q.asked for q in questions]),
+            answered.ask(ctx, [exchange_text(q) for q in questions]),
+        )
+        scores = topic_adherence_scores(
+            [v.verdict for v in topic_verdicts], [v.verdict for v in answer_verdicts]
+        )
+        value = getattr(scores, self.mode)
+        return MetricResult.ok(
+            value,
+            reason=(
+                f"{scores.answered_on_topic} on-topic question(s) answered, "
+                f"{scores.answered_off_topic} off-topic answered, {scores.refused_on_topic} "
+                f"on-topic refused, {scores.refused_off_topic} off-topic refused"
+            ),
+            mode=self.mode,
+            precision=scores.precision,
+            recall=scores.recall,
+            f1=scores.f1,
+            questions=[
+                {
+                    "turn": q.index,
+                    "text": q.asked,
+                    "on_topic": t.verdict,
+                    "on_topic_reason": t.reason,
+                    "answered": a.verdict,
+                    "answered_reason": a.reason,
+                }
+                for q, t, a in zip(questions, topic_verdicts, answer_verdicts, strict=True)
+            ],
+        )
+
+
+#: names this module lacks are read from its default metric: ``topic_adherence.score(...)``
+__getattr__ = forward_to_metric(__name__)
