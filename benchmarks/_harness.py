@@ -123,9 +123,10 @@ class JudgeServer(CountingServer):
         forget_every: float = 0.0,
         judge: str = "synthetic",
         fault_rate: float = 0.0,
+        port: int = 0,
     ) -> None:
         cmd = [sys.executable, str(HERE / "judge_server.py"), "--latency-ms", str(latency_ms)]
-        cmd += ["--judge", judge, "--fault-rate", str(fault_rate)]
+        cmd += ["--judge", judge, "--fault-rate", str(fault_rate), "--port", str(port)]
         if forget_every:
             cmd += ["--forget-every", str(forget_every)]
         self.latency_ms = latency_ms

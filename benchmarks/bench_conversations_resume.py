@@ -15,8 +15,10 @@ tests/reliability/ do).
 Each process gets a judge server of its own: at temperature > 0 (turn_answer_relevancy's
 generated questions) the random judge draws anew for a request it has already answered, as a
 real model would, and a request in flight at the kill (answered, never cached) is sent again
-by the resume; a fresh server answers it as the uninterrupted run's server did. The request
-cache is on (the default), in a directory of its own per run.
+by the resume; a fresh server answers it as the uninterrupted run's server did. The resume's
+server listens on the killed run's port: the endpoint's URL is part of every request's cache
+key, so a judge at another URL would find nothing the killed run cached. The request cache is
+on (the default), in a directory of its own per run.
 
     python benchmarks/bench_conversations_resume.py --conversations 1000 --latency-ms 20
 """
@@ -97,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             killed_wall = time.perf_counter() - started
             at_kill = _lines(killed_run / "results.jsonl")
             killed_rss = cli.peak_rss_mb
-        with JudgeServer(args.latency_ms, judge="random") as server:
+            port = int(server.base_url.rsplit(":", 1)[1].split("/")[0])
+        with JudgeServer(args.latency_ms, judge="random", port=port) as server:
             cli = Cli(server, src)
             resume = cli.command("--resume", killed_run, "--base-url", server.base_url)
             after, resume_wall, _ = cli.run(resume, cache)

@@ -172,13 +172,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judge-seed", type=int, default=0)
     parser.add_argument("--fault-rate", type=float, default=0.0)
     parser.add_argument("--fault-seed", type=int, default=0)
+    parser.add_argument(
+        "--port", type=int, default=0,
+        help="listen here (default: a free port); a restarted judge on the port of the one "
+        "before keeps the URL, and the URL is part of every request's cache key",
+    )  # fmt: skip
     args = parser.parse_args(argv)
 
     judge = CountingJudge(args.embed_dim, args.judge, args.judge_seed)
     faults = FaultPlan(args.fault_rate, FAULTS, args.fault_seed) if args.fault_rate else None
     server = FakeOpenAI(
-        judge.handle, latency=args.latency_ms / 1000, embedder=judge.embed, faults=faults
-    )
+        judge.handle, latency=args.latency_ms / 1000, embedder=judge.embed, faults=faults,
+        port=args.port,
+    )  # fmt: skip
     with server:
         if args.forget_every > 0:
             _forget_periodically(server, args.forget_every)

@@ -298,6 +298,8 @@ def make_conversation(index: int, seed: int = 0, exchanges: int = 5) -> dict[str
         "turns": turns,
         "reference_tool_calls": [{"name": tool, "arguments": expected}],
         "reference_goal": "Learn " + "; ".join(s["reference"] for s in samples[:2]),
+        # so that every metric that scores conversations (topic_adherence too) has its fields
+        "reference_topics": ["local history, industry and geography of small towns"],
     }
 
 
