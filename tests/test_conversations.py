@@ -165,6 +165,28 @@ def test_a_conversation_needs_turns_and_a_tool_call_a_name() -> None:
     ]
 
 
+def test_list_fields_of_a_conversation_refuse_a_single_string_and_take_tuples() -> None:
+    tuple_turns = conversation()
+    tuple_turns["turns"] = tuple(tuple_turns["turns"])
+    tuple_turns["turns"][1]["retrieved_contexts"] = ("Paris is sunny.",)
+    loaded = load_samples(
+        [
+            {"turns": "user: hi"},
+            {"turns": [{"role": "assistant", "content": "hi", "retrieved_contexts": "one"}]},
+            tuple_turns,
+        ]
+    )
+    text = [str(p) for p in loaded.problems]
+    assert len(text) == 2, text
+    assert text[0].startswith("row 0, field 'turns': must be a list, got a single")
+    assert text[1].startswith(
+        "row 1, turn 0, field 'retrieved_contexts': must be a list, got a single"
+    ), text
+    read = loaded.samples[2]
+    assert isinstance(read, Conversation)
+    assert read.turns[1].retrieved_contexts == ["Paris is sunny."]
+
+
 def test_turns_serialise_without_absent_fields() -> None:
     turn = Turn(role="assistant", tool_calls=[ToolCall(name="f")])
     assert turn.model_dump() == {

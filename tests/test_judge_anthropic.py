@@ -102,6 +102,21 @@ async def test_a_reply_in_text_is_read_and_a_bad_one_re_asked(anthropic: FakeAnt
     assert again[1]["content"] == "no JSON here"
 
 
+async def test_a_prose_reply_is_re_asked_and_a_broken_body_retried(
+    anthropic: FakeAnthropic,
+) -> None:
+    anthropic.script(
+        Fault.garbage("no JSON here"),
+        Fault.malformed_http(),
+        Reply.json({"reason": "r", "verdict": 1}),
+    )
+    reply = await claude(anthropic).ask(QUESTION, Verdict)
+    assert reply.value.verdict == 1
+    assert (reply.usage.requests, reply.usage.reasks, reply.usage.retries) == (3, 1, 1)
+    # the prose came as the Messages API's text block, quoted back in the re-ask
+    assert anthropic.message_requests[1].body["messages"][1]["content"] == "no JSON here"
+
+
 async def test_ask_n_asks_once_per_generation(anthropic: FakeAnthropic) -> None:
     judge = claude(anthropic, temperature=1.0)
     replies = await judge.ask_n(QUESTION, Verdict, 3)

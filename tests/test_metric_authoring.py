@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rageval import Sample
 from rageval.metrics import Metric, MetricResult, ScoringContext, registered_metrics
 from rageval.metrics.authoring import (
+    ReplyModel,
     not_measured_if_blank,
     numbered,
     share_true,
@@ -80,6 +82,27 @@ def test_every_public_authoring_helper_is_documented() -> None:
         and getattr(v, "__module__", None) == authoring.__name__
     }
     assert defined <= set(authoring.__all__)
+
+
+def test_a_reply_model_has_the_schema_of_a_strict_closed_model_and_validates_strictly() -> None:
+    # The built-in reply schemas moved onto ReplyModel: what is sent (and so the cache keys)
+    # must be what a plain model with the same configuration sends.
+    class Graded(ReplyModel):
+        grade: int
+
+    class Plain(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+
+        grade: int
+
+    sent = Graded.model_json_schema()
+    assert sent == {**Plain.model_json_schema(), "title": "Graded"}
+    assert sent["additionalProperties"] is False
+    with pytest.raises(ValidationError):
+        Graded.model_validate({"grade": "1"})
+    with pytest.raises(ValidationError):
+        Graded.model_validate({"grade": 1, "extra": 0})
+    assert Graded.model_validate({"grade": 1}).grade == 1
 
 
 def test_verdict_prompt_puts_the_task_then_each_tagged_text_then_the_items() -> None:

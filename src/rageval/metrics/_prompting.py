@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from rageval.samples import Sample
 
@@ -128,6 +128,14 @@ EXPECTED_VERDICT_TOKENS = 8
 EXPECTED_RATING_TOKENS = 6
 #: reply tokens expected for the reasoning written before a rating
 EXPECTED_REASON_TOKENS = 40
+
+
+class ReplyModel(BaseModel):
+    """The base of a judge's reply schema: strict types (no "1" for 1) and no keys beyond the
+    declared ones (``additionalProperties: false``, which strict structured output requires).
+    A subclass's JSON schema is the same as a plain model with this configuration."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,13 @@ import asyncio
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rageval.errors import NoJudgeError
 from rageval.metrics._prompting import (
     STATEMENT_RULES as RULES,
     PlannedRequest,
+    ReplyModel,
     messages,
     predicted_statements,
     reply_budget,
@@ -38,9 +39,7 @@ Which = Literal["response", "reference"]
 SHARED_TAG = "shared:statements"
 
 
-class Statements(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+class Statements(ReplyModel):
     statements: list[str] = Field(description="atomic claims of the text, in order")
 
 

@@ -18,12 +18,13 @@ and the judge's reason are the evidence.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import Field, StrictBool
 
 from rageval.metrics._prompting import (
     EXPECTED_REASON_TOKENS,
     EXPECTED_VERDICT_TOKENS,
     PlannedRequest,
+    ReplyModel,
     messages,
     tagged,
     text_tokens,
@@ -33,16 +34,12 @@ from rageval.metrics.conversation_judges import ConversationJudgeMetric
 from rageval.samples import Conversation, Sample, transcript
 
 
-class GoalOutcome(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+class GoalOutcome(ReplyModel):
     user_goal: str = Field(description="the goal the user wanted the conversation to reach")
     end_state: str = Field(description="what the conversation actually achieved for the user")
 
 
-class GoalVerdict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+class GoalVerdict(ReplyModel):
     reason: str = Field(description="one short sentence")
     achieved: StrictBool = Field(description="true only if the end state achieves the outcome")
 

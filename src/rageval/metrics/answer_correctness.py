@@ -36,7 +36,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import Field, StrictBool
 
 from rageval.metrics.authoring import (
     EXPECTED_ITEM_TOKENS,
@@ -46,6 +46,7 @@ from rageval.metrics.authoring import (
     Guidance,
     GuidedMetric,
     PlannedRequest,
+    ReplyModel,
     VerdictQuestion,
     item_verdict,
     note_truncation,
@@ -66,35 +67,27 @@ from rageval.samples import Sample
 SUPPORTED = "true if the reference states it or directly implies it"
 
 
-class ReferenceStatement(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+class ReferenceStatement(ReplyModel):
     statement: str = Field(description="one atomic claim of the reference")
     reason: str = Field(description="one short sentence")
     covered: StrictBool = Field(description="true if the answer statements state or imply it")
 
 
-class BareReferenceStatement(BaseModel):
+class BareReferenceStatement(ReplyModel):
     """A reference statement without the reason (``reasons=False``)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     statement: str = Field(description="one atomic claim of the reference")
     covered: StrictBool = Field(description="true if the answer statements state or imply it")
 
 
-class ReferenceCoverage(BaseModel):
+class ReferenceCoverage(ReplyModel):
     """What the classification request returns besides the verdict per response statement."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     reference_statements: list[ReferenceStatement]
 
 
-class BareReferenceCoverage(BaseModel):
+class BareReferenceCoverage(ReplyModel):
     """:class:`ReferenceCoverage` without the reasons (``reasons=False``)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     reference_statements: list[BareReferenceStatement]
 

@@ -27,11 +27,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import Field, StrictBool
 
 from rageval.metrics.authoring import (
     BlankRule,
     PlannedRequest,
+    ReplyModel,
     messages,
     not_measured_if_blank,
     note_truncation,
@@ -49,9 +50,7 @@ from rageval.metrics.base import (
 from rageval.samples import Sample
 
 
-class GeneratedQuestion(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+class GeneratedQuestion(ReplyModel):
     question: str = Field(description="the question the answer responds to")
     noncommittal: StrictBool = Field(
         description="true if the answer is evasive, vague or declines to answer"

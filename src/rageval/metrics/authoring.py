@@ -44,6 +44,7 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
 * ratings on a fixed scale: :class:`RatingMetric` and :func:`rate_with_templates` (several
   templates, the valid ratings averaged: :func:`mean_rating`); :func:`rating_prompts`,
   :func:`rating_model`;
+* a reply schema of your own: a :class:`ReplyModel` subclass (strict, no extra keys);
 * scores from 0 to 1: :data:`UnitScore`; judged numbers: :func:`number_only`;
 * reply budgets: :func:`reply_budget`, :func:`text_tokens`;
 * embeddings: ``ctx.embed`` and, for a text the model cut, ``ctx.truncated`` with
@@ -78,7 +79,6 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     StrictBool,
     WithJsonSchema,
@@ -106,6 +106,7 @@ from rageval.metrics._prompting import (
     STATEMENT_RULES,
     SYSTEM,
     PlannedRequest,
+    ReplyModel,
     item_ids,
     messages,
     nonblank,
@@ -148,6 +149,7 @@ __all__ = [
     "LabelledExample",
     "PlannedRequest",
     "RatingMetric",
+    "ReplyModel",
     "UnitScore",
     "Verdict",
     "VerdictQuestion",
@@ -202,11 +204,7 @@ def rating_model(
     if reasons:
         fields["reason"] = (str, Field(description="your reasoning, in one to three sentences"))
     fields["rating"] = (rating, Field(description="one of " + ", ".join(map(str, scale))))
-    return create_model(
-        f"{name}WithReason" if reasons else name,
-        __config__=ConfigDict(extra="forbid", strict=True),
-        **fields,
-    )
+    return create_model(f"{name}WithReason" if reasons else name, __base__=ReplyModel, **fields)
 
 
 def rating_prompts(
@@ -253,7 +251,7 @@ def _item_model(verdict: str, meaning: str, reasons: bool) -> type[BaseModel]:
     fields[verdict] = (StrictBool, Field(description=meaning))
     return create_model(
         f"{verdict.title().replace('_', '')}{'' if reasons else 'Bare'}Verdict",
-        __config__=ConfigDict(extra="forbid", strict=True),
+        __base__=ReplyModel,
         **fields,
     )
 
@@ -275,10 +273,7 @@ def verdict_model(
     item = _item_model(verdict, meaning, reasons)
     fields: dict[str, Any] = {key: (item, ...) for key in item_ids(prefix, count, first)}
     name = f"{item.__name__}s"
-    config = ConfigDict(extra="forbid", strict=True)
-    if base is None:
-        return create_model(name, __config__=config, **fields)
-    return create_model(name, __base__=base, **fields)
+    return create_model(name, __base__=base or ReplyModel, **fields)
 
 
 # ------------------------------------------------------------------ verdicts

@@ -17,10 +17,11 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BeforeValidator, Field
 
 from rageval.metrics.authoring import (
     PlannedRequest,
+    ReplyModel,
     messages,
     nonblank,
     number_only,
@@ -75,9 +76,7 @@ def parse_rubric(rubrics: Mapping[str, str]) -> dict[int, str]:
     return dict(sorted(levels.items()))
 
 
-class RubricGrade(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+class RubricGrade(ReplyModel):
     feedback: str = Field(description="why this level fits, in one to three sentences")
     score: Annotated[Literal[1, 2, 3, 4, 5], BeforeValidator(number_only)] = Field(
         description="the rubric level"

@@ -73,6 +73,10 @@ class InvalidDataError(RagevalError, ValueError):
 _TURN_FIELD = re.compile(r"turns\[(\d+)\]\.(.+)")
 
 
+def _quoted(name: str | None) -> str | None:
+    return None if name is None else repr(name)
+
+
 @dataclass(frozen=True)
 class RowProblem:
     row: int | None  # 0-based row index; None for problems with the whole input
@@ -106,19 +110,15 @@ class RowProblem:
         return cls(row, inside, message, sample_id, metric, line, turn=turn)
 
     def __str__(self) -> str:
-        where = []
-        if self.line is not None:
-            where.append(f"line {self.line}")
-        elif self.row is not None:
-            where.append(f"row {self.row}")
-        if self.sample_id is not None:
-            where.append(f"id {self.sample_id!r}")
-        if self.turn is not None:
-            where.append(f"turn {self.turn}")
-        if self.field is not None:
-            where.append(f"field {self.field!r}")
-        if self.metric is not None:
-            where.append(f"metric {self.metric!r}")
+        # the file's line where there is one, else the row; names quoted, numbers not
+        shown: tuple[tuple[str, object], ...] = (
+            ("line", self.line) if self.line is not None else ("row", self.row),
+            ("id", _quoted(self.sample_id)),
+            ("turn", self.turn),
+            ("field", _quoted(self.field)),
+            ("metric", _quoted(self.metric)),
+        )
+        where = [f"{label} {value}" for label, value in shown if value is not None]
         return f"{', '.join(where)}: {self.message}" if where else self.message
 
     def blocks(self, required_fields: Iterable[str]) -> bool:
@@ -164,13 +164,7 @@ class Sample(BaseModel):
     @field_validator("retrieved_contexts", "reference_contexts", mode="before")
     @classmethod
     def _contexts_list(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            raise ValueError("must be a list of strings, got a single string")
-        if isinstance(v, tuple):
-            return list(v)
-        if v is not None and not isinstance(v, list) and hasattr(v, "tolist"):
-            return v.tolist()  # numpy arrays from pandas/parquet
-        return v
+        return _list_input(v, "a list of strings")
 
     @field_validator("reference", mode="before")
     @classmethod
@@ -344,9 +338,7 @@ class Turn(BaseModel):
     @field_validator("retrieved_contexts", "tool_calls", mode="before")
     @classmethod
     def _as_list(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            raise ValueError("must be a list, got a single string")
-        return _plain_list(value)
+        return _list_input(value)
 
     @field_validator(*_ASSISTANT_ONLY)
     @classmethod
@@ -394,9 +386,7 @@ class Conversation(Sample):
     @field_validator("turns", "reference_tool_calls", "reference_topics", mode="before")
     @classmethod
     def _turn_list(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            raise ValueError("must be a list, got a single string")
-        return _plain_list(value)
+        return _list_input(value)
 
     @field_validator("turns")
     @classmethod
@@ -454,8 +444,11 @@ def transcript(turns: Sequence[Turn]) -> str:
     return "\n\n".join(parts)
 
 
-def _plain_list(value: Any) -> Any:
-    """A tuple or a numpy array (pandas, Parquet) as a list."""
+def _list_input(value: Any, expected: str = "a list") -> Any:
+    """A list field's input: a single string refused (it is not a list of one), a tuple or a
+    numpy array (pandas, Parquet) as a list."""
+    if isinstance(value, str):
+        raise ValueError(f"must be {expected}, got a single string")
     if isinstance(value, tuple):
         return list(value)
     if value is not None and not isinstance(value, list) and hasattr(value, "tolist"):

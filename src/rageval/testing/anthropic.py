@@ -36,7 +36,6 @@ from rageval.testing._wire import (
     text_of,
 )
 from rageval.testing.records import Fault, Handler, RecordedRequest, Reply
-from rageval.testing.schema import truncated_reply
 from rageval.testing.server import FakeOpenAI
 
 __all__ = ["MESSAGES_PATH", "FakeAnthropic", "anthropic_error", "openai_view"]
@@ -169,26 +168,15 @@ class FakeAnthropic(FakeOpenAI):
                 return anthropic_error(
                     400, f"prompt is too long: {prompt} tokens > {self.context_window} maximum"
                 )
-        answer = await self._answer(view)
-        if isinstance(answer, Response):
-            return answer
-        if isinstance(answer, Fault):
-            return await self._anthropic_fault(view, answer)
-        await self._delay()
-        return self._anthropic_message(view, answer)
+        return await self._respond(view, self._anthropic_fault, self._anthropic_message)
 
     async def _anthropic_fault(self, view: RecordedRequest, fault: Fault) -> Response | Close:
         if fault.kind == "status":
             return anthropic_error(fault.status_code, fault.message, list(fault.headers))
         if fault.kind in ("timeout", "drop"):
             return Close(fault.seconds)
-        await self._delay()
-        if fault.kind == "malformed_http":
-            return Response(200, b'{"id": "msg_broken", "type": "message", "cont')
-        if fault.kind == "garbage":
-            return self._anthropic_message(view, Reply.text(fault.content or ""))
-        content = fault.content if fault.content is not None else truncated_reply(view.schema)
-        return self._anthropic_message(view, Reply.text(content, finish_reason="length"))
+        broken = b'{"id": "msg_broken", "type": "message", "cont'
+        return await self._faulty_reply(view, fault, broken, "text", self._anthropic_message)
 
     def _anthropic_message(self, view: RecordedRequest, reply: Reply) -> Response:
         number = next(self._ids)
@@ -218,13 +206,7 @@ class FakeAnthropic(FakeOpenAI):
             stop = "max_tokens"
         elif reply.finish_reason == "content_filter":
             stop = "refusal"
-        prompt = reply.prompt_tokens
-        if prompt is None:
-            prompt = estimate_tokens(view.prompt_chars + len(view.schema_text))
-        cached = reply.cached_tokens
-        if cached is None:
-            cache = self.prompt_cache
-            cached = cache.lookup(view.model or "", view.prompt_text, prompt) if cache else 0
+        prompt, cached = self._prompt_usage(view, reply)
         output = reply.completion_tokens
         payload = {
             "id": f"msg_fake{number:08x}",

@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -490,17 +490,18 @@ class FakeOpenAI:
                     param="messages",
                 )
 
-        answer = await self._answer(record)
-        if isinstance(answer, Response):
-            return answer
-        if isinstance(answer, Fault):
-            return await self._fault(record, answer)
-        await self._delay()
-        return self._completion(record, answer)
+        return await self._respond(record, self._fault, self._completion)
 
-    async def _answer(self, record: RecordedRequest) -> Reply | Fault | Response:
-        """What a chat request gets: a fault the plan draws, else the next scripted answer,
-        else the handler's (a handler that raises gets a 500, and its error is kept)."""
+    async def _respond(
+        self,
+        record: RecordedRequest,
+        fault: Callable[[RecordedRequest, Fault], Awaitable[Response | Close]],
+        render: Callable[[RecordedRequest, Reply], Response],
+    ) -> Response | Close:
+        """What a chat request that passed the checks gets, in the wire format of `fault` and
+        `render` (this server's, or the Anthropic one's): a fault the plan draws, else the next
+        scripted answer, else the handler's (a handler that raises gets a 500, and its error is
+        kept); a reply comes after the server's latency."""
         answer: Reply | Fault | None = self.faults.draw(record.path) if self.faults else None
         if answer is None:
             with self._lock:
@@ -512,7 +513,10 @@ class FakeOpenAI:
                 self.handler_errors.append(exc)
                 name = type(self).__name__
                 return error_response(500, f"{name} handler raised {type(exc).__name__}: {exc}")
-        return answer
+        if isinstance(answer, Fault):
+            return await fault(record, answer)
+        await self._delay()
+        return render(record, answer)
 
     async def _call_handler(self, record: RecordedRequest) -> Reply | Fault:
         handler = self.handler or default_handler
@@ -537,15 +541,31 @@ class FakeOpenAI:
             return Close(fault.seconds)
         if fault.kind == "drop":
             return Close()
+        broken = b'{"id": "chatcmpl-broken", "object": "chat.completion", "choi'
+        cut: Literal["tool_arguments", "text"] = (
+            "tool_arguments" if record.mode == "tools" else "text"
+        )
+        return await self._faulty_reply(record, fault, broken, cut, self._completion)
+
+    async def _faulty_reply(
+        self,
+        record: RecordedRequest,
+        fault: Fault,
+        broken: bytes,
+        cut: Literal["tool_arguments", "text"],
+        render: Callable[[RecordedRequest, Reply], Response],
+    ) -> Response:
+        """A fault that answers, after the latency, in the wire format of `render`: the body
+        cut off mid-JSON (`broken`), the fault's text as the reply, or a reply of kind `cut`
+        stopped at the token limit (the fault's content, else the start of a reply that fits
+        the schema)."""
         await self._delay()
         if fault.kind == "malformed_http":
-            return Response(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choi')
+            return Response(200, broken)
         if fault.kind == "garbage":
-            return self._completion(record, Reply.text(fault.content or ""))
+            return render(record, Reply.text(fault.content or ""))
         content = fault.content if fault.content is not None else truncated_reply(record.schema)
-        as_tool = record.mode == "tools"
-        kind: Literal["tool_arguments", "text"] = "tool_arguments" if as_tool else "text"
-        return self._completion(record, Reply(kind, content, finish_reason="length"))
+        return render(record, Reply(cut, content, finish_reason="length"))
 
     def _completion(self, record: RecordedRequest, reply: Reply) -> Response:
         number = next(self._ids)
@@ -569,14 +589,7 @@ class FakeOpenAI:
             )
             tokens = one.completion_tokens
             completion += tokens if tokens is not None else estimate_tokens(len(text))
-        head = replies[0]
-        prompt = head.prompt_tokens
-        if prompt is None:
-            prompt = estimate_tokens(record.prompt_chars + len(record.schema_text))
-        cached = head.cached_tokens
-        if cached is None:
-            cache = self.prompt_cache
-            cached = cache.lookup(record.model or "", record.prompt_text, prompt) if cache else 0
+        prompt, cached = self._prompt_usage(record, replies[0])
         payload = {
             "id": f"chatcmpl-fake{number:08x}",
             "object": "chat.completion",
@@ -592,6 +605,19 @@ class FakeOpenAI:
             },
         }
         return json_response(200, payload, [("x-request-id", f"req_fake{number:08x}")])
+
+    def _prompt_usage(self, record: RecordedRequest, reply: Reply) -> tuple[int, int]:
+        """The prompt tokens of `reply` to `record` and how many of them the provider's prompt
+        cache served: what the reply says, else estimated from the prompt (and its schema) and
+        looked up in the server's prefix cache."""
+        prompt = reply.prompt_tokens
+        if prompt is None:
+            prompt = estimate_tokens(record.prompt_chars + len(record.schema_text))
+        cached = reply.cached_tokens
+        if cached is None:
+            cache = self.prompt_cache
+            cached = cache.lookup(record.model or "", record.prompt_text, prompt) if cache else 0
+        return prompt, cached
 
     @staticmethod
     def _message(record: RecordedRequest, reply: Reply, number: int) -> tuple[dict[str, Any], str]:
