@@ -29,6 +29,7 @@ from rageval.metrics._prompting import (
     text_tokens,
 )
 from rageval.metrics.base import Metric, MetricResult, ScoringContext
+from rageval.metrics.evidence import GoalEvidence
 from rageval.metrics.per_turn import turn_problems
 from rageval.samples import Conversation, Sample, transcript
 
@@ -132,8 +133,11 @@ class AgentGoalMetric(Metric):
             value,
             reason=("goal achieved: " if verdict.achieved else "goal not achieved: ")
             + verdict.reason,
-            user_goal=outcome.user_goal,
-            end_state=outcome.end_state,
-            desired_outcome=desired,
-            achieved=verdict.achieved,
+        ).with_evidence(
+            GoalEvidence(
+                user_goal=outcome.user_goal,
+                end_state=outcome.end_state,
+                desired_outcome=desired,
+                achieved=verdict.achieved,
+            )
         )
