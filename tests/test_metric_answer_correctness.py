@@ -22,6 +22,7 @@ from helpers import (
 )
 from rageval.metrics import AnswerCorrectness, create_metric
 from rageval.metrics.answer_correctness import answer_correctness_score, fbeta
+from rageval.metrics.evidence import FactualityEvidence
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
 
@@ -111,11 +112,13 @@ async def test_default_weights_end_to_end(server: FakeOpenAI) -> None:
     assert result.status == "ok"
     assert result.value == pytest.approx(0.75 * 4 / 7 + 0.15, rel=1e-6)
     ev = result.evidence
+    assert isinstance(ev, FactualityEvidence)
+    assert ev.response_statements is not None and ev.reference_statements is not None
     assert ev["factuality"] == pytest.approx(4 / 7)
     assert ev["similarity"] == pytest.approx(0.6, rel=1e-6)
     assert (ev["tp_ids"], ev["fp_ids"], ev["fn_ids"]) == (["s1", "s2"], ["s3"], ["f2", "f3"])
-    assert [s["supported"] for s in ev["response_statements"]] == [True, True, False]
-    assert [s["text"] for s in ev["reference_statements"]] == REFERENCE_STATEMENTS
+    assert [s.verdict for s in ev.response_statements.verdicts] == [True, True, False]
+    assert [s.text for s in ev.reference_statements.verdicts] == REFERENCE_STATEMENTS
     # the response's statements (shared extraction) + one classification request that also
     # gets the reference's statements; one embedding call
     assert chat_count(server) == 2

@@ -17,6 +17,7 @@ from rageval.metrics import (
     create_metric,
 )
 from rageval.metrics.answer_relevance import DEFAULT_PROMPT, overall_score
+from rageval.metrics.evidence import FreeformEvidence
 from rageval.samples import SingleTurnSample
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
 
@@ -55,12 +56,14 @@ async def test_metric_mean_of_three_dimensions(fake_openai: FakeOpenAI) -> None:
     )
     # (0.9 + 0.7 + 0.8) / 3 = 0.8
     assert result.value == pytest.approx(0.8)
-    assert result.evidence == {
-        "topical_match": 0.9,
-        "completeness": 0.7,
-        "conciseness": 0.8,
-        "reasoning": "on topic, misses sleep benefits",
-    }
+    assert result.evidence == FreeformEvidence.of(
+        {
+            "topical_match": 0.9,
+            "completeness": 0.7,
+            "conciseness": 0.8,
+            "reasoning": "on topic, misses sleep benefits",
+        }
+    )
     assert result.reason == "mean of topical_match 0.9, completeness 0.7, conciseness 0.8"
     (request,) = fake_openai.chat_requests
     prompt = user_text(request)
@@ -202,7 +205,9 @@ async def test_custom_response_model_without_overall_score(fake_openai: FakeOpen
     result = await metric.ascore(user_input=QUESTION, response=ANSWER)
     # score fields are the float ones: (1.0 + 0.5) / 2 = 0.75
     assert result.value == pytest.approx(0.75)
-    assert result.evidence == {"politeness": 1.0, "clarity": 0.5, "reason": "ok", "flagged": False}
+    assert result.evidence == FreeformEvidence.of(
+        {"politeness": 1.0, "clarity": 0.5, "reason": "ok", "flagged": False}
+    )
     graded = await metric.agrade(question=QUESTION, answer=ANSWER)
     assert isinstance(graded, Tone)
 

@@ -10,6 +10,7 @@ import pytest
 from helpers import attempt, embeddings_for, judge_for, route, user_text
 from rageval.metrics import AnswerRelevancy, ResponseRelevancy, create_metric
 from rageval.metrics.answer_relevancy import answer_relevancy_score
+from rageval.metrics.evidence import QuestionsEvidence
 from rageval.samples import SingleTurnSample
 from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
 
@@ -62,10 +63,16 @@ async def test_seed_api_mean_cosine_by_hand(server: FakeOpenAI) -> None:
     # cos to (1,0): Q1 (1,0) → 1; Q2 (0,1) → 0; Q3 (3,4) → 3/5 = 0.6; mean = 1.6/3 = 0.5333
     assert result.value == pytest.approx(1.6 / 3)
     assert result.evidence["noncommittal"] is False
-    assert result.evidence["questions"] == [
-        {"question": Q1, "noncommittal": False, "cosine": pytest.approx(1.0)},
-        {"question": Q2, "noncommittal": False, "cosine": pytest.approx(0.0)},
-        {"question": Q3, "noncommittal": False, "cosine": pytest.approx(0.6)},
+    assert isinstance(result.evidence, QuestionsEvidence)
+    assert [(q.question, q.noncommittal) for q in result.evidence.questions] == [
+        (Q1, False),
+        (Q2, False),
+        (Q3, False),
+    ]
+    assert [q.cosine for q in result.evidence.questions] == [
+        pytest.approx(1.0),
+        pytest.approx(0.0),
+        pytest.approx(0.6),
     ]
     # ONE judge request for three independent generations (n=3, temperature 0.3); the
     # question and the three generated ones in ONE embedding call

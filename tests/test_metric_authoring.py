@@ -23,6 +23,7 @@ from rageval.metrics.authoring import (
     verdict_prompt,
     zero_if_blank,
 )
+from rageval.metrics.evidence import FreeformEvidence
 from rageval.metrics.faithfulness import prompt as faithfulness_prompt
 from rageval.metrics.token_f1 import TokenF1
 
@@ -268,6 +269,6 @@ def test_blank_rules_decide_a_cell_in_order_before_measure_and_plan_nothing() ->
     assert metric.score(**full).value == 0.5 and _Counted.measured == 1
     assert metric.plan(Sample.model_validate(full)) == []  # no judge, no requests
     blank = metric.score(**{**full, "response": ""})
-    assert blank.evidence == {"words": 0} and blank.cause_kind is None
+    assert blank.evidence == FreeformEvidence.of({"words": 0}) and blank.cause_kind is None
     undefined = metric.score(**{**full, "reference": ""})
     assert undefined.cause_kind == "undefined"

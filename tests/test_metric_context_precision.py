@@ -7,6 +7,7 @@ import pytest
 from helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
 from rageval.metrics import ContextPrecision
 from rageval.metrics.context_precision import average_precision
+from rageval.metrics.evidence import VerdictEvidence
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
 
@@ -47,7 +48,9 @@ async def test_one_request_for_all_contexts(fake_openai: FakeOpenAI) -> None:
     result = await ContextPrecision(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     # useful at ranks 1 and 3: (1/1 + 2/3) / 2 = 0.8333
     assert result.value == pytest.approx(0.8333, abs=1e-4)
-    assert [c["useful"] for c in result.evidence["contexts"]] == [True, False, True]
+    assert isinstance(result.evidence, VerdictEvidence) and result.evidence.items == "contexts"
+    assert [c.verdict for c in result.evidence.verdicts] == [True, False, True]
+    assert [c.rank for c in result.evidence.verdicts] == [1, 2, 3]
     assert chat_count(fake_openai) == 1  # ragas: one request per context
     (prompt,) = prompts_with(fake_openai, *TAGS)
     for rank, text in enumerate(SAMPLE.retrieved_contexts or [], start=1):

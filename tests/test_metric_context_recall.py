@@ -8,6 +8,7 @@ from helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
 from rageval.metrics import ContextRecall
 from rageval.metrics.authoring import split_sentences
 from rageval.metrics.context_recall import context_recall_score
+from rageval.metrics.evidence import VerdictEvidence
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
 
@@ -54,8 +55,9 @@ async def test_one_request_classifies_every_reference_sentence(fake_openai: Fake
     result = await ContextRecall(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     # 3 attributed of 4 reference sentences → 3/4 = 0.75
     assert result.value == pytest.approx(0.75)
-    assert [s["attributed"] for s in result.evidence["sentences"]] == [True, True, False, True]
-    assert [s["text"] for s in result.evidence["sentences"]] == SENTENCES
+    assert isinstance(result.evidence, VerdictEvidence)
+    assert [s.verdict for s in result.evidence.verdicts] == [True, True, False, True]
+    assert [s.text for s in result.evidence.verdicts] == SENTENCES
     assert chat_count(fake_openai) == 1
     (prompt,) = prompts_with(fake_openai, *TAGS)
     assert "[r4] It is a UNESCO site." in prompt

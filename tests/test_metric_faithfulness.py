@@ -6,6 +6,8 @@ import pytest
 
 from helpers import attempt, chat_count, judge_for, keyed, prompts_with, route
 from rageval.metrics import Faithfulness
+from rageval.metrics.base import MetricResult
+from rageval.metrics.evidence import JudgedItem, VerdictEvidence
 from rageval.metrics.faithfulness import faithfulness_score
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
@@ -28,6 +30,14 @@ def verdicts(*flags: bool) -> Reply:
     return keyed("s", "supported", *flags)
 
 
+def verdicts_of(result: MetricResult) -> list[JudgedItem]:
+    """The statements' verdicts, typed evidence of what they are and what a true one means."""
+    assert isinstance(result.evidence, VerdictEvidence)
+    assert result.evidence.items == "statements"
+    assert result.evidence.means == "supported by the retrieved contexts"
+    return result.evidence.verdicts
+
+
 def test_score_is_supported_over_total() -> None:
     assert faithfulness_score([True, True, False, True]) == 0.75
     assert faithfulness_score([False]) == 0.0
@@ -43,8 +53,8 @@ async def test_end_to_end_three_of_four_supported(fake_openai: FakeOpenAI) -> No
     # 3 supported of 4 statements → 3/4
     assert result.status == "ok"
     assert result.value == pytest.approx(0.75)
-    assert [s["verdict"] for s in result.evidence["statements"]] == [True, True, False, True]
-    assert [s["text"] for s in result.evidence["statements"]] == STATEMENTS
+    assert [s.verdict for s in verdicts_of(result)] == [True, True, False, True]
+    assert [s.text for s in verdicts_of(result)] == STATEMENTS
     assert chat_count(fake_openai) == 2  # extraction + one verdict request
     (verdict_prompt,) = prompts_with(fake_openai, "contexts", "statements")
     assert "[s3] Frank Herbert was Canadian." in verdict_prompt
@@ -77,7 +87,7 @@ async def test_verdicts_are_mapped_by_key_not_by_order(fake_openai: FakeOpenAI) 
     )
     result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     assert result.value == pytest.approx(0.75)
-    assert [s["verdict"] for s in result.evidence["statements"]] == [True, True, True, False]
+    assert [s.verdict for s in verdicts_of(result)] == [True, True, True, False]
 
 
 async def test_empty_response_is_not_measured_without_a_request(fake_openai: FakeOpenAI) -> None:
@@ -141,7 +151,7 @@ async def test_no_context_scores_zero_without_a_verdict_request(fake_openai: Fak
         Sample(user_input="q", response="A is B and C is D.", retrieved_contexts=["  "])
     )
     assert result.value == 0.0
-    assert [s["verdict"] for s in result.evidence["statements"]] == [False, False]
+    assert [s.verdict for s in verdicts_of(result)] == [False, False]
     assert len(fake_openai.chat_requests) == 1
 
 
@@ -173,7 +183,7 @@ async def test_a_200_statement_answer_is_scored(fake_openai: FakeOpenAI) -> None
     fake_openai.handler = handler
     result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
     assert result.status == "ok", result.cause
-    assert len(result.evidence["statements"]) == 200
+    assert len(verdicts_of(result)) == 200
     verdict_requests = [r for r in fake_openai.chat_requests if r.schema and "s1" in str(r.schema)]
     assert len(verdict_requests) == 2  # 100 statements per request
     assert all(r.body["max_tokens"] >= 100 * 60 for r in verdict_requests)

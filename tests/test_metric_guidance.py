@@ -19,6 +19,7 @@ from rageval.cli import main
 from rageval.metrics import AnswerAccuracy, AnswerCorrectness, Faithfulness, create_metric
 from rageval.metrics.authoring import GuidedMetric, item_verdict, rated_verdict
 from rageval.metrics.base import Metric
+from rageval.metrics.evidence import VerdictEvidence
 from rageval.results import load_run
 from rageval.runner import RunDirError, evaluate
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
@@ -171,8 +172,9 @@ def test_verdicts_without_reasons_when_asked(cls: type[GuidedMetric]) -> None:
     assert '"reason"' not in request.messages[0]["content"]
     cell = result.sample(0).cells[cls.name]
     assert cell.status == "ok"
-    listed = cell.evidence.get("statements") or cell.evidence["response_statements"]
-    assert all(s["reason"] is None for s in listed)
+    ev = cell.evidence
+    listed = ev if isinstance(ev, VerdictEvidence) else ev["response_statements"]
+    assert listed.verdicts and all(s.reason is None for s in listed.verdicts)
     if cls is AnswerCorrectness:
         claims = request.schema["$defs"]["BareReferenceStatement"]["properties"]
         assert list(claims) == ["statement", "covered"]

@@ -14,6 +14,7 @@ import pytest
 from rouge_score import rouge_scorer, tokenize
 
 from rageval.metrics import RougeL, TokenF1, create_metric
+from rageval.metrics.evidence import OverlapEvidence
 from rageval.metrics.lexical import (
     UNSPACED_SCRIPTS,
     rouge_score_tokens,
@@ -214,10 +215,14 @@ def test_metrics_need_no_judge_and_give_evidence() -> None:
         response="The cat sat on the mat.", reference="A cat is on the red mat"
     )
     assert result.value == pytest.approx(0.9 / 1.35)
-    assert result.evidence == {"shared_tokens": 3, "response_tokens": 4, "reference_tokens": 5}
+    assert result.evidence == OverlapEvidence(
+        overlap=3, counted="shared_tokens", response_tokens=4, reference_tokens=5
+    )
     rouge = RougeL().score(response="police killed him", reference="police killed the gunman")
     assert rouge.value == pytest.approx(4 / 7)
-    assert rouge.evidence == {"lcs_tokens": 2, "response_tokens": 3, "reference_tokens": 4}
+    assert rouge.evidence == OverlapEvidence(
+        overlap=2, counted="lcs_tokens", response_tokens=3, reference_tokens=4
+    )
     for cls in (TokenF1, RougeL):
         assert not cls.needs_llm and not cls.needs_embeddings
         assert cls.required_fields == ("response", "reference")

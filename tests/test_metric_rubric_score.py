@@ -9,6 +9,7 @@ import pytest
 
 from helpers import attempt, chat_count, judge_for, route, user_text
 from rageval.metrics import RubricScore, create_metric
+from rageval.metrics.evidence import RubricEvidence
 from rageval.metrics.rubric_score import DEFAULT_RUBRIC, parse_rubric, rubric_value
 from rageval.samples import SingleTurnSample
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
@@ -37,11 +38,11 @@ async def test_score_4_gives_0_75_with_raw_score_and_feedback(fake_openai: FakeO
         SAMPLE
     )
     assert result.value == 0.75  # (4 − 1) / 4
-    assert result.evidence == {
-        "raw_score": 4,
-        "feedback": "Correct, but no unit spelled out.",
-        "level_description": "level 4 text",
-    }
+    assert result.evidence == RubricEvidence(
+        raw_score=4,
+        feedback="Correct, but no unit spelled out.",
+        level_description="level 4 text",
+    )
     assert result.reason == "Correct, but no unit spelled out."
     prompt = user_text(fake_openai.chat_requests[0])
     for n in range(1, 6):

@@ -9,6 +9,7 @@ from helpers import embeddings_for
 from rageval.metrics import SemanticSimilarity, create_metric
 from rageval.metrics._statements import SharedStatements
 from rageval.metrics.base import ScoringContext
+from rageval.metrics.evidence import SimilarityEvidence
 from rageval.metrics.semantic_similarity import (
     semantic_similarity_score,
     semantic_similarity_value,
@@ -40,7 +41,8 @@ async def test_cosine_by_hand_one_embedding_call(server: FakeOpenAI) -> None:
     result = await metric.single_turn_ascore(SingleTurnSample(response=CLOSE, reference=REFERENCE))
     # cos((4,3), (3,4)) = (12 + 12) / (5·5) = 0.96
     assert result.value == pytest.approx(0.96)
-    assert result.evidence == {"cosine": pytest.approx(0.96), "threshold": None}
+    assert isinstance(result.evidence, SimilarityEvidence)
+    assert result.evidence.cosine == pytest.approx(0.96) and result.evidence.threshold is None
     (request,) = server.embedding_requests
     assert sorted(request.body["input"]) == sorted([CLOSE, REFERENCE])
     assert server.chat_requests == []

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from rageval.metrics import ToolCallAccuracy, ToolCallF1, create_metric
+from rageval.metrics.evidence import ToolCallPair
 from rageval.metrics.tool_call_accuracy import tool_call_accuracy_score
 from rageval.metrics.tool_call_f1 import tool_call_f1_score
 from rageval.metrics.tool_calls import best_matching, canonical_json
@@ -188,11 +189,11 @@ def test_the_metrics_score_conversations_and_record_their_parameters() -> None:
     result = ToolCallF1().score(**conversation(made, [PARIS, ROME]))
     assert result.value == pytest.approx(5 / 6)
     assert result.evidence["precision"] == pytest.approx(5 / 6)
-    assert result.evidence["pairs"][0] == {
-        "call": 'weather({"city": "Rome", "unit": "C"})',
-        "reference": 'weather({"city": "Rome", "unit": "C"})',
-        "shared": 3,
-    }
+    assert result.evidence["pairs"][0] == ToolCallPair(
+        call='weather({"city": "Rome", "unit": "C"})',
+        reference='weather({"city": "Rome", "unit": "C"})',
+        shared=3,
+    )
     assert ToolCallF1().params() == {"ordered": False, "level": "argument"}
     assert ToolCallAccuracy().params() == {"ordered": True}
     again = create_metric("tool_call_f1", {"ordered": True, "level": "call"})

@@ -12,6 +12,7 @@ import pytest
 from helpers import chat_count, judge_for, keyed, make_judge, prompts_with, user_text
 from rageval.metrics import Faithfulness, TurnFaithfulness
 from rageval.metrics._statements import SharedStatements
+from rageval.metrics.evidence import PerTurnEvidence, TurnNotScored, VerdictEvidence
 from rageval.metrics.per_turn import turn_mean
 from rageval.runner import evaluate
 from rageval.samples import Conversation, InvalidDataError, Sample, transcript
@@ -70,19 +71,22 @@ async def test_each_turn_with_contexts_is_scored_and_the_turns_averaged(
     # (the statements pooled would give 3/5 = 0.6: each turn weighs the same instead)
     assert result.status == "ok", result.cause
     assert result.value == pytest.approx(7 / 12)
-    first, second = result.evidence["turns"]
-    assert (first["turn"], first["value"]) == (1, 0.5)
-    assert [s["text"] for s in first["statements"]] == FIRST
-    assert [s["verdict"] for s in first["statements"]] == [True, False]
-    assert (second["turn"], second["value"]) == (5, pytest.approx(2 / 3))
-    assert [s["verdict"] for s in second["statements"]] == [True, True, False]
-    assert result.evidence["not_scored"] == [
-        {
-            "turn": 3,
-            "why": "no response text (the turn only calls tools); no retrieved_contexts "
+    assert isinstance(result.evidence, PerTurnEvidence)
+    first, second = result.evidence.turns
+    assert isinstance(first.evidence, VerdictEvidence)
+    assert isinstance(second.evidence, VerdictEvidence)
+    assert (first.turn, first.value) == (1, 0.5)
+    assert [s.text for s in first.evidence.verdicts] == FIRST
+    assert [s.verdict for s in first.evidence.verdicts] == [True, False]
+    assert second.turn == 5 and second.value == pytest.approx(2 / 3)
+    assert [s.verdict for s in second.evidence.verdicts] == [True, True, False]
+    assert result.evidence.not_scored == [
+        TurnNotScored(
+            turn=3,
+            why="no response text (the turn only calls tools); no retrieved_contexts "
             "(the turn retrieved nothing)",
-        },
-        {"turn": 7, "why": "no retrieved_contexts (the turn retrieved nothing)"},
+        ),
+        TurnNotScored(turn=7, why="no retrieved_contexts (the turn retrieved nothing)"),
     ]
     assert chat_count(fake_openai) == 4  # per scored turn: its statements + its verdicts
     # each turn is judged against its own contexts, with the conversation so far as question
@@ -115,7 +119,7 @@ async def test_a_one_exchange_conversation_is_its_single_turn_sample(
         )
     )
     assert per_turn.value == single.value == 0.5
-    assert per_turn.evidence["turns"][0]["statements"] == single.evidence["statements"]
+    assert per_turn.evidence["turns"][0].evidence == single.evidence
     assert [r.messages for r in fake_openai.chat_requests[len(turn_prompts) :]] == turn_prompts
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from helpers import chat_count, embeddings_for, judge_for, user_text
 from rageval.metrics import TurnAnswerRelevancy, TurnContextRelevance
+from rageval.metrics.evidence import PerTurnEvidence, QuestionsEvidence, TurnNotScored
 from rageval.samples import Conversation, transcript
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
 
@@ -73,9 +74,12 @@ async def test_turn_answer_relevancy_by_hand(fake_openai: FakeOpenAI) -> None:
         (1, 0.5),
         (5, pytest.approx(0.9)),
     ]
-    assert [q["question"] for q in result.evidence["turns"][1]["questions"]] == [QC, QD]
-    assert result.evidence["not_scored"] == [
-        {"turn": 3, "why": "no response text (the turn only calls tools)"}
+    assert isinstance(result.evidence, PerTurnEvidence)
+    turn_5 = result.evidence.turns[1].evidence
+    assert isinstance(turn_5, QuestionsEvidence)
+    assert [q.question for q in turn_5.questions] == [QC, QD]
+    assert result.evidence.not_scored == [
+        TurnNotScored(turn=3, why="no response text (the turn only calls tools)")
     ]
     assert chat_count(fake_openai) == 2 and len(fake_openai.embedding_requests) == 2
 
@@ -97,7 +101,7 @@ async def test_turn_context_relevance_by_hand(fake_openai: FakeOpenAI) -> None:
     assert result.value == pytest.approx(0.625)
     assert [(t["turn"], t["value"]) for t in result.evidence["turns"]] == [(1, 1.0), (3, 0.25)]
     assert result.evidence["not_scored"] == [
-        {"turn": 5, "why": "no retrieved_contexts (the turn retrieved nothing)"}
+        TurnNotScored(turn=5, why="no retrieved_contexts (the turn retrieved nothing)")
     ]
     assert chat_count(fake_openai) == 4
     # turn 3's contexts are rated against the conversation so far

@@ -16,10 +16,15 @@ from helpers import (
     ATTACK_QUESTION,
     ATTACK_REASON,
     NOT_MEASURED_CAUSE,
+    make_judge,
+    rows,
     synthetic_run,
     write_run,
 )
 from rageval.report import write_report
+from rageval.runner import evaluate
+from rageval.testing import FakeOpenAI, RecordedRequest, Reply
+from test_metric_turn_faithfulness import TURNS, scripted
 
 N = 24
 
@@ -479,3 +484,98 @@ def test_an_interval_one_value_cannot_give_is_shown_as_undefined(
         assert caption == "mean 0.500 (95% CI undefined: one measured value)"
     finally:
         view.close()
+
+
+# ------------------------------------------------------------------ evidence by kind
+
+
+def test_typed_evidence_is_drawn_by_its_kind(
+    browser: Browser, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    metrics = ["faithfulness", "answer_accuracy", "token_f1"]
+    evaluate(rows(2), metrics, llm=make_judge(server), run_dir=run, progress=False)
+    view = Opened(browser, run / "report.html")
+    view.page.locator('#samples-table tr[data-i="0"] td[data-m="0"]').click()
+    detail = view.page.locator("dialog#detail")
+    # faithfulness: a table of the statements, the verdict column headed by what it means
+    verdicts = detail.locator('[data-metric="faithfulness"] .evidence[data-kind="verdicts"]')
+    assert verdicts.locator("thead th").all_inner_texts() == [
+        "item",
+        "supported by the retrieved contexts",
+        "reason",
+    ]
+    assert verdicts.locator("tbody tr").count() == 2
+    assert verdicts.locator(".ev-summary").inner_text() == (
+        "1 of 2 statements supported by the retrieved contexts"
+    )
+    # answer_accuracy: one rating per template on its scale
+    ratings = detail.locator('[data-metric="answer_accuracy"] .evidence[data-kind="ratings"]')
+    assert ratings.locator("li.rating").count() == 2
+    assert all(" / 4" in t for t in ratings.locator(".rating-value").all_inner_texts())
+    # token_f1: the overlap, named by what it counts
+    overlap = detail.locator('[data-metric="token_f1"] .evidence[data-kind="overlap"]')
+    assert "shared tokens" in overlap.inner_text()
+    view.close()  # no console error
+
+
+def test_old_free_form_evidence_keeps_the_generic_view(opened: Opened) -> None:
+    opened.page.locator('#samples-table tr[data-i="0"] td[data-m="0"]').click()
+    evidence = opened.page.locator('dialog#detail [data-metric="faithfulness"] .evidence')
+    # a log from before evidence had kinds: its dict is free-form, shown by its keys
+    assert evidence.get_attribute("data-kind") == "free"
+    assert evidence.locator(".ev-key").all_inner_texts() == ["statements"]
+    assert evidence.locator("ol.items li.item").count() == 2
+
+
+def conversation_run(server: FakeOpenAI, folder: Path) -> Path:
+    """A conversation scored by turn_faithfulness (turn 1: 1 of 2 statements supported; turn
+    5: 2 of 3; turns 3 and 7 not scored) and turn_context_relevance (each context rated 2/2)."""
+    server.handler = both_per_turn
+    data = [{"id": "c0", "turns": TURNS}]
+    metrics = ["turn_faithfulness", "turn_context_relevance"]
+    evaluate(data, metrics, llm=make_judge(server), run_dir=folder, progress=False)
+    return folder / "report.html"
+
+
+def both_per_turn(req: RecordedRequest) -> Reply:
+    """The scripted replies of turn_faithfulness, and a top rating for every context."""
+    if req.schema is not None and "rating" in req.schema.get("properties", {}):
+        return Reply.json({"rating": 2})
+    return scripted(req)
+
+
+def test_a_conversation_opens_as_a_thread_with_each_turns_cells(
+    browser: Browser, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    view = Opened(browser, conversation_run(fake_openai, tmp_path / "run"))
+    view.page.locator('#samples-table tr[data-i="0"] td[data-m="0"]').click()
+    detail = view.page.locator("dialog#detail")
+    turns = detail.locator("ol.turns > li.turn")
+    assert turns.count() == len(TURNS)
+    assert turns.nth(0).locator(".turn-main h4").first.text_content() == "Turn 0 · user"
+    assert turns.nth(0).locator(".turn-cells").count() == 0  # a user turn has no cells
+    # an assistant turn: its text, its contexts, and beside it each per-turn metric's cell
+    first = turns.nth(1)
+    assert "Dune is a novel by Frank Herbert." in first.locator(".turn-main").inner_text()
+    faithful = first.locator('.turn-cell[data-metric="turn_faithfulness"]')
+    assert faithful.locator(".turn-value").inner_text() == "0.500"
+    relevant = first.locator('.turn-cell[data-metric="turn_context_relevance"]')
+    assert relevant.locator(".turn-value").inner_text() == "1.000"
+    # the turn's own evidence, folded: its statements' verdicts
+    faithful.locator("summary").click()
+    table = faithful.locator('details[data-kind="verdicts"] table.verdicts tbody tr')
+    assert table.all_inner_texts()[0].startswith("#s1 Frank Herbert wrote Dune.")
+    assert [r.get_attribute("data-verdict") for r in table.all()] == ["true", "false"]
+    # a turn that only calls a tool: its call shown, both metrics say why it is not scored
+    tool_turn = turns.nth(3)
+    assert 'search({"q":"Dune 1965"})' in tool_turn.locator(".turn-main").inner_text()
+    assert tool_turn.locator(".turn-cell.not-scored").count() == 2
+    assert "only calls tools" in tool_turn.locator(".turn-cells").inner_text()
+    fifth = turns.nth(5).locator('.turn-cell[data-metric="turn_faithfulness"] .turn-value')
+    assert fifth.inner_text() == "0.667"
+    # the conversation's cell lists each turn's value
+    per_turn = detail.locator('[data-metric="turn_faithfulness"] .evidence[data-kind="per_turn"]')
+    assert per_turn.locator("table.per-turn tbody tr").count() == 2
+    assert per_turn.locator("ul.not-scored li").count() == 2
+    view.close()  # no console error

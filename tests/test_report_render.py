@@ -155,7 +155,10 @@ def test_nan_score_is_rejected_but_nan_evidence_is_shown(tmp_path: Path) -> None
     results[0]["metrics"]["answer_relevancy"]["evidence"]["questions"][0]["cosine"] = float("nan")
     run = write_run(tmp_path / "run", man, results, summary)
     payload = embedded_payload(render_report(RunData.load(run)))
-    cosine = payload["samples"][0]["metrics"]["answer_relevancy"]["evidence"]["questions"][0]
+    # an old log's evidence dict: free-form, its keys kept under data
+    evidence = payload["samples"][0]["metrics"]["answer_relevancy"]["evidence"]
+    assert evidence["kind"] == "free"
+    cosine = evidence["data"]["questions"][0]
     assert cosine["cosine"] == "NaN"
 
     results[0]["metrics"]["answer_relevancy"]["value"] = float("nan")

@@ -24,6 +24,12 @@ from rageval.log import (
     read_summary,
     written_format,
 )
+from rageval.metrics.evidence import (
+    FreeformEvidence,
+    OverlapEvidence,
+    RatingEvidence,
+    VerdictEvidence,
+)
 from rageval.report import write_report
 from rageval.report._model import RunData
 from rageval.results import EvaluationResult, load_run
@@ -249,6 +255,82 @@ def test_a_line_reads_back_as_it_was_written(server: FakeOpenAI, tmp_path: Path)
         assert SampleLine.model_validate_json(entry.line.model_dump_json(by_alias=True)) == (
             entry.line
         )
+
+
+def test_evidence_is_written_with_its_kind_and_read_back_typed(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    evaluate(rows(2), METRICS, llm=judge(server), run_dir=tmp_path / "r", progress=False)
+    raw = json.loads((tmp_path / "r" / RESULTS_FILE).read_text().splitlines()[0])
+    written = {name: cell["evidence"] for name, cell in raw["metrics"].items()}
+    assert {name: ev["kind"] for name, ev in written.items()} == {
+        "faithfulness": "verdicts",
+        "answer_accuracy": "ratings",
+        "token_f1": "overlap",
+    }
+    assert written["faithfulness"]["items"] == "statements"
+    assert [v["verdict"] for v in written["faithfulness"]["verdicts"]] == [True, False]
+    # read back from the log (evidence stays on disk), each cell's evidence is of its kind
+    cells = load_run(tmp_path / "r").sample(0).cells
+    faithfulness = cells["faithfulness"].evidence
+    assert isinstance(faithfulness, VerdictEvidence)
+    assert [v.verdict for v in faithfulness.verdicts] == [True, False]
+    ratings = cells["answer_accuracy"].evidence
+    assert isinstance(ratings, RatingEvidence) and set(ratings.ratings) == {
+        "template_1",
+        "template_2",
+    }
+    overlap = cells["token_f1"].evidence
+    assert isinstance(overlap, OverlapEvidence) and overlap.counted == "shared_tokens"
+    # the report gets the kind with the fields, to draw each kind its own way
+    payload = report_payload(tmp_path / "r")
+    assert payload["samples"][0]["metrics"]["faithfulness"]["evidence"] == written["faithfulness"]
+
+
+def _as_format_7(run: Path, evidence: dict[str, dict[str, Any]]) -> None:
+    """Rewrite `run` as rageval of format 7 wrote it: an untyped dict as each cell's evidence."""
+    log = run / RESULTS_FILE
+    lines = [json.loads(text) for text in log.read_text().splitlines()]
+    for line in lines:
+        line["format_version"] = 7
+        for name, cell in line["metrics"].items():
+            cell["evidence"] = evidence[name]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for name in ("manifest.json", "summary.json"):
+        data = json.loads((run / name).read_text())
+        (run / name).write_text(json.dumps({**data, "format_version": 7}))
+
+
+def test_untyped_evidence_of_format_7_reads_as_free_form_and_renders(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    run = tmp_path / "r"
+    evaluate(rows(2), METRICS, llm=judge(server), run_dir=run, progress=False)
+    old_statements = [{"id": "s1", "text": "The sky is blue.", "verdict": True, "reason": None}]
+    _as_format_7(
+        run,
+        {
+            "faithfulness": {"statements": old_statements},
+            # a metric's own "kind" key that happens to name a typed kind: still its own data
+            "answer_accuracy": {"kind": "ratings", "note": "a user's metric said so"},
+            "token_f1": {},
+        },
+    )
+    cells = load_run(run).sample(0).cells
+    faithfulness = cells["faithfulness"].evidence
+    assert isinstance(faithfulness, FreeformEvidence)
+    assert faithfulness["statements"][0]["verdict"] is True
+    assert cells["answer_accuracy"].evidence == FreeformEvidence.of(
+        {"kind": "ratings", "note": "a user's metric said so"}
+    )
+    assert not cells["token_f1"].evidence
+    # the report shows it as free-form evidence (the page's generic view of its keys)
+    shown = report_payload(run)["samples"][0]["metrics"]
+    assert shown["faithfulness"]["evidence"] == {
+        "kind": "free",
+        "data": {"statements": old_statements},
+    }
+    assert shown["token_f1"]["evidence"] == {"kind": "free"}
 
 
 # ------------------------------------------------------------------ one total, everywhere

@@ -14,6 +14,7 @@ from helpers import handle, make_judge, rows, sample_id_of, user_text
 from rageval.judge import FatalJudgeError, Judge
 from rageval.metrics import AnswerCorrectness, Faithfulness
 from rageval.metrics.base import Metric, MetricResult, ScoringContext
+from rageval.metrics.evidence import VerdictEvidence
 from rageval.results import EvaluationResult, load_run
 from rageval.runner import NO_JUDGE_CAUSE, RunConfigError, aevaluate, evaluate
 from rageval.runner._schedule import MIN_WINDOW
@@ -88,7 +89,8 @@ def test_shared_statements_are_extracted_once_per_sample_and_booked_on_their_own
     assert result.usage.requests == len(server.chat_requests) == 15
     cell = result.sample("s002").cells["faithfulness"]
     assert cell.usage.requests == 1 and cell.usage.prompt_tokens > 0
-    assert [s["verdict"] for s in cell.evidence["statements"]] == [True, False]
+    assert isinstance(cell.evidence, VerdictEvidence)
+    assert [s.verdict for s in cell.evidence.verdicts] == [True, False]
 
 
 # ---------------------------------------------------------------------- no judge

@@ -52,6 +52,7 @@ from rageval.log import (
     sum_usage,
 )
 from rageval.metrics.base import CellStatus
+from rageval.metrics.evidence import Evidence, FreeformEvidence
 from rageval.samples import ROW_FIELDS, Conversation, Sample
 from rageval.stats import MetricComparison, PPIComparison, compare
 
@@ -160,7 +161,7 @@ class EvaluationResult:
         self._embedding_usage: list[Usage | None] = [None] * n
         self._done = [False] * n
         # evidence by row: in memory, or the byte offset of the row's line in results.jsonl
-        self._evidence: dict[int, dict[str, Mapping[str, Any]]] = {}
+        self._evidence: dict[int, dict[str, Evidence]] = {}
         self._offsets: dict[int, int] = {}
         self._summary: dict[str, MetricSummary] | None = None
         self._row_of = {sid: i for i, sid in enumerate(self.ids)}
@@ -278,7 +279,7 @@ class EvaluationResult:
             raise KeyError(f"row {row} was not evaluated (the run did not finish it)")
         evidence = self._evidence_of(row)
         cells = {
-            name: self._cell(col, row, evidence.get(name, {}))
+            name: self._cell(col, row, evidence.get(name))
             for name, col in self._columns.items()
             if col.statuses[row] is not None
         }
@@ -292,7 +293,7 @@ class EvaluationResult:
         )
 
     @staticmethod
-    def _cell(col: _Column, row: int, evidence: Mapping[str, Any]) -> Cell:
+    def _cell(col: _Column, row: int, evidence: Evidence | None) -> Cell:
         status = col.statuses[row]
         assert status is not None
         return Cell(
@@ -301,7 +302,7 @@ class EvaluationResult:
             cause=col.causes[row],
             cause_kind=col.kinds[row],
             reason=col.reasons[row],
-            evidence=dict(evidence),
+            evidence=evidence if evidence is not None else FreeformEvidence(),
             usage=col.usage[row] or _EMPTY_USAGE,
             repeats=col.repeats.get(row),
         )
@@ -325,16 +326,16 @@ class EvaluationResult:
                 continue
             in_memory = self._evidence.get(row, {}).get(metric)
             out.append(
-                self._cell(col, row, in_memory if in_memory is not None else on_disk.get(row, {}))
+                self._cell(col, row, in_memory if in_memory is not None else on_disk.get(row))
             )
         return out
 
-    def _evidence_on_disk(self, metric: str) -> dict[int, Mapping[str, Any]]:
+    def _evidence_on_disk(self, metric: str) -> dict[int, Evidence]:
         """Evidence of `metric` for every row kept in the results log, in one pass over it."""
         if not self._offsets or self.run_dir is None:
             return {}
         row_at = {offset: row for row, offset in self._offsets.items()}
-        found: dict[int, Mapping[str, Any]] = {}
+        found: dict[int, Evidence] = {}
         for entry in read_lines(self.run_dir / RESULTS_FILE):
             row = row_at.get(entry.start)
             cell = entry.line.cells.get(metric)
@@ -342,7 +343,7 @@ class EvaluationResult:
                 found[row] = cell.evidence
         return found
 
-    def _evidence_of(self, row: int) -> Mapping[str, Mapping[str, Any]]:
+    def _evidence_of(self, row: int) -> Mapping[str, Evidence]:
         if row in self._evidence:
             return self._evidence[row]
         offset = self._offsets.get(row)

@@ -41,10 +41,17 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   OpenAI-compatible one, whose key variable ``api_key_from`` names, so a run of format 5 reads
   as it is and can be resumed. (A rageval of format 5 would take an Anthropic judge for an
   OpenAI-compatible one: it refuses the run as newer.)
-* **7** -- this rageval: a line's inputs may be a conversation
+* **7** -- a line's inputs may be a conversation
   (:class:`rageval.samples.Conversation`: ``turns``, ``reference_tool_calls``,
-  ``reference_goal``, ``reference_topics`` in place of the single-turn fields). A run of format
-  5 or 6 reads as it is and can be resumed.
+  ``reference_goal`` in place of the single-turn fields). A run of format 5 or 6 reads as it is
+  and can be resumed.
+* **8** -- this rageval: a cell's evidence is typed (:mod:`rageval.metrics.evidence`): an object
+  with a ``kind`` (``"verdicts"``, ``"ratings"``, ``"questions"``, ``"per_turn"``,
+  ``"tool_calls"``, ...) whose fields that kind declares, or ``{"kind": "free", "data": {...}}``
+  for a metric's free-form evidence. The evidence dict of a cell of format 7 and earlier is read
+  as free-form evidence holding that dict (whatever keys it has, a ``kind`` among them), so such
+  a run reads, reports and compares as it is and can be resumed. A conversation may carry
+  ``reference_topics`` (topic_adherence's).
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
@@ -75,10 +82,13 @@ from rageval._client._usage import Usage
 from rageval.errors import CauseKind, RagevalError
 from rageval.judge._spec import JudgeSpec
 from rageval.metrics.base import MetricResult
+from rageval.metrics.evidence import FreeformEvidence
 from rageval.samples import ROW_FIELDS, Sample, ToolCall, Turn, sample_of
 
 #: the format this rageval writes; it reads every format from 1 up to this one
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
+#: the last format whose cells' evidence is an untyped dict (read as free-form evidence)
+UNTYPED_EVIDENCE_FORMAT = 7
 #: the oldest format a run can be resumed from (format 1 lines lack what a summary needs now)
 RESUMABLE_FORMAT = 2
 #: the kind under which cells whose log does not say (format 1) are grouped
@@ -316,9 +326,29 @@ class SampleLine(_Versioned):
         total = sum((c.usage for c in self.cells.values()), self.shared_usage)
         return total if self.embeddings_usage is None else total + self.embeddings_usage
 
+    @model_validator(mode="before")
+    @classmethod
+    def _untyped_evidence(cls, data: Any) -> Any:
+        # before format 8 a cell's evidence was a plain dict: free-form, whatever its keys (a
+        # "kind" key among them was the metric's own, not a typed kind)
+        if not isinstance(data, Mapping) or data.get("format_version", 1) > UNTYPED_EVIDENCE_FORMAT:
+            return data
+        cells = data.get("metrics", data.get("cells"))
+        if not isinstance(cells, Mapping):
+            return data
+        key = "metrics" if "metrics" in data else "cells"
+        return {**data, key: {name: _freeform_cell(cell) for name, cell in cells.items()}}
+
     def sample(self) -> Sample:
         """The sample again, as the run read it (a Conversation for a conversation's line)."""
         return sample_of({**self.inputs.model_dump(exclude_none=True), "id": self.id})
+
+
+def _freeform_cell(cell: Any) -> Any:
+    """A cell of format 7 or earlier, its evidence dict read as free-form evidence."""
+    if isinstance(cell, Mapping) and isinstance(cell.get("evidence"), Mapping):
+        return {**cell, "evidence": FreeformEvidence.of(cell["evidence"])}
+    return cell
 
 
 # ---------------------------------------------------------------------------- batches.jsonl

@@ -202,7 +202,7 @@ class GuidedMetric(Metric):
         value = 1.0 if score >= self.threshold else 0.0
         note = f"{'at or above' if value else 'below'} threshold {self.threshold:g}"
         reason = f"{result.reason}; {note}" if result.reason else f"score {score:.4g}: {note}"
-        evidence = {**result.evidence, "score": score}
+        evidence = result.evidence.noted(score=score)
         return result.model_copy(update={"value": value, "reason": reason, "evidence": evidence})
 
     async def score_sample(self, sample: Sample, ctx: ScoringContext) -> MetricResult:

@@ -31,6 +31,7 @@ from rageval.metrics._prompting import (
 )
 from rageval.metrics.base import MetricResult, ScoringContext
 from rageval.metrics.conversation_judges import ConversationJudgeMetric
+from rageval.metrics.evidence import GoalEvidence
 from rageval.samples import Conversation, Sample, transcript
 
 
@@ -117,8 +118,11 @@ class AgentGoalMetric(ConversationJudgeMetric):
             value,
             reason=("goal achieved: " if verdict.achieved else "goal not achieved: ")
             + verdict.reason,
-            user_goal=outcome.user_goal,
-            end_state=outcome.end_state,
-            desired_outcome=desired,
-            achieved=verdict.achieved,
+        ).with_evidence(
+            GoalEvidence(
+                user_goal=outcome.user_goal,
+                end_state=outcome.end_state,
+                desired_outcome=desired,
+                achieved=verdict.achieved,
+            )
         )

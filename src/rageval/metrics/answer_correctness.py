@@ -49,6 +49,7 @@ from rageval.metrics.authoring import (
     ReplyModel,
     VerdictQuestion,
     item_verdict,
+    judged_items,
     note_truncation,
     numbered,
     planned_statements,
@@ -57,10 +58,10 @@ from rageval.metrics.authoring import (
     split_sentences,
     text_tokens,
     verdict_data,
-    verdict_evidence,
     verdict_prompt,
 )
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.evidence import FactualityEvidence, JudgedItem, VerdictTable
 from rageval.metrics.semantic_similarity import semantic_similarity_value
 from rageval.samples import Sample
 
@@ -263,9 +264,11 @@ class AnswerCorrectness(GuidedMetric):
         if similarity is not None:
             parts.append(f"similarity {similarity:.4f}")
         reason = f"score {score:.4f}: " + ", ".join(parts)
-        evidence = facts or {"factuality": None}
+        evidence = FactualityEvidence(
+            score=score, similarity=similarity, **(facts or {"factuality": None})
+        )
         # the value is the score; `threshold` turns it into a verdict (GuidedMetric.decide)
-        return MetricResult.ok(score, reason=reason, score=score, similarity=similarity, **evidence)
+        return MetricResult.ok(score, reason=reason).with_evidence(evidence)
 
     async def _factuality(self, sample: Sample, ctx: ScoringContext) -> dict[str, Any]:
         answer = await ctx.statements.get("response")
@@ -284,16 +287,24 @@ class AnswerCorrectness(GuidedMetric):
             "tp_ids": tp_ids,
             "fp_ids": fp_ids,
             "fn_ids": fn_ids,
-            "response_statements": verdict_evidence(verdicts, "supported"),
-            "reference_statements": [
-                {
-                    "id": f"f{i}",
-                    "text": c.statement.strip(),
-                    "covered": c.covered,
-                    "reason": getattr(c, "reason", None) or None,
-                }
-                for i, c in enumerate(claims, start=1)
-            ],
+            "response_statements": VerdictTable(
+                items="response statements",
+                means="supported by the reference",
+                verdicts=judged_items(verdicts),
+            ),
+            "reference_statements": VerdictTable(
+                items="reference statements",
+                means="covered by the response",
+                verdicts=[
+                    JudgedItem(
+                        id=f"f{i}",
+                        text=c.statement.strip(),
+                        verdict=c.covered,
+                        reason=getattr(c, "reason", None) or None,
+                    )
+                    for i, c in enumerate(claims, start=1)
+                ],
+            ),
         }
 
 

@@ -58,6 +58,7 @@ from rageval.metrics.base import (
     forward_to_metric,
     register,
 )
+from rageval.metrics.evidence import FreeformEvidence
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
@@ -249,7 +250,9 @@ class AnswerRelevance(Metric):
         evidence = result.model_dump(mode="json", exclude={OVERALL})
         parts = ", ".join(f"{n} {getattr(result, n):g}" for n in self._scores)
         # not ok(**evidence): a user's model may have fields named like ok()'s own parameters
-        return MetricResult(value=value, reason=f"mean of {parts}", evidence=evidence)
+        return MetricResult(
+            value=value, reason=f"mean of {parts}", evidence=FreeformEvidence.of(evidence)
+        )
 
     # ---- the evaluator API (ContextEvaluation) ----------------------------------------
 

@@ -47,6 +47,7 @@ from rageval.metrics.base import (
     forward_to_metric,
     register,
 )
+from rageval.metrics.evidence import QuestionsEvidence, ScoredQuestion
 from rageval.samples import Sample
 
 
@@ -123,12 +124,15 @@ class AnswerRelevancy(Metric):
                 answer_relevancy_score([0.0] * len(flags), flags),
                 reason=f"all {len(flags)} generations find the response noncommittal "
                 "(evasive or declining to answer)",
-                noncommittal=True,
-                noncommittal_votes=votes,
-                questions=[
-                    {"question": r.question, "noncommittal": r.noncommittal, "cosine": None}
-                    for r in replies
-                ],
+            ).with_evidence(
+                QuestionsEvidence(
+                    noncommittal=True,
+                    noncommittal_votes=votes,
+                    questions=[
+                        ScoredQuestion(question=r.question, noncommittal=r.noncommittal)
+                        for r in replies
+                    ],
+                )
             )
         cosines = await self._cosines(ctx, question, [r.question for r in replies])
         value = answer_relevancy_score(cosines, flags)
@@ -140,12 +144,15 @@ class AnswerRelevancy(Metric):
             value,
             reason=f"mean cosine of {len(cosines)} generated questions to the user input"
             + (f" ({votes} of {len(flags)} generations found it noncommittal)" if votes else ""),
-            noncommittal=False,
-            noncommittal_votes=votes,
-            questions=[
-                {"question": r.question, "noncommittal": r.noncommittal, "cosine": c}
-                for r, c in zip(replies, cosines, strict=True)
-            ],
+        ).with_evidence(
+            QuestionsEvidence(
+                noncommittal=False,
+                noncommittal_votes=votes,
+                questions=[
+                    ScoredQuestion(question=r.question, noncommittal=r.noncommittal, cosine=c)
+                    for r, c in zip(replies, cosines, strict=True)
+                ],
+            )
         )
         return note_truncation(result, cut, limit)
 

@@ -128,6 +128,7 @@ from rageval.metrics.base import (
     note_truncation,
     zero_if_blank,
 )
+from rageval.metrics.evidence import JudgedItem, RatingEvidence
 from rageval.samples import Sample
 
 __all__ = [
@@ -157,6 +158,7 @@ __all__ = [
     "item_ids",
     "item_verdict",
     "judge_items",
+    "judged_items",
     "labelled_examples",
     "mean_rating",
     "messages",
@@ -295,6 +297,14 @@ def unjudged(items: Sequence[str], prefix: str) -> list[Verdict]:
     return [
         Verdict(key, t, False, "")
         for key, t in zip(item_ids(prefix, len(items)), items, strict=True)
+    ]
+
+
+def judged_items(verdicts: Sequence[Verdict]) -> list[JudgedItem]:
+    """A metric's verdicts as typed evidence (the rows of a :class:`VerdictEvidence`)."""
+    return [
+        JudgedItem(id=v.id, text=v.text, verdict=v.verdict, reason=v.reason or None)
+        for v in verdicts
     ]
 
 
@@ -542,34 +552,34 @@ async def rate_with_templates(
 
     outcomes = await asyncio.gather(*(one(p) for p in prompts))
     ratings = [o[0] if isinstance(o, tuple) else None for o in outcomes]
-    evidence: dict[str, Any] = {
-        "ratings": {f"template_{i}": r for i, r in enumerate(ratings, start=1)},
-        "scale": list(scale),
-    }
-    if reasons:
-        evidence["reasons"] = {
-            f"template_{i}": o[1] if isinstance(o, tuple) else None
-            for i, o in enumerate(outcomes, start=1)
-        }
     failed = {
         f"template_{i}": o for i, o in enumerate(outcomes, start=1) if isinstance(o, Exception)
     }
-    if failed:
-        evidence["failures"] = {k: e.cause for k, e in failed.items()}
+    evidence = RatingEvidence(
+        ratings={f"template_{i}": r for i, r in enumerate(ratings, start=1)},
+        scale=list(scale),
+        reasons={
+            f"template_{i}": o[1] if isinstance(o, tuple) else None
+            for i, o in enumerate(outcomes, start=1)
+        }
+        if reasons
+        else None,
+        failures={k: e.cause for k, e in failed.items()} or None,
+    )
     value = mean_rating(ratings, max(scale))
     if value is None:
         causes = "; ".join(f"{k}: {e.cause}" for k, e in failed.items())
         # the kind of the first template's failure (both failed; usually for the same reason)
         kind: CauseKind = next(iter(failed.values())).kind
         return MetricResult.not_measured(
-            f"no template gave a valid rating ({causes})", cause_kind=kind, **evidence
-        )
+            f"no template gave a valid rating ({causes})", cause_kind=kind
+        ).with_evidence(evidence)
     valid = [r for r in ratings if r is not None]
     reason = (
         f"ratings {', '.join(str(r) for r in valid)} on the scale {'/'.join(map(str, scale))}"
         + (" (one template gave no valid rating)" if len(valid) < len(ratings) else "")
     )
-    return MetricResult.ok(value, reason=reason, **evidence)
+    return MetricResult.ok(value, reason=reason).with_evidence(evidence)
 
 
 #: the rule of metrics that compare the response with the reference: without a reference

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, model_validator
 from rageval._sync import run_sync
 from rageval.errors import CauseKind, NoJudgeError
 from rageval.metrics._capture import Captured, capture, capturing
+from rageval.metrics.evidence import Evidence, EvidenceBase, FreeformEvidence
 from rageval.samples import Conversation, Sample, missing_fields, sample_of
 
 if TYPE_CHECKING:
@@ -53,7 +54,9 @@ class MetricResult(BaseModel):
     cause: str | None = None
     cause_kind: CauseKind | None = None
     reason: str | None = None
-    evidence: dict[str, Any] = Field(default_factory=dict)
+    #: why the value is what it is: one of the typed kinds of :mod:`rageval.metrics.evidence`
+    #: (a plain dict is read as free-form evidence)
+    evidence: Evidence = Field(default_factory=FreeformEvidence)
 
     #: whether a result without a value must name its cause's kind: always for a metric's
     #: result; a cell read back from a run log written before kinds existed has none
@@ -74,7 +77,13 @@ class MetricResult(BaseModel):
 
     @classmethod
     def ok(cls, value: float, reason: str | None = None, **evidence: Any) -> MetricResult:
-        return cls(value=float(value), status="ok", reason=reason, evidence=evidence)
+        """A value, with free-form `evidence` (typed evidence: :meth:`with_evidence`)."""
+        return cls(
+            value=float(value),
+            status="ok",
+            reason=reason,
+            evidence=FreeformEvidence.of(evidence),
+        )
 
     @classmethod
     def not_measured(
@@ -92,12 +101,16 @@ class MetricResult(BaseModel):
             cause=cause,
             cause_kind=cause_kind,
             reason=reason,
-            evidence=evidence,
+            evidence=FreeformEvidence.of(evidence),
         )
 
     @classmethod
     def skipped(cls, cause: str, *, cause_kind: CauseKind) -> MetricResult:
         return cls(status="skipped", cause=cause, cause_kind=cause_kind)
+
+    def with_evidence(self, evidence: EvidenceBase) -> MetricResult:
+        """This result with `evidence` (a typed kind of :mod:`rageval.metrics.evidence`)."""
+        return self.model_copy(update={"evidence": evidence})
 
     @property
     def measured(self) -> bool:
@@ -125,7 +138,7 @@ class BlankRule:
     field: str
     reason: str
     value: float | None = None
-    evidence: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    evidence: Mapping[str, Any] | EvidenceBase = dataclasses.field(default_factory=dict)
 
     def applies_to(self, sample: Sample) -> bool:
         found = getattr(sample, self.field)
@@ -136,6 +149,8 @@ class BlankRule:
     def result(self) -> MetricResult:
         if self.value is None:
             return MetricResult.not_measured(self.reason)
+        if isinstance(self.evidence, EvidenceBase):  # immutable: shared safely
+            return MetricResult.ok(self.value, reason=self.reason).with_evidence(self.evidence)
         return MetricResult.ok(self.value, reason=self.reason, **copy.deepcopy(dict(self.evidence)))
 
 
@@ -272,7 +287,7 @@ def note_truncation(
     which = ", ".join(f"{name} ({n} tokens)" for name, n in cut.items())
     note = f"embedded from its first {limit} tokens only: {which}"
     reason = f"{result.reason}; {note}" if result.reason else note
-    evidence = {**result.evidence, "truncated": dict(cut)}
+    evidence = result.evidence.noted(truncated=dict(cut))
     return result.model_copy(update={"reason": reason, "evidence": evidence})
 
 

@@ -24,11 +24,20 @@ from rageval.metrics.authoring import (
     not_measured_if_blank,
     reference_text,
     verdict_prompt,
-    zero_if_blank,
 )
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.base import (
+    BlankRule,
+    Metric,
+    MetricResult,
+    ScoringContext,
+    forward_to_metric,
+    register,
+)
+from rageval.metrics.evidence import JudgedItem, VerdictEvidence
 from rageval.samples import Sample
 
+#: what a context's true verdict says (its evidence)
+USEFUL_MEANS = "useful for arriving at the reference answer"
 USEFUL = "true if it gives information the reference answer relies on"
 TASK = (
     "For each numbered context, decide whether it was useful for arriving at the reference "
@@ -66,7 +75,12 @@ class ContextPrecision(Metric):
         not_measured_if_blank(
             "reference", "the reference is empty: nothing to judge usefulness by"
         ),
-        zero_if_blank("retrieved_contexts", "no context was retrieved", contexts=[]),
+        BlankRule(
+            "retrieved_contexts",
+            "no context was retrieved",
+            0.0,
+            VerdictEvidence(items="contexts", means=USEFUL_MEANS, verdicts=[]),
+        ),
     )
 
     @staticmethod
@@ -89,10 +103,17 @@ class ContextPrecision(Metric):
                 if useful_ranks
                 else f"none of the {len(contexts)} contexts is useful for the reference"
             ),
-            contexts=[
-                {"id": v.id, "rank": k, "useful": v.verdict, "reason": v.reason}
-                for k, v in enumerate(verdicts, start=1)
-            ],
+        ).with_evidence(
+            VerdictEvidence(
+                items="contexts",
+                means=USEFUL_MEANS,
+                verdicts=[
+                    JudgedItem(
+                        id=v.id, text=v.text, verdict=v.verdict, reason=v.reason or None, rank=k
+                    )
+                    for k, v in enumerate(verdicts, start=1)
+                ],
+            )
         )
 
 

@@ -19,16 +19,17 @@ from collections.abc import Callable, Sequence
 from rageval.metrics.authoring import (
     PlannedRequest,
     VerdictQuestion,
+    judged_items,
     nonblank,
     not_measured_if_blank,
     numbered,
     share_true,
     split_sentences,
     unjudged,
-    verdict_evidence,
     verdict_prompt,
 )
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.evidence import VerdictEvidence
 from rageval.samples import Sample
 
 ATTRIBUTED = "true if the contexts state it or it follows directly from them"
@@ -82,8 +83,12 @@ class ContextRecall(Metric):
             verdicts, reason = unjudged(sentences, "r"), "no context was retrieved"
         value = context_recall_score([v.verdict for v in verdicts])
         assert value is not None
-        return MetricResult.ok(
-            value, reason=reason, sentences=verdict_evidence(verdicts, "attributed")
+        return MetricResult.ok(value, reason=reason).with_evidence(
+            VerdictEvidence(
+                items="reference sentences",
+                means="attributed to the retrieved contexts",
+                verdicts=judged_items(verdicts),
+            )
         )
 
 

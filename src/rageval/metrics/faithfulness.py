@@ -22,6 +22,7 @@ from rageval.metrics.authoring import (
     PlannedRequest,
     VerdictQuestion,
     item_verdict,
+    judged_items,
     nonblank,
     numbered,
     planned_statements,
@@ -29,10 +30,10 @@ from rageval.metrics.authoring import (
     share_true,
     unjudged,
     verdict_data,
-    verdict_evidence,
     verdict_prompt,
 )
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.evidence import VerdictEvidence
 from rageval.samples import Sample
 
 SUPPORTED = "true only if the contexts state it or it follows directly from them"
@@ -114,8 +115,12 @@ class Faithfulness(GuidedMetric):
             reason = "no context was retrieved, so none of the statements is supported"
         value = faithfulness_score([v.verdict for v in verdicts])
         assert value is not None
-        return MetricResult.ok(
-            value, reason=reason, statements=verdict_evidence(verdicts, "verdict")
+        return MetricResult.ok(value, reason=reason).with_evidence(
+            VerdictEvidence(
+                items="statements",
+                means="supported by the retrieved contexts",
+                verdicts=judged_items(verdicts),
+            )
         )
 
 

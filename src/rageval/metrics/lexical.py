@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from rageval.metrics.base import Metric, MetricResult, ScoringContext
+from rageval.metrics.evidence import OverlapEvidence
 from rageval.samples import Sample
 
 Tokenizer = Callable[[str], list[str]]
@@ -161,7 +162,7 @@ class LexicalMetric(Metric):
     value_range = (0.0, 1.0)
     #: the tokenisers this baseline offers, by the name its `tokenizer` parameter takes
     tokenizers: ClassVar[Mapping[str, Tokenizer]]
-    #: evidence key and reason wording of the overlap count
+    #: what the overlap counts (its evidence's ``counted``) and its wording in the reason
     overlap_key: ClassVar[str]
     overlap_text: ClassVar[str]
 
@@ -200,9 +201,13 @@ class LexicalMetric(Metric):
                 f"{overlap} {'token' if overlap == 1 else 'tokens'} {self.overlap_text}; "
                 f"the response has {len(r)} tokens, the reference {len(g)}"
             ),
-            **{self.overlap_key: overlap},
-            response_tokens=len(r),
-            reference_tokens=len(g),
+        ).with_evidence(
+            OverlapEvidence(
+                overlap=overlap,
+                counted=self.overlap_key,
+                response_tokens=len(r),
+                reference_tokens=len(g),
+            )
         )
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
@@ -219,7 +224,7 @@ class LexicalMetric(Metric):
         return chosen.model_copy(
             update={
                 "reason": f"{chosen.reason} (reference {best + 1} of {len(results)}, the best)",
-                "evidence": {**chosen.evidence, "reference_values": values, "best_reference": best},
+                "evidence": chosen.evidence.noted(reference_values=values, best_reference=best),
             }
         )
 

@@ -26,10 +26,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rageval.metrics._prompting import PlannedRequest
 from rageval.metrics.base import BlankRule, Metric, MetricResult, ScoringContext
+from rageval.metrics.evidence import PerTurnEvidence, TurnNotScored, TurnScore
 from rageval.samples import Conversation, Sample, missing_fields
 
 
@@ -117,28 +118,31 @@ class PerTurnMetric(Metric):
         results = await asyncio.gather(
             *(self._measure_turn(i, view, ctx) for i, view in scored.items())
         )
-        turns: list[dict[str, Any]] = []
+        turns: list[TurnScore] = []
         values: list[float] = []
         for i, result in zip(scored, results, strict=True):
             if result.value is None:
                 skipped[i] = result.cause or "not measured"
                 continue
             values.append(result.value)
-            turns.append({"turn": i, "value": result.value, "reason": result.reason})
-            turns[-1].update(result.evidence)
-        not_scored = [{"turn": i, "why": why} for i, why in sorted(skipped.items())]
+            turns.append(
+                TurnScore(
+                    turn=i, value=result.value, reason=result.reason, evidence=result.evidence
+                )
+            )
+        not_scored = [TurnNotScored(turn=i, why=why) for i, why in sorted(skipped.items())]
+        evidence = PerTurnEvidence(turns=turns, not_scored=not_scored)
         value = turn_mean(values)
         if value is None:
-            listed = "; ".join(f"turn {t['turn']}: {t['why']}" for t in not_scored)
+            listed = "; ".join(f"turn {t.turn}: {t.why}" for t in not_scored)
             return MetricResult.not_measured(
-                f"no assistant turn could be scored ({listed or 'no assistant turn'})",
-                not_scored=not_scored,
-            )
-        each = ", ".join(f"turn {t['turn']} {t['value']:.3g}" for t in turns)
+                f"no assistant turn could be scored ({listed or 'no assistant turn'})"
+            ).with_evidence(evidence)
+        each = ", ".join(f"turn {t.turn} {t.value:.3g}" for t in turns)
         reason = f"mean over {len(values)} scored turn(s): {each}"
         if not_scored:
             reason += f"; {len(not_scored)} assistant turn(s) not scored"
-        return MetricResult.ok(value, reason=reason, turns=turns, not_scored=not_scored)
+        return MetricResult.ok(value, reason=reason).with_evidence(evidence)
 
     async def _measure_turn(self, turn: int, view: Sample, ctx: ScoringContext) -> MetricResult:
         """Turn `turn` (`view`, its single-turn sample) as the single-turn metric scores it,

@@ -30,6 +30,7 @@ from rageval.metrics.authoring import (
     tagged,
 )
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.evidence import RubricEvidence
 from rageval.samples import Sample
 
 LEVELS = range(1, 6)
@@ -128,12 +129,12 @@ class RubricScore(Metric):
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         reply = await ctx.ask(prompt(sample, self.rubric), RubricGrade)
-        return MetricResult.ok(
-            rubric_value(reply.score),
-            reason=reply.feedback,
-            raw_score=reply.score,
-            feedback=reply.feedback,
-            level_description=self.rubric[reply.score],
+        return MetricResult.ok(rubric_value(reply.score), reason=reply.feedback).with_evidence(
+            RubricEvidence(
+                raw_score=reply.score,
+                feedback=reply.feedback,
+                level_description=self.rubric[reply.score],
+            )
         )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from rageval.metrics.authoring import NO_REFERENCE, note_truncation, zero_if_blank
 from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.evidence import SimilarityEvidence
 from rageval.samples import Sample
 
 
@@ -86,13 +87,14 @@ class SemanticSimilarity(Metric):
         else:
             relation = "≥" if value == 1.0 else "<"
             reason = f"cosine similarity {cos:.4f} {relation} threshold {self.threshold}"
-        several = {"reference_cosines": cosines, "best_reference": best}
-        result = MetricResult.ok(
-            value,
-            reason=reason,
-            cosine=cos,
-            threshold=self.threshold,
-            **(several if len(references) > 1 else {}),
+        several = len(references) > 1
+        result = MetricResult.ok(value, reason=reason).with_evidence(
+            SimilarityEvidence(
+                cosine=cos,
+                threshold=self.threshold,
+                reference_cosines=cosines if several else None,
+                best_reference=best if several else None,
+            )
         )
         cut = ctx.truncated({"response": response, "reference": reference})
         return note_truncation(result, cut, ctx.embeddings.max_tokens if ctx.embeddings else None)

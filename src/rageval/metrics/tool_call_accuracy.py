@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.evidence import ToolCallEvidence
 from rageval.metrics.tool_calls import ToolCallMetric, call_text, canonical_call
 from rageval.samples import Sample, ToolCall
 
@@ -67,14 +68,14 @@ class ToolCallAccuracy(ToolCallMetric):
                 )
                 if part
             )
-        return MetricResult.ok(
-            value,
-            reason=reason,
-            ordered=self.ordered,
-            calls=[call_text(c) for c in predicted],
-            reference_calls=[call_text(c) for c in reference],
-            missing=missing,
-            unexpected=unexpected,
+        return MetricResult.ok(value, reason=reason).with_evidence(
+            ToolCallEvidence(
+                ordered=self.ordered,
+                calls=[call_text(c) for c in predicted],
+                reference_calls=[call_text(c) for c in reference],
+                missing=missing,
+                unexpected=unexpected,
+            )
         )
 
 

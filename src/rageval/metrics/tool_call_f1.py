@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.evidence import ToolCallEvidence, ToolCallPair
 from rageval.metrics.lexical import f_measure
 from rageval.metrics.tool_calls import (
     ToolCallMetric,
@@ -106,16 +107,21 @@ class ToolCallF1(ToolCallMetric):
                 f"{scores.shared} {unit}(s) shared; the calls made have {scores.made_units}, "
                 f"the reference calls {scores.reference_units}"
             ),
-            precision=scores.precision,
-            recall=scores.recall,
-            ordered=self.ordered,
-            level=self.level,
-            calls=[call_text(c) for c in predicted],
-            reference_calls=[call_text(c) for c in reference],
-            pairs=[
-                {"call": call_text(predicted[i]), "reference": call_text(reference[j]), "shared": a}
-                for i, j, a in scores.pairs
-            ],
+        ).with_evidence(
+            ToolCallEvidence(
+                precision=scores.precision,
+                recall=scores.recall,
+                ordered=self.ordered,
+                level=self.level,
+                calls=[call_text(c) for c in predicted],
+                reference_calls=[call_text(c) for c in reference],
+                pairs=[
+                    ToolCallPair(
+                        call=call_text(predicted[i]), reference=call_text(reference[j]), shared=a
+                    )
+                    for i, j, a in scores.pairs
+                ],
+            )
         )
 
 

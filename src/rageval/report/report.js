@@ -1126,19 +1126,189 @@
     return shown("pre", { class: "json" }, JSON.stringify(v, null, 2));
   }
 
-  function evidenceView(evidence) {
-    const keys = Object.keys(evidence || {});
+  // Free-form evidence (a metric of the user's own, or a log from before evidence had kinds):
+  // its scalars in a table, every other key in a block of its own, drawn by its shape.
+  function genericEvidence(data) {
+    const keys = Object.keys(data || {});
     if (!keys.length) return null;
-    const scalars = keys.filter((k) => isScalar(evidence[k]));
+    const scalars = keys.filter((k) => isScalar(data[k]));
+    return [
+      scalars.length ? kvTable(scalars.map((k) => [k, data[k]])) : null,
+      keys
+        .filter((k) => !isScalar(data[k]))
+        .map((k) => h("div", { class: "ev-block" }, shown("div", { class: "ev-key" }, humanize(k)), evidenceValue(data[k]))),
+    ];
+  }
+
+  const block = (title, ...kids) => h("div", { class: "ev-block" }, shown("div", { class: "ev-key" }, title), ...kids);
+  const present = (v) => v !== null && v !== undefined;
+
+  // The judge's verdicts on a list of items: what each true verdict says heads the column.
+  function verdictTable(table) {
+    const rows = table.verdicts || [];
+    const yes = rows.filter((v) => v.verdict === true).length;
+    const ranked = rows.some((v) => present(v.rank));
     return h(
       "div",
-      { class: "evidence" },
-      h("h4", null, "Evidence"),
-      scalars.length ? kvTable(scalars.map((k) => [k, evidence[k]])) : null,
-      keys
-        .filter((k) => !isScalar(evidence[k]))
-        .map((k) => h("div", { class: "ev-block" }, shown("div", { class: "ev-key" }, humanize(k)), evidenceValue(evidence[k]))),
+      { class: "verdict-table", "data-items": table.items },
+      shown("p", { class: "ev-summary" }, `${yes} of ${rows.length} ${table.items} ${table.means}`),
+      rows.length
+        ? wideTable(
+            { class: "verdicts" },
+            h("thead", null, h("tr", null, ranked ? h("th", null, "rank") : null, h("th", null, "item"), shown("th", null, table.means), h("th", null, "reason"))),
+            h(
+              "tbody",
+              null,
+              rows.map((v) =>
+                h(
+                  "tr",
+                  { "data-verdict": String(v.verdict) },
+                  ranked ? h("td", null, present(v.rank) ? String(v.rank) : "") : null,
+                  h("td", null, shown("span", { class: "item-id" }, `#${v.id}`), " ", shown("span", { class: "item-text" }, v.text)),
+                  h("td", null, verdictBadge(v.verdict)),
+                  shown("td", { class: "item-reason" }, present(v.reason) ? v.reason : ""),
+                ),
+              ),
+            ),
+          )
+        : null,
     );
+  }
+
+  function ratingView(ev) {
+    const top = Math.max(...(ev.scale || [1]));
+    return [
+      h(
+        "ol",
+        { class: "ratings" },
+        Object.entries(ev.ratings || {}).map(([template, r]) =>
+          h(
+            "li",
+            { class: "rating", "data-template": template },
+            shown("span", { class: "rating-name" }, humanize(template)),
+            present(r)
+              ? h("span", { class: "rating-value", title: `scale ${(ev.scale || []).join(", ")}` }, `${r} / ${top}`)
+              : h("span", { class: "muted" }, "no valid rating"),
+            ev.reasons && present(ev.reasons[template]) ? shown("div", { class: "item-reason" }, ev.reasons[template]) : null,
+            ev.failures && ev.failures[template] ? shown("div", { class: "item-reason" }, ev.failures[template]) : null,
+          ),
+        ),
+      ),
+    ];
+  }
+
+  function questionsView(ev) {
+    return [
+      h("p", { class: "ev-summary" }, `${plural(ev.noncommittal_votes, "generation")} found the response noncommittal${ev.noncommittal ? ": it is" : ""}`),
+      h(
+        "ol",
+        { class: "items questions" },
+        (ev.questions || []).map((q) =>
+          h(
+            "li",
+            { class: "item" },
+            h(
+              "div",
+              { class: "item-body" },
+              shown("div", { class: "item-text" }, q.question),
+              h(
+                "div",
+                { class: "item-meta" },
+                h("span", { class: "chip" }, `cosine: ${present(q.cosine) ? fmtNum(q.cosine) : "not embedded"}`),
+                q.noncommittal ? h("span", { class: "chip" }, "noncommittal") : null,
+              ),
+            ),
+          ),
+        ),
+      ),
+    ];
+  }
+
+  function callList(calls) {
+    return calls.length ? h("ol", { class: "contexts" }, calls.map((c) => h("li", null, textBlock(c)))) : h("p", { class: "muted" }, "none");
+  }
+
+  function toolCallsView(ev) {
+    const numbers = ["precision", "recall", "level", "ordered"].filter((k) => present(ev[k]));
+    return [
+      kvTable(numbers.map((k) => [k, ev[k]])),
+      block("Calls made", callList(ev.calls || [])),
+      block("Reference calls", callList(ev.reference_calls || [])),
+      ev.missing && ev.missing.length ? block("Reference calls not made", callList(ev.missing)) : null,
+      ev.unexpected && ev.unexpected.length ? block("Calls the reference does not make", callList(ev.unexpected)) : null,
+      ev.pairs && ev.pairs.length
+        ? block(
+            "Pairs",
+            wideTable(
+              { class: "pairs" },
+              h("thead", null, h("tr", null, h("th", null, "call"), h("th", null, "reference"), h("th", null, "shared"))),
+              h("tbody", null, ev.pairs.map((p) => h("tr", null, shown("td", null, p.call), shown("td", null, p.reference), h("td", null, fmtNum(p.shared))))),
+            ),
+          )
+        : null,
+    ];
+  }
+
+  // A per-turn metric's conversation cell: each scored turn's value (the thread beside the
+  // inputs shows its evidence under the turn) and the turns not scored.
+  function perTurnView(ev) {
+    return [
+      (ev.turns || []).length
+        ? wideTable(
+            { class: "per-turn" },
+            h("thead", null, h("tr", null, h("th", null, "turn"), h("th", null, "value"), h("th", null, "reason"))),
+            h("tbody", null, ev.turns.map((t) => h("tr", { "data-turn": t.turn }, h("td", null, String(t.turn)), h("td", null, fmtValue(t.value)), shown("td", null, t.reason || "")))),
+          )
+        : null,
+      (ev.not_scored || []).length ? block("Not scored", h("ul", { class: "not-scored" }, ev.not_scored.map((t) => shown("li", null, `turn ${t.turn}: ${t.why}`)))) : null,
+    ];
+  }
+
+  const EVIDENCE_VIEWS = {
+    verdicts: verdictTable,
+    factuality: (ev) => [
+      kvTable(["factuality", "similarity", "tp", "fp", "fn"].filter((k) => k in ev).map((k) => [k, ev[k]])),
+      ev.response_statements ? verdictTable(ev.response_statements) : null,
+      ev.reference_statements ? verdictTable(ev.reference_statements) : null,
+    ],
+    ratings: ratingView,
+    rubric: (ev) => [h("p", { class: "ev-summary" }, `level ${ev.raw_score}`), block("Level", textBlock(ev.level_description)), block("Feedback", textBlock(ev.feedback))],
+    questions: questionsView,
+    similarity: (ev) => [
+      kvTable([["cosine", ev.cosine], ["threshold", present(ev.threshold) ? ev.threshold : null]]),
+      ev.reference_cosines ? block("Cosine to each reference", evidenceValue(ev.reference_cosines)) : null,
+    ],
+    overlap: (ev) => kvTable([[ev.counted, ev.overlap], ["response tokens", ev.response_tokens], ["reference tokens", ev.reference_tokens]]),
+    tool_calls: toolCallsView,
+    goal: (ev) => [
+      h("p", { class: "ev-summary" }, "goal ", verdictBadge(ev.achieved), ev.achieved ? " achieved" : " not achieved"),
+      block("User goal", textBlock(ev.user_goal)),
+      block("Desired outcome", textBlock(ev.desired_outcome)),
+      block("End state", textBlock(ev.end_state)),
+    ],
+    per_turn: perTurnView,
+    free: (ev) => genericEvidence(ev.data),
+  };
+  // What any kind may note after scoring, besides its own fields.
+  const EVIDENCE_NOTES = ["score", "truncated", "reference_values", "best_reference"];
+
+  // A cell's evidence, drawn by its kind; evidence of a kind this page does not know is shown
+  // like free-form evidence.
+  function evidenceBody(evidence) {
+    if (!isPlainObject(evidence)) return null;
+    const view = EVIDENCE_VIEWS[evidence.kind];
+    if (!view) return genericEvidence(evidence);
+    const notes = EVIDENCE_NOTES.filter((k) => present(evidence[k]));
+    const body = [view(evidence), notes.length ? genericEvidence(Object.fromEntries(notes.map((k) => [k, evidence[k]]))) : null]
+      .flat(Infinity)
+      .filter((x) => x);
+    return body.length ? body : null;
+  }
+
+  function evidenceView(evidence) {
+    const body = evidenceBody(evidence);
+    if (!body) return null;
+    return h("div", { class: "evidence", "data-kind": evidence.kind || "free" }, h("h4", null, "Evidence"), body);
   }
 
   // A cell scored several times (--repeats): its value is the mean of these scores.
@@ -1188,21 +1358,64 @@
     return c.result === undefined ? call : `${call} → ${JSON.stringify(c.result)}`;
   }
 
+  // The per-turn cells of a conversation's per-turn metrics (evidence of kind per_turn), by
+  // turn: [{name, turn}] for a scored turn, [{name, why}] for one the metric did not score.
+  function turnCells(s) {
+    const byTurn = new Map();
+    const add = (turn, entry) => byTurn.set(turn, [...(byTurn.get(turn) || []), entry]);
+    for (const name of [...NAMES, ...Object.keys(s.metrics || {}).filter((n) => !NAMES.includes(n))]) {
+      const cell = cellOf(s, name);
+      const ev = cell && cell.evidence;
+      if (!ev || ev.kind !== "per_turn") continue;
+      for (const t of ev.turns || []) add(t.turn, { name, turn: t });
+      for (const t of ev.not_scored || []) add(t.turn, { name, why: t.why });
+    }
+    return byTurn;
+  }
+
+  // A per-turn metric's cell for one turn: its value and reason, and its evidence folded.
+  function turnCellView(entry) {
+    const { name, turn, why } = entry;
+    if (!turn)
+      return h(
+        "div",
+        { class: "turn-cell not-scored", "data-metric": name },
+        shown("span", { class: "turn-metric" }, name),
+        h("span", { class: "pill skipped" }, "not scored"),
+        shown("div", { class: "muted" }, why),
+      );
+    const body = evidenceBody(turn.evidence);
+    return h(
+      "div",
+      { class: "turn-cell", "data-metric": name },
+      shown("span", { class: "turn-metric" }, name),
+      h("span", { class: "turn-value" }, fmtValue(turn.value)),
+      turn.reason ? shown("div", { class: "turn-reason" }, turn.reason) : null,
+      body ? h("details", { class: "evidence", "data-kind": turn.evidence.kind }, h("summary", null, "Evidence"), body) : null,
+    );
+  }
+
   // A conversation (inputs.turns) as a thread: each turn's role, text, the contexts retrieved
-  // for it, its tool calls and its reference; then the conversation's own references.
-  function conversationView(inputs) {
+  // for it, its tool calls and its reference, with the per-turn metrics' cells of the turn
+  // beside it; then the conversation's own references.
+  function conversationView(inputs, cells) {
     const calls = (list) => h("ol", { class: "contexts" }, list.map((c) => h("li", null, textBlock(toolCallText(c)))));
     const turn = (t, i) =>
       h(
         "li",
-        { class: "field", "data-turn": i },
-        shown("h4", null, `Turn ${i} · ${t.role}${t.name ? ` (${t.name})` : ""}`),
-        typeof t.content === "string" && t.content ? textBlock(t.content) : null,
-        t.retrieved_contexts
-          ? h("div", null, h("h4", null, `Retrieved contexts (${t.retrieved_contexts.length})`), h("ol", { class: "contexts" }, t.retrieved_contexts.map((c) => h("li", null, textBlock(c)))))
-          : null,
-        t.tool_calls && t.tool_calls.length ? h("div", null, h("h4", null, `Tool calls (${t.tool_calls.length})`), calls(t.tool_calls)) : null,
-        typeof t.reference === "string" ? h("div", null, h("h4", null, "Reference"), textBlock(t.reference)) : null,
+        { class: `field turn role-${t.role}`, "data-turn": i },
+        h(
+          "div",
+          { class: "turn-main" },
+          shown("h4", null, `Turn ${i} · ${t.role}${t.name ? ` (${t.name})` : ""}`),
+          typeof t.content === "string" && t.content ? textBlock(t.content) : null,
+          t.retrieved_contexts
+            ? h("div", null, h("h4", null, `Retrieved contexts (${t.retrieved_contexts.length})`), h("ol", { class: "contexts" }, t.retrieved_contexts.map((c) => h("li", null, textBlock(c)))))
+            : null,
+          t.tool_calls && t.tool_calls.length ? h("div", null, h("h4", null, `Tool calls (${t.tool_calls.length})`), calls(t.tool_calls)) : null,
+          typeof t.reference === "string" ? h("div", null, h("h4", null, "Reference"), textBlock(t.reference)) : null,
+        ),
+        cells.has(i) ? h("div", { class: "turn-cells" }, cells.get(i).map(turnCellView)) : null,
       );
     const known = new Set(["turns", "reference_tool_calls", "reference_goal"]);
     return h(
@@ -1222,8 +1435,8 @@
     );
   }
 
-  function inputsView(inputs) {
-    if (Array.isArray(inputs.turns)) return conversationView(inputs);
+  function inputsView(inputs, s) {
+    if (Array.isArray(inputs.turns)) return conversationView(inputs, turnCells(s));
     const known = new Set(INPUT_FIELDS.map(([k]) => k));
     const extra = Object.keys(inputs).filter((k) => !known.has(k));
     return h(
@@ -1278,7 +1491,7 @@
           h(
             "div",
             { class: "detail-col" },
-            inputsView(s.inputs || {}),
+            inputsView(s.inputs || {}, s),
             other.length
               ? h("section", { class: "other" }, h("h3", null, "Other fields"), shown("pre", { class: "json" }, JSON.stringify(Object.fromEntries(other.map((k) => [k, s[k]])), null, 2)))
               : null,

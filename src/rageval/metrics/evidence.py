@@ -1,0 +1,319 @@
+"""What a cell's evidence is: one pydantic model per kind, told apart by its ``kind`` field.
+
+rageval's metrics say why they gave a value with typed evidence: the judge's verdicts on
+statements, sentences or contexts (:class:`VerdictEvidence`), ratings per template
+(:class:`RatingEvidence`), generated questions with their cosines (:class:`QuestionsEvidence`),
+each turn's value in a conversation (:class:`PerTurnEvidence`), tool calls matched against the
+reference (:class:`ToolCallEvidence`), ... The run log writes the ``kind`` with them and the
+report draws each kind in its own way (a verdict table, a rating, questions, per-turn values).
+
+A metric of the user's own keeps free-form evidence: ``MetricResult.ok(value, **evidence)``
+makes a :class:`FreeformEvidence`, which holds the keyword arguments as they are (``data``);
+so does an evidence dict of a run log written before evidence had kinds (format 7 and
+earlier). The report shows free-form evidence by its keys.
+
+Every kind reads like the dict it once was, ``evidence["verdicts"]``, ``evidence.get("score")``
+(``in`` and ``get`` take a field that is None for absent), and carries the notes any metric's evidence may gain after
+scoring: ``truncated`` (texts the embedding model cut), ``score`` (the score behind a verdict
+at a threshold) and, with several references, ``reference_values`` / ``best_reference``;
+:meth:`EvidenceBase.noted` adds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+
+def _note() -> Any:
+    """A field written only when it says something (not None)."""
+    return Field(default=None, exclude_if=lambda v: v is None)
+
+
+class EvidencePart(BaseModel):
+    """A part of some evidence (a verdict, a generated question...), read like a dict too."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="strings")
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The field `key`, or `default` when there is no such field or it is None."""
+        return getattr(self, key) if key in self else default
+
+    def __contains__(self, key: object) -> bool:
+        """Whether the field `key` says something (exists and is not None)."""
+        return key in type(self).model_fields and getattr(self, str(key)) is not None
+
+
+class EvidenceBase(EvidencePart):
+    """What every kind of evidence has: its `kind`, and the notes added after scoring."""
+
+    kind: str
+    #: texts the embedding model read only the start of, each with its whole length in tokens
+    truncated: dict[str, int] | None = _note()
+    #: the score behind a value turned into a verdict at the metric's threshold
+    score: float | None = _note()
+    #: with several acceptable references: each one's value, and which one counted
+    reference_values: list[float | None] | None = _note()
+    best_reference: int | None = _note()
+
+    def noted(self, **notes: Any) -> Self:
+        """This evidence with `notes` added (``truncated``, ``score``, ...), validated."""
+        return self.model_validate({**self.model_dump(exclude_none=True), **notes})
+
+
+class JudgedItem(EvidencePart):
+    """The judge's ruling on one item: true when the item is what the table's `means` says."""
+
+    id: str
+    text: str
+    verdict: bool
+    reason: str | None = None
+    #: the item's rank among the retrieved contexts (context precision)
+    rank: int | None = _note()
+
+
+class VerdictTable(EvidencePart):
+    """The judge's verdicts on a list of items."""
+
+    #: what the items are: "statements", "reference sentences", "contexts", ...
+    items: str
+    #: what a true verdict says of an item: "supported by the retrieved contexts", ...
+    means: str
+    verdicts: list[JudgedItem]
+
+
+class VerdictEvidence(VerdictTable, EvidenceBase):
+    """Verdicts on statements, sentences or contexts (faithfulness, context recall and
+    precision)."""
+
+    kind: Literal["verdicts"] = "verdicts"
+
+
+class FactualityEvidence(EvidenceBase):
+    """answer_correctness: the factuality F-score of the response's statements against the
+    reference's (true / false positives, false negatives) and the semantic similarity; a part
+    whose weight is 0 is None."""
+
+    kind: Literal["factuality"] = "factuality"
+    similarity: float | None = None
+    factuality: float | None = None
+    tp: int | None = _note()
+    fp: int | None = _note()
+    fn: int | None = _note()
+    tp_ids: list[str] | None = _note()
+    fp_ids: list[str] | None = _note()
+    fn_ids: list[str] | None = _note()
+    response_statements: VerdictTable | None = _note()
+    reference_statements: VerdictTable | None = _note()
+
+
+class RatingEvidence(EvidenceBase):
+    """Ratings on a scale, one per prompt template (``template_1``, ...; None: the template gave
+    no valid rating, its cause in `failures`), with the judge's reasons when it gave them."""
+
+    kind: Literal["ratings"] = "ratings"
+    ratings: dict[str, int | None]
+    scale: list[int]
+    reasons: dict[str, str | None] | None = _note()
+    failures: dict[str, str] | None = _note()
+
+
+class RubricEvidence(EvidenceBase):
+    """A level of a rubric (rubric_score: 1..5), the judge's feedback and the level's text."""
+
+    kind: Literal["rubric"] = "rubric"
+    raw_score: int
+    feedback: str
+    level_description: str
+
+
+class ScoredQuestion(EvidencePart):
+    """A question the judge wrote for the response, its cosine to the user input (None when
+    not embedded) and whether the judge found the response noncommittal."""
+
+    question: str
+    noncommittal: bool
+    cosine: float | None = None
+
+
+class QuestionsEvidence(EvidenceBase):
+    """answer_relevancy: the generated questions and the noncommittal votes."""
+
+    kind: Literal["questions"] = "questions"
+    noncommittal: bool
+    noncommittal_votes: int
+    questions: list[ScoredQuestion]
+
+
+class SimilarityEvidence(EvidenceBase):
+    """An embedding cosine (semantic_similarity), with the threshold that turns it into 0/1;
+    with several references, each one's cosine."""
+
+    kind: Literal["similarity"] = "similarity"
+    cosine: float
+    threshold: float | None = None
+    reference_cosines: list[float] | None = _note()
+
+
+class OverlapEvidence(EvidenceBase):
+    """A lexical baseline's token overlap (token_f1, rouge_l): the count, what it counts
+    (``shared_tokens``, ``lcs_tokens``) and both texts' lengths in tokens."""
+
+    kind: Literal["overlap"] = "overlap"
+    overlap: int
+    counted: str
+    response_tokens: int
+    reference_tokens: int
+
+
+class ToolCallPair(EvidencePart):
+    """A call made paired with a reference call, and what they share (tool_call_f1)."""
+
+    call: str
+    reference: str
+    shared: float
+
+
+class ToolCallEvidence(EvidenceBase):
+    """The tool calls made and the reference calls, as text, and how they match: the calls
+    missing and unexpected (tool_call_accuracy), or precision, recall and the pairs
+    (tool_call_f1)."""
+
+    kind: Literal["tool_calls"] = "tool_calls"
+    calls: list[str]
+    reference_calls: list[str]
+    ordered: bool
+    missing: list[str] | None = _note()
+    unexpected: list[str] | None = _note()
+    level: str | None = _note()
+    precision: float | None = _note()
+    recall: float | None = _note()
+    pairs: list[ToolCallPair] | None = _note()
+
+
+class GoalEvidence(EvidenceBase):
+    """agent goal accuracy: the user's goal as the judge read it, the conversation's end
+    state, the outcome it was held to and whether it was achieved."""
+
+    kind: Literal["goal"] = "goal"
+    user_goal: str
+    end_state: str
+    desired_outcome: str
+    achieved: bool
+
+
+class TurnScore(EvidencePart):
+    """One scored assistant turn of a conversation: its index in ``turns``, its value, the
+    single-turn metric's reason and evidence."""
+
+    turn: int
+    value: float
+    reason: str | None = None
+    evidence: Evidence = Field(default_factory=lambda: FreeformEvidence())
+
+
+class TurnNotScored(EvidencePart):
+    """An assistant turn a per-turn metric did not score, with why."""
+
+    turn: int
+    why: str
+
+
+class PerTurnEvidence(EvidenceBase):
+    """A per-turn metric on a conversation (turn_faithfulness, ...): each scored turn and the
+    assistant turns not scored."""
+
+    kind: Literal["per_turn"] = "per_turn"
+    turns: list[TurnScore] = Field(default_factory=list)
+    not_scored: list[TurnNotScored] = Field(default_factory=list)
+
+
+class FreeformEvidence(EvidenceBase):
+    """Evidence of no declared kind: a user's metric's ``MetricResult.ok(value, **evidence)``,
+    the judged fields of a user's response model (answer_relevance), or the evidence dict of a
+    run log from before kinds (format 7 and earlier). Read by key like the others."""
+
+    kind: Literal["free"] = "free"
+    data: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda v: not v)
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> FreeformEvidence:
+        return cls(data=dict(data))
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.data
+
+    def __bool__(self) -> bool:
+        return bool(self.data)
+
+    def noted(self, **notes: Any) -> Self:
+        return self.model_copy(update={"data": {**self.data, **notes}})
+
+
+#: the typed kinds by their ``kind``
+KINDS: dict[str, type[EvidenceBase]] = {
+    c.model_fields["kind"].default: c
+    for c in (
+        VerdictEvidence,
+        FactualityEvidence,
+        RatingEvidence,
+        RubricEvidence,
+        QuestionsEvidence,
+        SimilarityEvidence,
+        OverlapEvidence,
+        ToolCallEvidence,
+        GoalEvidence,
+        PerTurnEvidence,
+        FreeformEvidence,
+    )
+}
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, EvidenceBase):
+        return value.kind
+    if isinstance(value, Mapping) and value.get("kind") in KINDS:
+        return str(value["kind"])
+    return "free"
+
+
+def as_freeform(value: Any) -> Any:
+    """`value` as the free-form evidence it stands for when it is a mapping of no known kind
+    (a plain evidence dict): ``{"kind": "free", "data": value}``; anything else as it is."""
+    if isinstance(value, Mapping) and value.get("kind") not in KINDS:
+        return {"kind": "free", "data": dict(value)}
+    return value
+
+
+#: a cell's evidence: one of the typed kinds by its ``kind``; a mapping of no known kind (a
+#: user's metric's, an old run log's) is free-form
+Evidence: TypeAlias = Annotated[
+    Annotated[VerdictEvidence, Tag("verdicts")]
+    | Annotated[FactualityEvidence, Tag("factuality")]
+    | Annotated[RatingEvidence, Tag("ratings")]
+    | Annotated[RubricEvidence, Tag("rubric")]
+    | Annotated[QuestionsEvidence, Tag("questions")]
+    | Annotated[SimilarityEvidence, Tag("similarity")]
+    | Annotated[OverlapEvidence, Tag("overlap")]
+    | Annotated[ToolCallEvidence, Tag("tool_calls")]
+    | Annotated[GoalEvidence, Tag("goal")]
+    | Annotated[PerTurnEvidence, Tag("per_turn")]
+    | Annotated[FreeformEvidence, Tag("free")],
+    Discriminator(_kind_of),
+    BeforeValidator(as_freeform),
+]
+
+TurnScore.model_rebuild()
