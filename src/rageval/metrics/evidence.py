@@ -47,7 +47,7 @@ class EvidencePart(BaseModel):
 
     def get(self, key: str, default: Any = None) -> Any:
         """The field `key`, or `default` when there is no such field or it is None."""
-        return getattr(self, key) if key in self else default
+        return self[key] if key in self else default
 
     def __contains__(self, key: object) -> bool:
         """Whether the field `key` says something (exists and is not None)."""
