@@ -132,7 +132,7 @@ def read_lines(path: str | os.PathLike[str]) -> Iterator[LogEntry]:
             if not raw.endswith(b"\n"):
                 return  # torn final write
             try:
-                line = SampleLine.model_validate_json(raw)
+                line = SampleLine.from_json(raw)
             except ValidationError as e:
                 if any(err["type"] == "json_invalid" for err in e.errors()):
                     broken = (number, start)  # torn if it is the last line, else damaged
@@ -147,7 +147,7 @@ def read_line_at(path: str | os.PathLike[str], offset: int) -> SampleLine:
         fh.seek(offset)
         raw = fh.readline()
     try:
-        return _as_read(SampleLine.model_validate_json(raw))
+        return _as_read(SampleLine.from_json(raw))
     except ValidationError as e:
         raise RunLogError(f"{path} at byte {offset}: {_problem(e)}") from None
 
