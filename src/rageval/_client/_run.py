@@ -94,6 +94,8 @@ class StopSending:
         self.requested = False
         #: requests sent and not yet answered (or failed)
         self.in_flight = 0
+        #: requests the stop keeps from being sent, waiting for the run to be cancelled
+        self.held_back = 0
         self._idle: asyncio.Event | None = None
 
     @contextlib.asynccontextmanager
@@ -101,7 +103,11 @@ class StopSending:
         """Around sending one request: waits for ever (until the run is cancelled) once the
         run is stopping, so the request is never sent; counts it in flight otherwise."""
         if self.requested:
-            await asyncio.get_running_loop().create_future()  # never done: cancelled
+            self.held_back += 1
+            try:
+                await asyncio.get_running_loop().create_future()  # never done: cancelled
+            finally:
+                self.held_back -= 1
         self.in_flight += 1
         try:
             yield
