@@ -40,7 +40,8 @@ from helpers import (
 )
 from rageval._client._cache import CACHE_FILE_NAME, cache_location, recorded_cache
 from rageval.judge import Judge, RequestCache
-from rageval.log import MANIFEST_FILE, RESULTS_FILE, read_manifest
+from rageval.log import MANIFEST_FILE, RESULTS_FILE, SampleLine, read_manifest
+from rageval.observers import RunObserver
 from rageval.results import load_run
 from rageval.runner import evaluate
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
@@ -332,4 +333,30 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
         gate.closed = False
     assert f"interrupted; finished rows are kept in {run}" in said, said
     assert 4 <= lines_in(run / RESULTS_FILE) < N
+    assert not (run / "summary.json").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_in_python_ends_as_interrupted_even_when_no_request_is_in_flight(
+    tmp_path: Path,
+) -> None:
+    """`evaluate()` on the main thread stops as the command line does; a run whose started
+    rows all finish during the stop still ends interrupted (rows were never started), not as a
+    finished run with rows missing."""
+
+    class CtrlCAfterThreeRows(RunObserver):
+        def __init__(self) -> None:
+            self.rows = 0
+
+        def on_sample(self, line: SampleLine) -> None:
+            self.rows += 1
+            if self.rows == 3:
+                signal.raise_signal(signal.SIGINT)
+
+    run = tmp_path / "run"
+    n = 400  # far more rows than the scheduler starts at once (its window)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(rows(n), ["token_f1"], run_dir=run, progress=False,
+                 observers=[CtrlCAfterThreeRows()])  # fmt: skip
+    assert 3 <= lines_in(run / RESULTS_FILE) < n
     assert not (run / "summary.json").exists()

@@ -199,6 +199,7 @@ class Scheduler:
         pending: set[asyncio.Task[SampleLine]] = set()
         todo = list(rows)
         stop = current_run().stop
+        rows_left = False
         try:
             for i, row in enumerate(todo):
                 while len(pending) >= self.window or not self._admits(row):
@@ -208,11 +209,15 @@ class Scheduler:
                     done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                     self._deliver(done)
                 if stop is not None and stop.requested:
-                    break  # stopping: the rows started finish or wait, no other row starts
+                    rows_left = True  # stopping: the rows started finish or wait, no other starts
+                    break
                 pending.add(asyncio.ensure_future(self.score_row(row)))
             while pending:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 self._deliver(done)
+            if rows_left:
+                # the run ends as interrupted, when the stop cancels it (not as a finished run)
+                await asyncio.get_running_loop().create_future()
         finally:
             for task in pending:
                 task.cancel()
