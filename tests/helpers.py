@@ -25,11 +25,13 @@ reliability suite's accounting and invariants).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -254,6 +256,63 @@ _GUARDED_CLI = (
     "from rageval.cli import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )
+
+
+#: how long a test waits for a child process to reach a state it must reach
+CHILD_DEADLINE_S = 300
+
+
+class Gate:
+    """A handler answering as the synthetic judge while open; closed, it holds every request
+    that arrives, unanswered, until it opens again. It counts the requests it answered and
+    holds (the server leaves a request in flight until its handler returns: once
+    ``in_flight == held``, ``answered`` counts every answer given and can only grow again when
+    the gate opens)."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.held = 0
+        self.answered = 0
+
+    async def __call__(self, req: RecordedRequest) -> Reply:
+        if self.closed:
+            self.held += 1
+            while self.closed:
+                await asyncio.sleep(0.01)
+        else:
+            self.answered += 1
+        return handle(req)
+
+
+def wait_for_child(condition: Callable[[], bool], what: str, proc: subprocess.Popen[bytes]) -> None:
+    """Poll `condition` until it holds; fails if the child `proc` ends first, or after
+    :data:`CHILD_DEADLINE_S` (a bound for a stuck child, not a timing assumption)."""
+    deadline = time.monotonic() + CHILD_DEADLINE_S
+    while not condition():
+        assert proc.poll() is None, f"the run ended before {what}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.02)
+
+
+def lines_in(path: Path) -> int:
+    """Lines written to `path` so far (0 before it exists)."""
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def requests_of_a_run(data: list[dict[str, Any]], metrics: Sequence[str], cache: Path) -> int:
+    """The chat requests an uninterrupted run of `metrics` on `data` sends (with an empty
+    request cache at `cache`)."""
+    from rageval.runner import evaluate
+
+    with FakeOpenAI(handle) as srv:
+        evaluate(data, list(metrics), llm=make_judge(srv, cache=cache), progress=False)
+        return len(srv.chat_requests)
+
+
+def resume_env(cache: Path) -> dict[str, str]:
+    """The environment of a CLI child whose judge has the test key and the request cache at
+    `cache`."""
+    return {**os.environ, "OPENAI_API_KEY": FAKE_API_KEY, "RAGEVAL_CACHE_DIR": str(cache)}
 
 
 def cli_child_command(*args: str | Path) -> list[str]:

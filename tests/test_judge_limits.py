@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import socket
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +17,11 @@ from pydantic import BaseModel
 
 from rageval import evaluate
 from rageval._client._retry import parse_retry_after
+from rageval._client._run import StopSending, run_scope
 from rageval._client._settings import LOCAL_SERVER_TIMEOUT
 from rageval.judge import FatalJudgeError, Judge, JudgeCallFailed
 from rageval.log import read_manifest
-from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, Reply
+from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, RecordedRequest, Reply
 
 OK = Reply.json({"verdict": 1})
 
@@ -243,3 +246,44 @@ def test_other_servers_are_not_asked_for_slots(
         judge = Judge("m", base_url=server.base_url, cache=False)
         assert _probed_run(server, judge, tmp_path, n_rows=2) == {}
         assert "/props" not in [r.path for r in server.requests]
+
+
+async def _until(condition: Callable[[], bool], what: str) -> None:
+    """Let the loop run until `condition` holds (a bound for a stuck test, not a timing)."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_stopping_run_waits_for_its_requests_in_flight_and_sends_nothing_more() -> None:
+    """After a run's graceful stop begins, the requests in flight are waited for, their
+    failures are not retried, and a request waiting for a concurrency slot is never sent."""
+    release = threading.Event()
+
+    async def hold_then_fail(req: RecordedRequest) -> Fault:
+        while not release.is_set():
+            await asyncio.sleep(0.01)
+        return Fault.status(500)
+
+    with FakeOpenAI(hold_then_fail) as srv:
+        judge = make_judge(srv, max_concurrency=2, max_retries=3, mode="json_schema")
+        stop = StopSending()
+        with run_scope(stop=stop):
+            # two requests sent (the server holds them), a third waiting for a slot (the mode
+            # given: in "auto" the first request alone would learn it)
+            asks = [asyncio.ensure_future(judge.ask(question(i), Verdict)) for i in range(3)]
+            await _until(lambda: srv.in_flight == 2 and stop.in_flight == 2, "two sent")
+            stopping = asyncio.ensure_future(stop.request())
+            await asyncio.sleep(0)
+            assert not stopping.done(), "the stop waits for the requests in flight"
+            release.set()
+            await stopping
+            # whichever of the two retries and the third request take the two slots are held
+            # back there, the other waits for a slot: none is sent
+            await _until(lambda: stop.held_back == 2, "two requests held back")
+            assert len(srv.chat_requests) == 2
+            for task in asks:
+                task.cancel()
+            await asyncio.gather(*asks, return_exceptions=True)
+        assert (stop.in_flight, stop.held_back) == (0, 0)

@@ -101,3 +101,14 @@ def test_the_rate_follows_a_run_that_slows_down() -> None:
             line.eta()
     eta = line.eta()
     assert eta is not None and abs(eta - (10_000 - row) / 10) / ((10_000 - row) / 10) < 0.1
+
+
+def test_the_progress_line_shows_the_stop() -> None:
+    stream = io.StringIO()
+    line = ProgressLine(10, stream=stream)
+    line.note("stopping: waiting for 3 requests in flight; Ctrl-C again to stop now")
+    line.counters.stopping = 3
+    line.update(force=True)
+    written = stream.getvalue()
+    assert "stopping: waiting for 3 requests in flight; Ctrl-C again to stop now\n" in written
+    assert written.rstrip().endswith("rows 0/10  stopping: 3 in flight")

@@ -5,76 +5,51 @@ its resume send, together, exactly the requests of an uninterrupted run.
 The server counts the requests it answered. Nothing here waits on the clock: the interrupted
 run is killed once the server holds every further request and the cache file holds every
 answer, so the count cannot depend on how busy the machine is.
+
+The first Ctrl-C (or SIGTERM) stops a run without paying twice either: no request is sent after
+it, the requests in flight are waited for and their answers cached. A second Ctrl-C stops at
+once. There too nothing waits on the clock: the signal is sent once the server holds all the
+run can send at once, and the gate opens only once the run has said it is stopping.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable
+import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from helpers import (
+    Gate,
     attempt,
     cli_child_command,
     handle,
-    make_judge,
+    lines_in,
+    requests_of_a_run,
+    resume_env,
     rows,
     run_cli_in_child,
+    wait_for_child,
     write_jsonl,
 )
 from rageval._client._cache import CACHE_FILE_NAME, cache_location, recorded_cache
 from rageval.judge import Judge, RequestCache
-from rageval.log import MANIFEST_FILE, RESULTS_FILE, read_manifest
+from rageval.log import MANIFEST_FILE, RESULTS_FILE, SampleLine, read_manifest
+from rageval.observers import RunObserver
 from rageval.results import load_run
 from rageval.runner import evaluate
-from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
+from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
 METRICS = ["faithfulness", "context_recall"]
 N = 24
-DEADLINE_S = 300
-
-
-class Gate:
-    """A handler answering as the synthetic judge while open; closed, it holds every request
-    that arrives, unanswered, until it opens again. It counts the requests it answered and
-    holds (the server leaves a request in flight until its handler returns: once
-    ``in_flight == held``, ``answered`` counts every answer given and can only grow again when
-    the gate opens)."""
-
-    def __init__(self) -> None:
-        self.closed = False
-        self.held = 0
-        self.answered = 0
-
-    async def __call__(self, req: RecordedRequest) -> Reply:
-        if self.closed:
-            self.held += 1
-            while self.closed:
-                await asyncio.sleep(0.01)
-        else:
-            self.answered += 1
-        return handle(req)
-
-
-def _wait_for(condition: Callable[[], bool], what: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        assert proc.poll() is None, f"the run ended before {what}: {proc.communicate()}"
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.02)
-
-
-def _lines(path: Path) -> int:
-    return path.read_bytes().count(b"\n") if path.exists() else 0
+#: the concurrency of the stopped runs: the requests they have in flight when stopped
+STOP_CONCURRENCY = 4
 
 
 def _cached_answers(cache_dir: Path) -> int:
@@ -91,23 +66,13 @@ def _cached_answers(cache_dir: Path) -> int:
         conn.close()
 
 
-def _uninterrupted_requests(data: list[dict[str, Any]], cache: Path) -> int:
-    with FakeOpenAI(handle) as srv:
-        evaluate(data, METRICS, llm=make_judge(srv, cache=cache), progress=False)
-        return len(srv.chat_requests)
-
-
-def _env(cache: Path) -> dict[str, str]:
-    return {**os.environ, "OPENAI_API_KEY": FAKE_API_KEY, "RAGEVAL_CACHE_DIR": str(cache)}
-
-
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 def test_kill_9_mid_run_then_resume_sends_each_request_once(tmp_path: Path) -> None:
     data = rows(N)
     data_path = tmp_path / "data.jsonl"
     write_jsonl(data_path, data)
     run, cache = tmp_path / "run", tmp_path / "cache"
-    env = _env(cache)
+    env = resume_env(cache)
     gate = Gate()
     with FakeOpenAI(gate) as srv:
         command = cli_child_command(
@@ -122,7 +87,7 @@ def test_kill_9_mid_run_then_resume_sends_each_request_once(tmp_path: Path) -> N
             stderr=subprocess.PIPE,
         )
         try:
-            _wait_for(lambda: _lines(run / RESULTS_FILE) >= 6, "6 rows finished", proc)
+            wait_for_child(lambda: lines_in(run / RESULTS_FILE) >= 6, "6 rows finished", proc)
             gate.closed = True
 
             def settled() -> bool:
@@ -130,12 +95,12 @@ def test_kill_9_mid_run_then_resume_sends_each_request_once(tmp_path: Path) -> N
                 # every answer the run received committed to its cache: then kill it
                 return srv.in_flight == gate.held and _cached_answers(cache) == gate.answered
 
-            _wait_for(settled, "the server holds the rest and the answers are cached", proc)
+            wait_for_child(settled, "the server holds the rest and the answers are cached", proc)
             answered = gate.answered
         finally:
             proc.kill()
             proc.communicate()
-        finished = _lines(run / RESULTS_FILE)
+        finished = lines_in(run / RESULTS_FILE)
         assert 6 <= finished < N, "the kill must land mid-run"
         assert gate.held > 0, "requests were in flight when the run was killed"
         # the held requests were never answered: forget them, then let the resume through
@@ -148,7 +113,7 @@ def test_kill_9_mid_run_then_resume_sends_each_request_once(tmp_path: Path) -> N
         sent_again = srv.chat_requests
 
     assert all(attempt(r) == 1 for r in sent_again), "no re-ask: one cached answer per request"
-    assert answered + len(sent_again) == _uninterrupted_requests(data, tmp_path / "ref-cache")
+    assert answered + len(sent_again) == requests_of_a_run(data, METRICS, tmp_path / "ref-cache")
     result = load_run(run)
     assert result.complete and result.statuses("faithfulness") == ["ok"] * N
 
@@ -175,7 +140,7 @@ def _cut_results(run: Path, keep: int) -> None:
 def test_resume_from_the_command_line_sends_what_the_cache_holds_never(
     tmp_path: Path, rageval_cache_dir: Path
 ) -> None:
-    env = _env(tmp_path / "cache")
+    env = resume_env(tmp_path / "cache")
     with FakeOpenAI(handle) as srv:
         run = _finished_cached_run(tmp_path, srv, env)
         sent = len(srv.chat_requests)
@@ -251,3 +216,147 @@ def test_where_the_cache_is_reads_back_as_the_same_cache(tmp_path: Path) -> None
     (tmp_path / "d" / CACHE_FILE_NAME).mkdir(parents=True)
     odd = str(tmp_path / "d" / CACHE_FILE_NAME)
     assert recorded_cache(odd) == odd
+
+
+class _Stderr:
+    """The child's stderr, read as it comes (a thread drains the pipe)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stderr is not None
+        self._fd = proc.stderr.fileno()
+        self._chunks: list[bytes] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for chunk in iter(lambda: os.read(self._fd, 4096), b""):
+            self._chunks.append(chunk)
+
+    @property
+    def text(self) -> str:
+        return b"".join(self._chunks).decode(errors="replace")
+
+    def rest(self) -> str:
+        self._reader.join()
+        return self.text
+
+
+def _stopping_run(
+    tmp_path: Path, srv: FakeOpenAI, gate: Gate, first: signal.Signals, *, ignore_sigint: bool
+) -> tuple[subprocess.Popen[bytes], _Stderr, int, Path]:
+    """A run stopped with `first` while the server holds all the requests it has in flight,
+    once it said so on stderr; the process, its stderr, the requests answered before and
+    the run directory."""
+    data_path = tmp_path / "data.jsonl"
+    write_jsonl(data_path, rows(N))
+    run = tmp_path / "run"
+    command = cli_child_command(
+        "evaluate", data_path, *(a for m in METRICS for a in ("-m", m)),
+        "--llm", "test-model", "--base-url", srv.base_url, "--concurrency", str(STOP_CONCURRENCY),
+        "-q", "-o", run,
+    )  # fmt: skip
+    proc = subprocess.Popen(
+        command,
+        env=resume_env(tmp_path / "cache"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        # as for a background job started by a non-interactive shell
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        if ignore_sigint
+        else None,
+    )
+    stderr = _Stderr(proc)
+    wait_for_child(lambda: lines_in(run / RESULTS_FILE) >= 4, "4 rows finished", proc)
+    gate.closed = True
+    # every slot of the run holds a request the server keeps: nothing else can be sent now
+    wait_for_child(
+        lambda: gate.held == STOP_CONCURRENCY and srv.in_flight == STOP_CONCURRENCY,
+        "all held",
+        proc,
+    )
+    answered = gate.answered
+    proc.send_signal(first)
+    wait_for_child(lambda: "stopping:" in stderr.text, "the run says it is stopping", proc)
+    return proc, stderr, answered, run
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize(
+    ("first", "code", "ignore_sigint"),
+    [
+        (signal.SIGINT, 130, False),
+        (signal.SIGTERM, 143, False),
+        (signal.SIGTERM, 143, True),  # SIGINT ignored: the SIGTERM handler stops it the same
+    ],
+)
+def test_first_signal_waits_for_the_requests_in_flight_and_the_resume_pays_nothing_twice(
+    tmp_path: Path, first: signal.Signals, code: int, ignore_sigint: bool
+) -> None:
+    gate = Gate()
+    with FakeOpenAI(gate) as srv:
+        proc, stderr, answered, run = _stopping_run(
+            tmp_path, srv, gate, first, ignore_sigint=ignore_sigint
+        )
+        assert f"waiting for {STOP_CONCURRENCY} requests in flight" in stderr.text
+        assert "Ctrl-C again to stop now" in stderr.text
+        gate.closed = False  # the held requests are answered now: the run takes them, then ends
+        assert proc.wait(timeout=300) == code
+        said = stderr.rest()
+        assert f"continue with --resume {run}" in said, said
+        # the stop sent nothing: the server saw what it answered before and what it held
+        assert len(srv.chat_requests) == answered + STOP_CONCURRENCY
+        assert lines_in(run / RESULTS_FILE) < N, "the stop must land mid-run"
+        assert not (run / "summary.json").exists()
+        before = len(srv.chat_requests)
+
+        srv.reset()
+        resumed = run_cli_in_child(
+            "evaluate", "--resume", run, "-q", env=resume_env(tmp_path / "cache"), timeout=300
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        sent_again = len(srv.chat_requests)
+
+    assert before + sent_again == requests_of_a_run(rows(N), METRICS, tmp_path / "ref-cache")
+    assert load_run(run).complete
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
+    gate = Gate()
+    with FakeOpenAI(gate) as srv:
+        proc, stderr, _, run = _stopping_run(tmp_path, srv, gate, signal.SIGINT,
+                                             ignore_sigint=False)  # fmt: skip
+        # the gate stays closed: a run that waited for its requests would never end
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=300) == 130
+        said = stderr.rest()
+        gate.closed = False
+    assert f"interrupted; finished rows are kept in {run}" in said, said
+    assert 4 <= lines_in(run / RESULTS_FILE) < N
+    assert not (run / "summary.json").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_in_python_ends_as_interrupted_even_when_no_request_is_in_flight(
+    tmp_path: Path,
+) -> None:
+    """`evaluate()` on the main thread stops as the command line does; a run whose started
+    rows all finish during the stop still ends interrupted (rows were never started), not as a
+    finished run with rows missing."""
+
+    class CtrlCAfterThreeRows(RunObserver):
+        def __init__(self) -> None:
+            self.rows = 0
+
+        def on_sample(self, line: SampleLine) -> None:
+            self.rows += 1
+            if self.rows == 3:
+                signal.raise_signal(signal.SIGINT)
+
+    run = tmp_path / "run"
+    n = 400  # far more rows than the scheduler starts at once (its window)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(rows(n), ["token_f1"], run_dir=run, progress=False,
+                 observers=[CtrlCAfterThreeRows()])  # fmt: skip
+    assert 3 <= lines_in(run / RESULTS_FILE) < n
+    assert not (run / "summary.json").exists()

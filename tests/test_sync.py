@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from rageval._sync import run_sync
+from rageval._sync import first_interrupt, run_sync
 from rageval.cli._shared import sigterm_as_sigint
 
 
@@ -60,3 +60,42 @@ def test_a_run_that_is_not_interrupted_returns_its_value_and_leaves_nothing_behi
     from rageval import _sync
 
     assert _sync._main_runs == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+def test_the_first_ctrl_c_goes_to_the_run_and_the_second_stops_it() -> None:
+    seen: list[str] = []
+
+    async def work() -> None:
+        told = asyncio.Event()
+        with first_interrupt(told.set) as applies:
+            assert applies
+            signal.raise_signal(signal.SIGINT)
+            await told.wait()  # the handler ran on the loop; nothing was cancelled
+            seen.append("told")
+            signal.raise_signal(signal.SIGINT)
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                seen.append("cancelled")
+                raise
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt):
+        run_sync(work())
+    assert seen == ["told", "cancelled"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_run_on_a_worker_thread_has_no_graceful_stop() -> None:
+    """Inside a running loop (Jupyter, an async app) run_sync runs the coroutine on a worker
+    thread, where no signal reaches it: Ctrl-C stops the caller at once, as documented."""
+
+    async def inner() -> bool:
+        with first_interrupt(lambda: None) as applies:
+            return applies
+
+    async def outer() -> bool:
+        return run_sync(inner())
+
+    assert asyncio.run(outer()) is False

@@ -43,6 +43,8 @@ class Counters:
     budget_usd: float | None = None
     #: batch mode: (batches waited on, their lines done, their lines), as last polled
     batches: tuple[int, int, int] | None = None
+    #: stopping after Ctrl-C: the requests still in flight
+    stopping: int | None = None
 
 
 def wanted(progress: bool | None, stream: TextIO | None = None) -> bool:
@@ -134,6 +136,9 @@ class ProgressLine:
             parts.append(f"re-asks {c.reasks:,}")
         if c.not_measured:
             parts.append(f"not measured {c.not_measured:,}")
+        if c.stopping is not None:
+            parts.append(f"stopping: {c.stopping:,} in flight")
+            return "  ".join(parts)
         eta = self.eta()
         if eta is not None:
             parts.append(f"ETA {_duration(eta)}")
@@ -175,6 +180,12 @@ class ProgressLine:
         self._width = len(line)
         self._stream.write("\r" + line + " " * pad)
         self._stream.flush()
+
+    def note(self, text: str) -> None:
+        """Say `text` on a line of its own above the progress line, then draw the line again."""
+        self._stream.write("\r" + text.ljust(self._width) + "\n")
+        self._width = 0
+        self.update(force=True)
 
     def close(self) -> None:
         """Draw the final state and end the line."""

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import threading
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
@@ -54,11 +55,14 @@ def close_with_loop(closer: Callable[[], Awaitable[Any]]) -> None:
 
 
 class _MainRun:
-    """A coroutine :func:`run_sync` runs on the main thread: its loop and task once started."""
+    """A coroutine :func:`run_sync` runs on the main thread: its loop and task once started,
+    the Ctrl-C/SIGTERM it got, and who is told of the first one (:func:`first_interrupt`)."""
 
     def __init__(self) -> None:
         self.started: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
         self.interrupted = False
+        self.interrupts = 0
+        self.on_first_interrupt: Callable[[], None] | None = None
 
 
 # the runs on the main thread, innermost last, for interrupt_main
@@ -66,19 +70,63 @@ _main_runs: list[_MainRun] = []
 
 
 def interrupt_main() -> bool:
-    """Stop the coroutine :func:`run_sync` runs on the main thread as Ctrl-C stops it under
-    `asyncio.run`: its main task is cancelled (its ``finally`` blocks and cleanup run on the
-    loop) and `run_sync` then raises KeyboardInterrupt. For a signal handler when SIGINT is
-    ignored, where asyncio installs no handler of its own: raising KeyboardInterrupt there
-    would land in whatever code runs at that moment (a finalizer, a callback) instead.
-    False when no such coroutine is running."""
+    """Ctrl-C (or SIGTERM) for the coroutine :func:`run_sync` runs on the main thread.
+
+    The first one calls the handler :func:`first_interrupt` set, if any (a run stopping
+    gracefully), on the loop; otherwise, and for the second, the main task is cancelled as
+    Ctrl-C cancels it under `asyncio.run` (its ``finally`` blocks and cleanup run on the loop)
+    and `run_sync` then raises KeyboardInterrupt. False when no such coroutine is running, or
+    for a third interrupt: the caller raises KeyboardInterrupt itself, as asyncio's own handler
+    does for a second one. Used by the SIGINT handler :func:`run_sync` installs, and by a
+    SIGTERM handler when SIGINT is ignored: raising KeyboardInterrupt in a signal handler would
+    land in whatever code runs at that moment (a finalizer, a callback) instead."""
     run = _main_runs[-1] if _main_runs else None
     if run is None or run.started is None:
         return False
+    loop = run.started[0]
+    run.interrupts += 1
+    if run.interrupts == 1 and run.on_first_interrupt is not None:
+        loop.call_soon_threadsafe(run.on_first_interrupt)
+        return True
+    if run.interrupts > 2 or (run.interrupts == 2 and run.on_first_interrupt is None):
+        return False
+    stop_main_now()
+    return True
+
+
+def stop_main_now() -> None:
+    """Cancel the main task of the innermost :func:`run_sync` coroutine on the main thread, so
+    that `run_sync` raises KeyboardInterrupt (what Ctrl-C does without a graceful stop)."""
+    run = _main_runs[-1] if _main_runs else None
+    if run is None or run.started is None or run.interrupted:
+        return  # stopped once already: its cleanup is running, and must not be cut short
     loop, task = run.started
     run.interrupted = True
     loop.call_soon_threadsafe(task.cancel)
-    return True
+
+
+@contextlib.contextmanager
+def first_interrupt(handler: Callable[[], None]) -> Iterator[bool]:
+    """While the block runs, the first Ctrl-C or SIGTERM calls `handler` on the running loop
+    instead of stopping at once; the second stops at once (:func:`interrupt_main`). Yields
+    whether that applies: only to the coroutine :func:`run_sync` runs on the main thread on
+    this loop (a worker thread's run, as in a notebook, or the caller's own `asyncio.run`,
+    stops at once as before)."""
+    loop = asyncio.get_running_loop()
+    run = next((r for r in _main_runs if r.started is not None and r.started[0] is loop), None)
+    if run is None or run.on_first_interrupt is not None:
+        yield False
+        return
+    run.on_first_interrupt = handler
+    try:
+        yield True
+    finally:
+        run.on_first_interrupt = None
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    if not interrupt_main():
+        raise KeyboardInterrupt
 
 
 async def _as_main(coro: Coroutine[Any, Any, T], run: _MainRun) -> T:
@@ -93,6 +141,11 @@ def _run_on_main_thread(coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coro)
     run = _MainRun()
     _main_runs.append(run)
+    # where asyncio.run would install its SIGINT handler (Ctrl-C cancels the main task), this
+    # one does, so that a run can stop gracefully on the first Ctrl-C (first_interrupt)
+    ours = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if ours:
+        signal.signal(signal.SIGINT, _on_sigint)
     try:
         return asyncio.run(_as_main(coro, run))
     except asyncio.CancelledError:
@@ -100,6 +153,8 @@ def _run_on_main_thread(coro: Coroutine[Any, Any, T]) -> T:
             raise KeyboardInterrupt from None
         raise
     finally:
+        if ours:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         _main_runs.remove(run)
 
 

@@ -260,10 +260,15 @@ class Endpoint:
             local = run.server_slots.get(id(self))
             gate = local.gate if local is not None else None
             timeout = local.timeout if local is not None and local.timeout else self.timeout
+            # a run stopping gracefully sends nothing more, and counts what it sent
+            stop = run.stop
 
             async def attempt() -> R:
                 try:
-                    async with gate or contextlib.nullcontext():
+                    async with (
+                        gate or contextlib.nullcontext(),
+                        stop.sending() if stop is not None else contextlib.nullcontext(),
+                    ):
                         result = await post_json(sender, path, body, timeout=timeout, read=read)
                 except Exception as exc:
                     if getattr(exc, "status_code", None) is not None:  # an HTTP answer, an error

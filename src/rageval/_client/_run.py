@@ -1,6 +1,7 @@
 """What belongs to one run and to none of the objects the user built: the run's budget, the
 Batch API queue each endpoint sends through in batch mode, the meter that books each call's
-usage to the sample being scored, and who is told of each judge call (the run's observers).
+usage to the sample being scored, who is told of each judge call (the run's observers), and
+whether the run is stopping (:class:`StopSending`).
 
 A :class:`~rageval.judge.Judge` or an endpoint is the user's, and may serve two runs at once
 (a notebook evaluating two datasets, a service reusing one judge): a run never sets anything on
@@ -16,7 +17,7 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ __all__ = [
     "JudgeCall",
     "RunContext",
     "ServerSlots",
+    "StopSending",
     "UsageMeter",
     "current_run",
     "run_scope",
@@ -79,6 +81,49 @@ class ServerSlots:
     gate: asyncio.Semaphore | None = None
 
 
+class StopSending:
+    """A run's graceful stop (the first Ctrl-C): once :meth:`request` is called, no request of
+    the run is sent any more (one waiting for a concurrency slot, the rate limit or a retry
+    waits in :meth:`sending` until the run is cancelled), and the requests already sent are
+    counted down as they end, each by its own timeout at the latest (one that fails is not
+    retried), so that their answers reach the request cache before the run stops.
+
+    One per run, used on the run's loop only."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        #: requests sent and not yet answered (or failed)
+        self.in_flight = 0
+        #: requests the stop keeps from being sent, waiting for the run to be cancelled
+        self.held_back = 0
+        self._idle: asyncio.Event | None = None
+
+    @contextlib.asynccontextmanager
+    async def sending(self) -> AsyncIterator[None]:
+        """Around sending one request: waits for ever (until the run is cancelled) once the
+        run is stopping, so the request is never sent; counts it in flight otherwise."""
+        if self.requested:
+            self.held_back += 1
+            try:
+                await asyncio.get_running_loop().create_future()  # never done: cancelled
+            finally:
+                self.held_back -= 1
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            if self._idle is not None and self.in_flight == 0:
+                self._idle.set()
+
+    async def request(self) -> None:
+        """Send nothing more; returns once no request of the run is in flight."""
+        self.requested = True
+        if self.in_flight:
+            self._idle = asyncio.Event()
+            await self._idle.wait()
+
+
 @dataclasses.dataclass(frozen=True)
 class RunContext:
     """The state of the run the current task belongs to."""
@@ -93,6 +138,8 @@ class RunContext:
     call_listeners: Sequence[Callable[[JudgeCall], None]] = ()
     #: llama.cpp servers the run follows the slots of, by ``id(endpoint)``
     server_slots: Mapping[int, ServerSlots] = dataclasses.field(default_factory=dict)
+    #: the run's graceful stop; None: the run stops at once when cancelled
+    stop: StopSending | None = None
 
     def batch_queue(self, endpoint: object) -> BatchSender | None:
         """The Batch API queue `endpoint` sends through in this run, if it is batched."""

@@ -52,7 +52,7 @@ EXIT_CODES = (
     (EXIT_BUDGET, "stopped at the --max-cost budget (resumable)"),
     (EXIT_IN_USE, "the run directory is in use by another run: nothing was written"),
     (EXIT_UNMEASURED, "a metric that ran measured no cell at all (--allow-unmeasured accepts it)"),
-    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C: after the requests in flight; a second: at once)"),
     (EXIT_TERMINATED, "terminated (SIGTERM): handled as Ctrl-C"),
 )
 

@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import logging
 import os
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -24,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from rageval import _progress
 from rageval._client._cache import cache_location
-from rageval._client._run import ServerSlots, run_scope
+from rageval._client._run import ServerSlots, StopSending, run_scope
 from rageval._extras import require
 from rageval._rundir_lock import one_writer
-from rageval._sync import synchronous
+from rageval._sync import first_interrupt, stop_main_now, synchronous
 from rageval._version import __version__
 from rageval.errors import BudgetReached, RunConfigError, RunDirError
 from rageval.judge import BatchSettings, RequestCache, Usage, UsageLedger, endpoint_limiter
@@ -215,6 +216,8 @@ class _Progress(RunObserver):
         self._base = self._usage()
         #: the run's Batch API queues, in batch mode
         self.queues: Sequence[BatchQueue] = ()
+        #: the run's graceful stop, whose requests in flight the line shows once it stops
+        self.stop: StopSending | None = None
 
     def _usage(self) -> Usage:
         # calls in progress count too: a fault stall's retries show while it lasts
@@ -241,6 +244,8 @@ class _Progress(RunObserver):
             u.cost_usd,
         )
         c.retries, c.reasks = u.retries, u.reasks
+        if self.stop is not None and self.stop.requested:
+            c.stopping = self.stop.in_flight
         if self.queues:
             waiting = [w for q in self.queues for w in q.waiting_on.values()]
             c.batches = (len(waiting), sum(d for d, _ in waiting), sum(n for _, n in waiting))
@@ -251,6 +256,47 @@ class _Progress(RunObserver):
         while True:
             await asyncio.sleep(0.5)
             self.refresh(force=True)
+
+
+#: loop turns the run waits, once its last request in flight is answered, so that what that
+#: answer completes (its cell, its row) is recorded before the run is cancelled
+_SETTLE_TURNS = 20
+
+
+class _GracefulStop:
+    """The first Ctrl-C (or SIGTERM) of a run on the main thread: the run sends nothing more
+    and starts no row (:class:`StopSending`), waits for the requests it sent, whose answers go
+    into the request cache and finish their rows, then stops as the second Ctrl-C would have
+    stopped it at once (:func:`rageval._sync.stop_main_now`). The wait is bounded by the
+    requests' own timeout: one that times out or fails is not sent again."""
+
+    def __init__(self, stop: StopSending, meter: _Progress) -> None:
+        self.stop = stop
+        self.meter = meter
+        self.draining: asyncio.Task[None] | None = None
+
+    def begin(self) -> None:
+        self.draining = asyncio.ensure_future(self._drain())
+
+    async def _drain(self) -> None:
+        n = self.stop.in_flight
+        said = (
+            f"stopping: waiting for {n} request{'' if n == 1 else 's'} in flight; "
+            "Ctrl-C again to stop now"
+        )
+        self.meter.stop = self.stop
+        if self.meter.line is not None:
+            self.meter.line.note(said)
+        else:
+            print(f"rageval: {said}", file=sys.stderr, flush=True)
+        await self.stop.request()
+        for _ in range(_SETTLE_TURNS):
+            await asyncio.sleep(0)
+        stop_main_now()
+
+    def close(self) -> None:
+        if self.draining is not None:
+            self.draining.cancel()
 
 
 class _RunLog(RunObserver):
@@ -477,8 +523,15 @@ async def aevaluate(
     # the judges tell the run's scope of each call they end; only observers of the user's
     # own listen (the run log books usage through the meter already)
     listeners = (observed.judge_call,) if observers else ()
+    # the local engine stops gracefully on the first Ctrl-C (the Ray engine's requests are
+    # its workers', which stop at once)
+    stop = StopSending() if ray_run is None else None
+    graceful = _GracefulStop(stop, meter) if stop is not None else None
     try:
-        with run_scope(call_listeners=listeners, server_slots=server_slots):
+        with (
+            run_scope(call_listeners=listeners, server_slots=server_slots, stop=stop),
+            first_interrupt(graceful.begin) if graceful is not None else contextlib.nullcontext(),
+        ):
             if ray_run is not None:
                 await ray_run.run(todo, on_record)
             else:
@@ -520,6 +573,8 @@ async def aevaluate(
             )
         raise
     finally:
+        if graceful is not None:
+            graceful.close()
         if ticker is not None:
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):

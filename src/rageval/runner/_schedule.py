@@ -23,7 +23,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from rageval._client._run import run_scope
+from rageval._client._run import current_run, run_scope
 from rageval.errors import BudgetReached, NoJudgeError
 from rageval.judge import FatalJudgeError, JudgeCallFailed, JudgeError, Usage
 from rageval.log import Cell, Inputs, RepeatedScores, SampleLine
@@ -198,6 +198,8 @@ class Scheduler:
         An exception in a sample (a fatal judge error) cancels every sample in flight."""
         pending: set[asyncio.Task[SampleLine]] = set()
         todo = list(rows)
+        stop = current_run().stop
+        rows_left = False
         try:
             for i, row in enumerate(todo):
                 while len(pending) >= self.window or not self._admits(row):
@@ -206,10 +208,16 @@ class Scheduler:
                         raise self.admission.reached(len(todo) - i)
                     done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                     self._deliver(done)
+                if stop is not None and stop.requested:
+                    rows_left = True  # stopping: the rows started finish or wait, no other starts
+                    break
                 pending.add(asyncio.ensure_future(self.score_row(row)))
             while pending:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 self._deliver(done)
+            if rows_left:
+                # the run ends as interrupted, when the stop cancels it (not as a finished run)
+                await asyncio.get_running_loop().create_future()
         finally:
             for task in pending:
                 task.cancel()
