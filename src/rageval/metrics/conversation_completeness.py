@@ -16,10 +16,11 @@ Judge requests: 2.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rageval.metrics.authoring import (
     PlannedRequest,
+    ReplyModel,
     VerdictQuestion,
     messages,
     reply_budget,
@@ -36,9 +37,7 @@ from rageval.samples import Sample, transcript
 SATISFIED = "true only if the conversation gives the user what this intention asked for"
 
 
-class UserIntentions(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+class UserIntentions(ReplyModel):
     intentions: list[str] = Field(description="what the user wanted, one sentence each")
 
 

@@ -24,10 +24,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from rageval.metrics.authoring import (
     PlannedRequest,
+    ReplyModel,
     VerdictQuestion,
     messages,
     predicted_statements,
@@ -48,9 +49,7 @@ RETAINED = (
 )
 
 
-class UserFacts(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
+class UserFacts(ReplyModel):
     facts: list[str] = Field(description="facts the user's message states, one sentence each")
 
 
