@@ -19,6 +19,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import os
+import signal
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -183,3 +184,15 @@ def collect_garbage() -> Iterator[None]:
     CPython 3.11.7 turns into "SystemError: AST constructor recursion depth mismatch"."""
     yield
     gc.collect()
+
+
+@pytest.fixture
+def sigint_as_in_a_terminal() -> Iterator[None]:
+    """SIGINT raising KeyboardInterrupt, as Python sets it up in a terminal, whatever this
+    process inherited: a suite run as a background job (nohup, `cmd &` in a script, some CI
+    runners) starts with SIGINT ignored, and an ignored SIGINT stops nothing, by design."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

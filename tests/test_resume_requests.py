@@ -260,10 +260,11 @@ def _stopping_run(
         env=resume_env(tmp_path / "cache"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        # as for a background job started by a non-interactive shell
-        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-        if ignore_sigint
-        else None,
+        # SIG_IGN as for a background job started by a non-interactive shell; else SIGINT as
+        # in a terminal, whatever this process inherited (CI may run the suite in background)
+        preexec_fn=lambda: signal.signal(
+            signal.SIGINT, signal.SIG_IGN if ignore_sigint else signal.SIG_DFL
+        ),
     )
     stderr = _Stderr(proc)
     wait_for_child(lambda: lines_in(run / RESULTS_FILE) >= 4, "4 rows finished", proc)
@@ -337,6 +338,7 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.usefixtures("sigint_as_in_a_terminal")
 def test_ctrl_c_in_python_ends_as_interrupted_even_when_no_request_is_in_flight(
     tmp_path: Path,
 ) -> None:

@@ -63,6 +63,7 @@ def test_a_run_that_is_not_interrupted_returns_its_value_and_leaves_nothing_behi
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+@pytest.mark.usefixtures("sigint_as_in_a_terminal")
 def test_the_first_ctrl_c_goes_to_the_run_and_the_second_stops_it() -> None:
     seen: list[str] = []
 

@@ -347,7 +347,7 @@ def test_thousands_of_contexts_are_judged_in_requests_of_a_hundred(server: FakeO
     result = evaluate(data, ["context_precision"], llm=judge(server), progress=False)
     cell = result.cells("context_precision")[0]
     assert cell is not None and cell.status == "ok" and cell.value is not None
-    assert [c["id"] for c in cell.evidence["contexts"]] == [f"c{k}" for k in range(1, 3001)]
+    assert [c.id for c in cell.evidence["verdicts"]] == [f"c{k}" for k in range(1, 3001)]
     assert len(server.chat_requests) == 30
     assert all(
         r.schema is not None and len(r.schema["required"]) == 100 for r in server.chat_requests

@@ -143,9 +143,10 @@ def test_random_kills_then_resume_give_the_uninterrupted_results(
         for row, (a, b) in enumerate(zip(got, want, strict=True)):
             assert a is not None and b is not None
             assert (a.cause, a.reason) == (b.cause, b.reason), (m, row)
-            assert json.loads(json.dumps(dict(a.evidence))) == json.loads(
-                json.dumps(dict(b.evidence))
-            ), (m, row)
+            assert a.evidence.model_dump(mode="json") == b.evidence.model_dump(mode="json"), (
+                m,
+                row,
+            )
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     for m in METRICS:
         assert summary["metrics"][m]["n_measured"] == uninterrupted.summary()[m].n_measured
