@@ -26,7 +26,6 @@ on (the default), in a directory of its own per run.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
@@ -47,7 +46,7 @@ def _cells(result: EvaluationResult, metric: str) -> list[Any]:
     out = []
     for cell in result.cells(metric):
         assert cell is not None
-        evidence = json.loads(json.dumps(dict(cell.evidence), sort_keys=True))
+        evidence = cell.evidence.model_dump(mode="json")
         out.append((cell.status, cell.value, cell.cause, cell.reason, evidence))
     return out
 
