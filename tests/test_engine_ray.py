@@ -49,7 +49,7 @@ JUDGE_METRICS = ["faithfulness", "context_recall", "context_precision", "answer_
 def ray_address() -> Iterator[str]:
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+    ray.init("local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
              _node_ip_address="127.0.0.1")  # fmt: skip
     try:
         yield str(ray.get_runtime_context().gcs_address)
@@ -388,6 +388,30 @@ def test_two_node_cluster_through_ray_address(tmp_path: Path) -> None:
     two_nodes = load_run(tmp_path / "run")
     for metric in ("faithfulness", "context_recall"):
         assert two_nodes[metric] == local[metric]
+
+
+@pytest.mark.parametrize(
+    ("join", "connected_to"),
+    [("env", "127.0.0.1:6390"), ("none", "a Ray of its own")],
+)
+def test_without_ray_address_a_ray_job_joins_its_cluster_and_a_run_beside_one_starts_its_own(
+    join: str, connected_to: str, tmp_path: Path
+) -> None:
+    # "env": RAY_ADDRESS names the cluster, as inside a Ray job; "none": a `ray start` cluster
+    # runs on the machine and nothing names it (ray.init() would join it, then refuse the CPUs
+    # rageval asks of a Ray of its own)
+    data_path = tmp_path / "data.jsonl"
+    write_jsonl(data_path, rows(8))
+    env = {**os.environ, "RAGEVAL_CACHE_DIR": str(tmp_path / "cache"), "JOIN": join,
+           "PYTHON": sys.executable}  # fmt: skip
+    done = subprocess.run(
+        [str(REPO / ".ci" / "ray-two-nodes"), str(data_path), str(tmp_path / "run"),
+         "-m", "faithfulness"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"ray: connected to {connected_to} in" in done.stderr, done.stderr
+    assert sorted(logged_ids(tmp_path / "run")) == sorted(r["id"] for r in rows(8))
 
 
 def test_the_actors_skip_the_cells_the_drivers_plan_skips(ray_address: str) -> None:

@@ -205,8 +205,11 @@ class RayRun:
         import ray
 
         began = time.monotonic()
-        connected, private = _connect(self.address)
-        log.info("ray: connected in %.1f s", time.monotonic() - began)
+        # Ray's own convention: a process inside a Ray job (or told so) has RAY_ADDRESS
+        address = self.address or os.environ.get("RAY_ADDRESS") or None
+        connected, private = _connect(address)
+        where = "a Ray of its own" if private else address if connected else "this process's Ray"
+        log.info("ray: connected to %s in %.1f s", where, time.monotonic() - began)
         # Ray's own annotations type what ray.remote(...)(cls).remote() returns as a union of a
         # handle and the class itself; it is an actor handle
         keeper: Any = None
@@ -357,7 +360,9 @@ def _connect(address: str | None) -> tuple[bool, bool]:
         # rageval sends nothing anywhere it was not told to: the Ray it starts reports no usage
         # statistics (Ray's default is to send them) unless the user asked for them
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        ray.init(num_cpus=_cores(), _node_ip_address="127.0.0.1", **common)
+        # "local": a Ray of its own, as documented. Without it ray.init() joins the cluster a
+        # `ray start` left on this machine, and then refuses the num_cpus given here.
+        ray.init("local", num_cpus=_cores(), _node_ip_address="127.0.0.1", **common)
     except Exception as e:
         where = f"join the Ray cluster at {address}" if address else "start a local Ray"
         raise RayEngineError(f"could not {where}: {type(e).__name__}: {e}") from e
