@@ -108,12 +108,12 @@ class LogEntry(NamedTuple):
     start: int
     end: int
     line: SampleLine
-    raw: bytes
+    raw: bytes = b""
 
     def line_json(self) -> str:
         """The line's JSON as the current format writes it: the file's own text when the line
         is of this format (read, it is already that JSON), else the line written anew."""
-        if self.line.format_version == FORMAT_VERSION:
+        if self.raw and self.line.format_version == FORMAT_VERSION:
             return self.raw.decode("utf-8").rstrip("\n")
         return model_json(self.line)
 
