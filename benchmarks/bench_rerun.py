@@ -7,14 +7,18 @@
 3. ``resume`` of the finished run directory: nothing is left to do.
 4. Steps 2 and 3 through the command line (``rageval evaluate``), timed as whole processes.
 
-The server's counters show how many requests reached it in each step.
+The server's counters show how many requests reached it in each step. With ``--profile FILE``
+step 3 runs under cProfile (stats written to FILE) and its Python calls are printed: a count
+that does not depend on the machine's load, to compare two versions of the code.
 
     python benchmarks/bench_rerun.py --samples 1000
+    python benchmarks/bench_rerun.py --samples 1000 --profile /tmp/resume.prof
 """
 
 from __future__ import annotations
 
 import argparse
+import pstats
 import shutil
 import subprocess
 import sys
@@ -53,6 +57,7 @@ def cli_run(args: list[str], cache_dir: str, base_url: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--profile", default=None, help="cProfile the resume into this file")
     args = parser.parse_args(argv)
 
     data = write_jsonl(WORK / f"samples-{args.samples}-seed0.jsonl", args.samples)
@@ -72,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                     cache,
                     run_dir=scratch / run_dir,
                     resume=resume,
+                    extra=["--profile", args.profile] if resume and args.profile else (),
                 )
             )
             process = time.perf_counter() - t
@@ -91,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         api("first run", "run1")
         api("same evaluation, new run dir (cache hits)", "run2")
         api("resume the finished run dir", "run1", resume=True)
+        if args.profile:
+            calls = pstats.Stats(args.profile).total_calls  # type: ignore[attr-defined]
+            print(f"resume of the finished run dir: {calls:,} Python calls", file=sys.stderr)
 
         cli_common = [
             "evaluate",

@@ -14,12 +14,15 @@ from helpers import (
     NOT_MEASURED_CAUSE,
     RUN_METRICS,
     embedded_payload,
+    rows,
     run_manifest,
     synthetic_run,
     write_run,
 )
+from rageval.log import model_json
 from rageval.report import REPORT_FILE, render_report, write_report
 from rageval.report._model import RunData
+from rageval.runner import evaluate
 
 
 @pytest.fixture
@@ -203,3 +206,17 @@ def test_a_large_run_embeds_the_first_rows_and_counts_the_rest(tmp_path: Path) -
     assert data["samples_left_out"] == 7
     full = embedded_payload(write_report(run_dir).read_text(encoding="utf-8"))
     assert len(full["samples"]) == 12 and full["samples_left_out"] == 0
+
+
+def test_lines_of_this_format_are_embedded_as_the_log_holds_them(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    evaluate(rows(5), ["token_f1", "rouge_l"], run_dir=run, progress=False)
+    logged = {}  # row -> its line's text in the file (rows finish in any order)
+    for text in (run / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        logged[json.loads(text)["row"]] = text
+    data = RunData.load(run)
+    assert data.results_json == [logged[row] for row in range(5)]
+    # the file's text is the very JSON the current format writes (what makes reusing it right)
+    assert data.results_json == [model_json(line) for line in data.results]
+    payload = embedded_payload(render_report(data))
+    assert payload["samples"] == [json.loads(logged[row]) for row in range(5)]

@@ -189,7 +189,10 @@ class EvaluationResult:
             number = isinstance(raw, (int, float)) and not isinstance(raw, bool)
             col.raws[row] = raw if number else None
             col.reasons[row] = cell.reason
-            col.usage[row] = None if cell.usage == _EMPTY_USAGE else cell.usage
+            # the empty usage is kept as None, to spare memory; a request or a cache hit
+            # settles it without a call comparing every field (one per cell read back)
+            u = cell.usage
+            col.usage[row] = u if u.requests or u.cache_hits or u != _EMPTY_USAGE else None
             if cell.repeats is None:
                 col.repeats.pop(row, None)
             else:

@@ -22,6 +22,7 @@ from pydantic_core import PydanticSerializationError
 from rageval.log._align import AlignReport
 from rageval.log._calibration import CalibrationReport
 from rageval.log._models import (
+    FORMAT_VERSION,
     BatchEvent,
     Manifest,
     RunLogError,
@@ -101,11 +102,20 @@ def read_align(run_dir: str | os.PathLike[str]) -> AlignReport | None:
 
 
 class LogEntry(NamedTuple):
-    """A line of ``results.jsonl``: where it starts and ends (bytes) and what it says."""
+    """A line of ``results.jsonl``: where it starts and ends (bytes), what it says, and its
+    JSON text as the file holds it (newline included)."""
 
     start: int
     end: int
     line: SampleLine
+    raw: bytes = b""
+
+    def line_json(self) -> str:
+        """The line's JSON as the current format writes it: the file's own text when the line
+        is of this format (read, it is already that JSON), else the line written anew."""
+        if self.raw and self.line.format_version == FORMAT_VERSION:
+            return self.raw.decode("utf-8").rstrip("\n")
+        return model_json(self.line)
 
 
 def read_lines(path: str | os.PathLike[str]) -> Iterator[LogEntry]:
@@ -138,7 +148,7 @@ def read_lines(path: str | os.PathLike[str]) -> Iterator[LogEntry]:
                     broken = (number, start)  # torn if it is the last line, else damaged
                     continue
                 raise RunLogError(f"{path}:{number}: {_problem(e)}") from None
-            yield LogEntry(start, offset, _as_read(line))
+            yield LogEntry(start, offset, _as_read(line), raw)
 
 
 def read_line_at(path: str | os.PathLike[str], offset: int) -> SampleLine:

@@ -22,7 +22,7 @@ at a threshold) and, with several references, ``reference_values`` / ``best_refe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -40,19 +40,28 @@ class EvidencePart(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="strings")
 
+    #: the names of the fields, as a plain set: read for every cell of a run log read back
+    #: (pydantic's model_fields is a property that costs several calls each time)
+    _field_names: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls._field_names = frozenset(cls.model_fields)
+
     def __getitem__(self, key: str) -> Any:
-        if key not in type(self).model_fields:
+        if key not in self._field_names:
             raise KeyError(key)
         return getattr(self, key)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The field `key`, or `default` when there is no such field or it is None."""
-        # not self.get(...) as ruff would have it: this is that method
-        return self[key] if key in self else default  # noqa: SIM401
+        found = getattr(self, key) if key in self._field_names else None
+        return default if found is None else found
 
     def __contains__(self, key: object) -> bool:
         """Whether the field `key` says something (exists and is not None)."""
-        return key in type(self).model_fields and getattr(self, str(key)) is not None
+        return key in self._field_names and getattr(self, str(key)) is not None
 
 
 class EvidenceBase(EvidencePart):
@@ -256,6 +265,9 @@ class FreeformEvidence(EvidenceBase):
 
     def __contains__(self, key: object) -> bool:
         return key in self.data
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
 
     def __bool__(self) -> bool:
         return bool(self.data)

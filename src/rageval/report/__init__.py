@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import CAUSE_KINDS
-from rageval.log import STATISTIC_TITLES, MetricSummary, SampleLine, model_json, plain_json
+from rageval.log import STATISTIC_TITLES, MetricSummary, plain_json
 from rageval.report._model import RunData
 
 __all__ = ["REPORT_FILE", "RunData", "render_report", "write_report"]
@@ -52,7 +52,7 @@ def render_report(run: RunData) -> str:
         "STYLE": assets.joinpath("report.css").read_text(encoding="utf-8"),
         "SCRIPT": script,
         "SCRIPT_HASH": f"sha256-{digest}",
-        "RUN_DATA": _script_json(_payload(run), samples=run.results),
+        "RUN_DATA": _script_json(_payload(run), samples_json=run.results_json),
     }
     # One pass over the template only: text inserted for a placeholder is never rescanned.
     return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], template)
@@ -70,12 +70,11 @@ def write_report(run_dir: Path, *, max_samples: int = MAX_REPORT_SAMPLES) -> Pat
     return target
 
 
-def _script_json(payload: dict[str, Any], *, samples: Sequence[SampleLine] = ()) -> str:
-    """`payload` plus a "samples" list, as JSON safe inside a <script> element."""
+def _script_json(payload: dict[str, Any], *, samples_json: Sequence[str] = ()) -> str:
+    """`payload` plus a "samples" list (each sample's JSON text, as the log holds it), as JSON
+    safe inside a <script> element."""
     text = plain_json(payload)
-    # The samples are most of the page: each line's JSON is written by pydantic, as in the log
-    # (several times faster than dumping them to dicts and through json.dumps).
-    records = ",".join(model_json(line) for line in samples)
+    records = ",".join(samples_json)
     text = f'{text[:-1]}{"," if payload else ""}"samples":[{records}]}}'
     return _JSON_ESCAPE_RE.sub(lambda m: _JSON_ESCAPES[m.group(0)], text)
 

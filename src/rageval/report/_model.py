@@ -15,6 +15,7 @@ from pathlib import Path
 from rageval.log import (
     RESULTS_FILE,
     CalibrationReport,
+    LogEntry,
     Manifest,
     RunTally,
     SampleLine,
@@ -37,6 +38,8 @@ class RunData:
     manifest: Manifest
     results: list[SampleLine]
     summary: Summary
+    #: the JSON of each of `results`, as the current format writes it (the page's samples)
+    results_json: list[str]
     #: the summary is the run's own summary.json (else it was summed up from the log)
     has_summary: bool = True
     #: finished samples past `max_samples` that were read but not kept
@@ -52,7 +55,7 @@ class RunData:
         manifest = read_manifest(run_dir)
         summary = read_summary(run_dir)
         tally = RunTally(m.name for m in manifest.metrics) if summary is None else None
-        kept: dict[int, SampleLine] = {}
+        kept: dict[int, LogEntry] = {}
         left_out: set[int] = set()
         last_at: dict[int, int] = {}  # row -> byte offset of its last line
         rewritten = False  # a row has more than one line (the last one counts)
@@ -67,7 +70,7 @@ class RunData:
                 if max_samples is not None and line.row >= max_samples:
                     left_out.add(line.row)
                 else:
-                    kept[line.row] = line
+                    kept[line.row] = entry
         if tally is not None and rewritten:
             # sum up again, counting each row once: its last line
             tally = RunTally(m.name for m in manifest.metrics)
@@ -77,10 +80,14 @@ class RunData:
         if tally is not None:
             summary = tally.summary(n_rows=manifest.data.n_rows)
         assert summary is not None
+        entries = [kept[row] for row in sorted(kept)]
         return cls(
             manifest=manifest,
-            results=[kept[row] for row in sorted(kept)],
+            results=[entry.line for entry in entries],
             summary=summary,
+            # the log's own text where it is already the current format's JSON: writing each
+            # line anew would cost as much as reading it did
+            results_json=[entry.line_json() for entry in entries],
             has_summary=tally is None,
             samples_left_out=len(left_out),
             calibration=read_calibration(run_dir),
