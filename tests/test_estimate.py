@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,7 +19,7 @@ from rageval.judge import Judge, PriceTable
 from rageval.metrics import Metric, MetricResult
 from rageval.metrics.base import ScoringContext, registered_metrics, scores_conversations
 from rageval.runner import RunConfigError, RunSpec
-from rageval.runner._prepare import prepare
+from rageval.runner._prepare import RunOptions, prepare
 from rageval.samples import InvalidDataError, Sample
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
@@ -297,6 +298,15 @@ def test_the_dry_run_skips_the_cells_a_run_skips_for_the_same_reasons(
         assert planned.metrics[name].skipped == dict(kinds), name
     assert sum(planned.skipped.values()) == sum(len(cells) for cells in recorded)
     assert "cells the run will skip: context_recall" in planned.table()
+
+
+def test_the_keyword_arguments_of_a_run_are_its_specs_other_fields() -> None:
+    # estimate() and aevaluate() take RunOptions as keywords and pass them to a RunSpec: a
+    # field the spec gains is an argument of both only once RunOptions declares it
+    positional = {"data", "metrics", "llm", "embeddings"}
+    assert set(RunOptions.__annotations__) == {f.name for f in fields(RunSpec)} - positional
+    with pytest.raises(TypeError, match="column_mapping"):
+        estimate(rows(1), ["token_f1"], column_mapping={})  # type: ignore[call-arg]
 
 
 def test_a_run_spec_is_given_whole_or_as_arguments_not_both() -> None:

@@ -22,45 +22,20 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from rageval._version import __version__
+from rageval.cli import _exit_codes
 from rageval.cli._align import add_align_command
 from rageval.cli._cache import add_cache_command
 from rageval.cli._calibrate import add_calibrate_command
 from rageval.cli._compare import add_compare_command
 from rageval.cli._evaluate import add_evaluate_command
+from rageval.cli._exit_codes import *  # noqa: F403 -- the exit codes are this package's API
+from rageval.cli._exit_codes import EXIT_INTERRUPTED, EXIT_USAGE, exit_codes_help
 from rageval.cli._metrics import add_metrics_command
 from rageval.cli._report import add_report_command
-from rageval.cli._shared import (
-    EXIT_BUDGET,
-    EXIT_CALIBRATION_GATE,
-    EXIT_CODES,
-    EXIT_FATAL,
-    EXIT_GATE,
-    EXIT_IN_USE,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_TERMINATED,
-    EXIT_UNMEASURED,
-    EXIT_USAGE,
-    _UsageError,
-    err,
-    exit_codes_help,
-)
+from rageval.cli._shared import _UsageError, err
 
-__all__ = [
-    "EXIT_BUDGET",
-    "EXIT_CALIBRATION_GATE",
-    "EXIT_CODES",
-    "EXIT_FATAL",
-    "EXIT_GATE",
-    "EXIT_INTERRUPTED",
-    "EXIT_IN_USE",
-    "EXIT_OK",
-    "EXIT_TERMINATED",
-    "EXIT_UNMEASURED",
-    "EXIT_USAGE",
-    "build_parser",
-    "main",
-]
+__all__ = ["build_parser", "main"]
+__all__ += _exit_codes.__all__
 
 
 class _Parser(argparse.ArgumentParser):

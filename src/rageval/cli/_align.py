@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rageval.cli._exit_codes import EXIT_OK
 from rageval.cli._labelled import (
     add_label_reading,
     add_labelled_data,
@@ -14,7 +15,6 @@ from rageval.cli._labelled import (
     run_on_labels,
 )
 from rageval.cli._shared import (
-    EXIT_OK,
     _UsageError,
     add_judge_options,
     add_probe_option,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rageval.cli._shared import EXIT_OK, out
+from rageval.cli._exit_codes import EXIT_OK
+from rageval.cli._shared import out
 
 
 def add_cache_command(sub: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from rageval.cli._exit_codes import EXIT_CALIBRATION_GATE, EXIT_OK
 from rageval.cli._labelled import (
     add_label_reading,
     add_labelled_data,
@@ -12,14 +13,7 @@ from rageval.cli._labelled import (
     labelled_run,
     run_on_labels,
 )
-from rageval.cli._shared import (
-    EXIT_CALIBRATION_GATE,
-    EXIT_OK,
-    _UsageError,
-    add_judge_options,
-    add_probe_option,
-    err,
-)
+from rageval.cli._shared import _UsageError, add_judge_options, add_probe_option, err
 
 _DESCRIPTION = """\
 Score rows that carry human labels with the judge's metrics, and measure how well each metric

@@ -6,7 +6,8 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rageval.cli._shared import EXIT_OK, _UsageError, out, positive_int, text_table
+from rageval.cli._exit_codes import EXIT_OK
+from rageval.cli._shared import _UsageError, out, positive_int, text_table
 
 if TYPE_CHECKING:
     from rageval.stats import MetricComparison

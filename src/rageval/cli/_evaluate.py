@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rageval.cli._shared import (
+from rageval.cli._exit_codes import (
     EXIT_BUDGET,
     EXIT_FATAL,
     EXIT_GATE,
@@ -19,13 +19,15 @@ from rageval.cli._shared import (
     EXIT_OK,
     EXIT_TERMINATED,
     EXIT_UNMEASURED,
+    exit_codes_help,
+)
+from rageval.cli._shared import (
     _UsageError,
     add_judge_options,
     add_pairs_option,
     add_probe_option,
     check_param_names,
     err,
-    exit_codes_help,
     fresh_run_dir,
     judge_and_embeddings,
     name_value_pairs,

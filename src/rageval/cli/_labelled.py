@@ -10,10 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
+from rageval.cli._exit_codes import EXIT_FATAL, EXIT_IN_USE, EXIT_INTERRUPTED
 from rageval.cli._shared import (
-    EXIT_FATAL,
-    EXIT_IN_USE,
-    EXIT_INTERRUPTED,
     _UsageError,
     add_pairs_option,
     err,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rageval.cli._shared import EXIT_OK, _UsageError, out, text_table
+from rageval.cli._exit_codes import EXIT_OK
+from rageval.cli._shared import _UsageError, out, text_table
 
 
 def add_metrics_command(sub: Any) -> None:

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rageval.cli._shared import EXIT_OK, _UsageError, out
+from rageval.cli._exit_codes import EXIT_OK
+from rageval.cli._shared import _UsageError, out
 
 
 def add_report_command(sub: Any) -> None:

@@ -88,28 +88,29 @@ class Grant:
     estimated_tokens: int
 
 
-class Exchange(Protocol):
-    """The judge's side of one call: how each HTTP request a backend makes for it is sized,
-    paid for and counted."""
+#: how a backend posts one HTTP request, given what the judge lets it ask for
+Post = Callable[[Grant], Awaitable[list[Completion]]]
 
-    @property
-    def tally(self) -> Tally:
-        """What the call consumed so far (the endpoint's retry loop counts its requests and
-        retries in it)."""
-        ...
+
+@dataclass(frozen=True)
+class Exchange:
+    """The judge's side of one call: how each HTTP request a backend makes for it is sized,
+    paid for and counted. The judge makes one per call, `sender` being its own sending bound
+    to the call; a backend reads :attr:`tally` and sends through :meth:`send`."""
+
+    #: what the call consumed so far (the endpoint's retry loop counts its requests and
+    #: retries in it)
+    tally: Tally
+    sender: Callable[[int, int, int, Post], Awaitable[list[Completion]]]
 
     async def send(
-        self,
-        prompt_tokens: int,
-        max_tokens: int,
-        n: int,
-        post: Callable[[Grant], Awaitable[list[Completion]]],
+        self, prompt_tokens: int, max_tokens: int, n: int, post: Post
     ) -> list[Completion]:
         """``post`` one request whose prompt is about ``prompt_tokens`` long, asking for
         ``n`` replies of up to ``max_tokens`` each; the usage of the whole reply is read from
         its first :class:`Completion`. Raises JudgeCallFailed(input_too_long) without sending
         when the prompt is over the judge's limits."""
-        ...
+        return await self.sender(prompt_tokens, max_tokens, n, post)
 
 
 class JudgeBackend(Protocol):

@@ -27,8 +27,10 @@ from rageval.judge._anthropic import AnthropicBackend, anthropic_headers
 from rageval.judge._backend import (
     Completion,
     CompletionRequest,
+    Exchange,
     Grant,
     JudgeBackend,
+    Post,
 )
 from rageval.judge._modes import (
     MODES,
@@ -509,7 +511,8 @@ class Judge(EndpointClient):
     ) -> list[Completion]:
         request = CompletionRequest(convo, call.shape, call.temperature, budget, self.seed,
                                     self.mode, n)  # fmt: skip
-        return await self.backend.complete(request, _Exchange(self, tally))
+        exchange = Exchange(tally, functools.partial(self._send, tally))
+        return await self.backend.complete(request, exchange)
 
     async def _send(
         self,
@@ -517,11 +520,11 @@ class Judge(EndpointClient):
         prompt: int,
         budget: int,
         n: int,
-        post: Callable[[Grant], Awaitable[list[Completion]]],
+        post: Post,
     ) -> list[Completion]:
         """One HTTP request of a backend: the reply budget fitted beside the prompt, the most
         it can cost reserved from the run's budget and settled with the usage read back, its
-        tokens counted (see :class:`rageval.judge._backend.Exchange`)."""
+        tokens counted (the :meth:`~rageval.judge._backend.Exchange.send` of a call)."""
         budget = self._fit(prompt, budget)
         estimate = prompt + budget * n
         spending = current_run().spending
@@ -666,23 +669,6 @@ class Judge(EndpointClient):
             cost_usd=self._cost(prompt, completion, cached),
             cached_tokens=cached,
         )
-
-
-@dataclass(frozen=True)
-class _Exchange:
-    """A judge's :class:`~rageval.judge._backend.Exchange` for the call `tally` counts."""
-
-    judge: Judge
-    tally: Tally
-
-    async def send(
-        self,
-        prompt_tokens: int,
-        max_tokens: int,
-        n: int,
-        post: Callable[[Grant], Awaitable[list[Completion]]],
-    ) -> list[Completion]:
-        return await self.judge._send(self.tally, prompt_tokens, max_tokens, n, post)
 
 
 def llm_factory(model: str, client: Any = None, **kw: Any) -> Judge:

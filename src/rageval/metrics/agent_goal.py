@@ -30,7 +30,7 @@ from rageval.metrics._prompting import (
     text_tokens,
 )
 from rageval.metrics.base import MetricResult, ScoringContext
-from rageval.metrics.conversation_judges import ConversationJudgeMetric
+from rageval.metrics.conversation_judges import ConversationJudgeMetric, transcript_request
 from rageval.metrics.evidence import GoalEvidence
 from rageval.samples import Conversation, Sample, transcript
 
@@ -47,12 +47,11 @@ class GoalVerdict(ReplyModel):
 
 def outcome_prompt(conversation: str) -> list[dict[str, str]]:
     """The request for the user's goal and the conversation's end state."""
-    return messages(
-        "Below is a conversation between a user and an AI assistant, with the tools the "
-        "assistant called and what they returned. State the goal the user wanted to reach "
-        "(user_goal), and the end state: what the conversation actually achieved for the user "
-        "by its last turn, including what failed or was left undone (end_state).\n\n"
-        f"{tagged('conversation', conversation)}",
+    return transcript_request(
+        "State the goal the user wanted to reach (user_goal), and the end state: what the "
+        "conversation actually achieved for the user by its last turn, including what failed "
+        "or was left undone (end_state).",
+        conversation,
         'Reply as {"user_goal": "...", "end_state": "..."}.',
     )
 

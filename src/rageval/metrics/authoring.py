@@ -40,7 +40,7 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
 * verdicts per item: :func:`judge_items` (ask, in chunks, with budgets) → :class:`Verdict`
   list, or the same question stated once as a :class:`VerdictQuestion` (``ask`` and
   ``plan``); :func:`verdict_evidence`, :func:`unjudged`; lower level :func:`verdict_model`,
-  :func:`verdict_request`;
+  :func:`verdict_request`; :class:`VerdictMetric`, the base of a metric scored from them;
 * ratings on a fixed scale: :class:`RatingMetric` and :func:`rate_with_templates` (several
   templates, the valid ratings averaged: :func:`mean_rating`); :func:`rating_prompts`,
   :func:`rating_model`;
@@ -128,7 +128,7 @@ from rageval.metrics.base import (
     note_truncation,
     zero_if_blank,
 )
-from rageval.metrics.evidence import JudgedItem, RatingEvidence
+from rageval.metrics.evidence import JudgedItem, RatingEvidence, VerdictEvidence
 from rageval.samples import Sample
 
 __all__ = [
@@ -153,6 +153,7 @@ __all__ = [
     "ReplyModel",
     "UnitScore",
     "Verdict",
+    "VerdictMetric",
     "VerdictQuestion",
     "VerdictRequest",
     "item_ids",
@@ -306,6 +307,34 @@ def judged_items(verdicts: Sequence[Verdict]) -> list[JudgedItem]:
         JudgedItem(id=v.id, text=v.text, verdict=v.verdict, reason=v.reason or None)
         for v in verdicts
     ]
+
+
+class VerdictMetric(Metric):
+    """Base of a metric whose value comes from the judge's verdict on each item of a list
+    (faithfulness: the response's statements; context_recall: the reference's sentences;
+    context_precision: the retrieved contexts): a subclass says what the items are
+    (`verdict_items`) and what a true verdict says of one (`verdict_means`), the heading of
+    the verdict table its evidence is (:meth:`verdict_table`)."""
+
+    needs_llm = True  # every verdict is the judge's
+    value_range = (0.0, 1.0)
+    #: what the items are: "statements", "reference sentences", "contexts"
+    verdict_items: ClassVar[str]
+    #: what a true verdict says of an item: "supported by the retrieved contexts", ...
+    verdict_means: ClassVar[str]
+
+    def verdict_table(self, rows: list[JudgedItem]) -> VerdictEvidence:
+        """The verdicts `rows` under this metric's heading: its typed evidence."""
+        return VerdictEvidence(items=self.verdict_items, means=self.verdict_means, verdicts=rows)
+
+    def share_result(self, verdicts: Sequence[Verdict], reason: str) -> MetricResult:
+        """The share of true `verdicts` (there is at least one) as the value, with `reason`
+        and the verdicts as the evidence."""
+        value = share_true([v.verdict for v in verdicts])
+        assert value is not None  # the caller has a verdict
+        return MetricResult.ok(value, reason=reason).with_evidence(
+            self.verdict_table(judged_items(verdicts))
+        )
 
 
 def verdict_evidence(verdicts: Sequence[Verdict], field: str) -> list[dict[str, Any]]:

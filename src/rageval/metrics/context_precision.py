@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from rageval.metrics.authoring import (
     PlannedRequest,
+    VerdictMetric,
     VerdictQuestion,
     nonblank,
     not_measured_if_blank,
@@ -27,7 +28,6 @@ from rageval.metrics.authoring import (
 )
 from rageval.metrics.base import (
     BlankRule,
-    Metric,
     MetricResult,
     ScoringContext,
     forward_to_metric,
@@ -63,14 +63,14 @@ def average_precision(verdicts: Sequence[bool]) -> float:
 
 
 @register
-class ContextPrecision(Metric):
+class ContextPrecision(VerdictMetric):
     name = "context_precision"
     required_fields = ("user_input", "retrieved_contexts", "reference")
-    needs_llm = True
-    value_range = (0.0, 1.0)
     summary = (
         "average precision of the useful contexts in rank order (useful = leads to the reference)"
     )
+    verdict_items = "contexts"
+    verdict_means = USEFUL_MEANS
     blank_rules = (
         not_measured_if_blank(
             "reference", "the reference is empty: nothing to judge usefulness by"
@@ -104,15 +104,13 @@ class ContextPrecision(Metric):
                 else f"none of the {len(contexts)} contexts is useful for the reference"
             ),
         ).with_evidence(
-            VerdictEvidence(
-                items="contexts",
-                means=USEFUL_MEANS,
-                verdicts=[
+            self.verdict_table(
+                [
                     JudgedItem(
                         id=v.id, text=v.text, verdict=v.verdict, reason=v.reason or None, rank=k
                     )
                     for k, v in enumerate(verdicts, start=1)
-                ],
+                ]
             )
         )
 

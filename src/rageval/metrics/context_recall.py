@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 
 from rageval.metrics.authoring import (
     PlannedRequest,
+    VerdictMetric,
     VerdictQuestion,
-    judged_items,
     nonblank,
     not_measured_if_blank,
     numbered,
@@ -28,8 +28,7 @@ from rageval.metrics.authoring import (
     unjudged,
     verdict_prompt,
 )
-from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
-from rageval.metrics.evidence import VerdictEvidence
+from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 ATTRIBUTED = "true if the contexts state it or it follows directly from them"
@@ -50,12 +49,12 @@ context_recall_score = share_true
 
 
 @register
-class ContextRecall(Metric):
+class ContextRecall(VerdictMetric):
     name = "context_recall"
     required_fields = ("user_input", "retrieved_contexts", "reference")
-    needs_llm = True
-    value_range = (0.0, 1.0)
     summary = "share of the reference's sentences supported by the retrieved contexts"
+    verdict_items = "reference sentences"
+    verdict_means = "attributed to the retrieved contexts"
     blank_rules = (
         not_measured_if_blank("reference", "the reference is empty: nothing to look for"),
     )
@@ -81,15 +80,7 @@ class ContextRecall(Metric):
             reason = f"{found} of {len(sentences)} reference sentences are found in the contexts"
         else:
             verdicts, reason = unjudged(sentences, "r"), "no context was retrieved"
-        value = context_recall_score([v.verdict for v in verdicts])
-        assert value is not None
-        return MetricResult.ok(value, reason=reason).with_evidence(
-            VerdictEvidence(
-                items="reference sentences",
-                means="attributed to the retrieved contexts",
-                verdicts=judged_items(verdicts),
-            )
-        )
+        return self.share_result(verdicts, reason)
 
 
 #: names this module lacks are read from its default metric: ``context_recall.score(...)``

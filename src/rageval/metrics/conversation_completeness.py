@@ -22,16 +22,18 @@ from rageval.metrics.authoring import (
     PlannedRequest,
     ReplyModel,
     VerdictQuestion,
-    messages,
     reply_budget,
     share_true,
-    tagged,
     text_tokens,
     verdict_evidence,
     verdict_prompt,
 )
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
-from rageval.metrics.conversation_judges import ConversationJudgeMetric, exchanges
+from rageval.metrics.conversation_judges import (
+    ConversationJudgeMetric,
+    exchanges,
+    transcript_request,
+)
 from rageval.samples import Sample, transcript
 
 SATISFIED = "true only if the conversation gives the user what this intention asked for"
@@ -43,12 +45,11 @@ class UserIntentions(ReplyModel):
 
 def intentions_prompt(conversation: str) -> list[dict[str, str]]:
     """The request for the user's intentions in `conversation`."""
-    return messages(
-        "Below is a conversation between a user and an AI assistant, with the tools the "
-        "assistant called and what they returned. List the distinct intentions the user "
-        "expressed: each thing the user wanted to get, learn or have done, one short sentence "
-        "each, in the order the user raised them. A conversation in which the user asks for "
-        f"nothing gives an empty list.\n\n{tagged('conversation', conversation)}",
+    return transcript_request(
+        "List the distinct intentions the user expressed: each thing the user wanted to get, "
+        "learn or have done, one short sentence each, in the order the user raised them. A "
+        "conversation in which the user asks for nothing gives an empty list.",
+        conversation,
         'Reply as {"intentions": ["...", "..."]}.',
     )
 

@@ -1,15 +1,31 @@
 """What the metrics that judge a whole conversation share (agent goal accuracy, topic
 adherence, knowledge retention, conversation completeness): the conversation itself, refused
 before any request when one of its assistant turns says nothing, and its user messages with
-the turns that answer them (:func:`exchanges`)."""
+the turns that answer them (:func:`exchanges`), and a request about the whole transcript
+(:func:`transcript_request`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rageval.metrics._prompting import messages, tagged
 from rageval.metrics.base import Metric
 from rageval.metrics.per_turn import turn_problems
 from rageval.samples import Conversation, Sample, Turn
+
+#: how a request introduces a conversation's transcript (:func:`rageval.samples.transcript`:
+#: every turn, the assistant's tool calls and what they returned)
+TRANSCRIPT_SHOWN = (
+    "Below is a conversation between a user and an AI assistant, with the tools the assistant "
+    "called and what they returned."
+)
+
+
+def transcript_request(task: str, conversation: str, reply: str) -> list[dict[str, str]]:
+    """A request about a whole conversation: the transcript introduced (:data:`TRANSCRIPT_SHOWN`)
+    and the `task`, then the transcript (`conversation`) in its tags; `reply` says how to
+    reply."""
+    return messages(f"{TRANSCRIPT_SHOWN} {task}\n\n{tagged('conversation', conversation)}", reply)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from rageval.metrics.authoring import (
     Guidance,
     GuidedMetric,
     PlannedRequest,
+    VerdictMetric,
     VerdictQuestion,
     item_verdict,
-    judged_items,
     nonblank,
     numbered,
     planned_statements,
@@ -33,7 +33,6 @@ from rageval.metrics.authoring import (
     verdict_prompt,
 )
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
-from rageval.metrics.evidence import VerdictEvidence
 from rageval.samples import Sample
 
 SUPPORTED = "true only if the contexts state it or it follows directly from them"
@@ -65,13 +64,14 @@ faithfulness_score = share_true
 
 
 @register
-class Faithfulness(GuidedMetric):
+class Faithfulness(GuidedMetric, VerdictMetric):
     name = "faithfulness"
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "retrieved_contexts")
     example_fields = ("response", "retrieved_contexts")
-    value_range = (0.0, 1.0)
     statement_needs = frozenset({"response"})
     summary = "share of the response's claims supported by the retrieved contexts"
+    verdict_items = "statements"
+    verdict_means = "supported by the retrieved contexts"
     guideline_variants: ClassVar[Mapping[str, str]] = {
         "lenient": (
             "A statement that says in other words what the contexts say, or that a careful "
@@ -113,15 +113,7 @@ class Faithfulness(GuidedMetric):
         else:
             verdicts = unjudged(statements, "s")
             reason = "no context was retrieved, so none of the statements is supported"
-        value = faithfulness_score([v.verdict for v in verdicts])
-        assert value is not None
-        return MetricResult.ok(value, reason=reason).with_evidence(
-            VerdictEvidence(
-                items="statements",
-                means="supported by the retrieved contexts",
-                verdicts=judged_items(verdicts),
-            )
-        )
+        return self.share_result(verdicts, reason)
 
 
 #: names this module lacks are read from its default metric: ``faithfulness.score(...)``

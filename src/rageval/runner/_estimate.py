@@ -35,11 +35,13 @@ from pydantic import BaseModel, Field, field_serializer
 from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
 from rageval.metrics.base import Metric, MetricLike
-from rageval.runner._prepare import OnInvalid, RunSpec, prepare, spec_of
+from rageval.runner._prepare import RunOptions, RunSpec, prepare, spec_of
 from rageval.runner._tokens import APPROXIMATION, CHARS_PER_TOKEN, Counters
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
     from rageval.runner._schedule import Plan
@@ -379,11 +381,8 @@ def estimate(
     llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
-    column_map: Mapping[str, str] | None = None,
-    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
-    on_invalid: OnInvalid | None = None,
-    repeats: int | None = None,
     batch: bool = False,
+    **options: Unpack[RunOptions],
 ) -> CostEstimate:
     """What ``evaluate()`` with the same arguments would send, and cost, without sending
     anything (see the module docstring). `batch=True` prices the requests at the judge
@@ -392,8 +391,7 @@ def estimate(
     whole :class:`~rageval.runner.RunSpec`, as :func:`rageval.evaluate` takes it."""
     from rageval.runner._schedule import spread
 
-    given = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
-    spec = spec_of(given)
+    spec = spec_of(RunSpec(data, metrics, llm, embeddings, **options))
     run = prepare(spec)
     per_metric = {m.name: _Tally() for m in run.metrics}
     shared: dict[str, _Tally] = {}

@@ -63,6 +63,7 @@ from rageval.runner._estimate import row_cost
 from rageval.runner._prepare import (
     LabelsArg,
     OnInvalid,
+    RunOptions,
     RunSpec,
     checked_options,
     embeddings_from_spec,
@@ -90,6 +91,8 @@ from rageval.samples import (
 )
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from rageval._client._batch import BatchQueue
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
@@ -328,9 +331,6 @@ async def aevaluate(
     llm: Judge | str | Sequence[Judge] | None = None,
     embeddings: Embeddings | str | None = None,
     *,
-    column_map: Mapping[str, str] | None = None,
-    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
-    on_invalid: OnInvalid | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
     overwrite: bool = False,
@@ -338,13 +338,13 @@ async def aevaluate(
     show_progress: bool | None = None,
     probe: bool = False,
     human_labels: LabelsArg | None = None,
-    repeats: int | None = None,
     engine: Engine = "local",
     ray_address: str | None = None,
     ray_actors: int | None = None,
     max_cost: float | None = None,
     batch: bool | BatchSettings | None = None,
     observers: Sequence[RunObserver] = (),
+    **options: Unpack[RunOptions],
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
@@ -402,8 +402,7 @@ async def aevaluate(
         raise RunConfigError("resume=True needs the run_dir of the run to continue")
     if resume and overwrite:
         raise RunConfigError("resume=True continues the run in run_dir; overwrite=True replaces it")
-    given = RunSpec(data, metrics, llm, embeddings, column_map, metric_params, on_invalid, repeats)
-    spec = spec_of(given)
+    spec = spec_of(RunSpec(data, metrics, llm, embeddings, **options))
     own_judge = isinstance(spec.llm, str) or spec.llm is None
     if resume and run_dir is not None:
         spec = read_stored_run(run_dir).complete(spec)

@@ -11,7 +11,7 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from rageval import _env
 from rageval.errors import CauseKind, RunConfigError
@@ -339,6 +339,17 @@ class Prepared:
         """Every judge a cell may ask (the run's and the metrics' own), each once."""
         found = (j for plan in self.plans for j in (*plan.judge_of.values(), plan.shared_judge))
         return list({id(j): j for j in found if j is not None}.values())
+
+
+class RunOptions(TypedDict, total=False):
+    """The keyword arguments :func:`aevaluate` and :func:`rageval.estimate` both take for their
+    :class:`RunSpec`, beside the data, the metrics, the judge and the embeddings (None, or not
+    given: as the spec leaves it); what each means is in :func:`aevaluate`'s docstring."""
+
+    column_map: Mapping[str, str] | None
+    metric_params: Mapping[str, Mapping[str, Any]] | None
+    on_invalid: OnInvalid | None
+    repeats: int | None
 
 
 @dataclasses.dataclass(frozen=True)

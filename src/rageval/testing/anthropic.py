@@ -35,7 +35,7 @@ from rageval.testing._wire import (
     json_response,
     text_of,
 )
-from rageval.testing.records import Fault, Handler, RecordedRequest, Reply
+from rageval.testing.records import Fault, RecordedRequest, Reply
 from rageval.testing.server import FakeOpenAI
 
 __all__ = ["MESSAGES_PATH", "FakeAnthropic", "anthropic_error", "openai_view"]
@@ -100,30 +100,10 @@ def openai_view(record: RecordedRequest) -> RecordedRequest:
 
 
 class FakeAnthropic(FakeOpenAI):
-    """Anthropic's Messages API on 127.0.0.1 (see the module docstring). ``api_key`` None
-    accepts any key (but a request without ``x-api-key`` gets a 401); ``context_window``
-    (tokens, at 4 characters each) makes a longer prompt get the API's "prompt is too long"."""
-
-    def __init__(
-        self,
-        handler: Handler | None = None,
-        *,
-        latency: float = 0.0,
-        api_key: str | None = None,
-        models: list[str] | None = None,
-        faults: Any = None,
-        keep_records: bool = True,
-        context_window: int | None = None,
-    ) -> None:
-        super().__init__(
-            handler,
-            latency=latency,
-            api_key=api_key,
-            models=models,
-            faults=faults,
-            keep_records=keep_records,
-            context_window=context_window,
-        )
+    """Anthropic's Messages API on 127.0.0.1 (see the module docstring), with the options of
+    :class:`~rageval.testing.server.FakeOpenAI`. ``api_key`` None accepts any key (but a
+    request without ``x-api-key`` gets a 401); ``context_window`` (tokens, at 4 characters
+    each) makes a longer prompt get the API's "prompt is too long"."""
 
     @property
     def message_requests(self) -> list[RecordedRequest]:
