@@ -588,9 +588,9 @@ async def test_latency_overlaps_and_max_in_flight() -> None:
         elapsed = time.monotonic() - started
     assert all(r.choices[0].message.content == "ok" for r in results)
     # the latencies overlap: all 16 were in flight at once (a count, whatever the machine's
-    # load), and the whole took less than one after another would (16 x 0.2 s)
+    # load: a time limit would fail on a busy machine)
     assert server.max_in_flight == 16
-    assert 0.2 <= elapsed < 16 * 0.2
+    assert elapsed >= 0.2
     assert all(r.finished - r.started >= 0.2 for r in server.requests)
 
 
