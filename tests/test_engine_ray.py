@@ -402,8 +402,9 @@ def test_without_ray_address_a_ray_job_joins_its_cluster_and_a_run_beside_one_st
     # rageval asks of a Ray of its own)
     data_path = tmp_path / "data.jsonl"
     write_jsonl(data_path, rows(8))
+    # a cluster of one node (1 CPU) is enough to be joined or stood beside
     env = {**os.environ, "RAGEVAL_CACHE_DIR": str(tmp_path / "cache"), "JOIN": join,
-           "PYTHON": sys.executable}  # fmt: skip
+           "HEAD_CPUS": "1", "NODE_CPUS": "0", "PYTHON": sys.executable}  # fmt: skip
     done = subprocess.run(
         [str(REPO / ".ci" / "ray-two-nodes"), str(data_path), str(tmp_path / "run"),
          "-m", "faithfulness"],
