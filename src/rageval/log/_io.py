@@ -110,7 +110,7 @@ class LogEntry(NamedTuple):
     line: SampleLine
     raw: bytes = b""
 
-    def line_json(self) -> str:
+    def json_text(self) -> str:
         """The line's JSON as the current format writes it: the file's own text when the line
         is of this format (read, it is already that JSON), else the line written anew."""
         if self.raw and self.line.format_version == FORMAT_VERSION:

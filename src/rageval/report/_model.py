@@ -87,7 +87,7 @@ class RunData:
             summary=summary,
             # the log's own text where it is already the current format's JSON: writing each
             # line anew would cost as much as reading it did
-            results_json=[entry.line_json() for entry in entries],
+            results_json=[entry.json_text() for entry in entries],
             has_summary=tally is None,
             samples_left_out=len(left_out),
             calibration=read_calibration(run_dir),
