@@ -247,6 +247,10 @@ def test_the_kappa_gate_has_its_own_exit_code(
         (("--labels", "human=answer_accuracy", "--label-kind", "human=nominal"), "the kind is"),
         (("--labels", "human=answer_accuracy", "--min-kappa", "2"), "between -1 and 1"),
         (("--dataset", "squad"), "unknown dataset 'squad'"),
+        (("--labels", "human=answer_accuracy", "-p", "faithfulness.reasons=false"),
+         "faithfulness is not a metric of this run"),
+        (("--labels", "human=answer_accuracy", "-p", "answer_accuracy.reasons"),
+         "METRIC.PARAM=VALUE"),
     ],
 )
 def test_command_line_mistakes_exit_2_before_any_request(
@@ -263,6 +267,30 @@ def test_command_line_mistakes_exit_2_before_any_request(
         assert _calibrate_cli(server, data, tmp_path / "run", *args) == 2
         assert server.chat_requests == []
     assert message in capsys.readouterr().err
+
+
+def test_the_command_line_calibrates_the_metric_as_configured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (before: -p did not exist and the config file's [params.METRIC] and column map were
+    # ignored without a word: the default metric was calibrated instead)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    data = tmp_path / "labelled.jsonl"
+    rows = labelled_rows(BINARY_GRADES, BINARY_LABELS)
+    write_jsonl(data, [{"query": r.pop("user_input"), **r} for r in rows])
+    config = tmp_path / "rageval.toml"
+    config.write_text(
+        '[column_map]\nquery = "user_input"\n\n'
+        "[params.answer_accuracy]\nmax_retries = 1\nreasons = true\n"
+    )
+    with FakeOpenAI(grader) as server:
+        assert _calibrate_cli(server, data, tmp_path / "run", "--labels", "human=answer_accuracy",
+                              "--config", str(config), "-p", "answer_accuracy.reasons=false") == 0  # fmt: skip
+    (spec,) = read_manifest(tmp_path / "run").metrics
+    assert (spec.params["max_retries"], spec.params["reasons"]) == (1, False)  # -p over the file
+    saved = read_calibration(tmp_path / "run")
+    assert saved is not None and saved.agreements[0].n_pairs == len(BINARY_LABELS)
+    assert saved.agreements[0].statistics["cohen_kappa"].value == pytest.approx(0.4)
 
 
 def test_a_metric_object_with_its_own_settings_is_used_and_two_are_refused(tmp_path: Path) -> None:

@@ -12,13 +12,14 @@ from rageval.cli._labelled import (
     add_labelled_data,
     labelled_data,
     labelled_run,
+    labelled_settings,
     run_on_labels,
 )
 from rageval.cli._shared import (
     _UsageError,
     add_judge_options,
+    add_param_option,
     add_probe_option,
-    check_param_names,
     number,
     whole_number,
 )
@@ -83,13 +84,9 @@ def add_align_command(sub: Any) -> None:
         help="what to try, comma-separated: threshold, instructions, examples, reasons "
         "(default: all)",
     )
-    cmd.add_argument(
-        "-p",
-        "--param",
-        action="append",
-        default=[],
-        metavar="METRIC.PARAM=VALUE",
-        help="a metric's constructor argument: the configuration the search starts from (as "
+    add_param_option(
+        cmd,
+        "a metric's constructor argument: the configuration the search starts from (as "
         "`evaluate -p`; the config file's [params.METRIC] too)",
     )
     add_label_reading(
@@ -118,7 +115,6 @@ def _steps(text: str) -> list[str]:
 
 
 def run_align(args: argparse.Namespace) -> int:
-    from rageval._config import load_settings, merged_params, parse_params
     from rageval.log import ALIGNED_CONFIG_FILE
     from rageval.runner import align
     from rageval.runner._align import SEARCH_STEPS
@@ -126,12 +122,7 @@ def run_align(args: argparse.Namespace) -> int:
     if not 0.0 <= args.threshold <= 1.0:
         raise _UsageError(f"--threshold must be between 0 and 1, got {args.threshold}")
     labelled = labelled_data(args)
-    try:
-        settings = load_settings(args.config)
-        cli_params = parse_params(args.param)
-    except ValueError as e:  # a bad config file or -p
-        raise _UsageError(str(e)) from None
-    check_param_names(cli_params, [metric for _, metric in labelled.labels])
+    settings, params = labelled_settings(args, labelled)
     run = labelled_run(args, settings)
     run_dir = run["run_dir"]
     report = run_on_labels(
@@ -144,7 +135,7 @@ def run_align(args: argparse.Namespace) -> int:
             shots=args.shots,
             instructions=args.instructions,
             search=args.search or SEARCH_STEPS,
-            metric_params=merged_params(settings.params, cli_params) or None,
+            metric_params=params,
             label_kinds=labelled.kinds or None,
             threshold=args.threshold,
             kappa_weights=args.kappa_weights,

@@ -11,9 +11,16 @@ from rageval.cli._labelled import (
     add_labelled_data,
     labelled_data,
     labelled_run,
+    labelled_settings,
     run_on_labels,
 )
-from rageval.cli._shared import _UsageError, add_judge_options, add_probe_option, err
+from rageval.cli._shared import (
+    _UsageError,
+    add_judge_options,
+    add_param_option,
+    add_probe_option,
+    err,
+)
 
 _DESCRIPTION = """\
 Score rows that carry human labels with the judge's metrics, and measure how well each metric
@@ -47,6 +54,12 @@ def add_calibrate_command(sub: Any) -> None:
         metavar="K",
         help="exit 4 unless every agreement with a kappa (binary, ordinal labels) reaches K",
     )
+    add_param_option(
+        cal,
+        "a metric's constructor argument, as `evaluate -p` (the config file's [params.METRIC] "
+        "too): the agreement measured is that of the metric so configured, e.g. as `rageval "
+        "align` chose it",
+    )
     add_judge_options(cal)
     add_probe_option(cal)
     cal.add_argument("-q", "--quiet", action="store_true", help="no progress line")
@@ -61,12 +74,14 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.limit is not None and args.dataset is None:
         raise _UsageError("--limit samples a public dataset: use it with --dataset")
     labelled = labelled_data(args)
-    run = labelled_run(args)
+    settings, params = labelled_settings(args, labelled)
+    run = labelled_run(args, settings)
     run_dir = run["run_dir"]
     report = run_on_labels(
         lambda: calibrate(
             labelled.data,
             labelled.labels,
+            metric_params=params,
             label_kinds=labelled.kinds or None,
             threshold=args.threshold,
             kappa_weights=args.kappa_weights,

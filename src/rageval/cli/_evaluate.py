@@ -25,6 +25,7 @@ from rageval.cli._shared import (
     _UsageError,
     add_judge_options,
     add_pairs_option,
+    add_param_option,
     add_probe_option,
     check_param_names,
     err,
@@ -89,13 +90,9 @@ def add_evaluate_command(sub: Any) -> None:
         metavar="METRIC=VALUE",
         help="exit 1 if the metric's mean is below VALUE (or not measured)",
     )
-    ev.add_argument(
-        "-p",
-        "--param",
-        action="append",
-        default=[],
-        metavar="METRIC.PARAM=VALUE",
-        help="a metric's constructor argument, e.g. answer_correctness.weights=[0.5,0.5] "
+    add_param_option(
+        ev,
+        "a metric's constructor argument, e.g. answer_correctness.weights=[0.5,0.5] "
         "(VALUE read as TOML: numbers, true/false, lists, quoted text; else text)",
     )
     ev.add_argument(

@@ -14,6 +14,7 @@ from rageval.cli._exit_codes import EXIT_FATAL, EXIT_IN_USE, EXIT_INTERRUPTED
 from rageval.cli._shared import (
     _UsageError,
     add_pairs_option,
+    check_param_names,
     err,
     fresh_run_dir,
     judge_and_embeddings,
@@ -125,6 +126,23 @@ def _read_dataset(name: str, path: str, limit: int | None) -> LabelledSet:
         f"(licence: {dataset.licence})" + (f"; left out: {left_out}" if left_out else "")
     )
     return dataset
+
+
+def labelled_settings(
+    args: argparse.Namespace, labelled: LabelledData
+) -> tuple[Settings, dict[str, dict[str, Any]] | None]:
+    """The config file's settings (--config, else the one the search finds) and the metric
+    parameters of the run: the file's [params.METRIC] with -p over them; a -p for a metric the
+    labels do not name is refused (it would do nothing)."""
+    from rageval._config import load_settings, merged_params, parse_params
+
+    try:
+        settings = load_settings(args.config)
+        cli_params = parse_params(args.param)
+    except ValueError as e:  # a bad config file or -p
+        raise _UsageError(str(e)) from None
+    check_param_names(cli_params, [metric for _, metric in labelled.labels])
+    return settings, merged_params(settings.params, cli_params) or None
 
 
 class LabelledRun(TypedDict):

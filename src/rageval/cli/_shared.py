@@ -200,6 +200,14 @@ def add_pairs_option(
     )
 
 
+def add_param_option(cmd: argparse.ArgumentParser, help: str) -> None:
+    """-p/--param METRIC.PARAM=VALUE (repeatable): a metric's constructor argument
+    (:func:`rageval._config.parse_params` reads them)."""
+    cmd.add_argument(
+        "-p", "--param", action="append", default=[], metavar="METRIC.PARAM=VALUE", help=help
+    )
+
+
 def add_probe_option(cmd: argparse.ArgumentParser) -> None:
     """--no-probe: the run's check of its endpoints before it starts (which also finds a
     llama.cpp server's slots) is on unless this is given."""

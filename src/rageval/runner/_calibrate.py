@@ -126,6 +126,7 @@ async def acalibrate(
     kappa_weights: KappaWeights = "quadratic",
     min_kappa: float | None = None,
     column_map: Mapping[str, str] | None = None,
+    metric_params: Mapping[str, Mapping[str, Any]] | None = None,
     on_invalid: OnInvalid = "raise",
     run_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
@@ -147,12 +148,14 @@ async def acalibrate(
     Intervals are percentile bootstraps over the labelled rows
     (`confidence`, `n_resamples`, `seed`). The other arguments are :func:`rageval.evaluate`'s;
     with `run_dir` the run directory also gets ``calibration.json`` and a calibration section
-    in its report.
+    in its report. `metric_params` configures the metrics named in `labels` (by name, as
+    :func:`rageval.evaluate`'s: e.g. the configuration ``rageval align`` chose), so the
+    agreement measured is that of the configuration that will score.
     """
     check_agreement_options(confidence, kappa_weights)
     pairs = label_pairs(labels)
     spec = labelled_spec(
-        RunSpec(data, _metrics_of(pairs), llm, embeddings, column_map, on_invalid=on_invalid)
+        RunSpec(data, _metrics_of(pairs), llm, embeddings, column_map, metric_params, on_invalid)
     )
     labelled = read_labels(spec, pairs, label_kinds, label_levels)
     loaded, columns = labelled.loaded, labelled.columns
