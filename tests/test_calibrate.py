@@ -247,10 +247,14 @@ def test_the_kappa_gate_has_its_own_exit_code(
         (("--labels", "human=answer_accuracy", "--label-kind", "human=nominal"), "the kind is"),
         (("--labels", "human=answer_accuracy", "--min-kappa", "2"), "between -1 and 1"),
         (("--dataset", "squad"), "unknown dataset 'squad'"),
-        (("--labels", "human=answer_accuracy", "-p", "faithfulness.reasons=false"),
-         "faithfulness is not a metric of this run"),
-        (("--labels", "human=answer_accuracy", "-p", "answer_accuracy.reasons"),
-         "METRIC.PARAM=VALUE"),
+        (
+            ("--labels", "human=answer_accuracy", "-p", "faithfulness.reasons=false"),
+            "faithfulness is not a metric of this run",
+        ),
+        (
+            ("--labels", "human=answer_accuracy", "-p", "answer_accuracy.reasons"),
+            "METRIC.PARAM=VALUE",
+        ),
     ],
 )
 def test_command_line_mistakes_exit_2_before_any_request(
