@@ -152,6 +152,40 @@ async def test_still_truncated_fails_with_the_token_limit_as_cause(
     assert len(fake_openai.chat_requests) == 2
 
 
+#: how the real judge's runaway replies end: Qwen2.5-Coder-1.5B on llama-server, asked for the
+#: statements of a MEMERAG sentence, repeated two of them until max_tokens (cut mid-item)
+_LOOP = '"Physics uses mathematical methods to solve problems.", "Physics simplifies situations.", '
+
+
+async def test_a_reply_that_loops_to_the_token_limit_is_not_asked_again(
+    fake_openai: FakeOpenAI,
+) -> None:
+    # (before: asked again with twice the budget, which at temperature 0 loops twice as long)
+    fake_openai.script(Fault.truncated('{"statements": [' + _LOOP * 5 + _LOOP[:30]))
+    with pytest.raises(JudgeCallFailed) as info:
+        await make_judge(fake_openai, max_tokens=100).ask(ask_text("q"), Verdict)
+    assert info.value.kind == "truncated"
+    assert "repeated the same text" in info.value.cause and "max_tokens=100" in info.value.cause
+    assert len(fake_openai.chat_requests) == 1
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        _LOOP * 2,  # two repeats: could be a list that happens to repeat, not yet a loop
+        "ab" * 60,  # three repeats and more, but 120 characters only
+        '"s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13"',
+    ],
+)
+async def test_a_truncated_reply_that_does_not_loop_gets_a_larger_budget(
+    fake_openai: FakeOpenAI, end: str
+) -> None:
+    fake_openai.script(Fault.truncated('{"statements": ["intro", ' + end), Fault.truncated())
+    with pytest.raises(JudgeCallFailed, match="even after raising it"):
+        await make_judge(fake_openai, max_tokens=100).ask(ask_text("q"), Verdict)
+    assert [r.body["max_tokens"] for r in fake_openai.chat_requests] == [100, 200]
+
+
 async def test_mode_probe_falls_back_to_tools_and_remembers() -> None:
     with FakeOpenAI(supports=("tools",)) as server:
         judge = make_judge(server, cache=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import time
 import zipfile
@@ -83,6 +84,18 @@ def test_the_server_listens_on_loopback_only() -> None:
     assert argv[argv.index("--host") + 1] == "127.0.0.1"
     with pytest.raises(tool.JudgeToolError, match="--host"):
         tool.check_server_args(opts.server_args)
+
+
+def test_a_server_comes_back_on_its_port_while_that_port_is_free() -> None:
+    # (before: a free port at every start, so the request cache, keyed by the URL, never
+    # answered what an earlier server of the same model had been asked)
+    port = tool.server_port("default", "qwen1.5b")
+    assert port == tool.server_port("default", "qwen1.5b") and port in tool.STABLE_PORTS
+    assert tool.server_port("ci-1", "smollm2") != tool.server_port("ci-2", "smollm2")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind((tool.HOST, port))
+        taken.listen()
+        assert tool.server_port("default", "qwen1.5b") != port
 
 
 def test_start_reuses_a_running_server_only_with_the_same_settings(

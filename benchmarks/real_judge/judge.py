@@ -22,7 +22,9 @@ Commands (the base URL, e.g. ``http://127.0.0.1:41234/v1``, is the only thing ``
 
     rageval evaluate data.jsonl --llm smollm2 --base-url "$(python benchmarks/real_judge/judge.py url)"
 
-The server listens on 127.0.0.1 only (a free port unless ``--port``), in its own session so it
+The server listens on 127.0.0.1 only (on the same port at every start of one ``--name`` and
+model while that port is free, so rageval's request cache, whose keys hold the URL, still
+answers what it was asked before; ``--port`` to choose), in its own session so it
 outlives this command; ``--name`` keeps several servers apart (CI uses its own). Its log is
 ``$CACHE/run/NAME.log`` until ``stop``.
 
@@ -330,6 +332,25 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: the ports :func:`server_port` chooses from (below Linux's ephemeral range, 32768 and up)
+STABLE_PORTS = range(20_000, 30_000)
+
+
+def server_port(name: str, model: str) -> int:
+    """The port of the server `name` running `model`: the same one on every start while it is
+    free (a free one otherwise). rageval's request cache keys a request by the endpoint's URL
+    with its port, so a server that came back on another port would find none of the answers
+    an earlier one of the same model gave."""
+    digest = hashlib.sha256(f"{name}\0{model}".encode()).digest()
+    port = STABLE_PORTS[int.from_bytes(digest[:4], "big") % len(STABLE_PORTS)]
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return free_port()
+    return port
+
+
 def get_json(url: str, timeout: float = 5.0) -> tuple[int, Any]:
     """The status and decoded JSON body of a GET (None for a body that is not JSON)."""
     try:
@@ -391,7 +412,7 @@ def start(root: Path, opts: argparse.Namespace) -> ServerState:
         return running
     binary = build(root, opts.jobs)
     model = fetch(root, spec)
-    port = opts.port or free_port()
+    port = opts.port or server_port(opts.name, spec.key)
     argv = server_argv(binary, model, spec.key, port, opts)
     log = root / "run" / f"{opts.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -504,7 +525,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     run_opts = commands.add_parser(
         "start", parents=[named, jobs, which], help="start a server; prints its base URL"
     )
-    run_opts.add_argument("--port", type=int, default=0, help="default: a free port")
+    run_opts.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="default: the same port at every start of this --name and model, while free",
+    )
     run_opts.add_argument("--ctx-size", type=int, default=8192, help="shared by the slots")
     run_opts.add_argument("--parallel", type=int, default=1, help="slots (requests at once)")
     run_opts.add_argument("--threads", type=int, default=1, help="generation threads")

@@ -63,6 +63,13 @@ R = TypeVar("R")
 
 # A reply cut off at max_tokens is asked again once with twice the budget, up to this many.
 MAX_GROWN_BUDGET = 16_384
+# A truncated reply that ends in the same text repeated at least this many times, over at least
+# this many characters, is a model stuck in a loop (small local models under a JSON grammar
+# repeat list items or whitespace until the budget runs out): at temperature 0 a larger budget
+# only buys a longer loop, so it is not asked again.
+LOOP_REPEATS = 3
+LOOP_MIN_CHARS = 200
+LOOP_MAX_PERIOD = 2_000
 # A reply needs at least this much room: a prompt that leaves less is not sent.
 MIN_REPLY_TOKENS = 256
 # 3: the call's own budget, temperature and number of choices are part of the key
@@ -472,6 +479,12 @@ class Judge(EndpointClient):
                     f"the model refused to answer: {_shorten(raw.refusal)}", "refusal"
                 )
             if raw.finish_reason == "length":
+                if loops(raw.text):
+                    raise JudgeCallFailed(
+                        f"reply truncated: the model repeated the same text until it hit the "
+                        f"output token limit (max_tokens={budget}): ...{_shorten(raw.text[-120:])}",
+                        "truncated",
+                    )
                 bigger = min(budget * 2, max(MAX_GROWN_BUDGET, budget))
                 if not grown and bigger > budget:
                     log.info(
@@ -718,6 +731,22 @@ def _revalidate_all(
             return None
         values.append(value)
     return values
+
+
+def loops(text: str) -> bool:
+    """Whether `text` ends in one stretch of characters repeated back to back at least
+    :data:`LOOP_REPEATS` times, over at least :data:`LOOP_MIN_CHARS` characters (a stretch of
+    at most :data:`LOOP_MAX_PERIOD`): the end of
+    a reply from a model caught in a loop (where the reply was cut, the stretch need not be
+    whole)."""
+    for period in range(1, min(len(text) // LOOP_REPEATS, LOOP_MAX_PERIOD) + 1):
+        tail = text[-period:]
+        repeats = 1
+        while text.endswith(tail * (repeats + 1)):
+            repeats += 1
+        if repeats >= LOOP_REPEATS and repeats * period >= LOOP_MIN_CHARS:
+            return True
+    return False
 
 
 def _shorten(text: str, limit: int = 500) -> str:
