@@ -178,7 +178,8 @@ CauseKind = Literal[
 #: what each kind means, in the words the report and the command line use
 CAUSE_KINDS: Final[dict[CauseKind, str]] = {
     "invalid_reply": "the judge's replies never passed validation, re-asks included",
-    "truncated": "the judge's reply hit the output token limit, even with a larger budget or in a loop",
+    "truncated": "the judge's reply hit the output token limit, even with a larger budget or "
+    "in a loop",
     "input_too_long": "the prompt exceeds the model's context window (not sent, no cost)",
     "transport": "the endpoint kept failing (rate limits, server errors, timeouts, "
     "dropped connections) until the retries ran out",

@@ -734,11 +734,10 @@ def _revalidate_all(
 
 
 def loops(text: str) -> bool:
-    """Whether `text` ends in one stretch of characters repeated back to back at least
-    :data:`LOOP_REPEATS` times, over at least :data:`LOOP_MIN_CHARS` characters (a stretch of
-    at most :data:`LOOP_MAX_PERIOD`): the end of
-    a reply from a model caught in a loop (where the reply was cut, the stretch need not be
-    whole)."""
+    """Whether `text` ends in one stretch of characters (at most :data:`LOOP_MAX_PERIOD`)
+    repeated back to back at least :data:`LOOP_REPEATS` times, over at least
+    :data:`LOOP_MIN_CHARS` characters: the end of a reply from a model caught in a loop (where
+    the reply was cut, the last stretch need not be whole)."""
     for period in range(1, min(len(text) // LOOP_REPEATS, LOOP_MAX_PERIOD) + 1):
         tail = text[-period:]
         repeats = 1
