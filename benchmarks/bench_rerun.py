@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import pstats
-import shutil
 import subprocess
 import sys
 import time
@@ -44,8 +43,9 @@ def cli_run(args: list[str], cache_dir: str, base_url: str) -> float:
     endpoint come from the environment, as the CLI documents)."""
     env = child_env()
     env.update(RAGEVAL_CACHE_DIR=cache_dir, OPENAI_API_KEY="sk-bench", OPENAI_BASE_URL=base_url)
-    script = shutil.which("rageval")
-    cmd = [script] if script else [sys.executable, "-m", "rageval"]
+    # `python -m rageval` rather than the console script: it runs this tree's `src` (the
+    # script would import whatever rageval is installed)
+    cmd = [sys.executable, "-m", "rageval"]
     t = time.perf_counter()
     proc = subprocess.run([*cmd, *args], capture_output=True, text=True, env=env, cwd=ROOT)
     wall = time.perf_counter() - t

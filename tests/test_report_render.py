@@ -19,7 +19,7 @@ from helpers import (
     synthetic_run,
     write_run,
 )
-from rageval.log import model_json
+from rageval.log import model_json, read_lines
 from rageval.report import REPORT_FILE, render_report, write_report
 from rageval.report._model import RunData
 from rageval.runner import evaluate
@@ -149,8 +149,8 @@ def test_resumed_row_keeps_its_last_record(tmp_path: Path) -> None:
     again["metrics"]["faithfulness"]["value"] = 0.25
     run = write_run(tmp_path / "run", man, [*results, again], summary)
     loaded = RunData.load(run)
-    assert [r.row for r in loaded.results] == [0, 1, 2, 3]
-    assert loaded.results[0].cells["faithfulness"].value == 0.25
+    assert loaded.rows == [0, 1, 2, 3]
+    assert json.loads(loaded.results_json[0])["metrics"]["faithfulness"]["value"] == 0.25
 
 
 def test_nan_score_is_rejected_but_nan_evidence_is_shown(tmp_path: Path) -> None:
@@ -217,6 +217,7 @@ def test_lines_of_this_format_are_embedded_as_the_log_holds_them(tmp_path: Path)
     data = RunData.load(run)
     assert data.results_json == [logged[row] for row in range(5)]
     # the file's text is the very JSON the current format writes (what makes reusing it right)
-    assert data.results_json == [model_json(line) for line in data.results]
+    lines = sorted((entry.line for entry in read_lines(run / "results.jsonl")), key=lambda x: x.row)
+    assert data.results_json == [model_json(line) for line in lines]
     payload = embedded_payload(render_report(data))
     assert payload["samples"] == [json.loads(logged[row]) for row in range(5)]

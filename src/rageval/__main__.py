@@ -1,7 +1,5 @@
 """`python -m rageval`: the command line."""
 
-import sys
+from rageval.cli import run_process
 
-from rageval.cli import main
-
-sys.exit(main())
+run_process()

@@ -9,16 +9,14 @@ then: they need every value at once. A calibration run's ``calibration.json`` is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rageval.log import (
     RESULTS_FILE,
     CalibrationReport,
-    LogEntry,
     Manifest,
     RunTally,
-    SampleLine,
     Summary,
     read_calibration,
     read_lines,
@@ -32,14 +30,17 @@ __all__ = ["RunData"]
 @dataclass
 class RunData:
     """A run directory loaded: its manifest, its finished samples (by row, the first
-    `max_samples` rows only), its summary and, for a calibration run, its agreement with the
-    human labels."""
+    `max_samples` rows only) as the JSON the page embeds, its summary and, for a calibration
+    run, its agreement with the human labels."""
 
     manifest: Manifest
-    results: list[SampleLine]
     summary: Summary
-    #: the JSON of each of `results`, as the current format writes it (the page's samples)
+    #: the rows of the samples kept, in order
+    rows: list[int]
+    #: the JSON of each kept sample's line, as the current format writes it (the page's samples)
     results_json: list[str]
+    #: the metric names the kept samples have cells for, in the order first met
+    result_metrics: list[str] = field(default_factory=list)
     #: the summary is the run's own summary.json (else it was summed up from the log)
     has_summary: bool = True
     #: finished samples past `max_samples` that were read but not kept
@@ -55,7 +56,10 @@ class RunData:
         manifest = read_manifest(run_dir)
         summary = read_summary(run_dir)
         tally = RunTally(m.name for m in manifest.metrics) if summary is None else None
-        kept: dict[int, LogEntry] = {}
+        # row -> (its line's JSON, its cells' names): the lines themselves are not kept, which
+        # halves the time to read a log (kept, their objects cost the garbage collector as much
+        # as validating them did)
+        kept: dict[int, tuple[str, tuple[str, ...]]] = {}
         left_out: set[int] = set()
         last_at: dict[int, int] = {}  # row -> byte offset of its last line
         rewritten = False  # a row has more than one line (the last one counts)
@@ -70,7 +74,7 @@ class RunData:
                 if max_samples is not None and line.row >= max_samples:
                     left_out.add(line.row)
                 else:
-                    kept[line.row] = entry
+                    kept[line.row] = (entry.json_text(), tuple(line.cells))
         if tally is not None and rewritten:
             # sum up again, counting each row once: its last line
             tally = RunTally(m.name for m in manifest.metrics)
@@ -80,14 +84,15 @@ class RunData:
         if tally is not None:
             summary = tally.summary(n_rows=manifest.data.n_rows)
         assert summary is not None
-        entries = [kept[row] for row in sorted(kept)]
+        rows = sorted(kept)
         return cls(
             manifest=manifest,
-            results=[entry.line for entry in entries],
             summary=summary,
+            rows=rows,
             # the log's own text where it is already the current format's JSON: writing each
             # line anew would cost as much as reading it did
-            results_json=[entry.json_text() for entry in entries],
+            results_json=[kept[row][0] for row in rows],
+            result_metrics=list(dict.fromkeys(name for row in rows for name in kept[row][1])),
             has_summary=tally is None,
             samples_left_out=len(left_out),
             calibration=read_calibration(run_dir),
@@ -96,6 +101,4 @@ class RunData:
     def metric_names(self) -> list[str]:
         """Metrics in manifest order, then any that only the results or summary mention."""
         names = [m.name for m in self.manifest.metrics]
-        extra = [n for r in self.results for n in r.cells]
-        extra += list(self.summary.metrics)
-        return list(dict.fromkeys(names + extra))
+        return list(dict.fromkeys(names + self.result_metrics + list(self.summary.metrics)))
