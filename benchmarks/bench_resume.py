@@ -76,7 +76,7 @@ class Cli:
 
     def run(self, args: list[str], cache: Path) -> tuple[int, float, str]:
         """Run to the end: (chat requests the server handled, wall seconds, the summary's
-        "(N requests answered from the cache)" line or ""); a run that turns its request
+        "(N judge calls answered from the cache)" line or ""); a run that turns its request
         cache off says so on stderr."""
         with tempfile.TemporaryFile() as output:
             started = time.perf_counter()

@@ -46,7 +46,7 @@ def test_a_rerun_sends_nothing_and_gives_the_same_results(server: FakeOpenAI) ->
             assert again.sample(sid).cells[m].usage.cache_hits == took > 0
     # and the statements the kept cells were computed from, which nothing extracts again
     assert again.usage.cache_hits == first.usage.requests == sent
-    assert f"({sent} requests answered from the cache)" in again.summary_table()
+    assert f"({sent} judge calls answered from the cache)" in again.summary_table()
     assert shared_cache().stats()["entries"]["records"] == 4 * len(METRICS)
 
 
@@ -64,7 +64,20 @@ def test_a_rerun_of_every_judge_metric_reports_the_requests_the_first_run_sent(
     assert again.summary_model().shared_usage == {
         tag: Usage(cache_hits=u.requests) for tag, u in first.summary_model().shared_usage.items()
     }
-    assert f"({sent} requests answered from the cache)" in again.summary_table()
+    assert f"({sent} judge calls answered from the cache)" in again.summary_table()
+
+
+def test_a_rerun_on_an_endpoint_that_ignores_n_reports_calls_not_requests() -> None:
+    # answer_relevancy asks its 3 questions as one call of n=3; llama.cpp and Ollama answer
+    # one generation per request, so each call took 3 requests: the re-run saved 3 calls
+    # (9 requests), and its summary says which it counts
+    with FakeOpenAI(handle, ignore_n=True) as server:
+        first = evaluate(rows(3), ["answer_relevancy"], llm=judge(server), progress=False)
+        assert first.usage.requests == len(server.chat_requests) == 9
+        again = evaluate(rows(3), ["answer_relevancy"], llm=judge(server), progress=False)
+        assert len(server.chat_requests) == 9
+    assert again.usage.cache_hits == 3 and again.usage.requests == 0
+    assert "(3 judge calls answered from the cache)" in again.summary_table()
 
 
 def test_a_rerun_embeds_nothing_again(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch) -> None:

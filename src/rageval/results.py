@@ -562,7 +562,9 @@ class EvaluationResult:
             lines.append(f"95% CI undefined: {'; '.join(undefined)}")
         cache_hits = summary.usage.cache_hits
         if cache_hits:
-            lines.append(f"({cache_hits} requests answered from the cache)")
+            # a call is one request where the endpoint takes `n` (several generations in one
+            # request), one per generation where it does not (llama.cpp, Ollama)
+            lines.append(f"({cache_hits} judge calls answered from the cache)")
         lines += _human_and_noise_lines(summary)
         return "\n".join(lines)
 

@@ -99,7 +99,7 @@ def usage_line(run: str, usage: Usage) -> str:
     """The last line of a report's table: the `run`'s requests, tokens, cost and cache hits."""
     cost = "unknown" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
     return f"{run} run: {usage.requests:,} requests, {usage.total_tokens:,} tokens, cost {cost}" + (
-        f" ({usage.cache_hits:,} answered from the cache)" if usage.cache_hits else ""
+        f" ({usage.cache_hits:,} judge calls answered from the cache)" if usage.cache_hits else ""
     )
 
 

@@ -23,8 +23,9 @@ Accounting: a kept cell records the judge calls computing it took (sent, or answ
 request cache) and which shared statement lists (:mod:`rageval.metrics._statements`) its row
 had extracted for it. Reused, it books those calls as cache hits of its judge, and each
 statement list its reused cells stand for that the run did not extract again as one cache hit
-of the statement judge: a re-run answered from the cache reports as many requests answered
-from the cache as the first run sent (without retries).
+of the statement judge: a re-run answered from the cache reports as many judge calls answered
+from the cache as the first run made (on an endpoint that ignores ``n``, a call of n
+generations was n requests).
 """
 
 from __future__ import annotations
