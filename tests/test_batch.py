@@ -338,3 +338,14 @@ def test_a_batched_run_and_an_online_run_at_once_on_one_judge(online: Evaluation
     assert values(batched) == values(direct) == values(online)
     assert direct.usage.cost_usd is not None
     assert batched.usage.cost_usd == pytest.approx(direct.usage.cost_usd / 2)
+
+
+def test_an_endpoint_without_a_batch_api_is_named_as_such_not_as_an_unknown_model() -> None:
+    # llama.cpp's llama-server (and Ollama) answer /v1/files with 404: said of a chat
+    # request a 404 means an unknown model, which is what --batch used to report
+    with FakeOpenAI(handle, llama_cpp_slots=1) as server:
+        with pytest.raises(FatalJudgeError, match="has no Batch API") as refused:
+            evaluate(rows(2), ["faithfulness"], llm=judge(server), batch=FAST, progress=False)
+        assert server.chat_requests == []
+    assert refused.value.status == 404 and "not found" not in str(refused.value).split("(")[0]
+    assert "run without --batch" in str(refused.value)

@@ -421,16 +421,28 @@ class BatchQueue:
     async def _control(self, call: Callable[[], Awaitable[R]]) -> R:
         """A Files or Batches API call, with the endpoint's limiter and retries."""
         endpoint = self._endpoint
-        return await call_with_retries(
-            call,
-            target=endpoint.target,
-            limiter=endpoint.limiter,
-            estimated_tokens=0,
-            max_retries=endpoint.max_retries,
-            tally=Tally(),
-            check_fatal=endpoint.check_fatal,
-            reached=lambda: True,
-        )
+        try:
+            return await call_with_retries(
+                call,
+                target=endpoint.target,
+                limiter=endpoint.limiter,
+                estimated_tokens=0,
+                max_retries=endpoint.max_retries,
+                tally=Tally(),
+                check_fatal=endpoint.check_fatal,
+                reached=lambda: True,
+            )
+        except FatalJudgeError as e:
+            if e.status != 404:
+                raise
+            # said of a chat request, a 404 is an unknown model; here it is a missing API
+            raise FatalJudgeError(
+                f"{endpoint.base_url} has no Batch API (404 from its Files or Batches API: "
+                f"{e.detail}); batch mode needs an endpoint that offers OpenAI's Batch API "
+                f"(OpenAI, Azure OpenAI...): run without --batch / batch=True",
+                status=404,
+                detail=e.detail,
+            ) from None
 
     def _url(self, path: str) -> str:
         return self._url_prefix + path

@@ -112,7 +112,8 @@ class FakeOpenAI:
     ``ignore_n=True`` answers every chat request with one choice whatever its ``n`` (as Ollama
     does). ``llama_cpp_slots=N`` answers as llama.cpp's llama-server with N slots does: its
     models are ``owned_by: "llamacpp"``, ``GET /props`` reports ``total_slots`` (404
-    otherwise), and a chat request with ``n`` above N gets its 400.
+    otherwise), a chat request with ``n`` above N gets its 400, and there is no Batch API
+    (``/v1/files`` and ``/v1/batches`` answer 404).
 
     Usage, as OpenAI reports it: ``prompt_tokens`` counts the message texts and the
     structured-output schema sent (``response_format`` or ``tools``), at 4 characters a token;
@@ -411,7 +412,7 @@ class FakeOpenAI:
         record = RecordedRequest(path, headers, body if isinstance(body, dict) else {}, started)
         self._record(key, record)
 
-        if self.batch_api.owns(path):
+        if self.batch_api.owns(path) and self.llama_cpp_slots is None:
             if (
                 self.api_key is not None
                 and headers.get("authorization") != f"Bearer {self.api_key}"
