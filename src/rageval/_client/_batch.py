@@ -49,6 +49,8 @@ from rageval._client._transport import encode_body
 from rageval.errors import FatalJudgeError
 
 if TYPE_CHECKING:
+    from openai.types import FileObject
+
     from rageval._client._endpoint import Endpoint
 
 __all__ = ["BatchJournal", "BatchQueue", "BatchSettings", "RecordedBatch", "request_key"]
@@ -276,10 +278,7 @@ class BatchQueue:
                 % (custom_id.encode(), json.dumps(url).encode(), item.body)
                 for custom_id, item in lines.items()
             )
-            client = await self._endpoint.client()
-            uploaded = await self._control(
-                lambda: client.files.create(file=("rageval-batch.jsonl", content), purpose="batch")
-            )
+            uploaded = await self._upload(content)
             record = RecordedBatch(
                 uploaded.id,
                 self._endpoint.base_url,
@@ -421,23 +420,31 @@ class BatchQueue:
     async def _control(self, call: Callable[[], Awaitable[R]]) -> R:
         """A Files or Batches API call, with the endpoint's limiter and retries."""
         endpoint = self._endpoint
+        return await call_with_retries(
+            call,
+            target=endpoint.target,
+            limiter=endpoint.limiter,
+            estimated_tokens=0,
+            max_retries=endpoint.max_retries,
+            tally=Tally(),
+            check_fatal=endpoint.check_fatal,
+            reached=lambda: True,
+        )
+
+    async def _upload(self, content: bytes) -> FileObject:
+        """Upload a batch's input file: the first call of batch mode, so a 404 here says that
+        the endpoint has no Batch API at all (llama.cpp, Ollama), which the error names --
+        said of a chat request a 404 is an unknown model, said of a batch a purged one."""
+        client = await self._endpoint.client()
         try:
-            return await call_with_retries(
-                call,
-                target=endpoint.target,
-                limiter=endpoint.limiter,
-                estimated_tokens=0,
-                max_retries=endpoint.max_retries,
-                tally=Tally(),
-                check_fatal=endpoint.check_fatal,
-                reached=lambda: True,
+            return await self._control(
+                lambda: client.files.create(file=("rageval-batch.jsonl", content), purpose="batch")
             )
         except FatalJudgeError as e:
             if e.status != 404:
                 raise
-            # said of a chat request, a 404 is an unknown model; here it is a missing API
             raise FatalJudgeError(
-                f"{endpoint.base_url} has no Batch API (404 from its Files or Batches API: "
+                f"{self._endpoint.base_url} has no Batch API (404 from its Files API: "
                 f"{e.detail}); batch mode needs an endpoint that offers OpenAI's Batch API "
                 f"(OpenAI, Azure OpenAI...): run without --batch / batch=True",
                 status=404,
