@@ -186,6 +186,24 @@ async def test_a_truncated_reply_that_does_not_loop_gets_a_larger_budget(
     assert [r.body["max_tokens"] for r in fake_openai.chat_requests] == [100, 200]
 
 
+async def test_n_generations_cut_at_the_limit_are_asked_again_in_one_request(
+    fake_openai: FakeOpenAI,
+) -> None:
+    # (before: one request of n=3, then each generation alone with the larger budget: 1 + 3
+    # requests, each a new chance to fail)
+    fake_openai.script(Fault.truncated(), Reply.json({"verdict": 1, "reason": "full"}))
+    judge = make_judge(fake_openai, max_tokens=100)
+    replies = await judge.ask_n(ask_text("q"), Verdict, 3, temperature=1.0)
+    assert [r.reason for r in replies.values] == ["full"] * 3
+    sent = fake_openai.chat_requests
+    assert [(r.body["max_tokens"], r.body.get("n")) for r in sent] == [(100, 3), (200, 3)]
+    # cut again with the larger budget: not raised a second time
+    fake_openai.script(Fault.truncated(), Fault.truncated())
+    with pytest.raises(JudgeCallFailed, match=r"max_tokens=200\) even after raising it from 100"):
+        await judge.ask_n(ask_text("again"), Verdict, 3, temperature=1.0)
+    assert [r.body["max_tokens"] for r in fake_openai.chat_requests[2:]] == [100, 200]
+
+
 async def test_mode_probe_falls_back_to_tools_and_remembers() -> None:
     with FakeOpenAI(supports=("tools",)) as server:
         judge = make_judge(server, cache=False)

@@ -436,21 +436,35 @@ class Judge(EndpointClient):
 
     async def _solve_n(self, call: _Call[T], n: int, tallies: list[Tally]) -> list[tuple[T, str]]:
         firsts: list[Completion | None] = []
+        budget = call.budget
         if n > 1 and self.backend.honours_n() is not False:
             tallies.append(tally := Tally())
-            firsts = list((await self._complete(call.convo, call, call.budget, tally, n))[:n])
+            replies = (await self._complete(call.convo, call, budget, tally, n))[:n]
+            bigger = _grown(budget)
+            if len(replies) == n and bigger > budget and all(_cut_short(c) for c in replies):
+                # every generation hit the limit: the n of them again in one request with the
+                # larger budget, not in n requests of one (each a new chance to fail)
+                log.info("replies truncated at max_tokens=%d; asking again with %d", budget, bigger)
+                budget = bigger
+                replies = (await self._complete(call.convo, call, budget, tally, n))[:n]
+            firsts = list(replies)
         # generations the endpoint did not return are asked for one by one
         firsts += [None] * (n - len(firsts))
-        return await self._solve_each(call, firsts, tallies)
+        return await self._solve_each(call, firsts, tallies, budget)
 
     async def _solve_each(
-        self, call: _Call[T], firsts: Sequence[Completion | None], tallies: list[Tally]
+        self,
+        call: _Call[T],
+        firsts: Sequence[Completion | None],
+        tallies: list[Tally],
+        budget: int,
     ) -> list[tuple[T, str]]:
-        """Each generation validated (and re-asked) on its own; None: ask for it afresh."""
+        """Each generation validated (and re-asked) on its own; None: ask for it afresh. The
+        reply `budget` is the call's, or the larger one the n generations were asked with."""
         mine = [Tally() for _ in firsts]
         tallies.extend(mine)
         tasks = [
-            asyncio.ensure_future(self._solve(call, t, first))
+            asyncio.ensure_future(self._solve(call, t, first, budget))
             for t, first in zip(mine, firsts, strict=True)
         ]
         try:
@@ -464,10 +478,15 @@ class Judge(EndpointClient):
             raise
 
     async def _solve(
-        self, call: _Call[T], tally: Tally, first: Completion | None = None
+        self,
+        call: _Call[T],
+        tally: Tally,
+        first: Completion | None = None,
+        budget: int | None = None,
     ) -> tuple[T, str]:
-        convo, budget = call.convo, call.budget
-        grown = False
+        convo = call.convo
+        budget = call.budget if budget is None else budget
+        grown = budget > call.budget
         last_problem: str | None = None
         while True:
             if first is not None:
@@ -485,7 +504,7 @@ class Judge(EndpointClient):
                         f"output token limit (max_tokens={budget}): ...{_shorten(raw.text[-120:])}",
                         "truncated",
                     )
-                bigger = min(budget * 2, max(MAX_GROWN_BUDGET, budget))
+                bigger = _grown(budget)
                 if not grown and bigger > budget:
                     log.info(
                         "reply truncated at max_tokens=%d; asking again with %d", budget, bigger
@@ -746,6 +765,18 @@ def loops(text: str) -> bool:
         if repeats >= LOOP_REPEATS and repeats * period >= LOOP_MIN_CHARS:
             return True
     return False
+
+
+def _grown(budget: int) -> int:
+    """The reply budget a reply cut at `budget` is asked again with: twice as much, up to
+    :data:`MAX_GROWN_BUDGET` (a budget already above it is not raised)."""
+    return min(budget * 2, max(MAX_GROWN_BUDGET, budget))
+
+
+def _cut_short(reply: Completion) -> bool:
+    """Whether `reply` was cut at its token limit in a way a larger budget may complete (it
+    does not end in a loop)."""
+    return reply.finish_reason == "length" and not reply.refusal and not loops(reply.text)
 
 
 def _shorten(text: str, limit: int = 500) -> str:
