@@ -431,3 +431,27 @@ def test_the_actors_skip_the_cells_the_drivers_plan_skips(ray_address: str) -> N
         assert on_ray.sample(row).cells == local.sample(row).cells, row
     assert on_ray.sample(1).cells["context_recall"].cause_kind == "missing_field"
     assert on_ray.sample(2).cells["faithfulness"].cause_kind == "invalid_row"
+
+
+def test_the_ray_rageval_starts_runs_its_workers_at_the_callers_priority() -> None:
+    # Ray's default (nice 15) starved the actors 25-fold on a machine with other work
+    code = (
+        "import os, ray\n"
+        "from rageval.runner.engines._ray import _connect\n"
+        "_connect(None)\n"
+        "niceness = ray.remote(lambda: os.nice(0))\n"
+        "print(os.nice(0), ray.get(niceness.remote()))\n"
+        "ray.shutdown()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_worker_niceness"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    caller, worker = done.stdout.split()
+    assert worker == caller, done.stdout
+    # a user's own setting is kept
+    env["RAY_worker_niceness"] = "7"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[1] == str(int(caller) + 7), done.stdout

@@ -360,6 +360,11 @@ def _connect(address: str | None) -> tuple[bool, bool]:
         # rageval sends nothing anywhere it was not told to: the Ray it starts reports no usage
         # statistics (Ray's default is to send them) unless the user asked for them
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        # Ray runs its workers at nice 15 by default, made for clusters whose nodes do nothing
+        # else; on a machine with other work that starves the actors (a run 25 times slower
+        # under a 2-core load). The Ray started here does this run's work, which the default
+        # engine does at the caller's priority: so do its workers, unless the user set it.
+        os.environ.setdefault("RAY_worker_niceness", "0")
         # "local": a Ray of its own, as documented. Without it ray.init() joins the cluster a
         # `ray start` left on this machine, and then refuses the num_cpus given here.
         ray.init("local", num_cpus=_cores(), _node_ip_address="127.0.0.1", **common)
