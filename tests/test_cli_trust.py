@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from helpers import handle, make_judge, rows, write_jsonl
+from helpers import handle, make_judge, rows, sample_id_of, write_jsonl
 from rageval import evaluate
 from rageval.cli import EXIT_UNMEASURED, main
 from rageval.errors import MissingExtraError
 from rageval.samples import InvalidDataError
-from rageval.testing import FAKE_API_KEY, FakeOpenAI, GarbageJudge
+from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, GarbageJudge, RecordedRequest
 
 
 def run_cli(*args: str | Path) -> int:
@@ -294,3 +294,49 @@ def test_the_dry_runs_json_has_whole_counts_and_rounded_money(
             assert all(isinstance(v, int) for v in part[figure].values()), (figure, part)
         for v in part["cost_usd"].values():
             assert v == float(f"{v:.6g}") and len(repr(v)) <= 12, v
+
+
+# ---------------------------------------------------------------------- after a refusal
+
+
+@pytest.mark.parametrize(
+    ("status", "resumable"),
+    [(401, True), (400, False)],  # a key is not recorded in the run; a request's settings are
+)
+def test_a_refused_run_says_what_finished_and_whether_a_resume_can_go_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], status: int, resumable: bool
+) -> None:
+    # the endpoint refuses for good any sample from s032 on: the first rows finish
+    def refuse_late(request: RecordedRequest) -> Any:
+        sid = sample_id_of(request)
+        return Fault.status(status) if sid is not None and int(sid[1:]) >= 32 else handle(request)
+
+    data, run = tmp_path / "data.jsonl", tmp_path / "run"
+    write_jsonl(data, rows(40))
+    with FakeOpenAI(refuse_late) as server:
+        code = run_cli("evaluate", data, "-m", "faithfulness", "--llm", "m", "--base-url",
+                       server.base_url, "--no-probe", "-o", run)  # fmt: skip
+    assert code == 3
+    said = capsys.readouterr().err
+    finished = json.loads((run / "summary.json").read_text())["n_finished"]
+    assert 0 < finished <= 32
+    assert f"{finished} finished rows are kept in {run}" in said, said
+    assert (f"continue with --resume {run}" in said) is resumable, said
+    if not resumable:
+        assert "--resume would be refused the same way" in said, said
+
+
+def test_an_endpoint_without_a_batch_api_is_not_sent_back_to_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # resuming keeps batch mode: it would meet the same missing Batch API
+    data, run = tmp_path / "data.jsonl", tmp_path / "run"
+    write_jsonl(data, rows(2))
+    with FakeOpenAI(handle, llama_cpp_slots=1) as server:
+        args = ("-m", "faithfulness", "--llm", "m", "--base-url", server.base_url, "--batch")
+        assert run_cli("evaluate", data, *args, "-o", run) == 3
+        said = capsys.readouterr().err
+        assert "has no Batch API" in said and f"--resume {run}" not in said, said
+        assert "no row finished" in said and f"-o {run} --overwrite" in said, said
+        # as it says: the same command without --batch, reusing the directory
+        assert run_cli("evaluate", data, *args[:-1], "-o", run, "--overwrite", "-q") == 0

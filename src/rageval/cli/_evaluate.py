@@ -314,7 +314,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
         refused = isinstance(e, FatalJudgeError) and e.status
         err(f"the judge endpoint refused: {e}" if refused else str(e))
         if (run_dir / "manifest.json").exists():
-            err(interrupted)
+            err(_after_refusal(refused or None, run_dir))
         return EXIT_FATAL
     except KeyboardInterrupt:
         _discard_unused(copy, run_dir)
@@ -459,6 +459,31 @@ def _gates(values: Sequence[str]) -> list[tuple[str, float]]:
                 f"--fail-under {metric}={threshold}: the threshold must be a number"
             ) from None
     return gates
+
+
+#: refusals of what a run directory records (the model, batch mode, a request's parameters):
+#: a resume sends the same requests and is refused again. A refused key (401) or permission
+#: (403) is not recorded: fixed outside the run, the resume goes on.
+_REFUSED_SETTINGS = frozenset({400, 404, 422})
+
+
+def _after_refusal(status: int | None, run_dir: Path) -> str:
+    """What a run stopped by a fatal error keeps, and whether --resume can go on with it."""
+    from rageval.log import RunLogError, read_summary
+
+    try:
+        summary = read_summary(run_dir)
+    except RunLogError:
+        summary = None
+    finished = (summary.n_finished or 0) if summary is not None else 0
+    kept = f"{finished} finished rows are kept in {run_dir}" if finished else "no row finished"
+    if status in _REFUSED_SETTINGS:
+        reuse = "" if finished else f" (-o {run_dir} --overwrite reuses the directory)"
+        return (
+            f"{kept}; the run records the settings the endpoint refused, so --resume would be "
+            f"refused the same way: change the command and start a new run{reuse}"
+        )
+    return f"{kept}; continue with --resume {run_dir}"
 
 
 def _batch_settings(
