@@ -388,13 +388,14 @@ class _Structured:
 
     def _value(self, name: str, node: dict[str, Any]) -> Any:
         kind = node.get("type")
+        if name == "noncommittal":  # answer_relevancy: 1/0 (a boolean in older rageval)
+            flag = "don't know" in self._text_for("answer").lower()
+            return flag if kind == "boolean" else int(flag)
         if kind == "array" and self.resolve(node.get("items", {})).get("type") == "string":
             if name == "intentions":  # conversation completeness: one per user message
                 return _said(dict(self.blocks).get("conversation", ""), "user")
             return sentences(self._text_for(name))
         if kind == "boolean":
-            if name == "noncommittal":
-                return "don't know" in self._text_for("answer").lower()
             if name == "achieved":  # agent goal: the end state covers the desired outcome
                 tags = dict(self.blocks)
                 return supported(tags.get("desired_outcome", ""), [tags.get("end_state", "")])

@@ -196,14 +196,22 @@ def _probed_run(server: FakeOpenAI, judge: Judge, tmp_path: Path, n_rows: int) -
     return read_manifest(tmp_path / "run").servers
 
 
+@pytest.mark.parametrize("key_from", ["variable", "argument"])
 def test_a_llama_cpp_server_s_slots_are_the_run_s_concurrency_with_a_longer_timeout(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, key_from: str
 ) -> None:
     from helpers import handle
 
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)  # the probe reads the key from there
+    # a key from its variable, or given as api_key= (a local server's usual "sk-no-key"),
+    # which the check before the run used to skip: 60 s timeouts on a one-slot server
+    key: str | None = None
+    if key_from == "variable":
+        monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    else:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        key = FAKE_API_KEY
     with FakeOpenAI(handle, latency=0.05, llama_cpp_slots=2) as server:
-        judge = Judge("m", base_url=server.base_url, cache=False, mode="json_schema")
+        judge = Judge("m", base_url=server.base_url, api_key=key, cache=False, mode="json_schema")
         servers = _probed_run(server, judge, tmp_path, n_rows=12)
         # one GET /props, and never more requests at once than the server has slots
         assert [r.path for r in server.requests].count("/props") == 1
@@ -216,6 +224,16 @@ def test_a_llama_cpp_server_s_slots_are_the_run_s_concurrency_with_a_longer_time
             "timeout": LOCAL_SERVER_TIMEOUT,
         }
     }
+
+
+def test_a_key_given_as_an_argument_is_checked_before_the_run(tmp_path: Path) -> None:
+    from helpers import handle, rows
+
+    with FakeOpenAI(handle, api_key=FAKE_API_KEY) as server:
+        judge = Judge("m", base_url=server.base_url, api_key="sk-wrong", cache=False)
+        with pytest.raises(FatalJudgeError, match=r"from the api_key argument \(401\)"):
+            evaluate(rows(3), SLOT_METRICS, llm=judge, probe=True, progress=False)
+        assert [r.path for r in server.requests] == ["/v1/models"]
 
 
 def test_a_chosen_concurrency_and_timeout_stand_against_the_server_s_slots(

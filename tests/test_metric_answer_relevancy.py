@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from helpers import attempt, embeddings_for, judge_for, route, user_text
+from rageval import evaluate
 from rageval.metrics import AnswerRelevancy, ResponseRelevancy, create_metric
 from rageval.metrics.answer_relevancy import answer_relevancy_score
 from rageval.metrics.evidence import QuestionsEvidence
@@ -30,7 +31,7 @@ VECTORS = {
 
 
 def q(text: str, noncommittal: bool = False) -> Reply:
-    return Reply.json({"question": text, "noncommittal": noncommittal})
+    return Reply.json({"question": text, "noncommittal": int(noncommittal)})
 
 
 def generations(*replies: Reply) -> Reply:
@@ -87,6 +88,8 @@ async def test_seed_api_mean_cosine_by_hand(server: FakeOpenAI) -> None:
     assert "different questions" not in prompt
     assert request.schema is not None
     assert list(request.schema["properties"]) == ["question", "noncommittal"]
+    # 1/0 as in ragas' prompt: a small real judge flagged committal answers as a boolean
+    assert request.schema["properties"]["noncommittal"]["enum"] == [0, 1]
 
 
 async def test_cosine_is_not_clipped(server: FakeOpenAI) -> None:
@@ -175,6 +178,19 @@ async def test_an_endpoint_that_rejects_n_gets_one_request_per_generation(
     assert [r.body.get("n") for r in server.chat_requests] == [3, None, None, None]
     await scorer(server).ascore(user_input=QUESTION, response="Another answer.")
     assert [r.body.get("n") for r in server.chat_requests[4:]] == [None, None, None]
+
+
+def test_rows_started_together_learn_once_that_n_is_refused() -> None:
+    # llama-server with one slot answers 400 to n > 1; rows in flight together used to send
+    # one refused n-request each before their generations (4 requests a row instead of 3)
+    with FakeOpenAI(route((("answer",), q(Q1))), llama_cpp_slots=1) as server:
+        server.embedder = lambda text: VECTORS.get(text, (1.0, 0.0))
+        data = [{"user_input": QUESTION, "response": f"{RESPONSE} ({i})"} for i in range(8)]
+        result = evaluate(data, ["answer_relevancy"], llm=judge_for(server),
+                          embeddings=embeddings_for(server), progress=False)  # fmt: skip
+        assert result.statuses("answer_relevancy") == ["ok"] * 8
+        sent_n = [r.body.get("n") for r in server.chat_requests]
+        assert sent_n.count(3) == 1 and len(sent_n) == 1 + 8 * 3, sent_n
 
 
 async def test_never_valid_is_not_measured(server: FakeOpenAI) -> None:

@@ -49,10 +49,7 @@ def generated(req: RecordedRequest) -> Reply:
     answer = user_text(req)
     first = "Frank Herbert" in answer
     return Reply.choices(
-        *(
-            Reply.json({"question": q, "noncommittal": False})
-            for q in ((QA, QB) if first else (QC, QD))
-        )
+        *(Reply.json({"question": q, "noncommittal": 0}) for q in ((QA, QB) if first else (QC, QD)))
     )
 
 

@@ -135,7 +135,7 @@ def test_answer_relevancy_writes_a_question_from_the_answer() -> None:
         answer_relevancy.prompt(RESPONSE), answer_relevancy.GeneratedQuestion, "json_schema"
     )
     assert reply.question.strip().endswith("?")
-    assert reply.noncommittal is False
+    assert reply.noncommittal == 0
 
 
 def test_statement_extraction_returns_the_sentences_of_the_text() -> None:

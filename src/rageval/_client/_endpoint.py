@@ -307,6 +307,14 @@ class Endpoint:
     def failed(self) -> FatalJudgeError | None:
         return self._fatal
 
+    def probe_key(self) -> str | None:
+        """The key a check of this endpoint before a run sends: the one its own requests send
+        ("" when there is none), or None for a client object the caller gave, whose transport
+        and key are its own."""
+        if self._given_client is not None or self._client_kwargs:
+            return None
+        return self._key.value or ""
+
     def portable_settings(self) -> dict[str, Any]:
         """The keyword arguments that make this endpoint again in another process (a Ray
         worker): URL, key (its value: a worker on another machine has no such variable), key
@@ -383,6 +391,10 @@ class EndpointClient:
         self.cache = resolve_cache(cache)
         self.prices = prices if prices is not None else PriceTable()
         self.usage = UsageLedger()
+
+    def probe_key(self) -> str | None:
+        """The key a check of the endpoint before a run sends (see :meth:`Endpoint.probe_key`)."""
+        return self._endpoint.probe_key()
 
     def _endpoint_description(self) -> dict[str, Any]:
         """The endpoint's part of a run manifest (never the key) and where the cache is."""

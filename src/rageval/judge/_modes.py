@@ -346,7 +346,7 @@ def reask_messages(bad_reply: str, error: str) -> list[dict[str, str]]:
 _KNOWN: dict[tuple[str, str], Mode] = {}
 #: whether an (endpoint, model) returns the ``n`` choices a request asks for
 _N_SUPPORT: dict[tuple[str, str], bool] = {}
-_PROBE_LOCKS: dict[tuple[str, str], Slots] = {}
+_PROBE_LOCKS: dict[tuple[str, str, str], Slots] = {}
 _MEMORY_LOCK = threading.Lock()
 
 
@@ -367,7 +367,8 @@ def remember_n_support(endpoint: str, model: str, supported: bool) -> None:
     _N_SUPPORT[(endpoint, model)] = supported
 
 
-def probe_lock(endpoint: str, model: str) -> Slots:
-    """Serialises the first probe per (endpoint, model), so one call probes and others wait."""
+def probe_lock(endpoint: str, model: str, what: str = "mode") -> Slots:
+    """Serialises the first probe of `what` (the structured-output "mode", or "n": whether
+    ``n`` > 1 is honoured) per (endpoint, model), so one call probes and others wait."""
     with _MEMORY_LOCK:
-        return _PROBE_LOCKS.setdefault((endpoint, model), Slots(1))
+        return _PROBE_LOCKS.setdefault((endpoint, model, what), Slots(1))

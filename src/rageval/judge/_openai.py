@@ -136,6 +136,20 @@ class OpenAIBackend:
         get, means it does not (then the one choice it gave is returned)."""
         if request.n == 1:
             return await self._request(mode, request, exchange, 1)
+        unknown = known_n_support(self.endpoint.base_url, self.model) is None
+        # one call learns it while the others wait: calls started together would each send
+        # their n and each be refused (llama-server answers 400 to n > 1). Not through a Batch
+        # API, where the wait would be a whole batch: there each line learns it for itself.
+        if unknown and current_run().batch_queue(self.endpoint) is None:
+            async with probe_lock(self.endpoint.base_url, self.model, "n").hold():
+                return await self._request_n_known(mode, request, exchange)
+        return await self._request_n_known(mode, request, exchange)
+
+    async def _request_n_known(
+        self, mode: Mode, request: CompletionRequest, exchange: Exchange
+    ) -> list[Completion]:
+        if known_n_support(self.endpoint.base_url, self.model) is False:
+            return await self._request(mode, request, exchange, 1)
         try:
             replies = await self._request(mode, request, exchange, request.n)
         except FatalJudgeError as exc:

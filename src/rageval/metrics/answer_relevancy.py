@@ -25,9 +25,9 @@ Judge requests: 1 (N where the endpoint ignores or refuses `n`). Embedding calls
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, StrictBool
+from pydantic import BeforeValidator, Field
 
 from rageval.metrics.authoring import (
     BlankRule,
@@ -36,6 +36,7 @@ from rageval.metrics.authoring import (
     messages,
     not_measured_if_blank,
     note_truncation,
+    number_only,
     tagged,
     text_tokens,
     zero_if_blank,
@@ -53,18 +54,20 @@ from rageval.samples import Sample
 
 class GeneratedQuestion(ReplyModel):
     question: str = Field(description="the question the answer responds to")
-    noncommittal: StrictBool = Field(
-        description="true if the answer is evasive, vague or declines to answer"
+    # 1/0 as in ragas' published prompt, not a boolean: a small judge (Qwen2.5 1.5B on
+    # llama.cpp) answered `true` for 5 of 5 plainly committal answers, and 0 of 5 as 1/0
+    noncommittal: Annotated[Literal[0, 1], BeforeValidator(number_only)] = Field(
+        description="1 if the answer is evasive, vague or declines to answer, else 0"
     )
 
 
 def prompt(response: str) -> list[dict[str, str]]:
     return messages(
         "Write the question that the answer below responds to, phrased as a user would ask "
-        "it. Also set noncommittal to true if the answer is evasive, vague or declines to "
-        'answer ("I don\'t know", "I\'m not sure"), else false.\n\n'
+        "it. Also give noncommittal: 1 if the answer is evasive, vague or declines to "
+        'answer ("I don\'t know", "I\'m not sure"), else 0.\n\n'
         f"{tagged('answer', response)}",
-        'Reply as {"question": "...", "noncommittal": false}.',
+        'Reply as {"question": "...", "noncommittal": 0}.',
     )
 
 
@@ -117,7 +120,7 @@ class AnswerRelevancy(Metric):
         replies = await ctx.ask_n(
             prompt(response), GeneratedQuestion, self.strictness, temperature=self.temperature
         )
-        flags = [r.noncommittal for r in replies]
+        flags = [r.noncommittal == 1 for r in replies]
         votes = sum(flags)
         if all(flags):
             return MetricResult.ok(
@@ -129,8 +132,8 @@ class AnswerRelevancy(Metric):
                     noncommittal=True,
                     noncommittal_votes=votes,
                     questions=[
-                        ScoredQuestion(question=r.question, noncommittal=r.noncommittal)
-                        for r in replies
+                        ScoredQuestion(question=r.question, noncommittal=flag)
+                        for r, flag in zip(replies, flags, strict=True)
                     ],
                 )
             )
@@ -149,8 +152,8 @@ class AnswerRelevancy(Metric):
                 noncommittal=False,
                 noncommittal_votes=votes,
                 questions=[
-                    ScoredQuestion(question=r.question, noncommittal=r.noncommittal, cosine=c)
-                    for r, c in zip(replies, cosines, strict=True)
+                    ScoredQuestion(question=r.question, noncommittal=flag, cosine=c)
+                    for r, flag, c in zip(replies, flags, cosines, strict=True)
                 ],
             )
         )

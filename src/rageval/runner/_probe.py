@@ -11,8 +11,9 @@ would be asked at OpenAI's public endpoint without a key. Instead:
   model list), means the endpoint is there. A server that accepts the connection but is slow
   to answer is left to the run's own retries.
 
-It costs no tokens. It cannot work for clients passed in Python (their key and transport are
-theirs), which are not probed; `--no-probe` turns it off.
+It costs no tokens. It cannot work for client objects passed in Python (their key and
+transport are theirs), which are not probed; a key passed as `api_key=` is sent as the run's
+requests send it. `--no-probe` (`probe=False`) turns it off.
 
 A model list that says llama.cpp's llama-server serves it (``owned_by: "llamacpp"``) is
 followed by one `GET /props`, where that server reports its slots: the requests it decodes at
@@ -35,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rageval import _env
+from rageval._client._endpoint import EndpointClient
 from rageval._client._run import ServerSlots
 from rageval._client._settings import LOCAL_SERVER_TIMEOUT
 from rageval.errors import RunConfigError
@@ -75,17 +77,24 @@ def check_key(described: Mapping[str, Any], *, what: str) -> None:
 
 
 async def probe(
-    described: Mapping[str, Any], *, what: str, timeout: float = PROBE_TIMEOUT_S
+    described: Mapping[str, Any],
+    *,
+    what: str,
+    key: str | None = None,
+    timeout: float = PROBE_TIMEOUT_S,
 ) -> int | None:
     """One `GET /models` to the endpoint `described` (a judge's or remote embeddings'
-    `describe()`); raises FatalJudgeError when it cannot be reached or refuses the key.
-    Returns the slots of a llama.cpp server (one more GET, to its `/props`), else None."""
+    `describe()`) with `key` (else the key of the variable it names); raises FatalJudgeError
+    when it cannot be reached or refuses the key. Returns the slots of a llama.cpp server (one
+    more GET, to its `/props`), else None."""
     variable = key_variable(described)
     base_url = described.get("base_url")
-    if variable is None or not base_url:
-        return None  # a client made in Python: not ours to probe
+    if not base_url or (key is None and variable is None):
+        return None  # a client object made in Python: not ours to probe
     where = f"the {what} endpoint {base_url}"
-    key = _env.api_key(variable) or "no-key-set"
+    if key is None and variable is not None:
+        key = _env.api_key(variable)
+    key = key or "no-key-set"
     headers = (
         anthropic_headers(key)
         if described.get("backend") == "anthropic"
@@ -121,7 +130,8 @@ async def probe(
         ) from None
     if status in (401, 403):
         raise FatalJudgeError(
-            f"{where} refused the API key from {variable} ({status}); check the key",
+            f"{where} refused the API key from {variable or described.get('api_key_from')} "
+            f"({status}); check the key",
             status=status,
         )
     # any other answer, even an error status (some servers have no model list): it is there
@@ -178,7 +188,8 @@ async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> dict[str, i
         base_url = described.get("base_url")  # local embeddings have none
         if base_url and base_url not in seen:
             seen.add(base_url)
-            found = await probe(described, what=what)
+            key = client.probe_key() if isinstance(client, EndpointClient) else None
+            found = await probe(described, what=what, key=key)
             if found is not None:
                 slots[str(base_url)] = found
     return slots
