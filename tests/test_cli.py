@@ -760,7 +760,7 @@ def test_the_probe_leaves_a_certificate_it_cannot_check_to_the_run(
         monkeypatch.setattr(_probe, "_get_models", get_models)
 
     fails_with(ssl.SSLCertVerificationError("unable to get local issuer certificate"))
-    asyncio.run(_probe.probe(described, what="judge"))  # no error: the run decides
+    asyncio.run(_probe.probe(described, what="judge", key="sk-test"))  # no error: the run decides
     fails_with(ConnectionRefusedError(111, "Connection refused"))
     with pytest.raises(FatalJudgeError, match="could not reach the judge endpoint"):
-        asyncio.run(_probe.probe(described, what="judge"))
+        asyncio.run(_probe.probe(described, what="judge", key="sk-test"))

@@ -80,20 +80,18 @@ async def probe(
     described: Mapping[str, Any],
     *,
     what: str,
-    key: str | None = None,
+    key: str | None,
     timeout: float = PROBE_TIMEOUT_S,
 ) -> int | None:
     """One `GET /models` to the endpoint `described` (a judge's or remote embeddings'
-    `describe()`) with `key` (else the key of the variable it names); raises FatalJudgeError
-    when it cannot be reached or refuses the key. Returns the slots of a llama.cpp server (one
-    more GET, to its `/props`), else None."""
-    variable = key_variable(described)
+    `describe()`) with `key`, the one its requests send (:meth:`Endpoint.probe_key`; None: a
+    client object passed in Python, not ours to probe); raises FatalJudgeError when it cannot
+    be reached or refuses the key. Returns the slots of a llama.cpp server (one more GET, to
+    its `/props`), else None."""
     base_url = described.get("base_url")
-    if not base_url or (key is None and variable is None):
-        return None  # a client object made in Python: not ours to probe
+    if key is None or not base_url:
+        return None
     where = f"the {what} endpoint {base_url}"
-    if key is None and variable is not None:
-        key = _env.api_key(variable)
     key = key or "no-key-set"
     headers = (
         anthropic_headers(key)
@@ -130,7 +128,8 @@ async def probe(
         ) from None
     if status in (401, 403):
         raise FatalJudgeError(
-            f"{where} refused the API key from {variable or described.get('api_key_from')} "
+            f"{where} refused the API key from "
+            f"{key_variable(described) or described.get('api_key_from')} "
             f"({status}); check the key",
             status=status,
         )
