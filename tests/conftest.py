@@ -131,6 +131,13 @@ def rageval_cache_dir(
     return cache_dir
 
 
+@pytest.fixture(autouse=True)
+def no_servers_known(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts knowing no llama.cpp server: a port an earlier test's server had is
+    not taken for that server when a later test's reuses it."""
+    monkeypatch.setattr("rageval.runner._probe._SERVER_SLOTS", {})
+
+
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAI]:
     """A running FakeOpenAI with the default handler; stopped after the test."""

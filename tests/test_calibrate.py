@@ -237,6 +237,26 @@ def test_the_kappa_gate_has_its_own_exit_code(
         assert _calibrate_cli(server, data, tmp_path / "c", *labels) == 0
 
 
+def test_the_config_file_s_on_invalid_applies_to_calibrate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`calibrate` reads the run options of the config file as `evaluate` does (it used to
+    ignore its on_invalid and probe): a row without a response is skipped, not an error."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rageval.toml").write_text('on_invalid = "skip"\n')
+    rows = labelled_rows(BINARY_GRADES, BINARY_LABELS)
+    del rows[0]["response"]
+    data = tmp_path / "labelled.jsonl"
+    write_jsonl(data, rows)
+    with FakeOpenAI(grader) as server:
+        assert (
+            _calibrate_cli(server, data, tmp_path / "a", "--labels", "human=answer_accuracy") == 0
+        )
+    saved = read_calibration(tmp_path / "a")
+    assert saved is not None and saved.agreements[0].n_pairs == 9
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

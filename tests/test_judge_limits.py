@@ -226,6 +226,36 @@ def test_a_llama_cpp_server_s_slots_are_the_run_s_concurrency_with_a_longer_time
     }
 
 
+def test_a_run_that_does_not_probe_follows_the_slots_an_earlier_probe_found(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """As the pytest plugin runs: the first run probes, later ones do not; they too send a
+    one-slot llama.cpp server one request at a time (not 16, each waiting out its timeout)."""
+    from helpers import handle, rows
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    with FakeOpenAI(handle, latency=0.05, llama_cpp_slots=1) as server:
+        judge = Judge("m", base_url=server.base_url, cache=False, mode="json_schema")
+        _probed_run(server, judge, tmp_path, n_rows=2)
+        server.reset()
+        later = tmp_path / "later"
+        evaluate(rows(6), SLOT_METRICS, llm=judge, probe=False, run_dir=later, progress=False)
+        assert "/v1/models" not in [r.path for r in server.requests]
+        assert server.max_in_flight == 1
+    assert read_manifest(later).servers[judge.base_url]["max_concurrency"] == 1
+
+
+def test_the_endpoint_is_checked_by_default_before_anything_is_written(tmp_path: Path) -> None:
+    from helpers import handle, rows
+
+    with FakeOpenAI(handle, api_key=FAKE_API_KEY) as server:
+        judge = Judge("m", base_url=server.base_url, api_key="sk-wrong", cache=False)
+        with pytest.raises(FatalJudgeError, match=r"refused the API key"):
+            evaluate(rows(3), SLOT_METRICS, llm=judge, run_dir=tmp_path / "run", progress=False)
+        assert [r.path for r in server.requests] == ["/v1/models"]
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_key_given_as_an_argument_is_checked_before_the_run(tmp_path: Path) -> None:
     from helpers import handle, rows
 

@@ -218,8 +218,13 @@ def test_a_fatal_judge_error_stops_the_run_and_keeps_finished_rows(tmp_path: Pat
     with FakeOpenAI(handle, api_key="the-right-key") as srv:
         judge = Judge("m", base_url=srv.base_url, api_key="a-wrong-key", cache=False)
         with pytest.raises(FatalJudgeError):
-            evaluate(
-                rows(50), ["answer_accuracy"], llm=judge, run_dir=tmp_path / "run", progress=False
+            evaluate(  # no probe: the refusal comes in the middle of the run
+                rows(50),
+                ["answer_accuracy"],
+                llm=judge,
+                run_dir=tmp_path / "run",
+                progress=False,
+                probe=False,
             )
         # the run stopped at once: no request for most of the 50 samples
         assert len(srv.chat_requests) < 40

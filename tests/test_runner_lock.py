@@ -274,7 +274,9 @@ def test_the_lock_goes_when_a_run_ends_and_when_it_raises(
     with FakeOpenAI(handle, api_key=FAKE_API_KEY) as strict:
         refused = Judge("test-model", base_url=strict.base_url, api_key="sk-wrong", cache=False)
         with pytest.raises(FatalJudgeError):
-            evaluate(rows(3), ["faithfulness"], llm=refused, run_dir=stopped, progress=False)
+            evaluate(
+                rows(3), ["faithfulness"], llm=refused, run_dir=stopped, progress=False, probe=False
+            )
     assert (stopped / "manifest.json").exists() and (stopped / "summary.json").exists()
     assert not (stopped / LOCK_FILE).exists() and open_lock_files() == []
     resumed = evaluate(

@@ -16,7 +16,7 @@ The judge is configured as for the command line: the environment (``RAGEVAL_LLM`
 ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``...), then the config file (``rageval.toml`` or
 ``[tool.rageval]`` in ``pyproject.toml``, from the rootdir up), whose metric parameters and
 embeddings apply too; it is built, and its endpoint probed, once per session (per xdist
-worker), on first use. Each call writes a run directory under the session's directory
+worker), on first use (the later calls drive a llama.cpp server by the slots that probe found). Each call writes a run directory under the session's directory
 (``--rageval-dir``, default ``rageval-runs/pytest-<timestamp>``) with its report, and one line
 per call to ``calls.jsonl`` there.
 

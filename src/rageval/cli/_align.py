@@ -7,22 +7,8 @@ import argparse
 from typing import Any
 
 from rageval.cli._exit_codes import EXIT_OK
-from rageval.cli._labelled import (
-    add_label_reading,
-    add_labelled_data,
-    labelled_data,
-    labelled_run,
-    labelled_settings,
-    run_on_labels,
-)
-from rageval.cli._shared import (
-    _UsageError,
-    add_judge_options,
-    add_param_option,
-    add_probe_option,
-    number,
-    whole_number,
-)
+from rageval.cli._labelled import add_labelled_options, read_labelled_command, run_on_labels
+from rageval.cli._shared import _UsageError, number, whole_number
 
 _DESCRIPTION = """\
 Split the rows that carry a human label into training and held-out rows (stratified by label,
@@ -44,12 +30,17 @@ def add_align_command(sub: Any) -> None:
         "reasoning chosen on training rows, kappa before/after on held-out rows",
         description=_DESCRIPTION,
     )
-    add_labelled_data(
+    add_labelled_options(
         cmd,
         labels_help="a label column and the judge metric to align with it (repeat for other "
         "metrics)",
         limit_help="a random sample of N labelled rows (the same every time; with --dataset the "
         "rows `calibrate --limit N` takes)",
+        label_kind_help="binary or ordinal (default: inferred from the values)",
+        threshold_help="binary labels: the decision threshold of the metric as configured "
+        "(default 0.5)",
+        param_help="a metric's constructor argument: the configuration the search starts from "
+        "(as `evaluate -p`; the config file's [params.METRIC] too)",
     )
     cmd.add_argument(
         "--split",
@@ -84,23 +75,9 @@ def add_align_command(sub: Any) -> None:
         help="what to try, comma-separated: threshold, instructions, examples, reasons "
         "(default: all)",
     )
-    add_param_option(
-        cmd,
-        "a metric's constructor argument: the configuration the search starts from (as "
-        "`evaluate -p`; the config file's [params.METRIC] too)",
-    )
-    add_label_reading(
-        cmd,
-        label_kind_help="binary or ordinal (default: inferred from the values)",
-        threshold_help="binary labels: the decision threshold of the metric as configured "
-        "(default 0.5)",
-    )
-    add_judge_options(cmd)
     cmd.add_argument(
         "--overwrite", action="store_true", help="replace an alignment already in the -o DIR"
     )
-    add_probe_option(cmd)
-    cmd.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     cmd.set_defaults(func=run_align)
 
 
@@ -121,10 +98,8 @@ def run_align(args: argparse.Namespace) -> int:
 
     if not 0.0 <= args.threshold <= 1.0:
         raise _UsageError(f"--threshold must be between 0 and 1, got {args.threshold}")
-    labelled = labelled_data(args)
-    settings, params = labelled_settings(args, labelled)
-    run = labelled_run(args, settings)
-    run_dir = run["run_dir"]
+    command = read_labelled_command(args)
+    labelled, run_dir = command.labelled, command.run_dir
     report = run_on_labels(
         lambda: align(
             labelled.data,
@@ -135,12 +110,13 @@ def run_align(args: argparse.Namespace) -> int:
             shots=args.shots,
             instructions=args.instructions,
             search=args.search or SEARCH_STEPS,
-            metric_params=params,
+            metric_params=command.params,
             label_kinds=labelled.kinds or None,
             threshold=args.threshold,
             kappa_weights=args.kappa_weights,
             overwrite=args.overwrite,
-            **run,
+            run_dir=run_dir,
+            **command.run,
         ),
         interrupted="interrupted; the requests made so far are in the request cache (a re-run "
         "reuses them)",

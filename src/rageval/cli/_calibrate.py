@@ -6,21 +6,8 @@ import argparse
 from typing import Any
 
 from rageval.cli._exit_codes import EXIT_CALIBRATION_GATE, EXIT_OK
-from rageval.cli._labelled import (
-    add_label_reading,
-    add_labelled_data,
-    labelled_data,
-    labelled_run,
-    labelled_settings,
-    run_on_labels,
-)
-from rageval.cli._shared import (
-    _UsageError,
-    add_judge_options,
-    add_param_option,
-    add_probe_option,
-    err,
-)
+from rageval.cli._labelled import add_labelled_options, read_labelled_command, run_on_labels
+from rageval.cli._shared import _UsageError, err
 
 _DESCRIPTION = """\
 Score rows that carry human labels with the judge's metrics, and measure how well each metric
@@ -37,16 +24,16 @@ def add_calibrate_command(sub: Any) -> None:
         help="agreement of the judge's metrics with human labels (kappa, AUROC, Spearman)",
         description=_DESCRIPTION,
     )
-    add_labelled_data(
+    add_labelled_options(
         cal,
         labels_help="a label column and the metric it validates (repeat for more pairs; one "
         "column may validate several metrics)",
         limit_help="with --dataset: a random sample of N rows (the same every time)",
-    )
-    add_label_reading(
-        cal,
         label_kind_help="binary, ordinal or continuous (default: inferred from the values)",
         threshold_help="binary labels: a judge score >= X counts as 1 (default 0.5)",
+        param_help="a metric's constructor argument, as `evaluate -p` (the config file's "
+        "[params.METRIC] too): the agreement measured is that of the metric so configured, "
+        "e.g. as `rageval align` chose it",
     )
     cal.add_argument(
         "--min-kappa",
@@ -54,15 +41,6 @@ def add_calibrate_command(sub: Any) -> None:
         metavar="K",
         help="exit 4 unless every agreement with a kappa (binary, ordinal labels) reaches K",
     )
-    add_param_option(
-        cal,
-        "a metric's constructor argument, as `evaluate -p` (the config file's [params.METRIC] "
-        "too): the agreement measured is that of the metric so configured, e.g. as `rageval "
-        "align` chose it",
-    )
-    add_judge_options(cal)
-    add_probe_option(cal)
-    cal.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     cal.set_defaults(func=run_calibrate)
 
 
@@ -73,20 +51,19 @@ def run_calibrate(args: argparse.Namespace) -> int:
         raise _UsageError(f"--min-kappa must be between -1 and 1, got {args.min_kappa}")
     if args.limit is not None and args.dataset is None:
         raise _UsageError("--limit samples a public dataset: use it with --dataset")
-    labelled = labelled_data(args)
-    settings, params = labelled_settings(args, labelled)
-    run = labelled_run(args, settings)
-    run_dir = run["run_dir"]
+    command = read_labelled_command(args)
+    labelled, run_dir = command.labelled, command.run_dir
     report = run_on_labels(
         lambda: calibrate(
             labelled.data,
             labelled.labels,
-            metric_params=params,
+            metric_params=command.params,
             label_kinds=labelled.kinds or None,
             threshold=args.threshold,
             kappa_weights=args.kappa_weights,
             min_kappa=args.min_kappa,
-            **run,
+            run_dir=run_dir,
+            **command.run,
         ),
         interrupted=f"interrupted; finished rows are kept in {run_dir}",
     )

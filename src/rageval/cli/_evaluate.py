@@ -30,12 +30,12 @@ from rageval.cli._shared import (
     check_param_names,
     err,
     fresh_run_dir,
-    judge_and_embeddings,
     name_value_pairs,
     out,
     positional_data,
     positive_float,
     positive_int,
+    run_options,
     sigterm_as_sigint,
 )
 
@@ -228,18 +228,18 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     if stored is not None and any(":" in name for name, _, _ in stored.metrics):
         _import_from_cwd()  # the run used a metric of the user's own, recorded by its module
     params = merged_params(settings.params, cli_params)
-    judge, embeddings = judge_and_embeddings(args, settings, stored)
-    column_map = dict(name_value_pairs(args.column_map, "--column-map")) or settings.column_map
+    options = run_options(args, settings, stored)
+    judge = options["llm"]
     human_labels = name_value_pairs(args.human_labels, "--human-labels")
     if args.dry_run:
         return _dry_run(
             data,
             metrics,
             judge,
-            embeddings,
-            column_map=column_map or None,
+            options["embeddings"],
+            column_map=options["column_map"],
             metric_params=params or None,
-            on_invalid="skip" if args.skip_invalid else settings.on_invalid,
+            on_invalid=options["on_invalid"],
             repeats=args.repeats or 1,
             batch=bool(_batch_settings(args.batch, settings.batch)),
             as_json=args.json,
@@ -264,16 +264,10 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
             result = evaluate(
                 copy or data,
                 metrics=metrics,
-                llm=judge,
-                embeddings=embeddings,
-                column_map=column_map or None,
                 metric_params=params or None,
-                on_invalid="skip" if args.skip_invalid else settings.on_invalid,
                 run_dir=run_dir,
                 resume=bool(args.resume),
                 overwrite=args.overwrite,
-                progress=False if args.quiet else None,
-                probe=not args.no_probe and settings.probe is not False,
                 human_labels=human_labels or None,
                 repeats=args.repeats,
                 engine=args.engine,
@@ -283,6 +277,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
                 # resuming without --batch: as the run was started
                 batch=_batch_settings(args.batch, settings.batch),
                 observers=observers,
+                **options,
             )
     except (
         InvalidDataError,

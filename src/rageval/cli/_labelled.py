@@ -8,34 +8,46 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rageval.cli._exit_codes import EXIT_FATAL, EXIT_IN_USE, EXIT_INTERRUPTED
 from rageval.cli._shared import (
+    RunOptions,
     _UsageError,
+    add_judge_options,
     add_pairs_option,
+    add_param_option,
+    add_probe_option,
     check_param_names,
     err,
     fresh_run_dir,
-    judge_and_embeddings,
     name_value_pairs,
     positional_data,
     positive_int,
+    run_options,
 )
 
 if TYPE_CHECKING:
     from rageval._config import Settings
     from rageval.calibration.datasets import LabelledSet
-    from rageval.embeddings import Embeddings
-    from rageval.judge import Judge
     from rageval.labels import LabelKind
-    from rageval.runner._prepare import OnInvalid
 
 R = TypeVar("R")
 
 
-def add_labelled_data(cmd: argparse.ArgumentParser, *, labels_help: str, limit_help: str) -> None:
-    """DATA and the options that say where its labels are: --labels, --dataset, --limit."""
+def add_labelled_options(
+    cmd: argparse.ArgumentParser,
+    *,
+    labels_help: str,
+    limit_help: str,
+    label_kind_help: str,
+    threshold_help: str,
+    param_help: str,
+) -> None:
+    """The options of a command that runs on labelled rows: DATA and where its labels are
+    (--labels, --dataset, --limit), how they are read (--label-kind, --threshold,
+    --kappa-weights), the metrics' -p, the judge and the run (as `evaluate` takes them),
+    --no-probe and -q; the help of those the commands use differently is theirs."""
     from rageval.calibration.datasets import DATASETS
 
     cmd.add_argument(
@@ -53,12 +65,6 @@ def add_labelled_data(cmd: argparse.ArgumentParser, *, labels_help: str, limit_h
         "label column against the metric it validates most closely)",
     )
     cmd.add_argument("--limit", type=positive_int, metavar="N", help=limit_help)
-
-
-def add_label_reading(
-    cmd: argparse.ArgumentParser, *, label_kind_help: str, threshold_help: str
-) -> None:
-    """How the labels are read: --label-kind, --threshold, --kappa-weights."""
     add_pairs_option(cmd, "--label-kind", metavar="COLUMN=KIND", help=label_kind_help)
     cmd.add_argument("--threshold", type=float, default=0.5, metavar="X", help=threshold_help)
     cmd.add_argument(
@@ -67,12 +73,15 @@ def add_label_reading(
         default="quadratic",
         help="weights of the weighted kappa of ordinal labels (default quadratic)",
     )
+    add_param_option(cmd, param_help)
+    add_judge_options(cmd)
+    add_probe_option(cmd)
+    cmd.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
 
 @dataclass(frozen=True)
 class LabelledData:
-    """The rows and labels of the options :func:`add_labelled_data` and
-    :func:`add_label_reading` add."""
+    """The rows and labels of the options :func:`add_labelled_options` adds."""
 
     #: the data file's path, or the public dataset's rows
     data: Any
@@ -84,7 +93,7 @@ class LabelledData:
     limit: int | None
 
 
-def labelled_data(args: argparse.Namespace) -> LabelledData:
+def _labelled_data(args: argparse.Namespace) -> LabelledData:
     """DATA (with --dataset, the public dataset's rows, cut to --limit) and its label pairs:
     --labels, else the dataset's own."""
     from rageval.labels import LABEL_KINDS
@@ -128,7 +137,7 @@ def _read_dataset(name: str, path: str, limit: int | None) -> LabelledSet:
     return dataset
 
 
-def labelled_settings(
+def _labelled_settings(
     args: argparse.Namespace, labelled: LabelledData
 ) -> tuple[Settings, dict[str, dict[str, Any]] | None]:
     """The config file's settings (--config, else the one the search finds) and the metric
@@ -145,33 +154,26 @@ def labelled_settings(
     return settings, merged_params(settings.params, cli_params) or None
 
 
-class LabelledRun(TypedDict):
-    """The arguments of `rageval calibrate` and `rageval align` that their run takes alike."""
+@dataclass(frozen=True)
+class LabelledCommand:
+    """What a labelled command read from its options: the rows and labels, the metrics'
+    parameters and the run's options."""
 
-    llm: Judge | list[Judge] | None
-    embeddings: Embeddings | None
-    column_map: dict[str, str] | None
-    on_invalid: OnInvalid
+    labelled: LabelledData
+    #: the config file's [params.METRIC] with -p over them (None: none)
+    params: dict[str, dict[str, Any]] | None
+    run: RunOptions
+    #: -o DIR, else a fresh run directory
     run_dir: Path
-    progress: bool | None
-    probe: bool
 
 
-def labelled_run(args: argparse.Namespace, settings: Settings | None = None) -> LabelledRun:
-    """The run options of the command line (and of the config file `settings`, when the
-    command reads one: its column map where --column-map gives none)."""
+def read_labelled_command(args: argparse.Namespace) -> LabelledCommand:
+    """The rows, labels, metric parameters and run options of the options
+    :func:`add_labelled_options` added."""
+    labelled = _labelled_data(args)
+    settings, params = _labelled_settings(args, labelled)
     run_dir = Path(args.output or fresh_run_dir())
-    judge, embeddings = judge_and_embeddings(args, settings)
-    column_map = dict(name_value_pairs(args.column_map, "--column-map")) or None
-    return LabelledRun(
-        llm=judge,
-        embeddings=embeddings,
-        column_map=column_map or (settings.column_map if settings is not None else None),
-        on_invalid="skip" if args.skip_invalid else "raise",
-        run_dir=run_dir,
-        progress=False if args.quiet else None,
-        probe=not args.no_probe,
-    )
+    return LabelledCommand(labelled, params, run_options(args, settings), run_dir)
 
 
 def run_on_labels(run: Callable[[], R], *, interrupted: str) -> R | int:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:
     from rageval._config import Settings
@@ -282,6 +282,35 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
         metavar="MODEL=IN,OUT[,CACHED[,BATCH_IN,BATCH_OUT]]",
         help="the judge model's price in USD per million tokens (input, output, cached input, "
         "batch input and output), for a model the built-in table does not know",
+    )
+
+
+class RunOptions(TypedDict):
+    """The options every command that scores data gives its run, as the run takes them."""
+
+    llm: Judge | list[Judge] | None
+    embeddings: Embeddings | None
+    column_map: dict[str, str] | None
+    on_invalid: Literal["raise", "skip"] | None
+    progress: bool | None
+    probe: bool
+
+
+def run_options(
+    args: argparse.Namespace, settings: Settings, stored: StoredRun | None = None
+) -> RunOptions:
+    """The judge and embeddings (:func:`judge_and_embeddings`), --column-map, --skip-invalid,
+    -q and --no-probe, each over the config file's `settings` where it has one (None for
+    on_invalid: the run's default)."""
+    judge, embeddings = judge_and_embeddings(args, settings, stored)
+    column_map = dict(name_value_pairs(args.column_map, "--column-map")) or settings.column_map
+    return RunOptions(
+        llm=judge,
+        embeddings=embeddings,
+        column_map=column_map or None,
+        on_invalid="skip" if args.skip_invalid else settings.on_invalid,
+        progress=False if args.quiet else None,
+        probe=not args.no_probe and settings.probe is not False,
     )
 
 

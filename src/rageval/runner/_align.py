@@ -133,13 +133,13 @@ async def aalign(
     threshold: float = 0.5,
     kappa_weights: KappaWeights = "quadratic",
     column_map: Mapping[str, str] | None = None,
-    on_invalid: OnInvalid = "raise",
+    on_invalid: OnInvalid | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
     progress: bool | None = None,
     confidence: float = 0.95,
     n_resamples: int = 2000,
-    probe: bool = False,
+    probe: bool = True,
 ) -> AlignReport:
     """Choose, on a training split of the labelled rows, the configuration of each judge metric
     that agrees best with the people, and measure it against the metric as configured on the
@@ -323,7 +323,10 @@ def _limited(labelled: LabelledData, columns: Sequence[str], limit: int | None) 
 
 
 def _check_rows(
-    labelled: LabelledData, metrics: Sequence[Metric], keep: Sequence[int], on_invalid: OnInvalid
+    labelled: LabelledData,
+    metrics: Sequence[Metric],
+    keep: Sequence[int],
+    on_invalid: OnInvalid | None,
 ) -> None:
     """Every row the alignment will score, checked before the first request (the evaluation
     of each split checks only its own rows)."""

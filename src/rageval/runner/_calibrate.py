@@ -127,14 +127,14 @@ async def acalibrate(
     min_kappa: float | None = None,
     column_map: Mapping[str, str] | None = None,
     metric_params: Mapping[str, Mapping[str, Any]] | None = None,
-    on_invalid: OnInvalid = "raise",
+    on_invalid: OnInvalid | None = None,
     run_dir: str | os.PathLike[str] | None = None,
     resume: bool = False,
     progress: bool | None = None,
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
-    probe: bool = False,
+    probe: bool = True,
 ) -> CalibrationReport:
     """How well each metric agrees with the human labels in `data`; see docs/calibration.md.
 

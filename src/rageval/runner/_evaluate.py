@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval import _progress
 from rageval._client._cache import cache_location
-from rageval._client._run import ServerSlots, StopSending, run_scope
+from rageval._client._run import StopSending, run_scope
 from rageval._extras import require
 from rageval._rundir_lock import one_writer
 from rageval._sync import first_interrupt, stop_main_now, synchronous
@@ -74,7 +74,7 @@ from rageval.runner._prepare import (
     resolve_metrics,
     spec_of,
 )
-from rageval.runner._probe import follow_server_slots, probe_endpoints
+from rageval.runner._probe import follow_server_slots, known_server_slots, probe_endpoints
 from rageval.runner._rundir import RunDir, data_fingerprint, json_normal
 from rageval.runner._schedule import (
     MIN_WINDOW,
@@ -336,7 +336,7 @@ async def aevaluate(
     overwrite: bool = False,
     progress: bool | None = None,
     show_progress: bool | None = None,
-    probe: bool = False,
+    probe: bool = True,
     human_labels: LabelsArg | None = None,
     engine: Engine = "local",
     ray_address: str | None = None,
@@ -367,8 +367,9 @@ async def aevaluate(
     what the run was started with, as its manifest records it. `progress` (alias
     `show_progress`): None shows a progress line only when stderr is a terminal.
     `overwrite=True` replaces a run already in `run_dir` (by default that is an error).
-    `probe=True` first checks, with one quick request each, that every endpoint is there and
-    takes its key (see :mod:`rageval.runner._probe`).
+    `probe` (on by default, as on the command line) first checks, with one quick request each
+    and no tokens, that every endpoint is there and takes its key, and reads a llama.cpp
+    server's slots (see :mod:`rageval.runner._probe`); `probe=False` skips it.
 
     `human_labels` pairs label columns of the data (people's scores, on the metric's scale;
     empty where a row is not labelled) with metrics: ``{"human_faithful": "faithfulness"}``;
@@ -462,24 +463,7 @@ async def aevaluate(
     manifest.metrics_left_out = run.left_out
     manifest.batch = batching is not None
     manifest.batch_settings = dataclasses.asdict(batching) if batching is not None else None
-    server_slots: dict[int, ServerSlots] = {}
     rundir = RunDir(run_dir) if run_dir is not None else None
-    if probe:  # after every local check: bad data or the wrong run directory cost nothing
-        if rundir is not None and resume:
-            rundir.check_same_run(manifest)
-        elif rundir is not None and not overwrite:
-            rundir.check_vacant()
-        server_slots = follow_server_slots(run_judges, await probe_endpoints(judges, embedder))
-        manifest.servers = {
-            judge.base_url: {
-                "server": "llama.cpp",
-                "slots": followed.slots,
-                "max_concurrency": followed.concurrency or judge.endpoint.limiter.max_concurrency,
-                "timeout": followed.timeout or judge.endpoint.timeout,
-            }
-            for judge in run_judges
-            if (followed := server_slots.get(id(judge.endpoint))) is not None
-        }
     result = EvaluationResult(
         [m.name for m in metric_objs],
         ids,
@@ -492,10 +476,31 @@ async def aevaluate(
         repeats=repeats,
         metrics_left_out=run.left_out,
     )
+    if rundir is not None and resume:
+        for offset, record in rundir.finished_samples(manifest, ids):
+            result.add(record, offset=offset)
+    elif rundir is not None and not overwrite:
+        rundir.check_vacant()
+    todo = [row for row in range(len(ids)) if not result.is_finished(row)]
+    # after every local check (bad data or the wrong run directory cost nothing), and only
+    # when something is left to score: a finished run resumes without its endpoints
+    if probe and todo:
+        await probe_endpoints(judges, embedder)
+    # without a probe, what an earlier run's probe found (the pytest plugin probes once)
+    server_slots = follow_server_slots(run_judges, known_server_slots())
+    manifest.servers = {
+        judge.base_url: {
+            "server": "llama.cpp",
+            "slots": followed.slots,
+            "max_concurrency": followed.concurrency or judge.endpoint.limiter.max_concurrency,
+            "timeout": followed.timeout or judge.endpoint.timeout,
+        }
+        for judge in run_judges
+        if (followed := server_slots.get(id(judge.endpoint))) is not None
+    }
     if rundir is not None:
         if resume:
-            for offset, record in rundir.resume(manifest, ids):
-                result.add(record, offset=offset)
+            rundir.resume(manifest)
         else:
             copy = rows_json(loaded.rows) if loaded.rows is not None else None
             rundir.create(manifest, overwrite=overwrite, rows_json=copy)

@@ -21,7 +21,10 @@ once. The run then sends that many at a time to it (:class:`~rageval._client._ru
 and waits longer for each, unless the user chose a concurrency or a timeout: on such a server
 a request beyond its slots only queues inside its own timeout, and one given up on is work
 thrown away and done again. The user's judge is left as built; the run's manifest records what
-was used.
+was used. The slots a server reported are remembered for the process, as the structured-output
+mode an endpoint takes is (:mod:`rageval.judge._modes`): a later run that does not probe (the
+pytest plugin probes once per session) still sends a llama.cpp server only what it decodes at
+once.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ from rageval.judge._anthropic import anthropic_headers
 PROBE_TIMEOUT_S = 5.0
 _MAX_BODY = 1 << 20  # of a model list: enough for any; a server cannot make the probe read more
 _NOT_SET = " (which is not set)"
+#: the slots of the llama.cpp servers probed in this process, by base URL (what the server is,
+#: not the state of a run: a later probe of the same URL replaces it)
+_SERVER_SLOTS: dict[str, int] = {}
 
 
 def key_variable(described: Mapping[str, Any]) -> str | None:
@@ -178,7 +184,7 @@ def _server_slots(base_url: str, headers: Mapping[str, str], timeout: float) -> 
 
 async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> dict[str, int]:
     """Probe each distinct endpoint of these judges and of remote embeddings once; the slots of
-    those that are llama.cpp servers, by base URL."""
+    those that are llama.cpp servers, by base URL (remembered: :func:`known_server_slots`)."""
     seen: set[str] = set()
     slots: dict[str, int] = {}
     clients = [("judge", j) for j in judges] + [("embeddings", embeddings)]
@@ -191,7 +197,16 @@ async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> dict[str, i
             found = await probe(described, what=what, key=key)
             if found is not None:
                 slots[str(base_url)] = found
+            elif key is not None:
+                _SERVER_SLOTS.pop(str(base_url), None)  # probed, and no llama.cpp server now
+    _SERVER_SLOTS.update(slots)
     return slots
+
+
+def known_server_slots() -> dict[str, int]:
+    """The slots of the llama.cpp servers an earlier probe in this process found, by base URL:
+    what a run that does not probe follows."""
+    return dict(_SERVER_SLOTS)
 
 
 def follow_server_slots(judges: Iterable[Any], slots: Mapping[str, int]) -> dict[int, ServerSlots]:

@@ -104,11 +104,14 @@ class RunDir:
         _check_same_run(self.path, stored, manifest)
         return stored
 
-    def resume(self, manifest: Manifest, ids: Sequence[str]) -> list[tuple[int, SampleLine]]:
+    def finished_samples(
+        self, manifest: Manifest, ids: Sequence[str]
+    ) -> list[tuple[int, SampleLine]]:
         """Check that `manifest` describes the same run as the one stored here and return its
-        finished samples as (byte offset in the log, line), the last line of each row."""
+        finished samples as (byte offset in the log, line), the last line of each row. Call
+        :meth:`resume` before the run goes on."""
         head = f"cannot resume {self.path}:"
-        stored = self.check_same_run(manifest)
+        self.check_same_run(manifest)
         lines: dict[int, tuple[int, SampleLine]] = {}
         good_end = 0
         if self.results_path.exists():
@@ -128,6 +131,11 @@ class RunDir:
             if self.results_path.stat().st_size > good_end:
                 with self.results_path.open("r+b") as fh:
                     fh.truncate(good_end)
+        return sorted(lines.values(), key=lambda item: item[1].row)
+
+    def resume(self, manifest: Manifest) -> None:
+        """Record in the stored manifest that this session (`manifest`) resumes the run."""
+        stored = self.check_same_run(manifest)
         resumed = [*stored.resumed_at, manifest.created_at]
         # human labels change no cell, only the summary: the resumed run takes the ones it is
         # given; the manifest is rewritten in this rageval's format (an older one it resumes
@@ -143,7 +151,6 @@ class RunDir:
             "batch_settings": manifest.batch_settings or stored.batch_settings,
         }
         write_atomic(self.manifest_path, stored.model_copy(update=update))
-        return sorted(lines.values(), key=lambda item: item[1].row)
 
     # ------------------------------------------------------------------ results log
     def append(self, line: SampleLine) -> int:
