@@ -99,7 +99,7 @@ def run_align(args: argparse.Namespace) -> int:
     if not 0.0 <= args.threshold <= 1.0:
         raise _UsageError(f"--threshold must be between 0 and 1, got {args.threshold}")
     command = read_labelled_command(args)
-    labelled, run_dir = command.labelled, command.run_dir
+    labelled, run_dir = command.labelled, command.arguments["run_dir"]
     report = run_on_labels(
         lambda: align(
             labelled.data,
@@ -110,13 +110,8 @@ def run_align(args: argparse.Namespace) -> int:
             shots=args.shots,
             instructions=args.instructions,
             search=args.search or SEARCH_STEPS,
-            metric_params=command.params,
-            label_kinds=labelled.kinds or None,
-            threshold=args.threshold,
-            kappa_weights=args.kappa_weights,
             overwrite=args.overwrite,
-            run_dir=run_dir,
-            **command.run,
+            **command.arguments,
         ),
         interrupted="interrupted; the requests made so far are in the request cache (a re-run "
         "reuses them)",

@@ -52,18 +52,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.limit is not None and args.dataset is None:
         raise _UsageError("--limit samples a public dataset: use it with --dataset")
     command = read_labelled_command(args)
-    labelled, run_dir = command.labelled, command.run_dir
+    labelled, run_dir = command.labelled, command.arguments["run_dir"]
     report = run_on_labels(
         lambda: calibrate(
-            labelled.data,
-            labelled.labels,
-            metric_params=command.params,
-            label_kinds=labelled.kinds or None,
-            threshold=args.threshold,
-            kappa_weights=args.kappa_weights,
-            min_kappa=args.min_kappa,
-            run_dir=run_dir,
-            **command.run,
+            labelled.data, labelled.labels, min_kappa=args.min_kappa, **command.arguments
         ),
         interrupted=f"interrupted; finished rows are kept in {run_dir}",
     )

@@ -8,7 +8,7 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from rageval.cli._exit_codes import EXIT_FATAL, EXIT_IN_USE, EXIT_INTERRUPTED
 from rageval.cli._shared import (
@@ -154,26 +154,42 @@ def _labelled_settings(
     return settings, merged_params(settings.params, cli_params) or None
 
 
-@dataclass(frozen=True)
-class LabelledCommand:
-    """What a labelled command read from its options: the rows and labels, the metrics'
-    parameters and the run's options."""
+class LabelledArguments(RunOptions):
+    """What `calibrate()` and `align()` take alike from their command's options, besides the
+    rows and labels."""
 
-    labelled: LabelledData
     #: the config file's [params.METRIC] with -p over them (None: none)
-    params: dict[str, dict[str, Any]] | None
-    run: RunOptions
+    metric_params: dict[str, dict[str, Any]] | None
+    #: --label-kind (None: inferred)
+    label_kinds: dict[str, LabelKind] | None
+    threshold: float
+    kappa_weights: Literal["linear", "quadratic"]
     #: -o DIR, else a fresh run directory
     run_dir: Path
 
 
+@dataclass(frozen=True)
+class LabelledCommand:
+    """What a labelled command read from its options."""
+
+    labelled: LabelledData
+    arguments: LabelledArguments
+
+
 def read_labelled_command(args: argparse.Namespace) -> LabelledCommand:
-    """The rows, labels, metric parameters and run options of the options
-    :func:`add_labelled_options` added."""
+    """The rows, labels and run arguments of the options :func:`add_labelled_options`
+    added."""
     labelled = _labelled_data(args)
     settings, params = _labelled_settings(args, labelled)
-    run_dir = Path(args.output or fresh_run_dir())
-    return LabelledCommand(labelled, params, run_options(args, settings), run_dir)
+    arguments = LabelledArguments(
+        **run_options(args, settings),
+        metric_params=params,
+        label_kinds=labelled.kinds or None,
+        threshold=args.threshold,
+        kappa_weights=args.kappa_weights,
+        run_dir=Path(args.output or fresh_run_dir()),
+    )
+    return LabelledCommand(labelled, arguments)
 
 
 def run_on_labels(run: Callable[[], R], *, interrupted: str) -> R | int:
