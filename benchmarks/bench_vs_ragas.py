@@ -21,7 +21,8 @@ adds up the server's own report of every completion. Each of the eight metrics r
 per tool: rageval with its defaults (the endpoint check
 on, so it sends as many requests at once as the server has slots, 600 s per attempt), rageval
 with ``reasons`` off (only the metrics that have the switch and write reasons by default:
-faithfulness and answer_correctness; the others are the defaults' run) and ragas with its own
+faithfulness, answer_correctness, context_precision and context_recall; the others are the
+defaults' run) and ragas with its own
 prompts and retries, given the same requests at once, 600 s and a reply cap (``--reply-cap``,
 default 1,024 tokens: rageval's smallest reply budget). Both embed with the same
 all-MiniLM-L6-v2 (ragas through the proxy's ``/v1/embeddings``). Per metric and in total: cells

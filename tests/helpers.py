@@ -108,17 +108,24 @@ def tags_of(req: RecordedRequest) -> set[str]:
 Answer: TypeAlias = Reply | Callable[[RecordedRequest], Reply]
 
 
+def _has_all(text: str, marks: Sequence[str]) -> bool:
+    """Whether every mark is in `text`: a word is a tag (``question``: ``<question>``), a
+    phrase with a space is itself (the words of one template's instructions)."""
+    return all((m if " " in m else f"<{m}>") in text for m in marks)
+
+
 def route(*rules: tuple[Sequence[str], Answer]) -> Callable[[RecordedRequest], Reply | Fault]:
-    """A handler answering with the first rule whose tags all appear in the prompt; a request
-    no rule expects gets a 400, which the judge treats as fatal, so the test fails loudly.
+    """A handler answering with the first rule whose marks (tags, or phrases: `_has_all`) all
+    appear in the prompt; a request no rule expects gets a 400, which the judge treats as
+    fatal, so the test fails loudly.
 
     Metric templates run concurrently, so a handler must not rely on arrival order: the reply
-    is picked by the tags present in the request's first user message."""
+    is picked by what the request's first user message holds."""
 
     def handler(req: RecordedRequest) -> Reply | Fault:
         text = user_text(req)
-        for tags, answer in rules:
-            if all(f"<{t}>" in text for t in tags):
+        for marks, answer in rules:
+            if _has_all(text, marks):
                 return answer(req) if callable(answer) else answer
         return Fault.status(400, f"unexpected request: {text[:300]}")
 
@@ -137,9 +144,9 @@ def chat_count(server: FakeOpenAI) -> int:
     return len(server.chat_requests)
 
 
-def prompts_with(server: FakeOpenAI, *tags: str) -> list[str]:
-    texts = [user_text(r) for r in server.chat_requests]
-    return [t for t in texts if all(f"<{tag}>" in t for tag in tags)]
+def prompts_with(server: FakeOpenAI, *marks: str) -> list[str]:
+    """The user messages of the chat requests that hold every mark (tags or phrases)."""
+    return [t for t in (user_text(r) for r in server.chat_requests) if _has_all(t, marks)]
 
 
 # ---------------------------------------------------------------------- rows

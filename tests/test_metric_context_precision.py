@@ -59,6 +59,22 @@ async def test_one_request_for_all_contexts(fake_openai: FakeOpenAI) -> None:
     assert schema is not None and schema["required"] == ["c1", "c2", "c3"]
 
 
+async def test_verdicts_without_reasons_when_asked(fake_openai: FakeOpenAI) -> None:
+    """`reasons=False`: the schema asks for the verdicts alone; the math is the same."""
+    reply = {f"c{i}": {"useful": i != 2} for i in (1, 2, 3)}
+    fake_openai.handler = route((TAGS, Reply.json(reply)))
+    metric = ContextPrecision(llm=judge_for(fake_openai), reasons=False)
+    assert metric.params() == {"reasons": False} and ContextPrecision().reasons is True
+    result = await metric.single_turn_ascore(SAMPLE)
+    assert result.value == pytest.approx((1 + 2 / 3) / 2)  # useful at ranks 1 and 3
+    schema = fake_openai.chat_requests[0].schema
+    assert schema is not None
+    (item,) = schema["$defs"].values()  # each item: the verdict alone, no reason
+    assert list(item["properties"]) == ["useful"]
+    assert isinstance(result.evidence, VerdictEvidence)
+    assert [c.reason for c in result.evidence.verdicts] == [None, None, None]
+
+
 async def test_same_verdicts_in_another_order_by_key(fake_openai: FakeOpenAI) -> None:
     reply = {f"c{i}": {"reason": "r", "useful": i == 3} for i in (3, 1, 2)}
     fake_openai.handler = route((TAGS, Reply.json(reply)))

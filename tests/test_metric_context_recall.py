@@ -48,6 +48,22 @@ def test_the_reference_is_split_into_its_sentences() -> None:
     assert split_sentences("  \n ") == []
 
 
+async def test_verdicts_without_reasons_when_asked(fake_openai: FakeOpenAI) -> None:
+    """`reasons=False`: the schema asks for the verdicts alone; the math is the same."""
+    reply = {f"r{i}": {"attributed": i != 3} for i in (1, 2, 3, 4)}
+    fake_openai.handler = route((TAGS, Reply.json(reply)))
+    metric = ContextRecall(llm=judge_for(fake_openai), reasons=False)
+    assert metric.params() == {"reasons": False} and ContextRecall().reasons is True
+    result = await metric.single_turn_ascore(SAMPLE)
+    assert result.value == pytest.approx(0.75)  # 3 attributed of 4 sentences
+    schema = fake_openai.chat_requests[0].schema
+    assert schema is not None
+    (item,) = schema["$defs"].values()  # each item: the verdict alone, no reason
+    assert list(item["properties"]) == ["attributed"]
+    assert isinstance(result.evidence, VerdictEvidence)
+    assert [v.reason for v in result.evidence.verdicts] == [None] * 4
+
+
 async def test_one_request_classifies_every_reference_sentence(fake_openai: FakeOpenAI) -> None:
     # the published method: sentences of the reference, one request. (On main: an extraction
     # request for the reference's claims, then a verdict request: 2 per sample.)

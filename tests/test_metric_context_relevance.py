@@ -17,8 +17,9 @@ SAMPLE = SingleTurnSample(
         "Albert Einstein was born at Ulm, in Württemberg, Germany.",
     ],
 )
-T1 = ("question", "passages")
-T2 = ("query", "passages")
+# both templates show the same data (question, passages); their instructions differ
+T1 = ("question", "passages", "How relevant are the retrieved passages")
+T2 = ("question", "passages", "A search system returned these passages")
 
 
 def rating(value: int) -> Reply:
@@ -105,12 +106,15 @@ async def test_json_true_is_not_a_rating_of_1(fake_openai: FakeOpenAI) -> None:
     assert chat_count(fake_openai) == 4
 
 
-def test_templates_differ_in_wording_and_order() -> None:
+def test_templates_share_the_data_then_differ_in_their_instructions() -> None:
+    """The data first and the same in both, so that a server's prompt cache serves the second
+    request the data the first one read."""
     first, second = prompts("Q?", ["C1"])
     a, b = first[-1]["content"], second[-1]["content"]
+    data = "<question>\nQ?\n</question>\n<passages>\n[1] C1\n</passages>\n\n"
+    assert a.startswith(data) and b.startswith(data)
     assert a != b
-    assert a.index("<question>") < a.index("<passages>")
-    assert b.index("<passages>") < b.index("<query>")
+    assert first[0] == second[0]  # the same system message
 
 
 def test_max_retries_default_and_validation() -> None:

@@ -17,8 +17,9 @@ SAMPLE = SingleTurnSample(
         "Albert Einstein was born at Ulm, in Württemberg, Germany.",
     ],
 )
-T1 = ("contexts", "response")
-T2 = ("sources", "text")
+# both templates show the same data (contexts, response); their instructions differ
+T1 = ("contexts", "response", "Is every claim in the response")
+T2 = ("contexts", "response", "You are fact-checking the response")
 
 
 def rating(value: int) -> Reply:
@@ -42,7 +43,7 @@ async def test_ratings_are_halved_and_averaged(fake_openai: FakeOpenAI) -> None:
     (first,) = prompts_with(fake_openai, *T1)
     (second,) = prompts_with(fake_openai, *T2)
     assert f"<response>\n{SAMPLE.response}\n</response>" in first
-    assert f"<text>\n{SAMPLE.response}\n</text>" in second
+    assert f"<response>\n{SAMPLE.response}\n</response>" in second
 
 
 async def test_one_template_never_valid_uses_the_other(fake_openai: FakeOpenAI) -> None:
@@ -70,10 +71,13 @@ async def test_empty_response_or_contexts_score_zero_without_a_call(
     assert chat_count(fake_openai) == 0
 
 
-def test_templates_differ_and_need_no_question() -> None:
+def test_templates_share_the_data_then_differ_and_need_no_question() -> None:
     first, second = prompts("R.", ["C1"])
-    assert first[-1]["content"] != second[-1]["content"]
-    assert "<question>" not in first[-1]["content"] + second[-1]["content"]
+    a, b = first[-1]["content"], second[-1]["content"]
+    data = "<contexts>\n[1] C1\n</contexts>\n<response>\nR.\n</response>\n\n"
+    assert a.startswith(data) and b.startswith(data)
+    assert a != b
+    assert "<question>" not in a + b
 
 
 def test_max_retries_default_and_validation() -> None:

@@ -1,6 +1,8 @@
-"""Prompts laid out for providers' automatic prompt caching: every judge request puts what is
-fixed first and the sample's text last, so two samples' requests to a metric begin with the
-same text (the part a provider can serve from its cache)."""
+"""Prompts laid out for automatic prompt caching (providers', llama.cpp's, vLLM's): every
+judge request is the fixed system message, then fixed instructions and the sample's data in
+one block: the instructions first, so that two samples' requests to a metric begin with the
+same text; or, where a metric's templates rate the same data, the data first, so that its
+requests for one sample begin with the same data (far longer than the instructions)."""
 
 from __future__ import annotations
 
@@ -52,14 +54,18 @@ _DATA = re.compile(r"(?:<(\w+)>\n.*?\n</\1>\n?)+", re.DOTALL)
 _FIRST_TAG = re.compile(r"^<\w+>$", re.MULTILINE)
 
 
-def _split(request: RecordedRequest) -> tuple[str, str]:
-    """(fixed part, data part) of a request: the system message and the user message's text
-    up to its first tagged block; then the rest of the user message."""
+def _split(request: RecordedRequest) -> tuple[str, str, str]:
+    """(fixed part, data part, where the data is) of a request: the system message and the
+    user message less its one block of tagged data; that block; "last" or "first"."""
     system = next(m["content"] for m in request.messages if m["role"] == "system")
     user = next(m["content"] for m in request.messages if m["role"] == "user")
     first = _FIRST_TAG.search(user)
     assert first is not None, f"no tagged data in {user!r}"
-    return system + "\n" + user[: first.start()], user[first.start() :]
+    if first.start() > 0:
+        return system + "\n" + user[: first.start()], user[first.start() :], "last"
+    data = _DATA.match(user)
+    assert data is not None, f"no tagged data at the start of {user!r}"
+    return system + "\n" + user[data.end() :], data.group(0), "first"
 
 
 def _requests(metric: str, sample: dict[str, Any], mode: Mode) -> list[RecordedRequest]:
@@ -74,16 +80,33 @@ def _requests(metric: str, sample: dict[str, Any], mode: Mode) -> list[RecordedR
 
 @pytest.mark.parametrize("mode", ["json_schema", "json"])
 @pytest.mark.parametrize("metric", JUDGE_METRICS)
-def test_every_request_is_fixed_text_then_the_samples_data(metric: str, mode: Mode) -> None:
+def test_every_request_is_fixed_text_and_one_block_of_the_samples_data(
+    metric: str, mode: Mode
+) -> None:
     fixed: list[Counter[str]] = []
     for sample in SAMPLES:
         requests = _requests(metric, sample, mode)
         assert requests
         parts = [_split(r) for r in requests]
-        for head, data in parts:
-            # nothing fixed after the data begins, and nothing of the sample before it
-            assert _DATA.fullmatch(data), f"{metric}: text after the data: {data!r}"
+        for head, data, where in parts:
+            # the data in one block, nothing of the sample outside it
+            assert _DATA.fullmatch(data), f"{metric}: fixed text inside the data: {data!r}"
             assert sample["user_input"] not in head and sample["response"] not in head
-        fixed.append(Counter(head for head, _ in parts))
-    # the two samples' requests begin with the same fixed text, request for request
+            if where == "first":  # only where another request of the sample shares the data
+                assert [d for _, d, _ in parts].count(data) > 1, f"{metric}: data first alone"
+        fixed.append(Counter(head for head, _, _ in parts))
+    # the two samples' requests hold the same fixed text, request for request
     assert fixed[0] == fixed[1]
+
+
+@pytest.mark.parametrize("metric", ["context_relevance", "response_groundedness"])
+def test_templates_that_rate_the_same_data_begin_with_it(metric: str) -> None:
+    """A server's prompt cache serves the second template the data the first one read."""
+    first, second = _requests(metric, SAMPLES[0], "json_schema")
+    (system_1, user_1), (system_2, user_2) = (
+        [m["content"] for m in r.messages if m["role"] in ("system", "user")]
+        for r in (first, second)
+    )
+    data = _DATA.match(user_1)
+    assert system_1 == system_2 and data is not None and user_2.startswith(data.group(0))
+    assert user_1 != user_2

@@ -98,7 +98,7 @@ def test_answer_correctness_rules_on_both_sides(mode: Mode) -> None:
 
 def test_context_precision_marks_only_the_answering_context_useful() -> None:
     sample = Sample(user_input=QUESTION, reference=REFERENCE)
-    question = context_precision.ContextPrecision.question(sample)
+    question = context_precision.ContextPrecision().question(sample)
     messages, model = first_request(question, CONTEXTS)
     reply, _ = ask(messages, model, "json_schema")
     assert ruled(reply, "c", "useful", 3) == [False, True, False]
@@ -107,7 +107,7 @@ def test_context_precision_marks_only_the_answering_context_useful() -> None:
 def test_context_recall_rules_on_the_sentences_not_the_contexts() -> None:
     reference = [REFERENCE, "The town of Varlen hosts a salt market."]
     sample = Sample(user_input=QUESTION, reference=" ".join(reference))
-    question = context_recall.ContextRecall.question(sample, CONTEXTS)
+    question = context_recall.ContextRecall().question(sample, CONTEXTS)
     messages, model = first_request(question, reference)
     reply, _ = ask(messages, model, "tools")
     assert ruled(reply, "r", "attributed", 2) == [True, False]

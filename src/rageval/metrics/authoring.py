@@ -211,11 +211,18 @@ def rating_model(
 
 
 def rating_prompts(
-    scale: tuple[int, ...], *bodies: str, reasons: bool = False
+    scale: tuple[int, ...], *bodies: str, reasons: bool = False, data: str | None = None
 ) -> list[list[dict[str, str]]]:
     """The chat messages of rating templates: each body (instructions, then the tagged data)
     with the reply format of `scale` (``Reply as {"rating": 0|1|2}.``) in the system message;
-    with `reasons`, the reasoning asked for before the rating (:func:`rating_model`)."""
+    with `reasons`, the reasoning asked for before the rating (:func:`rating_model`).
+
+    Templates that rate the same `data` take it here, and their bodies are instructions only:
+    each request is then the data, then its instructions. The two requests of a sample begin
+    with the same text, so a server's prompt cache (llama.cpp, vLLM) serves the second one the
+    data the first one read (a local model reads a prompt token at a few dozen a second); a
+    sample's data is far longer than a template's instructions, which are all that requests of
+    different samples could share."""
     values = "|".join(map(str, scale))
     reply = 'Reply as {"rating": ' + values + "}."
     if reasons:
@@ -223,6 +230,8 @@ def rating_prompts(
             'Reply as {"reason": "your reasoning", "rating": ' + values + "}: reason first, "
             "then rate."
         )
+    if data is not None:
+        bodies = tuple(f"{data}\n\n{instructions}" for instructions in bodies)
     return [messages(body, reply) for body in bodies]
 
 
@@ -322,6 +331,19 @@ class VerdictMetric(Metric):
     verdict_items: ClassVar[str]
     #: what a true verdict says of an item: "supported by the retrieved contexts", ...
     verdict_means: ClassVar[str]
+    #: whether the judge writes a reason before each verdict when `reasons` is not given
+    reasons_by_default: ClassVar[bool] = True
+
+    def __init__(self, *, reasons: bool | None = None, **kw: Any) -> None:
+        """`reasons`: whether the judge writes a short reason before each verdict (None: the
+        metric's default, :attr:`reasons_by_default`); without them a small local model
+        answers in a fraction of the time, and the evidence has verdicts only. A metric that
+        is also a :class:`GuidedMetric` takes `reasons` there, which sets it after this."""
+        super().__init__(**kw)
+        if reasons is not None and not isinstance(reasons, bool):
+            raise ValueError(f"reasons must be true, false or None, got {reasons!r}")
+        self.reasons = self.reasons_by_default if reasons is None else reasons
+        self.record_config("reasons", self.reasons)
 
     def verdict_table(self, rows: list[JudgedItem]) -> VerdictEvidence:
         """The verdicts `rows` under this metric's heading: its typed evidence."""

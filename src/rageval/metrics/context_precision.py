@@ -83,11 +83,10 @@ class ContextPrecision(VerdictMetric):
         ),
     )
 
-    @staticmethod
-    def question(sample: Sample) -> VerdictQuestion:
+    def question(self, sample: Sample) -> VerdictQuestion:
         """Is each context useful for reaching the reference?"""
         prompt_text = prompt(sample.text("user_input"), reference_text(sample))
-        return VerdictQuestion(prompt_text, prefix="c", verdict="useful", meaning=USEFUL)
+        return VerdictQuestion(prompt_text, "c", "useful", USEFUL, reasons=self.reasons)
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         return self.question(sample).plan(nonblank(sample.retrieved_contexts))

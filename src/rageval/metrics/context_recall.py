@@ -59,11 +59,10 @@ class ContextRecall(VerdictMetric):
         not_measured_if_blank("reference", "the reference is empty: nothing to look for"),
     )
 
-    @staticmethod
-    def question(sample: Sample, contexts: list[str]) -> VerdictQuestion:
+    def question(self, sample: Sample, contexts: list[str]) -> VerdictQuestion:
         """Can each sentence of the reference be attributed to the contexts?"""
         prompt_text = prompt(sample.text("user_input"), contexts)
-        return VerdictQuestion(prompt_text, prefix="r", verdict="attributed", meaning=ATTRIBUTED)
+        return VerdictQuestion(prompt_text, "r", "attributed", ATTRIBUTED, reasons=self.reasons)
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         contexts = nonblank(sample.retrieved_contexts)

@@ -31,17 +31,15 @@ SCALE = (0, 1, 2)
 
 
 def prompts(question: str, contexts: Sequence[str]) -> list[list[dict[str, str]]]:
-    passages = tagged("passages", numbered(contexts))
     return rating_prompts(
         SCALE,
         "How relevant are the retrieved passages to the question? Rate 2 if together they "
         "contain what is needed to answer it, 1 if they are on topic or cover only part of it, "
-        "0 if they do not help answer it.\n\n"
-        f"{tagged('question', question)}\n{passages}",
-        "A search system returned these passages for the query below. Suppose a reader sees "
-        "only the passages: could they answer the query? Rate 2 for fully, 1 for partly or "
-        "with related background only, 0 for not at all.\n\n"
-        f"{passages}\n{tagged('query', question)}",
+        "0 if they do not help answer it.",
+        "A search system returned these passages for the question. Suppose a reader sees only "
+        "the passages: could they answer the question? Rate 2 for fully, 1 for partly or with "
+        "related background only, 0 for not at all.",
+        data=f"{tagged('question', question)}\n{tagged('passages', numbered(contexts))}",
     )
 
 

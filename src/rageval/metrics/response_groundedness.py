@@ -29,17 +29,15 @@ SCALE = (0, 1, 2)
 
 
 def prompts(response: str, contexts: Sequence[str]) -> list[list[dict[str, str]]]:
-    sources = numbered(contexts)
     return rating_prompts(
         SCALE,
         "Is every claim in the response stated in, or directly inferable from, the contexts? "
         "Rate 2 if all of its claims are, 1 if only some are, 0 if none are or it contradicts "
-        "the contexts.\n\n"
-        f"{tagged('contexts', sources)}\n{tagged('response', response)}",
-        "You are fact-checking a text against its sources. Trace each piece of information in "
-        "the text back to the sources; outside knowledge does not count. Rate 2 if everything "
-        "can be traced, 1 if part can, 0 if nothing can.\n\n"
-        f"{tagged('sources', sources)}\n{tagged('text', response)}",
+        "the contexts.",
+        "You are fact-checking the response against its sources, the contexts. Trace each "
+        "piece of information in the response back to the contexts; outside knowledge does not "
+        "count. Rate 2 if everything can be traced, 1 if part can, 0 if nothing can.",
+        data=f"{tagged('contexts', numbered(contexts))}\n{tagged('response', response)}",
     )
 
 
