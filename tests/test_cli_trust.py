@@ -260,7 +260,7 @@ def test_a_config_file_gate_outside_the_range_is_refused_too(
 
 
 def test_a_metric_without_parameters_says_none(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_cli("metrics", "context_precision") == 0
+    assert run_cli("metrics", "knowledge_retention") == 0
     out = capsys.readouterr().out
     assert "parameters: none" in out and "parameters (defaults" not in out
     assert "range: 0..1" in out

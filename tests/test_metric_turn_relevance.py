@@ -82,11 +82,12 @@ async def test_turn_answer_relevancy_by_hand(fake_openai: FakeOpenAI) -> None:
 
 
 def rated(req: RecordedRequest) -> Reply:
-    """Turn 1's contexts: 2 and 2; turn 3's: 1 from the first template, 0 from the second."""
+    """Turn 1's contexts: 2 and 2; turn 3's: 1 from the first template, 0 from the second
+    (the templates show the same data and differ in their instructions)."""
     text = user_text(req)
     if "Frank Herbert." in text:
         return Reply.json({"rating": 2})
-    return Reply.json({"rating": 1 if "<question>" in text else 0})
+    return Reply.json({"rating": 1 if "How relevant are the retrieved passages" in text else 0})
 
 
 async def test_turn_context_relevance_by_hand(fake_openai: FakeOpenAI) -> None:
