@@ -28,6 +28,7 @@ from rageval.cli._shared import (
     add_param_option,
     add_probe_option,
     check_param_names,
+    command_run_arguments,
     err,
     fresh_run_dir,
     name_value_pairs,
@@ -35,7 +36,6 @@ from rageval.cli._shared import (
     positional_data,
     positive_float,
     positive_int,
-    run_options,
     sigterm_as_sigint,
 )
 
@@ -228,7 +228,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     if stored is not None and any(":" in name for name, _, _ in stored.metrics):
         _import_from_cwd()  # the run used a metric of the user's own, recorded by its module
     params = merged_params(settings.params, cli_params)
-    options = run_options(args, settings, stored)
+    options = command_run_arguments(args, settings, stored)
     judge = options["llm"]
     human_labels = name_value_pairs(args.human_labels, "--human-labels")
     if args.dry_run:

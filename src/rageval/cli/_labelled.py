@@ -12,19 +12,19 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from rageval.cli._exit_codes import EXIT_FATAL, EXIT_IN_USE, EXIT_INTERRUPTED
 from rageval.cli._shared import (
-    RunOptions,
+    CommandRunArguments,
     _UsageError,
     add_judge_options,
     add_pairs_option,
     add_param_option,
     add_probe_option,
     check_param_names,
+    command_run_arguments,
     err,
     fresh_run_dir,
     name_value_pairs,
     positional_data,
     positive_int,
-    run_options,
 )
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def _labelled_settings(
     return settings, merged_params(settings.params, cli_params) or None
 
 
-class LabelledArguments(RunOptions):
+class LabelledArguments(CommandRunArguments):
     """What `calibrate()` and `align()` take alike from their command's options, besides the
     rows and labels."""
 
@@ -182,7 +182,7 @@ def read_labelled_command(args: argparse.Namespace) -> LabelledCommand:
     labelled = _labelled_data(args)
     settings, params = _labelled_settings(args, labelled)
     arguments = LabelledArguments(
-        **run_options(args, settings),
+        **command_run_arguments(args, settings),
         metric_params=params,
         label_kinds=labelled.kinds or None,
         threshold=args.threshold,

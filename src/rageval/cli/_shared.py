@@ -285,7 +285,7 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class RunOptions(TypedDict):
+class CommandRunArguments(TypedDict):
     """The options every command that scores data gives its run, as the run takes them."""
 
     llm: Judge | list[Judge] | None
@@ -296,15 +296,15 @@ class RunOptions(TypedDict):
     probe: bool
 
 
-def run_options(
+def command_run_arguments(
     args: argparse.Namespace, settings: Settings, stored: StoredRun | None = None
-) -> RunOptions:
+) -> CommandRunArguments:
     """The judge and embeddings (:func:`judge_and_embeddings`), --column-map, --skip-invalid,
     -q and --no-probe, each over the config file's `settings` where it has one (None for
     on_invalid: the run's default)."""
     judge, embeddings = judge_and_embeddings(args, settings, stored)
     column_map = dict(name_value_pairs(args.column_map, "--column-map")) or settings.column_map
-    return RunOptions(
+    return CommandRunArguments(
         llm=judge,
         embeddings=embeddings,
         column_map=column_map or None,

@@ -486,7 +486,7 @@ async def aevaluate(
     # when something is left to score: a finished run resumes without its endpoints
     if probe and todo:
         await probe_endpoints(judges, embedder)
-    # without a probe, what an earlier run's probe found (the pytest plugin probes once)
+    # what this run's probe found, else an earlier one's (the pytest plugin probes once)
     server_slots = follow_server_slots(run_judges, known_server_slots())
     manifest.servers = {
         judge.base_url: {

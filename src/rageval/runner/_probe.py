@@ -182,11 +182,10 @@ def _server_slots(base_url: str, headers: Mapping[str, str], timeout: float) -> 
     return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
 
 
-async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> dict[str, int]:
-    """Probe each distinct endpoint of these judges and of remote embeddings once; the slots of
-    those that are llama.cpp servers, by base URL (remembered: :func:`known_server_slots`)."""
+async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> None:
+    """Probe each distinct endpoint of these judges and of remote embeddings once, and
+    remember the slots of those that are llama.cpp servers (:func:`known_server_slots`)."""
     seen: set[str] = set()
-    slots: dict[str, int] = {}
     clients = [("judge", j) for j in judges] + [("embeddings", embeddings)]
     for what, client in clients:
         described = client.describe() if hasattr(client, "describe") else {}
@@ -196,11 +195,9 @@ async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> dict[str, i
             key = client.probe_key() if isinstance(client, EndpointClient) else None
             found = await probe(described, what=what, key=key)
             if found is not None:
-                slots[str(base_url)] = found
+                _SERVER_SLOTS[str(base_url)] = found
             elif key is not None:
                 _SERVER_SLOTS.pop(str(base_url), None)  # probed, and no llama.cpp server now
-    _SERVER_SLOTS.update(slots)
-    return slots
 
 
 def known_server_slots() -> dict[str, int]:
@@ -211,7 +208,7 @@ def known_server_slots() -> dict[str, int]:
 
 def follow_server_slots(judges: Iterable[Any], slots: Mapping[str, int]) -> dict[int, ServerSlots]:
     """How this run drives each judge endpoint that is a llama.cpp server with `slots` (by base
-    URL, from :func:`probe_endpoints`), by ``id(endpoint)``: as many requests at once as it has
+    URL, from :func:`known_server_slots`), by ``id(endpoint)``: as many requests at once as it has
     slots unless the user chose a concurrency, LOCAL_SERVER_TIMEOUT per attempt unless the user
     chose a timeout. Made on the run's event loop (the semaphores belong to it)."""
     out: dict[int, ServerSlots] = {}
