@@ -178,6 +178,30 @@ def test_bad_settings_are_usage_errors(
     assert "config file not found" in capsys.readouterr().err
 
 
+def test_an_empty_endpoint_url_is_refused_not_read_as_openai(
+    server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    # `--base-url "$URL"` with URL unset: read as "not given", the requests would go to
+    # OpenAI with the OpenAI key of the environment
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / "d.jsonl", rows(2))
+    base = ["evaluate", "d.jsonl", "-q", "-m", "faithfulness", "--llm", "m"]
+    with pytest.raises(SystemExit) as exit_:
+        main([*base, "--base-url", ""])
+    assert exit_.value.code == 2
+    assert "--base-url: the URL is empty" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--base-url", "localhost:8080/v1"])
+    assert "expected an http:// or https:// URL" in capsys.readouterr().err
+    (tmp_path / "rageval.toml").write_text("[judge]\nbase_url = ' '\n")
+    assert main(base) == 2
+    assert "[judge]: base_url is empty" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="base_url is empty"):
+        Judge("m", base_url="", api_key="sk-x")
+    assert server.requests == []
+
+
 def test_the_judge_settings_objects_as_tables(
     server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,

@@ -70,14 +70,13 @@ def judge_model(explicit: str | None = None) -> str | None:
 
 def base_url(explicit: str | None = None, fallback: str | None = None) -> str:
     """The endpoint: `explicit`, else ``RAGEVAL_BASE_URL``, else ``OPENAI_BASE_URL``, else
-    `fallback` (a config file's), else OpenAI's."""
-    return (
-        explicit
-        or _get("RAGEVAL_BASE_URL")
-        or _get("OPENAI_BASE_URL")
-        or fallback
-        or DEFAULT_BASE_URL
-    )
+    `fallback` (a config file's), else OpenAI's. An empty variable counts as unset, but an
+    empty `explicit` or `fallback` is passed on, for the endpoint to refuse: the user wrote
+    it, and reading it as "not given" would send the requests to OpenAI."""
+    if explicit is not None:
+        return explicit
+    from_env = _get("RAGEVAL_BASE_URL") or _get("OPENAI_BASE_URL")
+    return from_env or (DEFAULT_BASE_URL if fallback is None else fallback)
 
 
 def api_key(variable: str = DEFAULT_API_KEY_ENV) -> str | None:

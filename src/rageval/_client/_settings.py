@@ -98,6 +98,10 @@ class EndpointSettings:
     def __post_init__(self) -> None:
         if self.client is not None and (self.base_url is not None or self.api_key is not None):
             raise ValueError("pass either client or base_url/api_key, not both")
+        # a blank URL is a mistake (a variable left unset), not a request for the default:
+        # read as None it would send the data to OpenAI
+        if self.base_url is not None and not self.base_url.strip():
+            raise ValueError("base_url is empty: pass the endpoint's URL, or None for the default")
 
 
 class EndpointOptions(TypedDict, total=False):

@@ -113,6 +113,18 @@ def whole_number(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def endpoint_url(text: str) -> str:
+    """The argparse type of --base-url: an http(s) URL. An empty one is refused rather than
+    read as "not given" (which would send the judge's requests to OpenAI): it is what a
+    script passes when the variable meant to hold the URL is unset."""
+    url = text.strip()
+    if not url:
+        raise argparse.ArgumentTypeError("the URL is empty (is the variable meant to hold it set?)")
+    if not url.startswith(("http://", "https://")):
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r}")
+    return url
+
+
 def number(more_than: float, less_than: float | None = None) -> Callable[[str], float]:
     """The argparse type of an option whose value is a number above `more_than` (and below
     `less_than`, if given)."""
@@ -225,6 +237,7 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base-url",
         metavar="URL",
+        type=endpoint_url,
         action="append",
         default=[],
         help="OpenAI-compatible endpoint (default: $RAGEVAL_BASE_URL, $OPENAI_BASE_URL, OpenAI);"
