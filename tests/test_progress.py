@@ -1,11 +1,11 @@
 """The progress line's ETA, on a fake clock: none until the rate of finished cells means
-something, then the work left at the recent rate."""
+something, then the work left at the recent rate; off a terminal, plain lines a minute."""
 
 from __future__ import annotations
 
 import io
 
-from rageval._progress import ETA_MIN_SECONDS, RATE_WINDOW_SECONDS, ProgressLine
+from rageval._progress import ETA_MIN_SECONDS, PLAIN_EVERY_S, RATE_WINDOW_SECONDS, ProgressLine
 
 
 class Clock:
@@ -112,3 +112,30 @@ def test_the_progress_line_shows_the_stop() -> None:
     written = stream.getvalue()
     assert "stopping: waiting for 3 requests in flight; Ctrl-C again to stop now\n" in written
     assert written.rstrip().endswith("rows 0/10  stopping: 3 in flight")
+
+
+def test_off_a_terminal_the_progress_is_a_plain_line_a_minute() -> None:
+    """A CI log or a notebook gets no carriage returns; a quick run writes nothing at all, a
+    run against a slow judge a line a minute and its final state."""
+    clock = Clock()
+    stream = io.StringIO()
+    quick = ProgressLine(4, stream=stream, clock=clock, plain_every=PLAIN_EVERY_S)
+    for row in range(4):
+        clock.now += 1.0
+        quick.row_done(row)
+        quick.update()
+    quick.close()
+    assert stream.getvalue() == ""
+
+    slow = ProgressLine(100, stream=stream, clock=clock, plain_every=PLAIN_EVERY_S)
+    for row in range(100):
+        clock.now += 5.0  # a row every 5 s: 500 s in all
+        slow.row_done(row)
+        slow.update()
+    slow.close()
+    lines = stream.getvalue().splitlines(keepends=True)
+    assert "\r" not in stream.getvalue() and all(line.endswith("\n") for line in lines)
+    # a line at each minute of the 500 s (the 8th, at 480 s), then the final state
+    assert len(lines) == 9, lines
+    assert lines[0].startswith("rageval: rows 12/100") and "ETA" in lines[0]
+    assert lines[-1] == "rageval: rows 100/100\n"

@@ -338,11 +338,37 @@ def test_progress_is_drawn_on_stderr_only(capsys: pytest.CaptureFixture[str]) ->
     assert "\rrows 3/3" in err and err.endswith("\n")
 
 
-def test_progress_is_quiet_unless_stderr_is_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_quick_run_off_a_terminal_writes_no_progress(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # off a terminal the progress is a plain line a minute: none for a run of a second
     evaluate(LEXICAL, ["token_f1"])
     assert capsys.readouterr() == ("", "")
     evaluate(LEXICAL, ["token_f1"], show_progress=True)  # the ragas name
     assert "rows 3/3" in capsys.readouterr().err
+
+
+def test_a_long_run_off_a_terminal_writes_plain_progress_lines(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI log or a notebook: a plain line each time the interval has passed, also while a
+    slow request holds the run, and the final state; no carriage return."""
+    from rageval import _progress
+
+    monkeypatch.setattr(_progress, "PLAIN_EVERY_S", 0.4)
+
+    async def slow(req: Any) -> Any:
+        await asyncio.sleep(0.5)  # longer than the interval: lines come while it waits
+        return handle(req)
+
+    with FakeOpenAI(slow) as srv:
+        result = evaluate(rows(2), ["faithfulness"], llm=make_judge(srv, max_concurrency=1))
+    assert result.statuses("faithfulness") == ["ok", "ok"]
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert out == "" and "\r" not in err and len(lines) >= 3, err
+    assert all(line.startswith("rageval: rows ") for line in lines), err
+    assert lines[0].startswith("rageval: rows 0/2") and lines[-1].startswith("rageval: rows 2/2")
 
 
 def test_progress_shows_retries_and_reasks_while_a_stall_lasts(
@@ -385,7 +411,7 @@ def test_progress_shows_retries_and_reasks_while_a_stall_lasts(
 def test_progress_line_content() -> None:
     import io
 
-    from rageval._progress import ProgressLine, wanted
+    from rageval._progress import ProgressLine, display
 
     stream = io.StringIO()
     now = [0.0]
@@ -410,7 +436,9 @@ def test_progress_line_content() -> None:
         assert part in text
     line.close()
     assert stream.getvalue().startswith("\r") and stream.getvalue().endswith("\n")
-    assert wanted(None, stream) is False and wanted(True, stream) is True
+    # a StringIO is no terminal: by default plain lines; asked for, the redrawn line
+    assert display(None, stream) == "plain" and display(True, stream) == "redrawn"
+    assert display(False, stream) is None
 
 
 def test_remote_embedding_calls_are_counted_on_their_own_line(server: FakeOpenAI) -> None:

@@ -1,7 +1,8 @@
-"""A one-line progress display on stderr, redrawn in place with a carriage return.
-
-Shown only when asked, or by default when stderr is a terminal, so piped or captured output
-never carries control characters. Nothing is ever written to stdout.
+"""The progress of a run on stderr: on a terminal one line redrawn in place with a carriage
+return; elsewhere (a CI log, a notebook, a file) by default the same text as a plain line
+every :data:`PLAIN_EVERY_S` seconds, so piped or captured output never carries control
+characters and a quick run writes nothing, while an hour against a slow judge is not an hour
+of silence. Nothing is ever written to stdout.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Literal, TextIO, TypeAlias
 
 _MIN_REDRAW_S = 0.1
 # The ETA is the work left over the rate of finished cells (a row's metrics), not rows: every
@@ -47,15 +48,25 @@ class Counters:
     stopping: int | None = None
 
 
-def wanted(progress: bool | None, stream: TextIO | None = None) -> bool:
-    """`progress` if given, else whether the stream is an interactive terminal."""
+#: off a terminal, the progress is a plain line this often (none before: a quick run says
+#: nothing)
+PLAIN_EVERY_S = 60.0
+
+Display: TypeAlias = Literal["redrawn", "plain"]
+
+
+def display(progress: bool | None, stream: TextIO | None = None) -> Display | None:
+    """How to show a run's progress: `progress` False shows none, True the line redrawn in
+    place wherever it goes; None (the default) the redrawn line on an interactive terminal and
+    plain lines elsewhere."""
     if progress is not None:
-        return progress
+        return "redrawn" if progress else None
     stream = stream if stream is not None else sys.stderr
     try:
-        return stream.isatty()
+        interactive = stream.isatty()
     except (AttributeError, ValueError):  # closed or replaced streams
-        return False
+        interactive = False
+    return "redrawn" if interactive else "plain"
 
 
 def _duration(duration: float) -> str:
@@ -74,7 +85,9 @@ class ProgressLine:
 
     Work is counted in cells, `cells_per_row` a row: :meth:`cell_done` as each finishes (when
     the engine reports cells), :meth:`row_done` when its row does (counting the row's cells not
-    reported yet). `clock` is the time source (seconds, monotonic).
+    reported yet). `clock` is the time source (seconds, monotonic). With `plain_every`, the line
+    is written as a plain line of its own at most that often (the first after that long) instead
+    of redrawn in place.
     """
 
     def __init__(
@@ -85,6 +98,7 @@ class ProgressLine:
         cells_per_row: int = 1,
         stream: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
+        plain_every: float | None = None,
     ) -> None:
         self.total = total
         self.done = done
@@ -99,7 +113,10 @@ class ProgressLine:
         # (time, cells done then) from the first row finished on: the oldest is where the rate
         # is measured from
         self._marks: deque[tuple[float, int]] = deque()
-        self._last_draw = float("-inf")
+        self._plain_every = plain_every
+        # plain lines: the first one plain_every after the start
+        self._last_draw = clock() if plain_every is not None else float("-inf")
+        self._plain_lines = 0
         self._width = 0
         self.counters = Counters()
 
@@ -171,7 +188,14 @@ class ProgressLine:
             self._marks.popleft()
 
     def update(self, *, force: bool = False) -> None:
+        """Draw the line (at most every 0.1 s unless `force`d); plain lines: write it when
+        `plain_every` has passed since the last, forced or not (the run forces a redraw twice a
+        second while it waits, which is when a plain line falls due)."""
         now = self._clock()
+        if self._plain_every is not None:
+            if now - self._last_draw >= self._plain_every:
+                self._write_plain(now)
+            return
         if not force and now - self._last_draw < _MIN_REDRAW_S:
             return
         self._last_draw = now
@@ -181,14 +205,29 @@ class ProgressLine:
         self._stream.write("\r" + line + " " * pad)
         self._stream.flush()
 
+    def _write_plain(self, now: float) -> None:
+        self._last_draw = now
+        self._plain_lines += 1
+        self._stream.write(f"rageval: {self.text()}\n")
+        self._stream.flush()
+
     def note(self, text: str) -> None:
-        """Say `text` on a line of its own above the progress line, then draw the line again."""
+        """Say `text` on a line of its own above the progress line, then draw the line again
+        (plain lines: `text` alone)."""
+        if self._plain_every is not None:
+            self._stream.write(text + "\n")
+            self._stream.flush()
+            return
         self._stream.write("\r" + text.ljust(self._width) + "\n")
         self._width = 0
         self.update(force=True)
 
     def close(self) -> None:
-        """Draw the final state and end the line."""
-        self.update(force=True)
-        self._stream.write("\n")
-        self._stream.flush()
+        """Draw the final state and end the line (plain lines: the final state only after
+        earlier ones, so a run too quick for any stays silent)."""
+        if self._plain_every is None:
+            self.update(force=True)
+            self._stream.write("\n")
+            self._stream.flush()
+        elif self._plain_lines:
+            self._write_plain(self._clock())

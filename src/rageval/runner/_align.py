@@ -205,8 +205,8 @@ async def aalign(
         raise RunConfigError(
             "align needs a judge: pass llm= (a Judge or a model name) or set RAGEVAL_LLM"
         )
-    # a line per step, on stderr: plain lines, so a log file gets them too (the evaluation's
-    # own progress line is drawn only on a terminal)
+    # a line per step, on stderr: plain lines, so a log file gets them too (each evaluation's
+    # own progress is a redrawn line on a terminal, a plain line a minute elsewhere)
     show = progress is not False
     # every run of the alignment scores rows already read (no column map) with one metric
     # object, made here, and the judges made once (one request cache, one usage ledger)

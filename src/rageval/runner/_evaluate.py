@@ -365,7 +365,9 @@ async def aevaluate(
     `resume=True` continues the run in `run_dir`, and then whatever is not given (None: `data`
     too, the metrics, the judge, the embeddings, `column_map`, `on_invalid`, `repeats`) is
     what the run was started with, as its manifest records it. `progress` (alias
-    `show_progress`): None shows a progress line only when stderr is a terminal.
+    `show_progress`): None shows a progress line redrawn in place when stderr is a terminal
+    and elsewhere (a CI log, a notebook) a plain line a minute once the run has lasted one;
+    True the redrawn line wherever stderr goes; False none.
     `overwrite=True` replaces a run already in `run_dir` (by default that is an error).
     `probe` (on by default, as on the command line) first checks, with one quick request each
     and no tokens, that every endpoint is there and takes its key, and reads a llama.cpp
@@ -506,10 +508,15 @@ async def aevaluate(
             rundir.create(manifest, overwrite=overwrite, rows_json=copy)
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
 
-    show = _progress.wanted(progress if progress is not None else show_progress)
+    display = _progress.display(progress if progress is not None else show_progress)
     line = (
-        _progress.ProgressLine(len(ids), done=len(ids) - len(todo), cells_per_row=len(metric_objs))
-        if show
+        _progress.ProgressLine(
+            len(ids),
+            done=len(ids) - len(todo),
+            cells_per_row=len(metric_objs),
+            plain_every=_progress.PLAIN_EVERY_S if display == "plain" else None,
+        )
+        if display is not None
         else None
     )
     if line is not None:
