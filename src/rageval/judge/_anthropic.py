@@ -27,7 +27,6 @@ from rageval.judge._backend import (
     Completion,
     CompletionRequest,
     Exchange,
-    Grant,
     count,
     estimate_prompt_tokens,
 )
@@ -89,26 +88,26 @@ class AnthropicBackend:
         shown = [{"content": system}, *messages] if system else messages
         prompt = estimate_prompt_tokens(shown, schema_chars)
 
-        async def post(grant: Grant) -> list[Completion]:
-            body: dict[str, Any] = {
+        def body(max_tokens: int) -> dict[str, Any]:
+            sent: dict[str, Any] = {
                 "model": self.model,
-                "max_tokens": grant.max_tokens,
+                "max_tokens": max_tokens,
                 "messages": messages,
                 "temperature": request.temperature,
                 **tooling,
             }
             if system:
-                body["system"] = system
-            reply = await self.endpoint.post_json(
-                "/messages",
-                body,
-                read=_read_message,
-                estimated_tokens=grant.estimated_tokens,
-                tally=exchange.tally,
-            )
-            return [reply]
+                sent["system"] = system
+            return sent
 
-        return await exchange.send(prompt, request.max_tokens, 1, post)
+        return await exchange.post_json(
+            self.endpoint,
+            "/messages",
+            body,
+            read=_read_message,
+            prompt_tokens=prompt,
+            max_tokens=request.max_tokens,
+        )
 
 
 def _split(messages: list[dict[str, str]]) -> tuple[str, list[dict[str, str]]]:
@@ -133,9 +132,9 @@ def _tooling(shape: Shape) -> dict[str, Any]:
     return {"tools": [tool], "tool_choice": {"type": "tool", "name": shape.name}}
 
 
-def _read_message(data: dict[str, Any]) -> Completion:
-    """The reply of a Messages request: the first ``tool_use`` block's input as JSON text,
-    else the text of its text blocks."""
+def _read_message(data: dict[str, Any]) -> list[Completion]:
+    """The reply of a Messages request, its one generation (the API has no ``n``): the first
+    ``tool_use`` block's input as JSON text, else the text of its text blocks."""
     content = data.get("content")
     if not isinstance(content, list):
         raise BadBody("no content in a Messages API reply")
@@ -155,7 +154,7 @@ def _read_message(data: dict[str, Any]) -> Completion:
     usage = data.get("usage")
     cache_read = count(usage, "cache_read_input_tokens")
     prompt = count(usage, "input_tokens") + count(usage, "cache_creation_input_tokens") + cache_read
-    return Completion(
+    generation = Completion(
         text,
         "length" if stop == "max_tokens" else stop if isinstance(stop, str) else None,
         (text or "the model declined to answer") if stop == "refusal" else None,
@@ -164,3 +163,4 @@ def _read_message(data: dict[str, Any]) -> Completion:
         counted=isinstance(usage, dict),
         cached_tokens=cache_read,
     )
+    return [generation]

@@ -9,12 +9,12 @@ cache key. Everything else stays with the judge: validating a reply against the 
 model and re-asking, the request cache, prices, the run's budget and the prompt-length limits.
 
 The judge hands the backend an :class:`Exchange` for each call: every HTTP request the backend
-makes goes through :meth:`Exchange.send`, which sizes the reply budget to fit the prompt,
-reserves the most the request can cost from the run's budget, settles it with the usage read
-back, and books the tokens. Two backends ship with rageval: ``"openai"``
-(:mod:`rageval.judge._openai`, any OpenAI-compatible endpoint) and ``"anthropic"``
-(:mod:`rageval.judge._anthropic`, Anthropic's Messages API); docs/ARCHITECTURE.md says how to
-add one.
+makes goes through :meth:`Exchange.post_json`, whose :meth:`Exchange.send` sizes the reply
+budget to fit the prompt, reserves the most the request can cost from the run's budget,
+settles it with the usage read back, and books the tokens. Two backends ship with rageval:
+``"openai"`` (:mod:`rageval.judge._openai`, any OpenAI-compatible endpoint) and
+``"anthropic"`` (:mod:`rageval.judge._anthropic`, Anthropic's Messages API);
+docs/ARCHITECTURE.md says how to add one.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ Post = Callable[[Grant], Awaitable[list[Completion]]]
 class Exchange:
     """The judge's side of one call: how each HTTP request a backend makes for it is sized,
     paid for and counted. The judge makes one per call, `sender` being its own sending bound
-    to the call; a backend reads :attr:`tally` and sends through :meth:`send`."""
+    to the call; a backend posts each request through :meth:`post_json` (:meth:`send` and
+    :attr:`tally` are what it is made of)."""
 
     #: what the call consumed so far (the endpoint's retry loop counts its requests and
     #: retries in it)
@@ -111,6 +112,33 @@ class Exchange:
         its first :class:`Completion`. Raises JudgeCallFailed(input_too_long) without sending
         when the prompt is over the judge's limits."""
         return await self.sender(prompt_tokens, max_tokens, n, post)
+
+    async def post_json(
+        self,
+        endpoint: Endpoint,
+        path: str,
+        body: Callable[[int], dict[str, Any]],
+        *,
+        read: Callable[[dict[str, Any]], list[Completion]],
+        prompt_tokens: int,
+        max_tokens: int,
+        n: int = 1,
+    ) -> list[Completion]:
+        """:meth:`send` one JSON request to `endpoint`'s `path`, the way every backend posts:
+        `body` is the request given the reply budget granted, sent with the endpoint's limiter,
+        retries and error sorting (admitted for the grant's tokens, counted in :attr:`tally`),
+        and `read` reads the reply's JSON object."""
+
+        async def post(grant: Grant) -> list[Completion]:
+            return await endpoint.post_json(
+                path,
+                body(grant.max_tokens),
+                read=read,
+                estimated_tokens=grant.estimated_tokens,
+                tally=self.tally,
+            )
+
+        return await self.send(prompt_tokens, max_tokens, n, post)
 
 
 class JudgeBackend(Protocol):

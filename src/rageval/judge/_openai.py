@@ -21,7 +21,6 @@ from rageval.judge._backend import (
     Completion,
     CompletionRequest,
     Exchange,
-    Grant,
     count,
     estimate_prompt_tokens,
 )
@@ -183,27 +182,29 @@ class OpenAIBackend:
         # is made once per response model and mode)
         prompt = estimate_prompt_tokens(messages, len(extra_body(mode, request.shape)))
 
-        async def post(grant: Grant) -> list[Completion]:
+        def body(max_tokens: int) -> dict[str, Any]:
             params: dict[str, Any] = {
                 "model": self.model,
                 "messages": messages,
                 "temperature": request.temperature,
-                "max_tokens": grant.max_tokens,
+                "max_tokens": max_tokens,
                 **extra,
             }
             if n > 1:
                 params["n"] = n
             if request.seed is not None:
                 params["seed"] = request.seed
-            return await self.endpoint.post_json(
-                "/chat/completions",
-                params,
-                read=functools.partial(_read_completion, mode=mode, n=n),
-                estimated_tokens=grant.estimated_tokens,
-                tally=exchange.tally,
-            )
+            return params
 
-        return await exchange.send(prompt, request.max_tokens, n, post)
+        return await exchange.post_json(
+            self.endpoint,
+            "/chat/completions",
+            body,
+            read=functools.partial(_read_completion, mode=mode, n=n),
+            prompt_tokens=prompt,
+            max_tokens=request.max_tokens,
+            n=n,
+        )
 
     @staticmethod
     def _mode(mode: str) -> Mode:
