@@ -114,15 +114,12 @@ def whole_number(minimum: int) -> Callable[[str], int]:
 
 
 def endpoint_url(text: str) -> str:
-    """The argparse type of --base-url: an http(s) URL. An empty one is refused rather than
-    read as "not given" (which would send the judge's requests to OpenAI): it is what a
-    script passes when the variable meant to hold the URL is unset."""
-    url = text.strip()
-    if not url:
+    """The argparse type of --base-url: an empty URL is refused rather than read as "not
+    given" (which would send the judge's requests to OpenAI): it is what a script passes when
+    the variable meant to hold the URL is unset. (The endpoint checks the scheme.)"""
+    if not text.strip():
         raise argparse.ArgumentTypeError("the URL is empty (is the variable meant to hold it set?)")
-    if not url.startswith(("http://", "https://")):
-        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL, got {text!r}")
-    return url
+    return text
 
 
 def number(more_than: float, less_than: float | None = None) -> Callable[[str], float]:
