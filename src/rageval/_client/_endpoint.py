@@ -266,7 +266,7 @@ class Endpoint:
             async def attempt() -> R:
                 try:
                     async with (
-                        gate or contextlib.nullcontext(),
+                        gate.hold(run.row) if gate is not None else contextlib.nullcontext(),
                         stop.sending() if stop is not None else contextlib.nullcontext(),
                     ):
                         result = await post_json(sender, path, body, timeout=timeout, read=read)
@@ -290,6 +290,7 @@ class Endpoint:
             check_fatal=self.check_fatal,
             reached=lambda: batched or self._reached,
             delay_of=(lambda _retry: 0.0) if batched else backoff_delay,
+            priority=run.row,
         )
 
     # ----------------------------------------------------------------- fatal

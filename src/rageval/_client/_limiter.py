@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import heapq
+import itertools
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -43,15 +44,27 @@ __all__ = [
 ]
 
 
+#: a request waiting for a slot: its priority, its arrival number, its loop and its future
+_Waiter = tuple[int, int, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+
+
 class Slots:
-    """A counting semaphore usable from any event loop and thread; ``Slots(1)`` is a lock."""
+    """A counting semaphore usable from any event loop and thread; ``Slots(1)`` is a lock.
+
+    Waiters are served lowest `priority` first, then in the order they came: a run gives each
+    request the row of the sample it scores (:attr:`RunContext.row`), so when requests queue
+    for a slot the earliest row's go first and rows finish in order -- against a one-slot
+    local server, a row every few requests instead of every row of the window at the end.
+    """
 
     def __init__(self, limit: int) -> None:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
         self._limit = limit
         self._in_use = 0
-        self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
+        # (priority, arrival, loop, future): a heap, served smallest first
+        self._waiters: list[_Waiter] = []
+        self._arrivals = itertools.count()
         self._lock = threading.Lock()
 
     @property
@@ -69,20 +82,22 @@ class Slots:
             self._limit = limit
             self._wake_locked()
 
-    async def acquire(self) -> None:
+    async def acquire(self, priority: int = 0) -> None:
         loop = asyncio.get_running_loop()
         with self._lock:
             if self._in_use < self._limit and not self._waiters:
                 self._in_use += 1
                 return
             fut: asyncio.Future[None] = loop.create_future()
-            self._waiters.append((loop, fut))
+            waiter = (priority, next(self._arrivals), loop, fut)
+            heapq.heappush(self._waiters, waiter)
         try:
             await fut
         except asyncio.CancelledError:
             with self._lock:
                 try:
-                    self._waiters.remove((loop, fut))
+                    self._waiters.remove(waiter)
+                    heapq.heapify(self._waiters)
                     queued = True
                 except ValueError:
                     queued = False
@@ -103,7 +118,7 @@ class Slots:
         except RuntimeError:
             here = None
         while self._waiters and self._in_use < self._limit:
-            loop, fut = self._waiters.popleft()
+            _, _, loop, fut = heapq.heappop(self._waiters)
             if loop.is_closed():
                 continue
             self._in_use += 1
@@ -119,8 +134,8 @@ class Slots:
             fut.set_result(None)
 
     @asynccontextmanager
-    async def hold(self) -> AsyncIterator[None]:
-        await self.acquire()
+    async def hold(self, priority: int = 0) -> AsyncIterator[None]:
+        await self.acquire(priority)
         try:
             yield
         finally:
@@ -266,11 +281,12 @@ class EndpointLimiter:
             self._paused_until = max(self._paused_until, time.monotonic() + seconds)
 
     @asynccontextmanager
-    async def request(self, estimated_tokens: int) -> AsyncIterator[None]:
-        """Hold a slot for one HTTP request, after any pause and rate pacing."""
+    async def request(self, estimated_tokens: int, priority: int = 0) -> AsyncIterator[None]:
+        """Hold a slot for one HTTP request, after any pause and rate pacing; waiting for a
+        slot, the lowest `priority` goes first (see :class:`Slots`)."""
         while True:
             await _sleep_until(self._paused_until)
-            await self._slots.acquire()
+            await self._slots.acquire(priority)
             if time.monotonic() >= self._paused_until:
                 break
             self._slots.release()

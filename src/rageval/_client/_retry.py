@@ -134,6 +134,7 @@ async def call_with_retries(
     check_fatal: Callable[[], None],
     reached: Callable[[], bool],
     delay_of: Callable[[int], float] = backoff_delay,
+    priority: int = 0,
 ) -> R:
     """Send through ``limiter`` until success, a fatal error, or ``max_retries`` retries.
 
@@ -141,12 +142,15 @@ async def call_with_retries(
     ``reached`` tells whether the endpoint ever answered, so that an endpoint that could never
     be reached at all fails fatally instead of one call at a time. Without a limiter nothing
     waits for a slot (a request of a Batch API holds no connection); ``delay_of(retry)`` is the
-    pause before a retry the server gave no delay for.
+    pause before a retry the server gave no delay for; `priority` orders the wait for a slot
+    (lowest first).
     """
     while True:
         check_fatal()
         slot = (
-            limiter.request(estimated_tokens) if limiter is not None else contextlib.nullcontext()
+            limiter.request(estimated_tokens, priority)
+            if limiter is not None
+            else contextlib.nullcontext()
         )
         async with slot:
             check_fatal()

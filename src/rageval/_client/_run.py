@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from rageval._client._budget import SpendingLimit
+    from rageval._client._limiter import Slots
     from rageval._client._usage import Usage
 
 __all__ = [
@@ -77,8 +78,8 @@ class ServerSlots:
     slots: int
     concurrency: int | None
     timeout: float | None
-    #: made on the run's loop, when the run starts
-    gate: asyncio.Semaphore | None = None
+    #: at most `concurrency` requests at once, the earliest row's first
+    gate: Slots | None = None
 
 
 class StopSending:
@@ -140,6 +141,9 @@ class RunContext:
     server_slots: Mapping[int, ServerSlots] = dataclasses.field(default_factory=dict)
     #: the run's graceful stop; None: the run stops at once when cancelled
     stop: StopSending | None = None
+    #: the row of the sample being scored (set by the scheduler for each sample's task): the
+    #: priority of its requests where they wait for a slot, the earliest row first
+    row: int = 0
 
     def batch_queue(self, endpoint: object) -> BatchSender | None:
         """The Batch API queue `endpoint` sends through in this run, if it is batched."""

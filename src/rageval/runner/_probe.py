@@ -40,6 +40,7 @@ from typing import Any
 
 from rageval import _env
 from rageval._client._endpoint import EndpointClient
+from rageval._client._limiter import Slots
 from rageval._client._run import ServerSlots
 from rageval._client._settings import LOCAL_SERVER_TIMEOUT
 from rageval.errors import RunConfigError
@@ -219,7 +220,7 @@ def follow_server_slots(judges: Iterable[Any], slots: Mapping[str, int]) -> dict
             continue
         concurrency = None if endpoint.limiter.concurrency_chosen else found
         timeout = None if endpoint.timeout_chosen else max(endpoint.timeout, LOCAL_SERVER_TIMEOUT)
-        gate = asyncio.Semaphore(concurrency) if concurrency is not None else None
+        gate = Slots(concurrency) if concurrency is not None else None
         out[id(endpoint)] = ServerSlots(found, concurrency, timeout, gate)
     return out
 

@@ -252,7 +252,8 @@ class Scheduler:
         to_run = [m for m in metrics if m.name not in skipped]
         meter = _SampleMeter()
         # every call made for this sample, in this task and the tasks it starts, books to it
-        with run_scope(meter=meter):
+        # the row orders this sample's requests where they wait for a slot: rows finish in order
+        with run_scope(meter=meter, row=row):
             scored = [m for m in to_run if m.needs_llm]  # a judge's cells, before any was kept
             cells = plan.cells
             kept = cells.lookup(sample, to_run) if cells is not None and to_run else KeptCells()
