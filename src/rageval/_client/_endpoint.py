@@ -255,20 +255,15 @@ class Endpoint:
         else:
             # Before the limiter: a rate-paced slot must not be spent on importing the SDK.
             sender = await self.sender()
-            # a llama.cpp server's slots, which this run follows: a request waits here, outside
-            # its timeout, instead of in the server's queue, inside it
+            # a llama.cpp server whose slots this run follows: its longer timeout per attempt
             local = run.server_slots.get(id(self))
-            gate = local.gate if local is not None else None
             timeout = local.timeout if local is not None and local.timeout else self.timeout
             # a run stopping gracefully sends nothing more, and counts what it sent
             stop = run.stop
 
             async def attempt() -> R:
                 try:
-                    async with (
-                        gate.hold(run.row) if gate is not None else contextlib.nullcontext(),
-                        stop.sending() if stop is not None else contextlib.nullcontext(),
-                    ):
+                    async with stop.sending() if stop is not None else contextlib.nullcontext():
                         result = await post_json(sender, path, body, timeout=timeout, read=read)
                 except Exception as exc:
                     if getattr(exc, "status_code", None) is not None:  # an HTTP answer, an error
@@ -290,6 +285,10 @@ class Endpoint:
             check_fatal=self.check_fatal,
             reached=lambda: batched or self._reached,
             delay_of=(lambda _retry: 0.0) if batched else backoff_delay,
+            # the run's own limit on this endpoint, where its earliest row goes first; a
+            # request waits there (and at the limiter) outside its timeout, never in the
+            # server's queue
+            gate=None if batched else run.gates.get(id(self)),
             priority=run.row,
         )
 

@@ -51,10 +51,10 @@ _Waiter = tuple[int, int, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 class Slots:
     """A counting semaphore usable from any event loop and thread; ``Slots(1)`` is a lock.
 
-    Waiters are served lowest `priority` first, then in the order they came: a run gives each
-    request the row of the sample it scores (:attr:`RunContext.row`), so when requests queue
-    for a slot the earliest row's go first and rows finish in order -- against a one-slot
-    local server, a row every few requests instead of every row of the window at the end.
+    Waiters are served lowest `priority` first, then in the order they came (all at the
+    default priority: first come, first served). A run's own gate per endpoint gives each
+    request the row of the sample it scores (:attr:`RunContext.row`), so the earliest row's
+    requests go first and rows finish in order.
     """
 
     def __init__(self, limit: int) -> None:
@@ -281,12 +281,12 @@ class EndpointLimiter:
             self._paused_until = max(self._paused_until, time.monotonic() + seconds)
 
     @asynccontextmanager
-    async def request(self, estimated_tokens: int, priority: int = 0) -> AsyncIterator[None]:
-        """Hold a slot for one HTTP request, after any pause and rate pacing; waiting for a
-        slot, the lowest `priority` goes first (see :class:`Slots`)."""
+    async def request(self, estimated_tokens: int) -> AsyncIterator[None]:
+        """Hold a slot for one HTTP request, after any pause and rate pacing (shared by every
+        run and client of the endpoint: in the order they came)."""
         while True:
             await _sleep_until(self._paused_until)
-            await self._slots.acquire(priority)
+            await self._slots.acquire()
             if time.monotonic() >= self._paused_until:
                 break
             self._slots.release()

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from rageval._client._limiter import EndpointLimiter
+from rageval._client._limiter import EndpointLimiter, Slots
 from rageval.errors import FatalJudgeError, JudgeCallFailed, RagevalError
 
 __all__ = [
@@ -134,6 +134,7 @@ async def call_with_retries(
     check_fatal: Callable[[], None],
     reached: Callable[[], bool],
     delay_of: Callable[[int], float] = backoff_delay,
+    gate: Slots | None = None,
     priority: int = 0,
 ) -> R:
     """Send through ``limiter`` until success, a fatal error, or ``max_retries`` retries.
@@ -142,17 +143,17 @@ async def call_with_retries(
     ``reached`` tells whether the endpoint ever answered, so that an endpoint that could never
     be reached at all fails fatally instead of one call at a time. Without a limiter nothing
     waits for a slot (a request of a Batch API holds no connection); ``delay_of(retry)`` is the
-    pause before a retry the server gave no delay for; `priority` orders the wait for a slot
-    (lowest first).
+    pause before a retry the server gave no delay for. Each attempt first passes ``gate``, the
+    run's own limit on this endpoint, where the lowest ``priority`` goes first; then the
+    endpoint's limiter, which every run shares in arrival order.
     """
     while True:
         check_fatal()
         slot = (
-            limiter.request(estimated_tokens, priority)
-            if limiter is not None
-            else contextlib.nullcontext()
+            limiter.request(estimated_tokens) if limiter is not None else contextlib.nullcontext()
         )
-        async with slot:
+        turn = gate.hold(priority) if gate is not None else contextlib.nullcontext()
+        async with turn, slot:
             check_fatal()
             tally.requests += 1
             try:

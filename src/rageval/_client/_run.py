@@ -78,8 +78,6 @@ class ServerSlots:
     slots: int
     concurrency: int | None
     timeout: float | None
-    #: at most `concurrency` requests at once, the earliest row's first
-    gate: Slots | None = None
 
 
 class StopSending:
@@ -139,6 +137,9 @@ class RunContext:
     call_listeners: Sequence[Callable[[JudgeCall], None]] = ()
     #: llama.cpp servers the run follows the slots of, by ``id(endpoint)``
     server_slots: Mapping[int, ServerSlots] = dataclasses.field(default_factory=dict)
+    #: the run's own limit on each endpoint of its judges, by ``id(endpoint)``: as many of its
+    #: requests at once as it drives the endpoint with, the earliest row's first
+    gates: Mapping[int, Slots] = dataclasses.field(default_factory=dict)
     #: the run's graceful stop; None: the run stops at once when cancelled
     stop: StopSending | None = None
     #: the row of the sample being scored (set by the scheduler for each sample's task): the

@@ -74,7 +74,12 @@ from rageval.runner._prepare import (
     resolve_metrics,
     spec_of,
 )
-from rageval.runner._probe import follow_server_slots, known_server_slots, probe_endpoints
+from rageval.runner._probe import (
+    follow_server_slots,
+    known_server_slots,
+    probe_endpoints,
+    run_gates,
+)
 from rageval.runner._rundir import RunDir, data_fingerprint, json_normal
 from rageval.runner._schedule import (
     MIN_WINDOW,
@@ -540,7 +545,12 @@ async def aevaluate(
     graceful = _GracefulStop(stop, meter) if stop is not None else None
     try:
         with (
-            run_scope(call_listeners=listeners, server_slots=server_slots, stop=stop),
+            run_scope(
+                call_listeners=listeners,
+                server_slots=server_slots,
+                gates=run_gates(run_judges, server_slots),
+                stop=stop,
+            ),
             first_interrupt(graceful.begin) if graceful is not None else contextlib.nullcontext(),
         ):
             if ray_run is not None:

@@ -211,7 +211,7 @@ def follow_server_slots(judges: Iterable[Any], slots: Mapping[str, int]) -> dict
     """How this run drives each judge endpoint that is a llama.cpp server with `slots` (by base
     URL, from :func:`known_server_slots`), by ``id(endpoint)``: as many requests at once as it has
     slots unless the user chose a concurrency, LOCAL_SERVER_TIMEOUT per attempt unless the user
-    chose a timeout. Made on the run's event loop (the semaphores belong to it)."""
+    chose a timeout."""
     out: dict[int, ServerSlots] = {}
     for judge in judges:
         endpoint = judge.endpoint
@@ -220,9 +220,24 @@ def follow_server_slots(judges: Iterable[Any], slots: Mapping[str, int]) -> dict
             continue
         concurrency = None if endpoint.limiter.concurrency_chosen else found
         timeout = None if endpoint.timeout_chosen else max(endpoint.timeout, LOCAL_SERVER_TIMEOUT)
-        gate = Slots(concurrency) if concurrency is not None else None
-        out[id(endpoint)] = ServerSlots(found, concurrency, timeout, gate)
+        out[id(endpoint)] = ServerSlots(found, concurrency, timeout)
     return out
+
+
+def run_gates(judges: Iterable[Any], followed: Mapping[int, ServerSlots]) -> dict[int, Slots]:
+    """The run's own limit on each judge endpoint, by ``id(endpoint)``: the concurrency it
+    drives the endpoint with (a followed llama.cpp server's, else the endpoint's limiter's).
+    Its waiting requests go earliest row first, so with few slots rows finish in order; the
+    limiter behind it is shared with other runs in arrival order, so no run waits on another's
+    rows."""
+    gates: dict[int, Slots] = {}
+    for judge in judges:
+        endpoint = judge.endpoint
+        if id(endpoint) not in gates:
+            server = followed.get(id(endpoint))
+            limit = server.concurrency if server is not None else None
+            gates[id(endpoint)] = Slots(limit or endpoint.limiter.max_concurrency)
+    return gates
 
 
 def _first_leaf(exc: BaseException) -> BaseException:
