@@ -274,12 +274,18 @@ class Gate:
     that arrives, unanswered, until it opens again. It counts the requests it answered and
     holds (the server leaves a request in flight until its handler returns: once
     ``in_flight == held``, ``answered`` counts every answer given and can only grow again when
-    the gate opens)."""
+    the gate opens).
 
-    def __init__(self) -> None:
+    ``close_after=K`` closes it as it gives its K-th answer, on the server's own thread: the run
+    is held at a point fixed in advance. A test that closes it itself, once it has seen some
+    rows finished, reacts after the run went on: on a loaded machine the run may have sent its
+    last requests by then, or ended."""
+
+    def __init__(self, close_after: int | None = None) -> None:
         self.closed = False
         self.held = 0
         self.answered = 0
+        self.close_after = close_after
 
     async def __call__(self, req: RecordedRequest) -> Reply:
         if self.closed:
@@ -288,6 +294,8 @@ class Gate:
                 await asyncio.sleep(0.01)
         else:
             self.answered += 1
+            if self.answered == self.close_after:  # once: reopened, it stays open
+                self.closed = True
         return handle(req)
 
 
