@@ -18,7 +18,9 @@ Writes the raw rows as JSON (``--json``) and prints markdown tables.
 (``real_judge/judge.py``, started as ``--name bench-vs-ragas`` for each run and stopped after
 it, so no run finds another's prompts in the server's cache) behind ``metered_proxy.py``, which
 adds up the server's own report of every completion. Each of the eight metrics runs alone, once
-per tool: rageval with its defaults (the endpoint check
+per tool (``--sets each``, the default), or the eight together in one evaluation per tool
+(``--sets all``: the way a user scores a dataset; requests of different metrics for one row can
+then share what their prompts begin with): rageval with its defaults (the endpoint check
 on, so it sends as many requests at once as the server has slots, 600 s per attempt), rageval
 with ``reasons`` off (only the metrics that have the switch and write reasons by default:
 faithfulness, answer_correctness, context_precision and context_recall; the others are the
@@ -189,6 +191,8 @@ REPLY_CAP = 1024
 RAGEVAL_DEFAULTS = "rageval, defaults"
 REASONS_OFF = "rageval, reasons off"
 RAGAS = "ragas"
+#: the "metric" of a run that scores the eight metrics together, as one evaluation per tool
+TOGETHER = "all eight together"
 
 
 @contextmanager
@@ -230,6 +234,11 @@ def has_reasons_switch(metric: str) -> bool:
     return bool(getattr(metric_class(metric), "reasons_by_default", False))
 
 
+def scored(metric: str) -> list[str]:
+    """The metrics a run of `metric` scores: the eight for :data:`TOGETHER`."""
+    return list(EIGHT) if metric == TOGETHER else [metric]
+
+
 @dataclass
 class RealRun:
     """One metric, one tool, all rows, against the real judge."""
@@ -248,6 +257,10 @@ class RealRun:
         return float(self.proxy[key]) / self.samples
 
     @property
+    def cells(self) -> int:
+        return self.samples * len(scored(self.metric))
+
+    @property
     def server_s(self) -> float:
         return (float(self.proxy["prompt_ms"]) + float(self.proxy["predicted_ms"])) / 1000
 
@@ -264,13 +277,14 @@ def tool_command(
     if run == RAGAS:
         run_config = ["--max-workers", str(slots), "--timeout", str(ATTEMPT_TIMEOUT_S)]
         extra = ["--model", args.real_judge, *run_config, "--max-tokens", str(args.reply_cap)]
-        return ragas_cmd(base_url, str(data), [metric], extra)
+        return ragas_cmd(base_url, str(data), scored(metric), extra)
     extra = ["--model", args.real_judge, "--embeddings", "local", "--concurrency", "0", "--probe"]
     if run == REASONS_OFF:
-        extra += ["--metric-params", json.dumps({metric: {"reasons": False}})]
+        off = {m: {"reasons": False} for m in scored(metric) if has_reasons_switch(m)}
+        extra += ["--metric-params", json.dumps(off)]
     # request cache and run directory fresh: every run does the whole work
     return rageval_cmd(
-        base_url, str(data), [metric], scratch / "cache", run_dir=scratch / "run", extra=extra
+        base_url, str(data), scored(metric), scratch / "cache", run_dir=scratch / "run", extra=extra
     )
 
 
@@ -294,15 +308,18 @@ def run_real(run: str, metric: str, data: Path, args: argparse.Namespace) -> tup
         metrics_server_s = server_seconds_total(root) - seconds0
     scores = result["scores"]
     if run == RAGAS:
-        valued = args.samples - sum(int(column["nan"]) for column in scores.values())
+        nan = sum(int(column["nan"]) for column in scores.values())
+        valued = args.samples * len(scored(metric)) - nan
         causes: dict[str, Any] = {
             "job_exceptions": result["job_exceptions"],
             "stderr_lines": result["stderr_lines"],
             "stderr_tail": result["stderr_tail"],
         }
     else:
-        valued = int(scores[metric]["measured"])
-        causes = dict(scores[metric]["causes"] or {})
+        valued = sum(int(scores[m]["measured"]) for m in scored(metric))
+        causes = {m: scores[m]["causes"] for m in scored(metric) if scores[m]["causes"]}
+        if metric != TOGETHER:
+            causes = dict(causes.get(metric) or {})
     real = RealRun(
         run, metric, args.samples, result["wall_s"], valued, causes, stats, metrics_server_s, load
     )
@@ -328,14 +345,14 @@ def real_table(runs: list[RealRun]) -> str:
         by_metric.setdefault(r.metric, {})[r.run] = r
     body: list[list[str]] = []
     totals: dict[str, list[RealRun]] = {RAGEVAL_DEFAULTS: [], REASONS_OFF: [], RAGAS: []}
-    for metric in [m for m in EIGHT if m in by_metric]:
+    for metric in [m for m in (*EIGHT, TOGETHER) if m in by_metric]:
         these = by_metric[metric]
         ragas = these.get(RAGAS)
         for r in (these[run] for run in (RAGEVAL_DEFAULTS, REASONS_OFF, RAGAS) if run in these):
             run = r.run
-            cells = f"{r.valued}/{r.samples}"
+            cells = f"{r.valued}/{r.cells}"
             if run == RAGAS:
-                cells += f" ({r.samples - r.valued} NaN)"
+                cells += f" ({r.cells - r.valued} NaN)"
             body.append(
                 [
                     metric,
@@ -353,8 +370,8 @@ def real_table(runs: list[RealRun]) -> str:
                     else "",
                 ]
             )
-        if RAGEVAL_DEFAULTS not in these or RAGAS not in these:
-            continue  # unfinished (an interrupted measurement): not in the totals
+        if metric == TOGETHER or RAGEVAL_DEFAULTS not in these or RAGAS not in these:
+            continue  # one evaluation of the eight, or unfinished: not in the each-alone totals
         # reasons off changes only the metrics with the switch; the others count as they ran
         for run in totals:
             chosen = these.get(run) or (these.get(RAGEVAL_DEFAULTS) if run == REASONS_OFF else None)
@@ -399,7 +416,7 @@ def real_report(meta: dict[str, Any], runs: list[RealRun]) -> str:
     ragas_causes = {
         r.metric: r.causes.get("job_exceptions")
         for r in runs
-        if r.run == RAGAS and r.valued < r.samples
+        if r.run == RAGAS and r.valued < r.cells
     }
     lines = [
         f"judge: `{meta['model']}` on llama-server ({meta['slots']} slot(s)), ragas' reply "
@@ -426,10 +443,12 @@ def real_main(args: argparse.Namespace) -> int:
     for spec in args.sets or ["each"]:
         if spec == "each":
             metrics += list(EIGHT)
+        elif spec == "all":
+            metrics.append(TOGETHER)
         elif spec in EIGHT:
             metrics.append(spec)
         else:
-            sys.exit(f"--real-judge runs every metric alone: 'each' or metric names, not {spec!r}")
+            sys.exit(f"--real-judge takes 'each', 'all' or metric names, not {spec!r}")
     data = write_jsonl(
         WORK / f"samples-{args.samples}-seed{args.seed}.jsonl", args.samples, args.seed
     )
@@ -444,13 +463,14 @@ def real_main(args: argparse.Namespace) -> int:
     }
     for i, metric in enumerate(metrics):
         order = [RAGEVAL_DEFAULTS, RAGAS]
-        if has_reasons_switch(metric):
+        if any(has_reasons_switch(m) for m in scored(metric)):
             order.insert(1, REASONS_OFF)
+        order = [run for run in order if (RAGAS if run == RAGAS else "rageval") in args.tools]
         for run in order if i % 2 == 0 else reversed(order):
             r, meta["slots"] = run_real(run, metric, data, args)
             runs.append(r)
             print(
-                f"{metric:>22} {run:>21}: {r.valued}/{r.samples} valued, "
+                f"{metric:>22} {run:>21}: {r.valued}/{r.cells} cells valued, "
                 f"{r.proxy['chat_requests']} requests, server {r.server_s:.1f} s, "
                 f"wall {r.wall_s:.1f} s, load {r.load:.1f}",
                 file=sys.stderr,

@@ -17,9 +17,9 @@ SAMPLE = SingleTurnSample(
         "Albert Einstein was born at Ulm, in Württemberg, Germany.",
     ],
 )
-# both templates show the same data (question, passages); their instructions differ
-T1 = ("question", "passages", "How relevant are the retrieved passages")
-T2 = ("question", "passages", "A search system returned these passages")
+# both templates show the same data (contexts, question); their instructions differ
+T1 = ("contexts", "question", "How relevant are the retrieved contexts")
+T2 = ("contexts", "question", "A search system returned these contexts")
 
 
 def rating(value: int) -> Reply:
@@ -42,8 +42,8 @@ async def test_ratings_are_halved_and_averaged(fake_openai: FakeOpenAI) -> None:
     assert result.evidence["ratings"] == {"template_1": 2, "template_2": 1}
     (first,) = prompts_with(fake_openai, *T1)
     (second,) = prompts_with(fake_openai, *T2)
-    assert "[2] Albert Einstein was born at Ulm, in Württemberg, Germany." in first
-    assert "[1] Albert Einstein was born March 14, 1879." in second
+    assert "[c2] Albert Einstein was born at Ulm, in Württemberg, Germany." in first
+    assert "[c1] Albert Einstein was born March 14, 1879." in second
 
 
 async def test_one_template_never_valid_uses_the_other(fake_openai: FakeOpenAI) -> None:
@@ -107,11 +107,12 @@ async def test_json_true_is_not_a_rating_of_1(fake_openai: FakeOpenAI) -> None:
 
 
 def test_templates_share_the_data_then_differ_in_their_instructions() -> None:
-    """The data first and the same in both, so that a server's prompt cache serves the second
-    request the data the first one read."""
+    """The data first and the same in both (the contexts first, as every request that shows
+    them), so that a server's prompt cache serves the second request the data the first one
+    read."""
     first, second = prompts("Q?", ["C1"])
     a, b = first[-1]["content"], second[-1]["content"]
-    data = "<question>\nQ?\n</question>\n<passages>\n[1] C1\n</passages>\n\n"
+    data = "<contexts>\n[c1] C1\n</contexts>\n<question>\nQ?\n</question>\n\n"
     assert a.startswith(data) and b.startswith(data)
     assert a != b
     assert first[0] == second[0]  # the same system message

@@ -74,7 +74,7 @@ async def test_empty_response_or_contexts_score_zero_without_a_call(
 def test_templates_share_the_data_then_differ_and_need_no_question() -> None:
     first, second = prompts("R.", ["C1"])
     a, b = first[-1]["content"], second[-1]["content"]
-    data = "<contexts>\n[1] C1\n</contexts>\n<response>\nR.\n</response>\n\n"
+    data = "<contexts>\n[c1] C1\n</contexts>\n<response>\nR.\n</response>\n\n"
     assert a.startswith(data) and b.startswith(data)
     assert a != b
     assert "<question>" not in a + b

@@ -87,7 +87,7 @@ def rated(req: RecordedRequest) -> Reply:
     text = user_text(req)
     if "Frank Herbert." in text:
         return Reply.json({"rating": 2})
-    return Reply.json({"rating": 1 if "How relevant are the retrieved passages" in text else 0})
+    return Reply.json({"rating": 1 if "How relevant are the retrieved contexts" in text else 0})
 
 
 async def test_turn_context_relevance_by_hand(fake_openai: FakeOpenAI) -> None:

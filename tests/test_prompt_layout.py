@@ -1,8 +1,11 @@
 """Prompts laid out for automatic prompt caching (providers', llama.cpp's, vLLM's): every
-judge request is the fixed system message, then fixed instructions and the sample's data in
-one block: the instructions first, so that two samples' requests to a metric begin with the
-same text; or, where a metric's templates rate the same data, the data first, so that its
-requests for one sample begin with the same data (far longer than the instructions)."""
+judge request is the system message (the same for every request of every metric), then fixed
+instructions and the sample's data in one block. A request that shows the retrieved contexts
+begins with them, so that every such request of a sample, whatever the metric, begins with the
+same text (the contexts are most of a sample's text); where a metric's templates rate the same
+data, the data comes first, so that its requests for one sample begin with the same data; any
+other request gives its instructions first, so that two samples' requests to a metric begin
+with the same text."""
 
 from __future__ import annotations
 
@@ -56,16 +59,22 @@ _FIRST_TAG = re.compile(r"^<\w+>$", re.MULTILINE)
 
 def _split(request: RecordedRequest) -> tuple[str, str, str]:
     """(fixed part, data part, where the data is) of a request: the system message and the
-    user message less its one block of tagged data; that block; "last" or "first"."""
+    user message less its one block of tagged data (the fixed text before and after it); that
+    block; "first" when the user message begins with it, else "inside"."""
     system = next(m["content"] for m in request.messages if m["role"] == "system")
     user = next(m["content"] for m in request.messages if m["role"] == "user")
     first = _FIRST_TAG.search(user)
     assert first is not None, f"no tagged data in {user!r}"
-    if first.start() > 0:
-        return system + "\n" + user[: first.start()], user[first.start() :], "last"
-    data = _DATA.match(user)
-    assert data is not None, f"no tagged data at the start of {user!r}"
-    return system + "\n" + user[data.end() :], data.group(0), "first"
+    data = _DATA.match(user, first.start())
+    assert data is not None, f"no tagged data in {user!r}"
+    where = "first" if first.start() == 0 else "inside"
+    return f"{system}\n{user[: data.start()]}|{user[data.end() :]}", data.group(0), where
+
+
+def _contexts_block(sample: dict[str, Any]) -> str:
+    """The retrieved contexts as every request that shows them begins."""
+    lines = "\n".join(f"[c{i}] {c}" for i, c in enumerate(sample["retrieved_contexts"], 1))
+    return f"<contexts>\n{lines}\n</contexts>\n"
 
 
 def _requests(metric: str, sample: dict[str, Any], mode: Mode) -> list[RecordedRequest]:
@@ -92,8 +101,12 @@ def test_every_request_is_fixed_text_and_one_block_of_the_samples_data(
             # the data in one block, nothing of the sample outside it
             assert _DATA.fullmatch(data), f"{metric}: fixed text inside the data: {data!r}"
             assert sample["user_input"] not in head and sample["response"] not in head
-            if where == "first":  # only where another request of the sample shares the data
-                assert [d for _, d, _ in parts].count(data) > 1, f"{metric}: data first alone"
+            if where == "first":  # only where other requests of the sample share its start
+                shared = data.startswith(_contexts_block(sample))
+                shared = shared or [d for _, d, _ in parts].count(data) > 1
+                assert shared, f"{metric}: data first, shared with no other request"
+            elif "<contexts>" in data:
+                raise AssertionError(f"{metric}: the contexts shown, not first: {data!r}")
         fixed.append(Counter(head for head, _, _ in parts))
     # the two samples' requests hold the same fixed text, request for request
     assert fixed[0] == fixed[1]
@@ -110,3 +123,33 @@ def test_templates_that_rate_the_same_data_begin_with_it(metric: str) -> None:
     data = _DATA.match(user_1)
     assert system_1 == system_2 and data is not None and user_2.startswith(data.group(0))
     assert user_1 != user_2
+
+
+def test_the_requests_of_a_sample_that_show_its_contexts_all_begin_with_them() -> None:
+    """One evaluation of the metrics that show the contexts: every request of the sample that
+    holds them begins with the same system message and the same contexts block, so a
+    server's prompt cache reads a sample's contexts once, not once per metric."""
+    sample = SAMPLES[0]
+    metrics = [
+        "faithfulness",
+        "context_precision",
+        "context_recall",
+        "context_relevance",
+        "response_groundedness",
+    ]
+    with FakeOpenAI(handle) as server:
+        judge = Judge("judge-model", base_url=server.base_url, api_key=FAKE_API_KEY, cache=False)
+        result = evaluate([sample], metrics, llm=judge, progress=False)
+        requests = server.chat_requests
+    assert all(result.statuses(m) == ["ok"] for m in metrics)
+    showing = [r for r in requests if "<contexts>" in r.messages[-1]["content"]]
+    # faithfulness's verdicts, one request each for precision and recall, two templates each
+    # for relevance and groundedness
+    assert len(showing) == 7
+    opening = [
+        (r.messages[0], r.messages[1]["content"][: len(_contexts_block(sample))]) for r in showing
+    ]
+    assert all(o == opening[0] for o in opening), opening
+    assert opening[0][1] == _contexts_block(sample)
+    # the system message is the same for every request, those without the contexts too
+    assert len({r.messages[0]["content"] for r in requests}) == 1

@@ -78,10 +78,25 @@ def numbered(items: Sequence[str], prefix: str = "", first: int = 1) -> str:
 
 
 def messages(user: str, reply: str | None = None) -> list[dict[str, str]]:
-    """The system message every metric uses (followed by `reply`, the fixed words on how to
-    reply, when given), then `user`: the instructions, then the tagged data."""
-    system = SYSTEM if reply is None else f"{SYSTEM}\n{reply}"
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    """The system message, the same for every request of every metric, then `user` (the
+    metric's instructions and the tagged data, in either order) followed by `reply`, the fixed
+    words on how to reply, when given. The words on replying stay out of the system message so
+    that requests of different metrics can begin with the same text (:func:`contexts_block`)."""
+    text = user if reply is None else f"{user}\n\n{reply}"
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": text}]
+
+
+def contexts_block(contexts: Sequence[str]) -> str:
+    """The retrieved contexts as every request that shows them begins: numbered ``[c1] …``
+    inside ``<contexts>``, right after the system message.
+
+    The contexts are most of a sample's text, and a local judge reads a prompt token at a few
+    dozen a second. With them first, the requests of one sample (faithfulness's verdicts,
+    context_precision, context_recall, both templates of context_relevance and of
+    response_groundedness) begin with the same text, and a server's prompt cache (llama.cpp's,
+    vLLM's, a provider's automatic caching) serves the contexts to all but the first: one
+    sample's contexts are read once, not once per metric."""
+    return tagged("contexts", numbered(contexts, "c"))
 
 
 def nonblank(texts: Sequence[str] | None) -> list[str]:

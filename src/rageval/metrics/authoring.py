@@ -25,17 +25,23 @@ Untrusted text (question, answer, contexts, reference) always travels inside nam
 assess, never instructions. Items the judge rules on are listed one per line as ``[id] text``
 (:func:`numbered`), so a context cannot start a line that looks like another item.
 
-Layout, for providers' automatic prompt caching (which serves a prompt's beginning from cache
-when an earlier request began the same way): what is fixed comes first and the sample's text
-last. The system message holds the evaluator's role and how to reply (:func:`messages`'
-`reply`; in ``json`` mode the judge appends the schema there too); the user message holds the
-metric's instructions first, then the tagged data and nothing after it. So every request of a
-metric begins with the same text whatever the sample.
+Layout, for prompt caching (a provider's, llama.cpp's or vLLM's: a prompt's beginning is
+served from cache when an earlier request began the same way): the system message is the same
+for every request (the evaluator's role; in ``json`` mode the judge appends the schema), and
+the user message holds the tagged data and the metric's instructions, then how to reply
+(:func:`messages`' `reply`). Which comes first depends on what can be shared:
+
+* a request that shows the retrieved contexts begins with them (:func:`contexts_block`), then
+  the rest of its data, then its instructions: every such request of a sample, whatever the
+  metric, begins with the same text, and the contexts are most of a sample's text;
+* any other request gives its instructions first, then its data: every request of the metric
+  begins with the same text whatever the sample;
+* templates that rate the same data give the data first (:func:`rating_prompts`).
 
 What a metric author needs, by task (docs/writing-metrics.md puts them to work):
 
 * prompts: :func:`messages` (the system message above + your text), :func:`tagged` (fence
-  untrusted text), :func:`numbered` / :func:`item_ids` (items under ids), :func:`nonblank`
+  untrusted text), :func:`contexts_block` (the retrieved contexts, first), :func:`numbered` / :func:`item_ids` (items under ids), :func:`nonblank`
   (the one rule for blank contexts), :func:`split_sentences`, :data:`STATEMENT_RULES`;
 * verdicts per item: :func:`judge_items` (ask, in chunks, with budgets) → :class:`Verdict`
   list, or the same question stated once as a :class:`VerdictQuestion` (``ask`` and
@@ -107,6 +113,7 @@ from rageval.metrics._prompting import (
     SYSTEM,
     PlannedRequest,
     ReplyModel,
+    contexts_block,
     item_ids,
     messages,
     nonblank,
@@ -156,6 +163,7 @@ __all__ = [
     "VerdictMetric",
     "VerdictQuestion",
     "VerdictRequest",
+    "contexts_block",
     "item_ids",
     "item_verdict",
     "judge_items",
@@ -214,7 +222,7 @@ def rating_prompts(
     scale: tuple[int, ...], *bodies: str, reasons: bool = False, data: str | None = None
 ) -> list[list[dict[str, str]]]:
     """The chat messages of rating templates: each body (instructions, then the tagged data)
-    with the reply format of `scale` (``Reply as {"rating": 0|1|2}.``) in the system message;
+    followed by the reply format of `scale` (``Reply as {"rating": 0|1|2}.``);
     with `reasons`, the reasoning asked for before the rating (:func:`rating_model`).
 
     Templates that rate the same `data` take it here, and their bodies are instructions only:
@@ -366,16 +374,26 @@ def verdict_evidence(verdicts: Sequence[Verdict], field: str) -> list[dict[str, 
     ]
 
 
-def verdict_prompt(task: str, items_tag: str, /, **data: str) -> Callable[[str], str]:
+def verdict_prompt(
+    task: str, items_tag: str, /, *, contexts_first: Sequence[str] | None = None, **data: str
+) -> Callable[[str], str]:
     """The text of a verdict request, as :class:`VerdictQuestion` and :func:`judge_items`
     take it: `task` first, then each of `data` inside its own tag (in the order given), then
-    the numbered items inside `items_tag` (:func:`verdict_data`). Fixed text comes first and
-    sample text last, so providers' prompt caching can reuse the start."""
+    the numbered items inside `items_tag` (:func:`verdict_data`): fixed text first and sample
+    text last, so that a prompt cache serves the task to every sample's request.
 
-    def text(numbered_items: str) -> str:
-        return f"{task}\n\n" + verdict_data(items_tag, numbered_items, **data)
-
-    return text
+    A request that judges against the retrieved contexts gives them as `contexts_first`: it
+    begins with them (:func:`contexts_block`), then `data` and the items, and `task` comes
+    last, so that a prompt cache serves one sample's contexts to every metric that shows them
+    (a sample's contexts are far longer than a task)."""
+    if contexts_first is None:
+        return lambda numbered_items: (
+            f"{task}\n\n" + verdict_data(items_tag, numbered_items, **data)
+        )
+    lead = contexts_block(contexts_first)
+    return lambda numbered_items: (
+        f"{lead}\n{verdict_data(items_tag, numbered_items, **data)}\n\n{task}"
+    )
 
 
 def verdict_data(items_tag: str, numbered_items: str, /, **data: str) -> str:
@@ -409,8 +427,8 @@ def verdict_request(
     reasons: bool = True,
 ) -> tuple[list[dict[str, str]], type[BaseModel], int]:
     """One verdict request of :func:`judge_items`: its messages, its response model and its
-    reply budget, for `items` numbered from `first`. The reply format goes in the system
-    message (:func:`verdict_format`), `prompt`'s text in the user message. Without
+    reply budget, for `items` numbered from `first`: `prompt`'s text, then the reply format
+    (:func:`verdict_format`), in the user message. Without
     `reasons` the judge rules on each item without writing a reason first."""
     model = verdict_model(prefix, first, len(items), verdict, meaning, base, reasons)
     body = prompt(numbered(items, prefix, first))

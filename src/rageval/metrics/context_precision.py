@@ -24,7 +24,7 @@ from rageval.metrics.authoring import (
     nonblank,
     not_measured_if_blank,
     reference_text,
-    verdict_prompt,
+    tagged,
 )
 from rageval.metrics.base import (
     BlankRule,
@@ -47,8 +47,11 @@ TASK = (
 
 
 def prompt(question: str, reference: str) -> Callable[[str], str]:
-    """The verdict request's text, around the numbered contexts."""
-    return verdict_prompt(TASK, "contexts", question=question, reference=reference)
+    """The verdict request's text: the numbered contexts (the items ruled on, first as in
+    every request that shows them: :func:`~rageval.metrics.authoring.contexts_block`), the
+    question and the reference, then the task."""
+    data = f"{tagged('question', question)}\n{tagged('reference', reference)}"
+    return lambda numbered_contexts: f"{tagged('contexts', numbered_contexts)}\n{data}\n\n{TASK}"
 
 
 def average_precision(verdicts: Sequence[bool]) -> float:

@@ -22,7 +22,6 @@ from rageval.metrics.authoring import (
     VerdictQuestion,
     nonblank,
     not_measured_if_blank,
-    numbered,
     share_true,
     split_sentences,
     unjudged,
@@ -40,8 +39,9 @@ TASK = (
 
 
 def prompt(question: str, contexts: Sequence[str]) -> Callable[[str], str]:
-    """The verdict request's text, around the numbered reference sentences."""
-    return verdict_prompt(TASK, "sentences", question=question, contexts=numbered(contexts, "c"))
+    """The verdict request's text: the contexts, the question, the numbered reference
+    sentences, then the task."""
+    return verdict_prompt(TASK, "sentences", contexts_first=contexts, question=question)
 
 
 #: the score from the verdicts: attributed / total; None when the reference has no sentence

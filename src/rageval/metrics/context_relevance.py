@@ -1,11 +1,11 @@
 """context_relevance: do the retrieved contexts bear on the question? Two templates rate 0/1/2.
 
-Template 1 asks, question first, how relevant the passages are; template 2 shows the passages
-first and asks whether a reader holding only them could answer. Each rating is divided by 2 and
-the valid ones averaged (one valid → that one; none → not measured). A rating off the scale is
-re-asked up to `max_retries` times per template. A blank question leaves nothing to be
-relevant to → not measured; no non-blank context → 0 without a request (blank contexts are
-left out, as by every metric).
+Both show the contexts, then the question (the contexts first, as every request that shows
+them). Template 1 asks how relevant the contexts are; template 2 asks whether a reader holding
+only them could answer. Each rating is divided by 2 and the valid ones averaged (one valid →
+that one; none → not measured). A rating off the scale is re-asked up to `max_retries` times
+per template. A blank question leaves nothing to be relevant to → not measured; no non-blank
+context → 0 without a request (blank contexts are left out, as by every metric).
 Judge requests: 2 (more only for re-asks).
 """
 
@@ -17,9 +17,9 @@ from typing import ClassVar
 from rageval.metrics.authoring import (
     BlankRule,
     RatingMetric,
+    contexts_block,
     nonblank,
     not_measured_if_blank,
-    numbered,
     rating_prompts,
     tagged,
     zero_if_blank,
@@ -33,13 +33,13 @@ SCALE = (0, 1, 2)
 def prompts(question: str, contexts: Sequence[str]) -> list[list[dict[str, str]]]:
     return rating_prompts(
         SCALE,
-        "How relevant are the retrieved passages to the question? Rate 2 if together they "
+        "How relevant are the retrieved contexts to the question? Rate 2 if together they "
         "contain what is needed to answer it, 1 if they are on topic or cover only part of it, "
         "0 if they do not help answer it.",
-        "A search system returned these passages for the question. Suppose a reader sees only "
-        "the passages: could they answer the question? Rate 2 for fully, 1 for partly or with "
+        "A search system returned these contexts for the question. Suppose a reader sees only "
+        "the contexts: could they answer the question? Rate 2 for fully, 1 for partly or with "
         "related background only, 0 for not at all.",
-        data=f"{tagged('question', question)}\n{tagged('passages', numbered(contexts))}",
+        data=f"{contexts_block(contexts)}\n{tagged('question', question)}",
     )
 
 

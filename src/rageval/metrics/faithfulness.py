@@ -44,12 +44,15 @@ TASK = (
 
 
 def prompt(contexts: list[str], guidance: Guidance | None = None) -> Callable[[str], str]:
-    """The verdict request's text, around the numbered statements; `guidance` (guidelines,
-    labelled examples) after the task."""
-    task = (guidance or Guidance()).head(
-        TASK, _example, functools.partial(item_verdict, "supported")
-    )
-    return verdict_prompt(task, "statements", contexts=numbered(contexts, "c"))
+    """The verdict request's text, around the numbered statements: the contexts first, then
+    the statements, then the task and `guidance`'s guidelines. With labelled examples in
+    `guidance` the task, guidelines and examples come first (fixed text far longer than a
+    task), then the contexts and the statements."""
+    shown = guidance or Guidance()
+    task = shown.head(TASK, _example, functools.partial(item_verdict, "supported"))
+    if shown.examples:
+        return verdict_prompt(task, "statements", contexts=numbered(contexts, "c"))
+    return verdict_prompt(task, "statements", contexts_first=contexts)
 
 
 def _example(sample: Sample) -> str:

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from rageval.metrics.authoring import (
     RatingMetric,
+    contexts_block,
     nonblank,
-    numbered,
     rating_prompts,
     tagged,
     zero_if_blank,
@@ -37,7 +37,7 @@ def prompts(response: str, contexts: Sequence[str]) -> list[list[dict[str, str]]
         "You are fact-checking the response against its sources, the contexts. Trace each "
         "piece of information in the response back to the contexts; outside knowledge does not "
         "count. Rate 2 if everything can be traced, 1 if part can, 0 if nothing can.",
-        data=f"{tagged('contexts', numbered(contexts))}\n{tagged('response', response)}",
+        data=f"{contexts_block(contexts)}\n{tagged('response', response)}",
     )
 
 

@@ -22,6 +22,7 @@ from pydantic import BeforeValidator, Field
 from rageval.metrics.authoring import (
     PlannedRequest,
     ReplyModel,
+    contexts_block,
     messages,
     nonblank,
     number_only,
@@ -48,7 +49,6 @@ _KEY = re.compile(r"score([1-5])(?:_description)?")
 #: sample fields shown to the judge when present, in this order, with their tag names
 _SHOWN = (
     ("user_input", "question"),
-    ("retrieved_contexts", "contexts"),
     ("reference_contexts", "reference_contexts"),
     ("reference", "reference"),
     ("response", "response"),
@@ -85,7 +85,11 @@ class RubricGrade(ReplyModel):
 
 
 def prompt(sample: Sample, rubric: Mapping[int, str]) -> list[dict[str, str]]:
-    blocks = []
+    """The grading request: the sample's fields (the retrieved contexts first, as every
+    request that shows them: :func:`~rageval.metrics.authoring.contexts_block`), then the
+    rubric."""
+    contexts = nonblank(sample.retrieved_contexts)
+    blocks = [contexts_block(contexts)] if contexts else []
     for field, tag in _SHOWN:
         value = getattr(sample, field)
         if field == "reference" and isinstance(value, list):
@@ -97,8 +101,8 @@ def prompt(sample: Sample, rubric: Mapping[int, str]) -> list[dict[str, str]]:
     # the rubric is the user's own instruction, so it is not tagged as material
     levels = "\n".join(f"{n}: {' '.join(text.split())}" for n, text in rubric.items())
     return messages(
-        "Grade the response with this rubric: choose the level whose description fits best.\n"
-        f"{levels}\n\n" + "\n".join(blocks),
+        "\n".join(blocks) + "\n\nGrade the response with this rubric: choose the level whose "
+        f"description fits best.\n{levels}",
         'Reply as {"feedback": "...", "score": 1|2|3|4|5}.',
     )
 
