@@ -1,8 +1,8 @@
 """Prompts laid out for automatic prompt caching (providers', llama.cpp's, vLLM's): every
-judge request is the system message (the same for every request of every metric), then fixed
-instructions and the sample's data in one block. A request that shows the retrieved contexts
-begins with them, so that every such request of a sample, whatever the metric, begins with the
-same text (the contexts are most of a sample's text); where a metric's templates rate the same
+judge request is the system message, then fixed instructions and the sample's data in one
+block. A request that shows the retrieved contexts begins with them (after the system message
+alone), so that every such request of a sample, whatever the metric, begins with the same text
+(the contexts are most of a sample's text); where a metric's templates rate the same
 data, the data comes first, so that its requests for one sample begin with the same data; any
 other request gives its instructions first, so that two samples' requests to a metric begin
 with the same text."""
@@ -151,5 +151,7 @@ def test_the_requests_of_a_sample_that_show_its_contexts_all_begin_with_them() -
     ]
     assert all(o == opening[0] for o in opening), opening
     assert opening[0][1] == _contexts_block(sample)
-    # the system message is the same for every request, those without the contexts too
-    assert len({r.messages[0]["content"] for r in requests}) == 1
+    # how to reply, then the instructions: the judge reads its task last
+    for request in showing:
+        user = request.messages[-1]["content"]
+        assert "\n\nReply " in user and not user.rsplit("\n\n", 1)[-1].startswith("Reply "), user

@@ -78,17 +78,34 @@ def numbered(items: Sequence[str], prefix: str = "", first: int = 1) -> str:
 
 
 def messages(user: str, reply: str | None = None) -> list[dict[str, str]]:
-    """The system message, the same for every request of every metric, then `user` (the
-    metric's instructions and the tagged data, in either order) followed by `reply`, the fixed
-    words on how to reply, when given. The words on replying stay out of the system message so
-    that requests of different metrics can begin with the same text (:func:`contexts_block`)."""
-    text = user if reply is None else f"{user}\n\n{reply}"
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": text}]
+    """The system message every metric uses (followed by `reply`, the fixed words on how to
+    reply, when given), then `user`: the instructions, then the tagged data."""
+    system = SYSTEM if reply is None else f"{SYSTEM}\n{reply}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def data_first_messages(
+    data: str, instructions: str, reply: str | None = None
+) -> list[dict[str, str]]:
+    """The messages of a request that shows its tagged `data` first: the system message alone
+    (the same for every such request of every metric), then `data`, then `reply` (how to
+    reply) and the `instructions`, last, as the judge reads them right before it answers.
+
+    The layout of every request that shows the retrieved contexts (`data` begins with
+    :func:`contexts_block`) and of templates that rate the same data: requests that begin with
+    the same data begin with the same text, for a prompt cache. (The words on replying stay
+    before the instructions: as the last words before its answer, a small model read
+    ``Reply as {"rating": 0|1|2}.`` as a cue to answer the first value listed.)"""
+    head = data if reply is None else f"{data}\n\n{reply}"
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"{head}\n\n{instructions}"},
+    ]
 
 
 def contexts_block(contexts: Sequence[str]) -> str:
-    """The retrieved contexts as every request that shows them begins: numbered ``[c1] …``
-    inside ``<contexts>``, right after the system message.
+    """The retrieved contexts as every request that shows them begins
+    (:func:`data_first_messages`): numbered ``[c1] …`` inside ``<contexts>``.
 
     The contexts are most of a sample's text, and a local judge reads a prompt token at a few
     dozen a second. With them first, the requests of one sample (faithfulness's verdicts,

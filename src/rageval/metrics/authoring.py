@@ -26,17 +26,18 @@ assess, never instructions. Items the judge rules on are listed one per line as 
 (:func:`numbered`), so a context cannot start a line that looks like another item.
 
 Layout, for prompt caching (a provider's, llama.cpp's or vLLM's: a prompt's beginning is
-served from cache when an earlier request began the same way): the system message is the same
-for every request (the evaluator's role; in ``json`` mode the judge appends the schema), and
-the user message holds the tagged data and the metric's instructions, then how to reply
-(:func:`messages`' `reply`). Which comes first depends on what can be shared:
+served from cache when an earlier request began the same way). Which text comes first depends
+on what can be shared:
 
 * a request that shows the retrieved contexts begins with them (:func:`contexts_block`), then
-  the rest of its data, then its instructions: every such request of a sample, whatever the
-  metric, begins with the same text, and the contexts are most of a sample's text;
-* any other request gives its instructions first, then its data: every request of the metric
-  begins with the same text whatever the sample;
-* templates that rate the same data give the data first (:func:`rating_prompts`).
+  the rest of its data, then how to reply and its instructions, last
+  (:func:`data_first_messages`, with the system message alone): every such request of a
+  sample, whatever the metric, begins with the same text, and the contexts are most of a
+  sample's text; templates that rate the same data are laid out the same way;
+* any other request holds the evaluator's role and how to reply in the system message (in
+  ``json`` mode the judge appends the schema there too) and its instructions, then its data,
+  in the user message (:func:`messages`): every request of the metric begins with the same
+  text whatever the sample.
 
 What a metric author needs, by task (docs/writing-metrics.md puts them to work):
 
@@ -114,6 +115,7 @@ from rageval.metrics._prompting import (
     PlannedRequest,
     ReplyModel,
     contexts_block,
+    data_first_messages,
     item_ids,
     messages,
     nonblank,
@@ -152,6 +154,7 @@ __all__ = [
     "SYSTEM",
     "UNIT_SCORES",
     "BlankRule",
+    "DataFirstVerdictText",
     "Guidance",
     "GuidedMetric",
     "LabelledExample",
@@ -164,6 +167,7 @@ __all__ = [
     "VerdictQuestion",
     "VerdictRequest",
     "contexts_block",
+    "data_first_messages",
     "item_ids",
     "item_verdict",
     "judge_items",
@@ -222,11 +226,12 @@ def rating_prompts(
     scale: tuple[int, ...], *bodies: str, reasons: bool = False, data: str | None = None
 ) -> list[list[dict[str, str]]]:
     """The chat messages of rating templates: each body (instructions, then the tagged data)
-    followed by the reply format of `scale` (``Reply as {"rating": 0|1|2}.``);
+    with the reply format of `scale` (``Reply as {"rating": 0|1|2}.``) in the system message;
     with `reasons`, the reasoning asked for before the rating (:func:`rating_model`).
 
     Templates that rate the same `data` take it here, and their bodies are instructions only:
-    each request is then the data, then its instructions. The two requests of a sample begin
+    each request is then the data, the reply format and its instructions
+    (:func:`data_first_messages`). The two requests of a sample begin
     with the same text, so a server's prompt cache (llama.cpp, vLLM) serves the second one the
     data the first one read (a local model reads a prompt token at a few dozen a second); a
     sample's data is far longer than a template's instructions, which are all that requests of
@@ -239,7 +244,7 @@ def rating_prompts(
             "then rate."
         )
     if data is not None:
-        bodies = tuple(f"{data}\n\n{instructions}" for instructions in bodies)
+        return [data_first_messages(data, instructions, reply) for instructions in bodies]
     return [messages(body, reply) for body in bodies]
 
 
@@ -375,25 +380,53 @@ def verdict_evidence(verdicts: Sequence[Verdict], field: str) -> list[dict[str, 
 
 
 def verdict_prompt(
-    task: str, items_tag: str, /, *, contexts_first: Sequence[str] | None = None, **data: str
+    task: str,
+    items_tag: str,
+    /,
+    *,
+    contexts_first: Sequence[str] | None = None,
+    items_first: bool = False,
+    **data: str,
 ) -> Callable[[str], str]:
     """The text of a verdict request, as :class:`VerdictQuestion` and :func:`judge_items`
     take it: `task` first, then each of `data` inside its own tag (in the order given), then
     the numbered items inside `items_tag` (:func:`verdict_data`): fixed text first and sample
     text last, so that a prompt cache serves the task to every sample's request.
 
-    A request that judges against the retrieved contexts gives them as `contexts_first`: it
-    begins with them (:func:`contexts_block`), then `data` and the items, and `task` comes
-    last, so that a prompt cache serves one sample's contexts to every metric that shows them
-    (a sample's contexts are far longer than a task)."""
-    if contexts_first is None:
-        return lambda numbered_items: (
-            f"{task}\n\n" + verdict_data(items_tag, numbered_items, **data)
-        )
-    lead = contexts_block(contexts_first)
-    return lambda numbered_items: (
-        f"{lead}\n{verdict_data(items_tag, numbered_items, **data)}\n\n{task}"
-    )
+    A request that judges against the retrieved contexts gives them as `contexts_first`; one
+    whose items are the contexts (numbered ``c1``, ``c2``, …) says `items_first`. It begins with
+    the contexts (:func:`contexts_block`), then `data` (and the items), and `task` comes last
+    (:class:`DataFirstVerdictText`), so that a prompt cache serves one sample's contexts to
+    every metric that shows them (a sample's contexts are far longer than a task)."""
+    if contexts_first is not None or items_first:
+        contexts = None if items_first else tuple(contexts_first or ())
+        return DataFirstVerdictText(task, items_tag, tuple(data.items()), contexts)
+    return lambda numbered_items: f"{task}\n\n" + verdict_data(items_tag, numbered_items, **data)
+
+
+@dataclass(frozen=True)
+class DataFirstVerdictText:
+    """The text of a verdict request that shows the retrieved contexts (made by
+    :func:`verdict_prompt`): the contexts, the other data and the items, then the task. Called
+    with the numbered items it is the whole text; :func:`verdict_request` lays it out with
+    :func:`data_first_messages` (how to reply between the data and the task)."""
+
+    task: str
+    items_tag: str
+    data: tuple[tuple[str, str], ...]
+    #: the contexts shown before the data; None: the items are the contexts, shown first
+    contexts: tuple[str, ...] | None
+
+    def data_text(self, numbered_items: str) -> str:
+        """Everything but the task: the contexts first, then the data and the items."""
+        if self.contexts is None:
+            rest = "".join(f"\n{tagged(tag, text)}" for tag, text in self.data)
+            return tagged(self.items_tag, numbered_items) + rest
+        items = verdict_data(self.items_tag, numbered_items, **dict(self.data))
+        return f"{contexts_block(self.contexts)}\n{items}"
+
+    def __call__(self, numbered_items: str) -> str:
+        return f"{self.data_text(numbered_items)}\n\n{self.task}"
 
 
 def verdict_data(items_tag: str, numbered_items: str, /, **data: str) -> str:
@@ -427,14 +460,18 @@ def verdict_request(
     reasons: bool = True,
 ) -> tuple[list[dict[str, str]], type[BaseModel], int]:
     """One verdict request of :func:`judge_items`: its messages, its response model and its
-    reply budget, for `items` numbered from `first`: `prompt`'s text, then the reply format
-    (:func:`verdict_format`), in the user message. Without
+    reply budget, for `items` numbered from `first`. The reply format (:func:`verdict_format`)
+    goes in the system message and `prompt`'s text in the user message, or, for a
+    :class:`DataFirstVerdictText`, between its data and its task (:func:`data_first_messages`).
+    Without
     `reasons` the judge rules on each item without writing a reason first."""
     model = verdict_model(prefix, first, len(items), verdict, meaning, base, reasons)
-    body = prompt(numbered(items, prefix, first))
+    shown = numbered(items, prefix, first)
     budget = min(reply_budget(len(items)) + base_tokens, MAX_REPLY_TOKENS)
     reply = verdict_format(prefix, verdict, reasons) if items else None
-    return messages(body, reply), model, budget
+    if isinstance(prompt, DataFirstVerdictText):
+        return data_first_messages(prompt.data_text(shown), prompt.task, reply), model, budget
+    return messages(prompt(shown), reply), model, budget
 
 
 @dataclass(frozen=True)

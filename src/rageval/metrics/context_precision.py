@@ -24,7 +24,7 @@ from rageval.metrics.authoring import (
     nonblank,
     not_measured_if_blank,
     reference_text,
-    tagged,
+    verdict_prompt,
 )
 from rageval.metrics.base import (
     BlankRule,
@@ -48,10 +48,10 @@ TASK = (
 
 def prompt(question: str, reference: str) -> Callable[[str], str]:
     """The verdict request's text: the numbered contexts (the items ruled on, first as in
-    every request that shows them: :func:`~rageval.metrics.authoring.contexts_block`), the
-    question and the reference, then the task."""
-    data = f"{tagged('question', question)}\n{tagged('reference', reference)}"
-    return lambda numbered_contexts: f"{tagged('contexts', numbered_contexts)}\n{data}\n\n{TASK}"
+    every request that shows them), the question and the reference, then the task."""
+    return verdict_prompt(
+        TASK, "contexts", items_first=True, question=question, reference=reference
+    )
 
 
 def average_precision(verdicts: Sequence[bool]) -> float:

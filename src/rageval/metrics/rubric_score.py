@@ -23,6 +23,7 @@ from rageval.metrics.authoring import (
     PlannedRequest,
     ReplyModel,
     contexts_block,
+    data_first_messages,
     messages,
     nonblank,
     number_only,
@@ -85,9 +86,9 @@ class RubricGrade(ReplyModel):
 
 
 def prompt(sample: Sample, rubric: Mapping[int, str]) -> list[dict[str, str]]:
-    """The grading request: the sample's fields (the retrieved contexts first, as every
-    request that shows them: :func:`~rageval.metrics.authoring.contexts_block`), then the
-    rubric."""
+    """The grading request: the rubric, then the sample's fields; when it shows the retrieved
+    contexts, they come first, then the other fields, then the rubric
+    (:func:`~rageval.metrics.authoring.data_first_messages`)."""
     contexts = nonblank(sample.retrieved_contexts)
     blocks = [contexts_block(contexts)] if contexts else []
     for field, tag in _SHOWN:
@@ -100,11 +101,11 @@ def prompt(sample: Sample, rubric: Mapping[int, str]) -> list[dict[str, str]]:
             blocks.append(tagged(tag, value))
     # the rubric is the user's own instruction, so it is not tagged as material
     levels = "\n".join(f"{n}: {' '.join(text.split())}" for n, text in rubric.items())
-    return messages(
-        "\n".join(blocks) + "\n\nGrade the response with this rubric: choose the level whose "
-        f"description fits best.\n{levels}",
-        'Reply as {"feedback": "...", "score": 1|2|3|4|5}.',
-    )
+    task = f"Grade the response with this rubric: choose the level whose description fits best.\n{levels}"
+    reply = 'Reply as {"feedback": "...", "score": 1|2|3|4|5}.'
+    if contexts:
+        return data_first_messages("\n".join(blocks), task, reply)
+    return messages(f"{task}\n\n" + "\n".join(blocks), reply)
 
 
 def rubric_value(score: int) -> float:
