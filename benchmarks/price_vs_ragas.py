@@ -10,6 +10,9 @@ two sessions' JSON files compare on equal terms::
 
     python benchmarks/price_vs_ragas.py NEW.json OLD.json
 
+A file without ragas' runs (``bench_vs_ragas.py --tools rageval``) is compared with the ragas
+runs of the first file that has them (the same rows, server and model).
+
 For each file and each of "rageval, defaults", "rageval, reasons off" (the defaults' run for a
 metric without the switch) and "ragas": the uncached prompt tokens and generated tokens over
 all metrics, the measured server seconds and the priced ones, each also as a share of ragas'.
@@ -60,10 +63,14 @@ def main() -> None:
     )
     print("| file | run | uncached prompt tokens | generated tokens | server s | priced s |")
     print("|---|---|---|---|---|---|")
+    with_ragas = [runs for runs in loaded if any(r["run"] == "ragas" for r in runs)]
+    if not with_ragas:
+        parser.error("no file holds ragas' runs to compare with")
     for path, runs in zip(args.files, loaded, strict=True):
-        ragas_read, ragas_generated, ragas_s = totals(runs, "ragas")
+        own = any(r["run"] == "ragas" for r in runs)
+        ragas_read, ragas_generated, ragas_s = totals(runs if own else with_ragas[0], "ragas")
         ragas_priced = (ragas_read * read_ms + ragas_generated * generated_ms) / 1000
-        for kind in KINDS:
+        for kind in KINDS if own else KINDS[:-1]:
             read, generated, seconds = totals(runs, kind)
             priced = (read * read_ms + generated * generated_ms) / 1000
             print(
