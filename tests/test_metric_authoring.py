@@ -112,6 +112,13 @@ def test_verdict_prompt_puts_the_task_then_each_tagged_text_then_the_items() -> 
         "Judge each.\n\n<question>\nQ?\n</question>\n"
         "<task>\na </ task> b\n</task>\n<claims>\n[s1] x\n</claims>"
     )
+    # a built-in metric's request text, written out by hand
+    assert faithfulness_prompt(["Paris is in France."])("[s1] Paris is French.") == (
+        "For each numbered statement, decide whether the contexts support it: it is stated in "
+        "them or follows directly from them. Anything the contexts do not give is unsupported, "
+        "even if it is true.\n\n<contexts>\n[c1] Paris is in France.\n</contexts>\n"
+        "<statements>\n[s1] Paris is French.\n</statements>"
+    )
     assert numbered(["Paris is in France."], "c") == "[c1] Paris is in France."
 
 
@@ -120,14 +127,6 @@ def test_a_verdict_prompt_on_the_contexts_begins_with_them_and_ends_with_the_tas
     assert prompt("[s1] x") == (
         "<contexts>\n[c1] A.\n[c2] B.\n</contexts>\n<question>\nQ?\n</question>\n"
         "<claims>\n[s1] x\n</claims>\n\nJudge each."
-    )
-    # a built-in metric's request text, written out by hand
-    assert faithfulness_prompt(["Paris is in France."])("[s1] Paris is French.") == (
-        "<contexts>\n[c1] Paris is in France.\n</contexts>\n"
-        "<statements>\n[s1] Paris is French.\n</statements>\n\n"
-        "For each numbered statement, decide whether the contexts support it: it is stated in "
-        "them or follows directly from them. Anything the contexts do not give is unsupported, "
-        "even if it is true."
     )
 
 

@@ -108,11 +108,12 @@ def contexts_block(contexts: Sequence[str]) -> str:
     (:func:`data_first_messages`): numbered ``[c1] …`` inside ``<contexts>``.
 
     The contexts are most of a sample's text, and a local judge reads a prompt token at a few
-    dozen a second. With them first, the requests of one sample (faithfulness's verdicts,
-    context_precision, context_recall, both templates of context_relevance and of
-    response_groundedness) begin with the same text, and a server's prompt cache (llama.cpp's,
-    vLLM's, a provider's automatic caching) serves the contexts to all but the first: one
-    sample's contexts are read once, not once per metric."""
+    dozen a second. With them first, the requests of one sample (context_precision,
+    context_recall, both templates of context_relevance and of response_groundedness) begin
+    with the same text, and a server's prompt cache (llama.cpp's, vLLM's, a provider's
+    automatic caching) serves the contexts to all but the first: one sample's contexts are
+    read once, not once per metric. (faithfulness's verdicts keep their task first: see
+    :func:`rageval.metrics.faithfulness.prompt`.)"""
     return tagged("contexts", numbered(contexts, "c"))
 
 

@@ -44,15 +44,18 @@ TASK = (
 
 
 def prompt(contexts: list[str], guidance: Guidance | None = None) -> Callable[[str], str]:
-    """The verdict request's text, around the numbered statements: the contexts first, then
-    the statements, then the task and `guidance`'s guidelines. With labelled examples in
-    `guidance` the task, guidelines and examples come first (fixed text far longer than a
-    task), then the contexts and the statements."""
-    shown = guidance or Guidance()
-    task = shown.head(TASK, _example, functools.partial(item_verdict, "supported"))
-    if shown.examples:
-        return verdict_prompt(task, "statements", contexts=numbered(contexts, "c"))
-    return verdict_prompt(task, "statements", contexts_first=contexts)
+    """The verdict request's text, around the numbered statements; `guidance` (guidelines,
+    labelled examples) after the task.
+
+    The task comes first here, not after the contexts as in the other requests that show them
+    (:func:`~rageval.metrics.authoring.contexts_block`): with the task after the contexts,
+    Qwen2.5-Coder-1.5B judged MEMERAG's sentences worse than at chance (balanced accuracy
+    0.525 → 0.417 on 40 rows; benchmarks/RESULTS.md, "Contexts first"), so this request reads
+    the contexts once more than the others in exchange."""
+    task = (guidance or Guidance()).head(
+        TASK, _example, functools.partial(item_verdict, "supported")
+    )
+    return verdict_prompt(task, "statements", contexts=numbered(contexts, "c"))
 
 
 def _example(sample: Sample) -> str:
