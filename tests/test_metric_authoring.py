@@ -128,6 +128,12 @@ def test_a_verdict_prompt_on_the_contexts_begins_with_them_and_ends_with_the_tas
         "<contexts>\n[c1] A.\n[c2] B.\n</contexts>\n<question>\nQ?\n</question>\n"
         "<claims>\n[s1] x\n</claims>\n\nJudge each."
     )
+    # items that are the contexts lead themselves; the two together would show them twice
+    assert verdict_prompt("Judge.", "contexts", items_first=True, question="Q?")("[c1] A.") == (
+        "<contexts>\n[c1] A.\n</contexts>\n<question>\nQ?\n</question>\n\nJudge."
+    )
+    with pytest.raises(ValueError, match="contexts_first and items_first"):
+        verdict_prompt("Judge.", "contexts", contexts_first=["A."], items_first=True)
 
 
 def test_share_true_is_the_share_of_true_verdicts_and_none_without_any() -> None:

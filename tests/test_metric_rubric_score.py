@@ -89,7 +89,7 @@ async def test_present_fields_are_shown_and_absent_ones_left_out(fake_openai: Fa
     )
     await metric.single_turn_ascore(SAMPLE)
     only_response, full = (user_text(r) for r in fake_openai.chat_requests)
-    assert only_response.startswith("<contexts>\n[c1] Water boils at 100 °C.\n</contexts>\n")
+    assert "<contexts>\n[1] Water boils at 100 °C.\n</contexts>" in only_response
     assert "<question>" not in only_response and "<reference>" not in only_response
     assert f"<question>\n{SAMPLE.user_input}\n</question>" in full
     assert f"<reference>\n{SAMPLE.reference}\n</reference>" in full

@@ -52,9 +52,10 @@ JUDGE_METRICS = sorted(
     for name, cls in registered_metrics().items()
     if cls.needs_llm and not scores_conversations(cls)
 )
-# shows the contexts after its task: with the task last, the real judge (Qwen2.5-Coder-1.5B)
-# judged MEMERAG worse than at chance (faithfulness.prompt)
-TASK_BEFORE_CONTEXTS = {"faithfulness"}
+# show the contexts after their task: with the task last, the real judge (Qwen2.5-Coder-1.5B)
+# judged MEMERAG worse than at chance (faithfulness.prompt); a rubric, the user's own long
+# instruction, keeps its place first: no labelled data here to check it last against
+TASK_BEFORE_CONTEXTS = {"faithfulness", "rubric_score"}
 # the data of a request: tagged blocks made by rageval.metrics.authoring.tagged, nothing else
 _DATA = re.compile(r"(?:<(\w+)>\n.*?\n</\1>\n?)+", re.DOTALL)
 _FIRST_TAG = re.compile(r"^<\w+>$", re.MULTILINE)

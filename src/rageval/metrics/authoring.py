@@ -42,7 +42,8 @@ on what can be shared:
 What a metric author needs, by task (docs/writing-metrics.md puts them to work):
 
 * prompts: :func:`messages` (the system message above + your text), :func:`tagged` (fence
-  untrusted text), :func:`contexts_block` (the retrieved contexts, first), :func:`numbered` / :func:`item_ids` (items under ids), :func:`nonblank`
+  untrusted text), :func:`contexts_block` and :func:`data_first_messages` (the retrieved
+  contexts first), :func:`numbered` / :func:`item_ids` (items under ids), :func:`nonblank`
   (the one rule for blank contexts), :func:`split_sentences`, :data:`STATEMENT_RULES`;
 * verdicts per item: :func:`judge_items` (ask, in chunks, with budgets) → :class:`Verdict`
   list, or the same question stated once as a :class:`VerdictQuestion` (``ask`` and
@@ -398,8 +399,10 @@ def verdict_prompt(
     the contexts (:func:`contexts_block`), then `data` (and the items), and `task` comes last
     (:class:`DataFirstVerdictText`), so that a prompt cache serves one sample's contexts to
     every metric that shows them (a sample's contexts are far longer than a task)."""
+    if contexts_first is not None and items_first:
+        raise ValueError("contexts_first and items_first: the contexts are shown once")
     if contexts_first is not None or items_first:
-        contexts = None if items_first else tuple(contexts_first or ())
+        contexts = None if contexts_first is None else tuple(contexts_first)
         return DataFirstVerdictText(task, items_tag, tuple(data.items()), contexts)
     return lambda numbered_items: f"{task}\n\n" + verdict_data(items_tag, numbered_items, **data)
 
@@ -463,8 +466,7 @@ def verdict_request(
     reply budget, for `items` numbered from `first`. The reply format (:func:`verdict_format`)
     goes in the system message and `prompt`'s text in the user message, or, for a
     :class:`DataFirstVerdictText`, between its data and its task (:func:`data_first_messages`).
-    Without
-    `reasons` the judge rules on each item without writing a reason first."""
+    Without `reasons` the judge rules on each item without writing a reason first."""
     model = verdict_model(prefix, first, len(items), verdict, meaning, base, reasons)
     shown = numbered(items, prefix, first)
     budget = min(reply_budget(len(items)) + base_tokens, MAX_REPLY_TOKENS)

@@ -22,8 +22,6 @@ from pydantic import BeforeValidator, Field
 from rageval.metrics.authoring import (
     PlannedRequest,
     ReplyModel,
-    contexts_block,
-    data_first_messages,
     messages,
     nonblank,
     number_only,
@@ -50,6 +48,7 @@ _KEY = re.compile(r"score([1-5])(?:_description)?")
 #: sample fields shown to the judge when present, in this order, with their tag names
 _SHOWN = (
     ("user_input", "question"),
+    ("retrieved_contexts", "contexts"),
     ("reference_contexts", "reference_contexts"),
     ("reference", "reference"),
     ("response", "response"),
@@ -86,11 +85,7 @@ class RubricGrade(ReplyModel):
 
 
 def prompt(sample: Sample, rubric: Mapping[int, str]) -> list[dict[str, str]]:
-    """The grading request: the rubric, then the sample's fields; when it shows the retrieved
-    contexts, they come first, then the other fields, then the rubric
-    (:func:`~rageval.metrics.authoring.data_first_messages`)."""
-    contexts = nonblank(sample.retrieved_contexts)
-    blocks = [contexts_block(contexts)] if contexts else []
+    blocks = []
     for field, tag in _SHOWN:
         value = getattr(sample, field)
         if field == "reference" and isinstance(value, list):
@@ -101,11 +96,11 @@ def prompt(sample: Sample, rubric: Mapping[int, str]) -> list[dict[str, str]]:
             blocks.append(tagged(tag, value))
     # the rubric is the user's own instruction, so it is not tagged as material
     levels = "\n".join(f"{n}: {' '.join(text.split())}" for n, text in rubric.items())
-    task = f"Grade the response with this rubric: choose the level whose description fits best.\n{levels}"
-    reply = 'Reply as {"feedback": "...", "score": 1|2|3|4|5}.'
-    if contexts:
-        return data_first_messages("\n".join(blocks), task, reply)
-    return messages(f"{task}\n\n" + "\n".join(blocks), reply)
+    return messages(
+        "Grade the response with this rubric: choose the level whose description fits best.\n"
+        f"{levels}\n\n" + "\n".join(blocks),
+        'Reply as {"feedback": "...", "score": 1|2|3|4|5}.',
+    )
 
 
 def rubric_value(score: int) -> float:
