@@ -180,7 +180,8 @@ def render_saved(paths: list[Path]) -> int:
 
 # ---- on a real judge: llama-server behind the metering proxy ------------------------------
 
-#: the llama-server this comparison starts and stops, apart from any other (CI's, the user's)
+#: the llama-server this comparison starts and stops, apart from any other (CI's, the user's);
+#: ``--server-name`` gives two comparisons running at once a server each
 SERVER_NAME = "bench-vs-ragas"
 #: seconds per request attempt, both tools: what rageval allows a slow local judge by default
 ATTEMPT_TIMEOUT_S = 600
@@ -196,20 +197,28 @@ TOGETHER = "all eight together"
 
 
 @contextmanager
-def llama_server(model: str, threads: int | None) -> Iterator[str]:
+def llama_server(args: argparse.Namespace) -> Iterator[str]:
     """``judge.py start`` (``--metrics`` on, for the cross-check), the server's root URL, and
     ``judge.py stop`` afterwards."""
     judge = [sys.executable, str(HERE / "real_judge" / "judge.py")]
-    start = [*judge, "start", "--name", SERVER_NAME, "--model", model]
-    if threads:
-        start += ["--threads", str(threads), "--threads-batch", str(threads)]
+    start = [*judge, "start", "--name", args.server_name, "--model", args.real_judge]
+    if args.server_threads:
+        start += [
+            "--threads",
+            str(args.server_threads),
+            "--threads-batch",
+            str(args.server_threads),
+        ]
+    server_args = ["--metrics"]
+    if args.cache_ram is not None:
+        server_args += ["--cache-ram", str(args.cache_ram)]
     url = subprocess.run(
-        [*start, "--", "--metrics"], check=True, stdout=subprocess.PIPE, text=True
+        [*start, "--", *server_args], check=True, stdout=subprocess.PIPE, text=True
     ).stdout.strip()
     try:
         yield url.removesuffix("/v1")
     finally:
-        subprocess.run([*judge, "stop", "--name", SERVER_NAME], check=False)
+        subprocess.run([*judge, "stop", "--name", args.server_name], check=False)
 
 
 def get_json(url: str) -> Any:
@@ -293,7 +302,7 @@ def run_real(run: str, metric: str, data: Path, args: argparse.Namespace) -> tup
     server's cache from an earlier one (llama-server keeps old prompts in RAM:
     ``--cache-ram``); also returns the server's slots."""
     with (
-        llama_server(args.real_judge, args.server_threads) as root,
+        llama_server(args) as root,
         MeteredProxy(root) as proxy,
         Scratch() as scratch,
     ):
@@ -526,6 +535,19 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="with --real-judge: llama-server's --threads and --threads-batch "
         "(default: judge.py's, 1)",
+    )
+    parser.add_argument(
+        "--server-name",
+        default=SERVER_NAME,
+        help="with --real-judge: judge.py's --name for the server (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--cache-ram",
+        type=int,
+        default=None,
+        metavar="MIB",
+        help="with --real-judge: llama-server's prompt cache in RAM (default: the server's, "
+        "8,192 MiB); two servers at once may need less",
     )
     parser.add_argument(
         "--reply-cap",
