@@ -1,6 +1,6 @@
 """The command line against a judge that always answers garbage (issue 11's bar): the run
-completes, every judged cell is not measured with a kind and a cause, and what the terminal
-shows fits on a screen.
+completes (exit 7: every metric measured nothing), every judged cell is not measured with a
+kind and a cause, and what the terminal shows fits on a screen.
 
     python benchmarks/bench_garbage_cli.py --samples 200
 
@@ -18,6 +18,7 @@ import sys
 import time
 
 from _harness import EIGHT, WORK, JudgeServer, Scratch, child_env, load_average
+from rageval.cli import EXIT_UNMEASURED
 from synthetic_data import write_jsonl
 
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print("kinds:", kinds)
     ok = (
-        proc.returncode == 0
+        proc.returncode == EXIT_UNMEASURED  # every metric measured nothing (issue 22)
         and len(failed) == len(cells) == args.samples * len(EIGHT)
         and all(c["cause_kind"] and c["cause"] for c in failed)
         and len(lines) <= 50

@@ -70,6 +70,10 @@ MAX_GROWN_BUDGET = 16_384
 LOOP_REPEATS = 3
 LOOP_MIN_CHARS = 200
 LOOP_MAX_PERIOD = 2_000
+# Replies in a row that fail validation with the same problem end a call, whatever re-asks it
+# has left (a judge that answers prose, or the same off-scale rating, this often will not do
+# better next time).
+SAME_PROBLEM_LIMIT = 3
 # A reply needs at least this much room: a prompt that leaves less is not sent.
 MIN_REPLY_TOKENS = 256
 # 3: the call's own budget, temperature and number of choices are part of the key
@@ -488,6 +492,7 @@ class Judge(EndpointClient):
         budget = call.budget if budget is None else budget
         grown = budget > call.budget
         last_problem: str | None = None
+        in_a_row = 0  # replies in a row, up to this one, that met the same problem
         while True:
             if first is not None:
                 raw, first = first, None
@@ -525,8 +530,13 @@ class Judge(EndpointClient):
                     call.check(value)
             except ValueError as exc:  # JSON, pydantic and check errors are all ValueErrors
                 problem = error_text(exc)
-                if tally.reasks >= call.max_reasks or problem == last_problem:
-                    again = " (the same problem twice)" if problem == last_problem else ""
+                in_a_row = in_a_row + 1 if problem == last_problem else 1
+                # one repeat is forgiven: a transient fault (a proxy's canned prose) can meet
+                # the re-ask too, and a call lost there can lose a whole conversation's cell;
+                # a judge that makes the same mistake three times in a row will not do better
+                # a fourth time
+                if tally.reasks >= call.max_reasks or in_a_row >= SAME_PROBLEM_LIMIT:
+                    again = f" (the same problem {in_a_row} times in a row)" if in_a_row > 1 else ""
                     raise JudgeCallFailed(
                         f"no valid reply after {tally.reasks} re-ask(s){again}: "
                         f"{_shorten(problem)}",
