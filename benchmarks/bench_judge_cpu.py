@@ -1,7 +1,7 @@
 """Client CPU per judge request and per embeddings request, through rageval's own layers.
 
 Each scenario sends ``--requests`` distinct requests, ``--concurrency`` at a time, to the
-synthetic judge (``python -m rageval.testing.server --handler synthetic_judge:handle``,
+synthetic judge (``python -m rageval.testing.serve --handler synthetic_judge:handle``,
 with this directory on the path) running in its **own process**, so that only the
 client's work is billed: ``getrusage(RUSAGE_SELF)`` user+sys of this process (worker threads
 included) over the sending loop, divided by the number of requests.
@@ -72,7 +72,7 @@ def judge_server() -> Iterator[str]:
         [
             sys.executable,
             "-m",
-            "rageval.testing.server",
+            "rageval.testing.serve",
             "--port",
             "0",
             "--handler",

@@ -60,7 +60,7 @@ def main() -> int:
         data = tmp_path / "data.jsonl"
         write_rows(data, args.rows)
         server = subprocess.Popen(
-            [sys.executable, "-m", "rageval.testing.server", "--handler", HANDLER],
+            [sys.executable, "-m", "rageval.testing.serve", "--handler", HANDLER],
             stdout=subprocess.PIPE,
             text=True,
             env={

@@ -4,7 +4,7 @@ Use it as the ``FakeOpenAI`` handler for benchmarks, so that every evaluation to
 full work (statement extraction, verdicts per item, ratings) against a judge that never fails
 (from this directory, or with it on ``PYTHONPATH``)::
 
-    python -m rageval.testing.server --handler synthetic_judge:handle
+    python -m rageval.testing.serve --handler synthetic_judge:handle
 
 It is benchmark tooling, not part of the installed package; rageval's tests use it too (pytest
 puts this directory on the path: ``pythonpath`` in pyproject.toml).

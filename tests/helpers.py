@@ -356,12 +356,12 @@ def run_cli_in_child(
 
 @contextmanager
 def server_in_child(*args: str, path: Sequence[Path] = ()) -> Iterator[str]:
-    """``python -m rageval.testing.server *args`` in a child process (`path` on its
+    """``python -m rageval.testing.serve *args`` in a child process (`path` on its
     PYTHONPATH, for a handler module): yields the base URL it prints, then stops it and checks
     that it exited cleanly, with no warning or traceback."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [*path, SRC]))}
     process = subprocess.Popen(
-        [sys.executable, "-m", "rageval.testing.server", *args],
+        [sys.executable, "-m", "rageval.testing.serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -4,8 +4,10 @@ network guard.
 Modules: ``records`` (what the server records and answers: requests, replies, faults),
 ``_wire`` (HTTP framing and error bodies), ``server`` (``FakeOpenAI``), ``batch_api`` (its
 Batch API), ``anthropic`` (``FakeAnthropic``: the same server speaking Anthropic's Messages
-API, scripted by the same handlers), ``random_judge`` (judges that answer within the schema at random, or garbage),
-``schema``, ``prompt_cache``, ``netguard``; none imports one above it.
+API, scripted by the same handlers), ``random_judge`` (judges that answer within the schema
+at random, or garbage), ``serve`` (the server as a process: ``python -m
+rageval.testing.serve``), ``schema``, ``prompt_cache``, ``netguard``; none imports one above
+it.
 
 Used by rageval's own tests and benchmarks, and usable in your CI (``RandomJudge``: random
 replies valid under each request's schema; ``GarbageJudge``: never JSON)::
@@ -16,8 +18,7 @@ replies valid under each request's schema; ``GarbageJudge``: never JSON)::
         server.script(Reply.json({"verdict": 1}), Fault.rate_limit(0.1))
         client = openai.OpenAI(base_url=server.base_url, api_key="x")
 
-Names are imported on first use so that ``import rageval.testing`` stays cheap and
-``python -m rageval.testing.server`` does not import the server module twice.
+Names are imported on first use so that ``import rageval.testing`` stays cheap.
 """
 
 from __future__ import annotations

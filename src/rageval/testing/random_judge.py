@@ -1,8 +1,8 @@
 """Judges for testing a client's reply handling: one that answers at random within the schema,
 and one that always answers garbage. Both are ``FakeOpenAI`` handlers::
 
-    FakeOpenAI(RandomJudge(seed=7))          # or: python -m rageval.testing.server --judge random
-    FakeOpenAI(GarbageJudge())               #     python -m rageval.testing.server --judge garbage
+    FakeOpenAI(RandomJudge(seed=7))          # or: python -m rageval.testing.serve --judge random
+    FakeOpenAI(GarbageJudge())               #     python -m rageval.testing.serve --judge garbage
 
 :class:`RandomJudge` behaves like a constrained-decoding server (OpenAI strict structured
 outputs, vLLM guided decoding, Ollama ``format``, llama.cpp grammars) in front of a model that
