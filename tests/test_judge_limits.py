@@ -222,6 +222,7 @@ def test_a_llama_cpp_server_s_slots_are_the_run_s_concurrency_with_a_longer_time
             "slots": 2,
             "max_concurrency": 2,
             "timeout": LOCAL_SERVER_TIMEOUT,
+            "context": None,  # this server does not report one
         }
     }
 
@@ -309,8 +310,65 @@ def test_a_chosen_concurrency_and_timeout_stand_against_the_server_s_slots(
         assert server.max_in_flight == 3
     # recorded as the user drove it: more requests at once than the server has slots
     assert servers == {
-        judge.base_url: {"server": "llama.cpp", "slots": 1, "max_concurrency": 3, "timeout": 30.0}
+        judge.base_url: {
+            "server": "llama.cpp",
+            "slots": 1,
+            "max_concurrency": 3,
+            "timeout": 30.0,
+            "context": None,
+        }
     }
+
+
+def _long_row(rows: list[dict[str, Any]], row: int, tokens: int) -> list[dict[str, Any]]:
+    """`rows` with row `row`'s contexts made about `tokens` tokens long (4 characters each)."""
+    filler = "The harbour wall was rebuilt in stone after the storm. "
+    rows[row]["retrieved_contexts"] = [filler * (4 * tokens // len(filler))]
+    return rows
+
+
+def test_a_llama_cpp_server_s_context_fits_each_request_and_a_prompt_it_cannot_hold_is_not_sent(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """llama-server refuses a prompt over a slot's context (400) and stops a reply where the
+    context is full, whatever max_tokens said. Its /props reports that context: a row whose
+    prompt cannot fit costs nothing and is not measured, with the cause; the others' reply
+    budgets are fitted beside their prompts (the judge's default 1,024 would not fit)."""
+    from helpers import handle, rows, sample_id_of
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    window = 1200
+    data = _long_row(rows(4), 2, tokens=3000)
+    with FakeOpenAI(handle, llama_cpp_slots=1, context_window=window) as server:
+        judge = Judge("m", base_url=server.base_url, cache=False, mode="json_schema")
+        result = evaluate(data, ["context_recall"], llm=judge, probe=True,
+                          run_dir=tmp_path / "run", progress=False)  # fmt: skip
+        asked = server.chat_requests
+        assert server.handler_errors == []
+    assert result.statuses("context_recall") == ["ok", "ok", "not_measured", "ok"]
+    cell = result.sample(2).cells["context_recall"]
+    assert cell.cause_kind == "input_too_long"
+    assert f"1,200-token context window of the llama.cpp server at {judge.base_url}" in cell.cause
+    assert "s002" not in [sample_id_of(r) for r in asked]  # not sent: nothing paid
+    budgets = {r.body["max_tokens"] for r in asked}
+    assert budgets and max(budgets) < judge.max_tokens  # fitted, not the default
+    servers = read_manifest(tmp_path / "run").servers
+    assert servers[judge.base_url]["context"] == window
+
+
+def test_unprobed_a_prompt_over_a_llama_cpp_server_s_context_fails_its_cell_not_the_run() -> None:
+    """Without the check before the run the server's 400 ("exceeds the available context
+    size") is that row's, not a refusal of the run: it stopped every row with exit 3."""
+    from helpers import handle, rows
+
+    data = _long_row(rows(3), 1, tokens=3000)
+    with FakeOpenAI(handle, llama_cpp_slots=1, context_window=2000) as server:
+        judge = make_judge(server)
+        result = evaluate(data, ["context_recall"], llm=judge, probe=False, progress=False)
+    assert result.statuses("context_recall") == ["ok", "not_measured", "ok"]
+    cell = result.sample(1).cells["context_recall"]
+    assert cell.cause_kind == "input_too_long"
+    assert "exceeds the available context size (2000 tokens)" in cell.cause
 
 
 def test_other_servers_are_not_asked_for_slots(

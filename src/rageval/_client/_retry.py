@@ -53,6 +53,7 @@ _CONTEXT_TOO_LONG = (
     "maximum context",
     "too many tokens",
     "prompt is too long",
+    "context size",  # llama.cpp: "request (N tokens) exceeds the available context size"
 )
 
 

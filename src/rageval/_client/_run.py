@@ -72,12 +72,15 @@ class JudgeCall:
 @dataclasses.dataclass(frozen=True)
 class ServerSlots:
     """How a run drives a llama.cpp server whose slots its probe read: at most `concurrency`
-    requests at once (None: as the endpoint's limiter says, a concurrency the user chose) and
-    `timeout` seconds per attempt (None: the endpoint's, a timeout the user chose)."""
+    requests at once (None: as the endpoint's limiter says, a concurrency the user chose),
+    `timeout` seconds per attempt (None: the endpoint's, a timeout the user chose), and the
+    `context` one slot holds, prompt and reply together (None: not reported): the judge fits
+    each reply budget in it, and does not send a prompt that cannot fit."""
 
     slots: int
     concurrency: int | None
     timeout: float | None
+    context: int | None = None
 
 
 class StopSending:

@@ -647,13 +647,17 @@ class Judge(EndpointClient):
                 f"{limit:,}: not sent",
                 "input_too_long",
             )
-        window = context_window(self.model)
+        # a llama.cpp server this run follows reports its slots' context; else a known model's
+        server = current_run().server_slots.get(id(self._endpoint))
+        window = server.context if server is not None else None
+        where = f"the llama.cpp server at {self.base_url}" if window else self.model
+        window = window or context_window(self.model)
         if window is not None and prompt_tokens + budget > window:
             room = window - prompt_tokens
             if room < min(budget, MIN_REPLY_TOKENS):
                 raise JudgeCallFailed(
                     f"the prompt is about {prompt_tokens:,} tokens, too long for the "
-                    f"{window:,}-token context window of {self.model}: not sent",
+                    f"{window:,}-token context window of {where}: not sent",
                     "input_too_long",
                 )
             budget = room

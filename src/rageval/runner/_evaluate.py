@@ -501,6 +501,7 @@ async def aevaluate(
             "slots": followed.slots,
             "max_concurrency": followed.concurrency or judge.endpoint.limiter.max_concurrency,
             "timeout": followed.timeout or judge.endpoint.timeout,
+            "context": followed.context,
         }
         for judge in run_judges
         if (followed := server_slots.get(id(judge.endpoint))) is not None

@@ -30,6 +30,7 @@ once.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import http.client
 import json
 import ssl
@@ -50,9 +51,22 @@ from rageval.judge._anthropic import anthropic_headers
 PROBE_TIMEOUT_S = 5.0
 _MAX_BODY = 1 << 20  # of a model list: enough for any; a server cannot make the probe read more
 _NOT_SET = " (which is not set)"
-#: the slots of the llama.cpp servers probed in this process, by base URL (what the server is,
-#: not the state of a run: a later probe of the same URL replaces it)
-_SERVER_SLOTS: dict[str, int] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class LlamaServer:
+    """What llama.cpp's llama-server reports at ``GET /props``: the requests it decodes at once
+    (`slots`) and the tokens one slot holds, prompt and reply together (`context`, its
+    ``n_ctx``; None when not reported). Past that context it refuses a prompt (400) or stops a
+    reply where the context is full, whatever ``max_tokens`` said."""
+
+    slots: int
+    context: int | None
+
+
+#: the llama.cpp servers probed in this process, by base URL (what the server is, not the
+#: state of a run: a later probe of the same URL replaces it)
+_SERVER_SLOTS: dict[str, LlamaServer] = {}
 
 
 def key_variable(described: Mapping[str, Any]) -> str | None:
@@ -89,12 +103,12 @@ async def probe(
     what: str,
     key: str | None,
     timeout: float = PROBE_TIMEOUT_S,
-) -> int | None:
+) -> LlamaServer | None:
     """One `GET /models` to the endpoint `described` (a judge's or remote embeddings'
     `describe()`) with `key`, the one its requests send (:meth:`Endpoint.probe_key`; None: a
     client object passed in Python, not ours to probe); raises FatalJudgeError when it cannot
-    be reached or refuses the key. Returns the slots of a llama.cpp server (one more GET, to
-    its `/props`), else None."""
+    be reached or refuses the key. Returns what a llama.cpp server reports of itself (one more
+    GET, to its `/props`), else None."""
     base_url = described.get("base_url")
     if key is None or not base_url:
         return None
@@ -144,7 +158,7 @@ async def probe(
     if status != 200 or not _served_by_llama_cpp(body):
         return None
     try:
-        return await asyncio.to_thread(_server_slots, str(base_url), headers, timeout)
+        return await asyncio.to_thread(_llama_server, str(base_url), headers, timeout)
     except Exception:  # the endpoint is there; its slots are only a better default
         return None
 
@@ -175,12 +189,21 @@ def _served_by_llama_cpp(models_body: bytes) -> bool:
     )
 
 
-def _server_slots(base_url: str, headers: Mapping[str, str], timeout: float) -> int | None:
-    """`total_slots` from llama-server's `GET /props`, beside its OpenAI routes under /v1."""
+def _llama_server(base_url: str, headers: Mapping[str, str], timeout: float) -> LlamaServer | None:
+    """`total_slots` and the slots' `n_ctx` from llama-server's `GET /props`, beside its OpenAI
+    routes under /v1; None without a number of slots."""
     root = base_url.rstrip("/").removesuffix("/v1")
     status, body = _get(root + "/props", headers, timeout)
-    slots = json.loads(body).get("total_slots") if status == 200 else None
-    return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
+    props = json.loads(body) if status == 200 else {}
+    slots = _count(props.get("total_slots"))
+    settings = props.get("default_generation_settings")
+    context = _count(settings.get("n_ctx")) if isinstance(settings, dict) else None
+    return LlamaServer(slots, context) if slots is not None else None
+
+
+def _count(value: Any) -> int | None:
+    """`value` when it is a positive int (JSON's true is not 1 here), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> None:
@@ -201,26 +224,28 @@ async def probe_endpoints(judges: Iterable[Any], embeddings: Any) -> None:
                 _SERVER_SLOTS.pop(str(base_url), None)  # probed, and no llama.cpp server now
 
 
-def known_server_slots() -> dict[str, int]:
-    """The slots of the llama.cpp servers an earlier probe in this process found, by base URL:
-    what a run that does not probe follows."""
+def known_server_slots() -> dict[str, LlamaServer]:
+    """The llama.cpp servers an earlier probe in this process found, by base URL: what a run
+    that does not probe follows."""
     return dict(_SERVER_SLOTS)
 
 
-def follow_server_slots(judges: Iterable[Any], slots: Mapping[str, int]) -> dict[int, ServerSlots]:
-    """How this run drives each judge endpoint that is a llama.cpp server with `slots` (by base
-    URL, from :func:`known_server_slots`), by ``id(endpoint)``: as many requests at once as it has
-    slots unless the user chose a concurrency, LOCAL_SERVER_TIMEOUT per attempt unless the user
-    chose a timeout."""
+def follow_server_slots(
+    judges: Iterable[Any], servers: Mapping[str, LlamaServer]
+) -> dict[int, ServerSlots]:
+    """How this run drives each judge endpoint that is one of these llama.cpp `servers` (by
+    base URL, from :func:`known_server_slots`), by ``id(endpoint)``: as many requests at once as
+    it has slots unless the user chose a concurrency, LOCAL_SERVER_TIMEOUT per attempt unless
+    the user chose a timeout, every request fitted in a slot's context."""
     out: dict[int, ServerSlots] = {}
     for judge in judges:
         endpoint = judge.endpoint
-        found = slots.get(endpoint.base_url)
+        found = servers.get(endpoint.base_url)
         if found is None or id(endpoint) in out:
             continue
-        concurrency = None if endpoint.limiter.concurrency_chosen else found
+        concurrency = None if endpoint.limiter.concurrency_chosen else found.slots
         timeout = None if endpoint.timeout_chosen else max(endpoint.timeout, LOCAL_SERVER_TIMEOUT)
-        out[id(endpoint)] = ServerSlots(found, concurrency, timeout)
+        out[id(endpoint)] = ServerSlots(found.slots, concurrency, timeout, found.context)
     return out
 
 

@@ -99,7 +99,10 @@ class FakeOpenAI:
     ``embedder`` replaces the hash vectors (e.g. to give chosen texts chosen similarities);
     ``keep_records=False`` stops recording requests (for long benchmark runs).
     ``context_window`` (tokens, estimated at 4 characters each) makes a chat request whose
-    prompt and ``max_tokens`` together exceed it get OpenAI's 400 ``context_length_exceeded``.
+    prompt and ``max_tokens`` together exceed it get OpenAI's 400 ``context_length_exceeded``
+    (in llama.cpp mode, as llama-server: a prompt over it gets llama.cpp's 400, and a reply
+    that would not fit beside its prompt stops, ``finish_reason: "length"``, where the
+    context is full; ``GET /props`` reports it as the slots' ``n_ctx``).
     ``ignore_n=True`` answers every chat request with one choice whatever its ``n`` (as Ollama
     does). ``llama_cpp_slots=N`` answers as llama.cpp's llama-server with N slots does: its
     models are ``owned_by: "llamacpp"``, ``GET /props`` reports ``total_slots`` (404
@@ -421,7 +424,10 @@ class FakeOpenAI:
         if path == PROPS_PATH:
             if self.llama_cpp_slots is None:
                 return error_response(404, f"Invalid URL ({method} {path})", code="unknown_url")
-            return json_response(200, {"total_slots": self.llama_cpp_slots, "build_info": "fake"})
+            props: dict[str, Any] = {"total_slots": self.llama_cpp_slots, "build_info": "fake"}
+            if self.context_window is not None:
+                props["default_generation_settings"] = {"n_ctx": self.context_window}
+            return json_response(200, props)
         if bad_json or not isinstance(body, dict):
             return error_response(400, "We could not parse the JSON body of your request.")
         model = record.model
@@ -469,9 +475,25 @@ class FakeOpenAI:
 
         if self.context_window is not None:
             budget = record.body.get("max_tokens")
-            wanted = estimate_tokens(record.prompt_chars) + (
-                budget if isinstance(budget, int) else 0
-            )
+            prompt = estimate_tokens(record.prompt_chars)
+            wanted = prompt + (budget if isinstance(budget, int) else 0)
+            if self.llama_cpp_slots is not None and prompt > self.context_window:
+                return json_response(
+                    400,
+                    {
+                        "error": {
+                            "code": 400,
+                            "message": f"request ({prompt} tokens) exceeds the available "
+                            f"context size ({self.context_window} tokens), try increasing it",
+                            "type": "exceed_context_size_error",
+                            "n_prompt_tokens": prompt,
+                            "n_ctx": self.context_window,
+                        }
+                    },
+                )
+            if self.llama_cpp_slots is not None and wanted > self.context_window:
+                # llama-server decodes until its context is full, whatever max_tokens says
+                return await self._fault(record, Fault.truncated())
             if wanted > self.context_window:
                 return error_response(
                     400,
