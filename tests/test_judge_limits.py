@@ -356,6 +356,25 @@ def test_a_llama_cpp_server_s_context_fits_each_request_and_a_prompt_it_cannot_h
     assert servers[judge.base_url]["context"] == window
 
 
+def test_a_reply_cut_where_the_context_window_left_no_more_room_is_not_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A budget the context window cut cannot grow: asking again with twice the judge's budget
+    sends the same fitted one. The cause names the budget sent, not the judge's."""
+    from helpers import handle, rows
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    with FakeOpenAI(handle, llama_cpp_slots=1, context_window=800) as server:
+        server.script(Fault.truncated())
+        judge = Judge("m", base_url=server.base_url, cache=False, mode="json_schema")
+        result = evaluate(rows(1), ["context_recall"], llm=judge, probe=True, progress=False)
+        [sent] = [r.body["max_tokens"] for r in server.chat_requests]
+    assert sent < judge.max_tokens
+    cell = result.sample(0).cells["context_recall"]
+    assert cell.cause_kind == "truncated"
+    assert f"(max_tokens={sent}), all the room the context window left" in cell.cause
+
+
 def test_unprobed_a_prompt_over_a_llama_cpp_server_s_context_fails_its_cell_not_the_run() -> None:
     """Without the check before the run the server's 400 ("exceeds the available context
     size") is that row's, not a refusal of the run: it stopped every row with exit 3."""

@@ -61,6 +61,9 @@ class Completion:
     counted: bool = False
     #: prompt tokens served from the provider's prompt cache (part of prompt_tokens)
     cached_tokens: int = 0
+    #: the reply budget the request was sent with: the judge's, or less where the prompt left
+    #: less room in the context window (0: not known)
+    max_tokens: int = 0
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import functools
 import hashlib
 import json
@@ -36,6 +37,7 @@ from rageval.judge._modes import (
     MODES,
     Shape,
     error_text,
+    loops,
     parse_json_object,
     reask_messages,
     shape_of,
@@ -63,13 +65,6 @@ R = TypeVar("R")
 
 # A reply cut off at max_tokens is asked again once with twice the budget, up to this many.
 MAX_GROWN_BUDGET = 16_384
-# A truncated reply that ends in the same text repeated at least this many times, over at least
-# this many characters, is a model stuck in a loop (small local models under a JSON grammar
-# repeat list items or whitespace until the budget runs out): at temperature 0 a larger budget
-# only buys a longer loop, so it is not asked again.
-LOOP_REPEATS = 3
-LOOP_MIN_CHARS = 200
-LOOP_MAX_PERIOD = 2_000
 # Replies in a row that fail validation with the same problem end a call, whatever re-asks it
 # has left (a judge that answers prose, or the same off-scale rating, this often will not do
 # better next time).
@@ -445,7 +440,11 @@ class Judge(EndpointClient):
             tallies.append(tally := Tally())
             replies = (await self._complete(call.convo, call, budget, tally, n))[:n]
             bigger = _grown(budget)
-            if len(replies) == n and bigger > budget and all(_cut_short(c) for c in replies):
+            if (
+                len(replies) == n
+                and bigger > budget
+                and all(_cut_short(c, budget) for c in replies)
+            ):
                 # every generation hit the limit: the n of them again in one request with the
                 # larger budget, not in n requests of one (each a new chance to fail)
                 log.info("replies truncated at max_tokens=%d; asking again with %d", budget, bigger)
@@ -503,22 +502,25 @@ class Judge(EndpointClient):
                     f"the model refused to answer: {_shorten(raw.refusal)}", "refusal"
                 )
             if raw.finish_reason == "length":
+                sent = raw.max_tokens or budget
                 if loops(raw.text):
                     raise JudgeCallFailed(
                         f"reply truncated: the model repeated the same text until it hit the "
-                        f"output token limit (max_tokens={budget}): ...{_shorten(raw.text[-120:])}",
+                        f"output token limit (max_tokens={sent}): ...{_shorten(raw.text[-120:])}",
                         "truncated",
                     )
+                full = sent < budget  # the context window left no more room beside the prompt
                 bigger = _grown(budget)
-                if not grown and bigger > budget:
+                if not grown and bigger > budget and not full:
                     log.info(
                         "reply truncated at max_tokens=%d; asking again with %d", budget, bigger
                     )
                     budget, grown = bigger, True
                     continue
                 raise JudgeCallFailed(
-                    f"reply truncated: it hit the output token limit (max_tokens={budget})"
-                    + (f" even after raising it from {call.budget}" if grown else ""),
+                    f"reply truncated: it hit the output token limit (max_tokens={sent})"
+                    + (f" even after raising it from {call.budget}" if grown and not full else "")
+                    + (", all the room the context window left beside the prompt" if full else ""),
                     "truncated",
                 )
             if raw.finish_reason == "content_filter":
@@ -576,7 +578,10 @@ class Judge(EndpointClient):
             await spending.reserve(reserved)
         cost = 0.0  # a request that fails is not billed
         try:
-            replies = await post(Grant(max_tokens=budget, estimated_tokens=estimate))
+            replies = [
+                dataclasses.replace(reply, max_tokens=budget)
+                for reply in await post(Grant(max_tokens=budget, estimated_tokens=estimate))
+            ]
             head = replies[0]
             if spending is not None:
                 counted = self._cost(head.prompt_tokens, head.completion_tokens, head.cached_tokens)
@@ -766,31 +771,23 @@ def _revalidate_all(
     return values
 
 
-def loops(text: str) -> bool:
-    """Whether `text` ends in one stretch of characters (at most :data:`LOOP_MAX_PERIOD`)
-    repeated back to back at least :data:`LOOP_REPEATS` times, over at least
-    :data:`LOOP_MIN_CHARS` characters: the end of a reply from a model caught in a loop (where
-    the reply was cut, the last stretch need not be whole)."""
-    for period in range(1, min(len(text) // LOOP_REPEATS, LOOP_MAX_PERIOD) + 1):
-        tail = text[-period:]
-        repeats = 1
-        while text.endswith(tail * (repeats + 1)):
-            repeats += 1
-        if repeats >= LOOP_REPEATS and repeats * period >= LOOP_MIN_CHARS:
-            return True
-    return False
-
-
 def _grown(budget: int) -> int:
     """The reply budget a reply cut at `budget` is asked again with: twice as much, up to
     :data:`MAX_GROWN_BUDGET` (a budget already above it is not raised)."""
     return min(budget * 2, max(MAX_GROWN_BUDGET, budget))
 
 
-def _cut_short(reply: Completion) -> bool:
-    """Whether `reply` was cut at its token limit in a way a larger budget may complete (it
-    does not end in a loop)."""
-    return reply.finish_reason == "length" and not reply.refusal and not loops(reply.text)
+def _cut_short(reply: Completion, budget: int) -> bool:
+    """Whether `reply`, asked with `budget`, was cut at its token limit in a way a larger
+    budget may complete: it does not end in a loop, and the context window left it the whole
+    budget."""
+    room = reply.max_tokens or budget
+    return (
+        reply.finish_reason == "length"
+        and not reply.refusal
+        and room >= budget
+        and not loops(reply.text)
+    )
 
 
 def _shorten(text: str, limit: int = 500) -> str:

@@ -21,6 +21,9 @@ Probing: the first call for an (endpoint, model) tries the modes in order; a 400
 the next, and the first mode that gets an answer is remembered for the process (and in the
 request cache directory). A remembered mode that starts being refused is tried first and the
 others follow in order.
+
+A reply cut at its token limit that ends in a loop (:func:`loops`) is not asked again with a
+larger budget: at temperature 0 that only buys a longer loop.
 """
 
 from __future__ import annotations
@@ -372,3 +375,29 @@ def probe_lock(endpoint: str, model: str, what: str = "mode") -> Slots:
     ``n`` > 1 is honoured) per (endpoint, model), so one call probes and others wait."""
     with _MEMORY_LOCK:
         return _PROBE_LOCKS.setdefault((endpoint, model, what), Slots(1))
+
+
+# ------------------------------------------------------------- replies cut short
+
+# A truncated reply that ends in the same text repeated at least this many times, over at least
+# this many characters, is a model stuck in a loop (small local models under a JSON grammar
+# repeat list items or whitespace until the budget runs out): at temperature 0 a larger budget
+# only buys a longer loop, so it is not asked again.
+LOOP_REPEATS = 3
+LOOP_MIN_CHARS = 200
+LOOP_MAX_PERIOD = 2_000
+
+
+def loops(text: str) -> bool:
+    """Whether `text` ends in one stretch of characters (at most :data:`LOOP_MAX_PERIOD`)
+    repeated back to back at least :data:`LOOP_REPEATS` times, over at least
+    :data:`LOOP_MIN_CHARS` characters: the end of a reply from a model caught in a loop (where
+    the reply was cut, the last stretch need not be whole)."""
+    for period in range(1, min(len(text) // LOOP_REPEATS, LOOP_MAX_PERIOD) + 1):
+        tail = text[-period:]
+        repeats = 1
+        while text.endswith(tail * (repeats + 1)):
+            repeats += 1
+        if repeats >= LOOP_REPEATS and repeats * period >= LOOP_MIN_CHARS:
+            return True
+    return False
