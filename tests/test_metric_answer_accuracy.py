@@ -99,16 +99,17 @@ async def test_one_template_never_valid_uses_the_other_alone(fake_openai: FakeOp
 
 async def test_all_ratings_invalid_is_not_measured(fake_openai: FakeOpenAI) -> None:
     fake_openai.handler = route((T1, rating(3)), (T2, rating(5)))
-    result = await AnswerAccuracy(llm=judge_for(fake_openai), max_retries=2).single_turn_ascore(
+    result = await AnswerAccuracy(llm=judge_for(fake_openai), max_retries=4).single_turn_ascore(
         SAMPLE
     )
     assert result.status == "not_measured"
     assert result.value is None
     assert "no template gave a valid rating" in (result.cause or "")
     assert result.cause_kind == "invalid_reply"
-    # the same wrong rating twice ends the re-asks: 1 + 1 requests each, not 1 + max_retries
-    assert len(prompts_with(fake_openai, *T1)) == 2
-    assert len(prompts_with(fake_openai, *T2)) == 2
+    # the same wrong rating three times in a row ends the re-asks: 1 + 2 requests each, not
+    # 1 + max_retries
+    assert len(prompts_with(fake_openai, *T1)) == 3
+    assert len(prompts_with(fake_openai, *T2)) == 3
 
 
 async def test_default_max_retries_is_five(fake_openai: FakeOpenAI) -> None:
