@@ -509,7 +509,7 @@ class Judge(EndpointClient):
                         f"output token limit (max_tokens={sent}): ...{_shorten(raw.text[-120:])}",
                         "truncated",
                     )
-                full = sent < budget  # the context window left no more room beside the prompt
+                full = _window_cut(raw, budget)
                 bigger = _grown(budget)
                 if not grown and bigger > budget and not full:
                     log.info(
@@ -777,17 +777,18 @@ def _grown(budget: int) -> int:
     return min(budget * 2, max(MAX_GROWN_BUDGET, budget))
 
 
+def _window_cut(reply: Completion, budget: int) -> bool:
+    """Whether `reply` was sent with less than `budget` because the context window left no more
+    room beside its prompt: a larger budget would be cut to the same."""
+    return 0 < reply.max_tokens < budget
+
+
 def _cut_short(reply: Completion, budget: int) -> bool:
     """Whether `reply`, asked with `budget`, was cut at its token limit in a way a larger
     budget may complete: it does not end in a loop, and the context window left it the whole
     budget."""
-    room = reply.max_tokens or budget
-    return (
-        reply.finish_reason == "length"
-        and not reply.refusal
-        and room >= budget
-        and not loops(reply.text)
-    )
+    cut = reply.finish_reason == "length" and not reply.refusal
+    return cut and not _window_cut(reply, budget) and not loops(reply.text)
 
 
 def _shorten(text: str, limit: int = 500) -> str:
