@@ -34,6 +34,10 @@ and wall time, per sample::
 
     python benchmarks/bench_vs_ragas.py --real-judge smollm2 --samples 3 \
         --json out.json --markdown out.md
+
+``--skip K`` scores only the rows after the first K of the ``--samples`` (the data of seed S is
+the same rows in the same order whatever their number): a long measurement split over
+sessions or servers, each part's rows disjoint from the others'.
 """
 
 from __future__ import annotations
@@ -461,10 +465,16 @@ def real_main(args: argparse.Namespace) -> int:
     data = write_jsonl(
         WORK / f"samples-{args.samples}-seed{args.seed}.jsonl", args.samples, args.seed
     )
+    if args.skip:
+        rows = data.read_text(encoding="utf-8").splitlines(keepends=True)[args.skip :]
+        data = data.with_name(f"samples-{args.samples}-seed{args.seed}-after{args.skip}.jsonl")
+        data.write_text("".join(rows), encoding="utf-8")
+        args.samples = len(rows)
     runs: list[RealRun] = []
     meta: dict[str, Any] = {
         "model": args.real_judge,
         "samples": args.samples,
+        "skipped": args.skip,
         "seed": args.seed,
         "ragas_reply_cap": args.reply_cap,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -556,6 +566,13 @@ def main(argv: list[str] | None = None) -> int:
         help="with --real-judge: ragas' max_tokens per reply (default: %(default)s)",
     )
     parser.add_argument("--markdown", type=Path, default=None, help="with --real-judge")
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --real-judge: score the rows after the first K of --samples (see above)",
+    )
     args = parser.parse_args(argv)
     if args.from_json:
         return render_saved(args.from_json)
