@@ -214,6 +214,7 @@ async def test_refusal_and_truncation_are_read_from_the_raw_reply() -> None:
     refused = completion(None, refusal="I can't help with that.")
     cut = json.loads(completion('{"verdict": 1, "rea'))
     cut["choices"][0]["finish_reason"] = "length"
+    cut["usage"]["completion_tokens"] = 50  # cut at the budget, as a server counts it
     replies = Replies(refused, json.dumps(cut).encode(), completion())
     client = replies.client()
     judge = Judge("m", client=client, mode="json_schema", cache=False, max_tokens=50)

@@ -22,6 +22,7 @@ from rageval._client._settings import LOCAL_SERVER_TIMEOUT
 from rageval.judge import FatalJudgeError, Judge, JudgeCallFailed
 from rageval.log import read_manifest
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, RecordedRequest, Reply
+from rageval.testing._wire import estimate_tokens
 
 OK = Reply.json({"verdict": 1})
 
@@ -374,7 +375,33 @@ def test_a_reply_cut_where_the_context_window_left_no_more_room_is_not_asked_aga
     assert sent < judge.max_tokens
     cell = result.sample(0).cells["context_recall"]
     assert cell.cause_kind == "truncated"
-    assert f"(max_tokens={sent}), all the room the context window left" in (cell.cause or "")
+    assert f"the context window had no room beside the prompt past {sent} tokens" in (
+        cell.cause or ""
+    )
+
+
+def test_unprobed_a_reply_the_server_stopped_where_its_context_was_full_is_not_asked_again() -> (
+    None
+):
+    """Unprobed, the judge sends its whole budget; llama-server stops the reply where its
+    context is full and counts fewer tokens than max_tokens. Twice the budget would stop at
+    the same place: one request, and the cause says where the reply stopped and why."""
+    from helpers import handle, rows
+
+    window = 2000
+    data = _long_row(rows(1), 0, tokens=1400)
+    with FakeOpenAI(handle, llama_cpp_slots=1, context_window=window) as server:
+        judge = make_judge(server)
+        result = evaluate(data, ["context_recall"], llm=judge, probe=False, progress=False)
+        [request] = server.chat_requests
+    assert request.body["max_tokens"] == judge.max_tokens
+    room = window - estimate_tokens(request.prompt_chars)
+    assert 0 < room < judge.max_tokens
+    cell = result.sample(0).cells["context_recall"]
+    assert cell.cause_kind == "truncated"
+    assert f"the context window had no room beside the prompt past {room} tokens" in (
+        cell.cause or ""
+    )
 
 
 def test_unprobed_a_prompt_over_a_llama_cpp_server_s_context_fails_its_cell_not_the_run() -> None:

@@ -517,12 +517,13 @@ class Judge(EndpointClient):
                     )
                     budget, grown = bigger, True
                     continue
-                raise JudgeCallFailed(
-                    f"reply truncated: it hit the output token limit (max_tokens={sent})"
-                    + (f" even after raising it from {call.budget}" if grown and not full else "")
-                    + (", all the room the context window left beside the prompt" if full else ""),
-                    "truncated",
-                )
+                cause = f"it hit the output token limit (max_tokens={sent})"
+                if full:  # all the room beside the prompt: fewer tokens than sent, or all of them
+                    got = raw.completion_tokens if 0 < raw.completion_tokens < sent else sent
+                    cause = f"the context window had no room beside the prompt past {got} tokens"
+                elif grown:
+                    cause += f" even after raising it from {call.budget}"
+                raise JudgeCallFailed(f"reply truncated: {cause}", "truncated")
             if raw.finish_reason == "content_filter":
                 raise JudgeCallFailed("reply withheld by the endpoint's content filter", "refusal")
             try:
@@ -778,9 +779,12 @@ def _grown(budget: int) -> int:
 
 
 def _window_cut(reply: Completion, budget: int) -> bool:
-    """Whether `reply` was sent with less than `budget` because the context window left no more
-    room beside its prompt: a larger budget would be cut to the same."""
-    return 0 < reply.max_tokens < budget
+    """Whether the context window, not `budget`, cut `reply`: it was sent with less because the
+    window left no more room beside its prompt, or the server stopped it before the budget it
+    was sent with (llama-server stops where its context is full, whatever ``max_tokens`` says,
+    and counts fewer tokens). A larger budget would be cut at the same place."""
+    sent = reply.max_tokens or budget
+    return sent < budget or 0 < reply.completion_tokens < sent
 
 
 def _cut_short(reply: Completion, budget: int) -> bool:

@@ -187,7 +187,7 @@ class FakeAnthropic(FakeOpenAI):
         elif reply.finish_reason == "content_filter":
             stop = "refusal"
         prompt, cached = self._prompt_usage(view, reply)
-        output = reply.completion_tokens
+        output = reply.reported_completion_tokens(text, view.body.get("max_tokens"))
         payload = {
             "id": f"msg_fake{number:08x}",
             "type": "message",
@@ -200,7 +200,7 @@ class FakeAnthropic(FakeOpenAI):
                 "input_tokens": prompt - cached,
                 "cache_creation_input_tokens": 0,
                 "cache_read_input_tokens": cached,
-                "output_tokens": output if output is not None else estimate_tokens(len(text)),
+                "output_tokens": output,
             },
         }
         return json_response(200, payload, [("request-id", f"req_fake{number:08x}")])

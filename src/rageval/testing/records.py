@@ -12,7 +12,14 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
-from rageval.testing._wire import CHAT_PATH, EMBEDDINGS_PATH, ERRORS, error_kind, text_of
+from rageval.testing._wire import (
+    CHAT_PATH,
+    EMBEDDINGS_PATH,
+    ERRORS,
+    error_kind,
+    estimate_tokens,
+    text_of,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -158,6 +165,17 @@ class Reply:
     def tool_arguments(s: str, **details: Unpack[ReplyDetails]) -> Reply:
         """A tool call whose ``arguments`` are exactly ``s`` (e.g. malformed JSON)."""
         return Reply("tool_arguments", s, **details)
+
+    def reported_completion_tokens(self, text: str, budget: object) -> int:
+        """The completion tokens the server reports for this reply, whose text is `text`, to a
+        request with the reply budget `budget`: the reply's own count, else for a reply cut at
+        its limit the whole budget (what a server that stops at ``max_tokens`` reports), else
+        estimated from `text`."""
+        if self.completion_tokens is not None:
+            return self.completion_tokens
+        if self.finish_reason == "length" and isinstance(budget, int) and budget > 0:
+            return budget
+        return estimate_tokens(len(text))
 
     @staticmethod
     def choices(*replies: Reply) -> Reply:

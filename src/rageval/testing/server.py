@@ -492,8 +492,15 @@ class FakeOpenAI:
                     },
                 )
             if self.llama_cpp_slots is not None and wanted > self.context_window:
-                # llama-server decodes until its context is full, whatever max_tokens says
-                return await self._fault(record, Fault.truncated())
+                # llama-server decodes until its context is full, whatever max_tokens says,
+                # and counts the tokens it generated: fewer than max_tokens
+                await self._delay()
+                room = self.context_window - prompt
+                kind: Literal["tool_arguments", "text"] = (
+                    "tool_arguments" if mode == "tools" else "text"
+                )
+                reply = Reply(kind, truncated_reply(schema), "length", completion_tokens=room)
+                return self._completion(record, reply)
             if wanted > self.context_window:
                 return error_response(
                     400,
@@ -601,8 +608,7 @@ class FakeOpenAI:
                     "finish_reason": one.finish_reason,
                 }
             )
-            tokens = one.completion_tokens
-            completion += tokens if tokens is not None else estimate_tokens(len(text))
+            completion += one.reported_completion_tokens(text, record.body.get("max_tokens"))
         prompt, cached = self._prompt_usage(record, replies[0])
         payload = {
             "id": f"chatcmpl-fake{number:08x}",
