@@ -10,7 +10,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +32,13 @@ from rageval.judge._backend import (
     JudgeBackend,
     Post,
 )
+from rageval.judge._budget import (
+    context_window,
+    cut_short,
+    fit_budget,
+    grown_budget,
+    window_cut,
+)
 from rageval.judge._modes import (
     MODES,
     Shape,
@@ -50,11 +56,9 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = [
-    "CONTEXT_WINDOWS",
     "Judge",
     "JudgeReplies",
     "JudgeReply",
-    "context_window",
     "llm_factory",
 ]
 
@@ -63,41 +67,13 @@ log = logging.getLogger("rageval.judge")
 T = TypeVar("T", bound="BaseModel")
 R = TypeVar("R")
 
-# A reply cut off at max_tokens is asked again once with twice the budget, up to this many.
-MAX_GROWN_BUDGET = 16_384
 # Replies in a row that fail validation with the same problem end a call, whatever re-asks it
 # has left (a judge that answers prose, or the same off-scale rating, this often will not do
 # better next time).
 SAME_PROBLEM_LIMIT = 3
-# A reply needs at least this much room: a prompt that leaves less is not sent.
-MIN_REPLY_TOKENS = 256
 # 3: the call's own budget, temperature and number of choices are part of the key
 _CACHE_FORMAT = 3
 _ROLES = frozenset({"system", "user", "assistant"})
-
-#: context windows (prompt + reply, in tokens) of common models, by family name; a dated
-#: snapshot ("gpt-4o-mini-2024-07-18") has its family's. Other models: ``max_prompt_tokens``.
-CONTEXT_WINDOWS: dict[str, int] = {
-    "gpt-4o": 128_000,
-    "gpt-4o-mini": 128_000,
-    "gpt-4-turbo": 128_000,
-    "gpt-4": 8_192,
-    "gpt-3.5-turbo": 16_385,
-    "gpt-4.1": 1_047_576,
-    "gpt-4.1-mini": 1_047_576,
-    "gpt-4.1-nano": 1_047_576,
-    "o1": 200_000,
-    "o3": 200_000,
-    "o3-mini": 200_000,
-    "o4-mini": 200_000,
-}
-_SNAPSHOT_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
-
-
-def context_window(model: str) -> int | None:
-    """The context window of ``model`` (prompt and reply together), if it is a known one."""
-    found = CONTEXT_WINDOWS.get(model)
-    return found if found is not None else CONTEXT_WINDOWS.get(_SNAPSHOT_SUFFIX.sub("", model))
 
 
 @dataclass(frozen=True)
@@ -151,7 +127,9 @@ class Judge(EndpointClient):
     ``max_tokens`` is the smallest reply budget of a request: a call that asks for more (a
     metric sizes it from the number of items it asks about) gets more. A prompt estimated to
     exceed ``max_prompt_tokens``, or the model's context window when it is a known model
-    (:data:`CONTEXT_WINDOWS`), is not sent: the call fails with kind ``input_too_long``.
+    (:data:`~rageval.judge._budget.CONTEXT_WINDOWS`) or a llama.cpp server the run checked,
+    is not sent: the call fails with kind ``input_too_long``
+    (:func:`~rageval.judge._budget.fit_budget`).
     """
 
     def __init__(
@@ -439,12 +417,8 @@ class Judge(EndpointClient):
         if n > 1 and self.backend.honours_n() is not False:
             tallies.append(tally := Tally())
             replies = (await self._complete(call.convo, call, budget, tally, n))[:n]
-            bigger = _grown(budget)
-            if (
-                len(replies) == n
-                and bigger > budget
-                and all(_cut_short(c, budget) for c in replies)
-            ):
+            bigger = grown_budget(budget)
+            if len(replies) == n and bigger > budget and all(cut_short(c, budget) for c in replies):
                 # every generation hit the limit: the n of them again in one request with the
                 # larger budget, not in n requests of one (each a new chance to fail)
                 log.info("replies truncated at max_tokens=%d; asking again with %d", budget, bigger)
@@ -509,8 +483,8 @@ class Judge(EndpointClient):
                         f"output token limit (max_tokens={sent}): ...{_shorten(raw.text[-120:])}",
                         "truncated",
                     )
-                full = _window_cut(raw, budget)
-                bigger = _grown(budget)
+                full = window_cut(raw, budget)
+                bigger = grown_budget(budget)
                 if not grown and bigger > budget and not full:
                     log.info(
                         "reply truncated at max_tokens=%d; asking again with %d", budget, bigger
@@ -644,30 +618,14 @@ class Judge(EndpointClient):
         current_run().book(usage, tags)
 
     def _fit(self, prompt_tokens: int, budget: int) -> int:
-        """The reply budget that fits beside the prompt, or JudgeCallFailed(input_too_long)
-        when the prompt is over the limits: then nothing is sent and nothing is paid."""
-        limit = self.max_prompt_tokens
-        if limit is not None and prompt_tokens > limit:
-            raise JudgeCallFailed(
-                f"the prompt is about {prompt_tokens:,} tokens, over max_prompt_tokens="
-                f"{limit:,}: not sent",
-                "input_too_long",
-            )
-        # a llama.cpp server this run follows reports its slots' context; else a known model's
+        """The reply budget that fits beside the prompt (:func:`fit_budget`) in the context
+        window of the llama.cpp server this run follows, else of a known model."""
         server = current_run().server_slots.get(id(self._endpoint))
-        window = server.context if server is not None else None
-        where = f"the llama.cpp server at {self.base_url}" if window else self.model
-        window = window or context_window(self.model)
-        if window is not None and prompt_tokens + budget > window:
-            room = window - prompt_tokens
-            if room < min(budget, MIN_REPLY_TOKENS):
-                raise JudgeCallFailed(
-                    f"the prompt is about {prompt_tokens:,} tokens, too long for the "
-                    f"{window:,}-token context window of {where}: not sent",
-                    "input_too_long",
-                )
-            budget = room
-        return budget
+        window: int | None = server.context if server is not None else None
+        where = f"the llama.cpp server at {self.base_url}"
+        if not window:
+            where, window = self.model, context_window(self.model)
+        return fit_budget(prompt_tokens, budget, self.max_prompt_tokens, window, where)
 
     # -------------------------------------------------------------- helpers
 
@@ -770,29 +728,6 @@ def _revalidate_all(
             return None
         values.append(value)
     return values
-
-
-def _grown(budget: int) -> int:
-    """The reply budget a reply cut at `budget` is asked again with: twice as much, up to
-    :data:`MAX_GROWN_BUDGET` (a budget already above it is not raised)."""
-    return min(budget * 2, max(MAX_GROWN_BUDGET, budget))
-
-
-def _window_cut(reply: Completion, budget: int) -> bool:
-    """Whether the context window, not `budget`, cut `reply`: it was sent with less because the
-    window left no more room beside its prompt, or the server stopped it before the budget it
-    was sent with (llama-server stops where its context is full, whatever ``max_tokens`` says,
-    and counts fewer tokens). A larger budget would be cut at the same place."""
-    sent = reply.max_tokens or budget
-    return sent < budget or 0 < reply.completion_tokens < sent
-
-
-def _cut_short(reply: Completion, budget: int) -> bool:
-    """Whether `reply`, asked with `budget`, was cut at its token limit in a way a larger
-    budget may complete: it does not end in a loop, and the context window left it the whole
-    budget."""
-    cut = reply.finish_reason == "length" and not reply.refusal
-    return cut and not _window_cut(reply, budget) and not loops(reply.text)
 
 
 def _shorten(text: str, limit: int = 500) -> str:
