@@ -102,3 +102,15 @@ def error_response(
     kind, default_code, _ = error_kind(status)
     error = {"message": message, "type": kind, "param": param, "code": code or default_code}
     return json_response(status, {"error": error}, headers)
+
+
+def llama_context_error(prompt_tokens: int, window: int) -> Response:
+    """llama-server's 400 for a prompt over a slot's context (``exceed_context_size_error``),
+    in its own error shape: a numeric ``code`` and the token counts."""
+    message = (
+        f"request ({prompt_tokens} tokens) exceeds the available context size ({window} "
+        "tokens), try increasing it"
+    )
+    error = {"code": 400, "message": message, "type": "exceed_context_size_error",
+             "n_prompt_tokens": prompt_tokens, "n_ctx": window}  # fmt: skip
+    return json_response(400, {"error": error})

@@ -44,6 +44,7 @@ from rageval.testing._wire import (
     error_response,
     estimate_tokens,
     json_response,
+    llama_context_error,
 )
 from rageval.testing.prompt_cache import PrefixCache
 from rageval.testing.records import (
@@ -474,44 +475,40 @@ class FakeOpenAI:
             return error_response(400, f"Invalid schema for {param}: {problem}", param=param)
 
         if self.context_window is not None:
-            budget = record.body.get("max_tokens")
-            prompt = estimate_tokens(record.prompt_chars)
-            wanted = prompt + (budget if isinstance(budget, int) else 0)
-            if self.llama_cpp_slots is not None and prompt > self.context_window:
-                return json_response(
-                    400,
-                    {
-                        "error": {
-                            "code": 400,
-                            "message": f"request ({prompt} tokens) exceeds the available "
-                            f"context size ({self.context_window} tokens), try increasing it",
-                            "type": "exceed_context_size_error",
-                            "n_prompt_tokens": prompt,
-                            "n_ctx": self.context_window,
-                        }
-                    },
-                )
-            if self.llama_cpp_slots is not None and wanted > self.context_window:
-                # llama-server decodes until its context is full, whatever max_tokens says,
-                # and counts the tokens it generated: fewer than max_tokens
-                await self._delay()
-                room = self.context_window - prompt
-                kind: Literal["tool_arguments", "text"] = (
-                    "tool_arguments" if mode == "tools" else "text"
-                )
-                reply = Reply(kind, truncated_reply(schema), "length", completion_tokens=room)
-                return self._completion(record, reply)
-            if wanted > self.context_window:
-                return error_response(
-                    400,
-                    f"This model's maximum context length is {self.context_window} tokens. "
-                    f"However, you requested {wanted} tokens. Please reduce the length of the "
-                    "messages or completion.",
-                    code="context_length_exceeded",
-                    param="messages",
-                )
-
+            over = await self._over_context(record, self.context_window)
+            if over is not None:
+                return over
         return await self._respond(record, self._fault, self._completion)
+
+    async def _over_context(self, record: RecordedRequest, window: int) -> Response | None:
+        """What a request whose prompt, or prompt and reply budget, exceed the context `window`
+        gets: llama-server's 400 for a prompt over it, or its reply stopped where the context is
+        full; OpenAI's ``context_length_exceeded``. None: it fits."""
+        budget = record.body.get("max_tokens")
+        prompt = estimate_tokens(record.prompt_chars)
+        wanted = prompt + (budget if isinstance(budget, int) else 0)
+        if self.llama_cpp_slots is not None and prompt > window:
+            return llama_context_error(prompt, window)
+        if self.llama_cpp_slots is not None and wanted > window:
+            # llama-server decodes until its context is full, whatever max_tokens says,
+            # and counts the tokens it generated: fewer than max_tokens
+            await self._delay()
+            room = window - prompt
+            kind: Literal["tool_arguments", "text"] = (
+                "tool_arguments" if record.mode == "tools" else "text"
+            )
+            cut = truncated_reply(record.schema)
+            return self._completion(record, Reply(kind, cut, "length", completion_tokens=room))
+        if wanted > window:
+            return error_response(
+                400,
+                f"This model's maximum context length is {window} tokens. "
+                f"However, you requested {wanted} tokens. Please reduce the length of the "
+                "messages or completion.",
+                code="context_length_exceeded",
+                param="messages",
+            )
+        return None
 
     async def _respond(
         self,
