@@ -48,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     total = 0
     for metric in METRICS:
         cells = [result.sample(i).cells[metric] for i in range(n)]
-        measured = sum(c.status == "ok" for c in cells)
+        # "undefined" is the metric's answer, not a failed call: knowledge_retention when the
+        # judge reads no user message as telling anything about the user (shown among causes)
+        measured = sum(c.status == "ok" or c.cause_kind == "undefined" for c in cells)
         causes = collections.Counter(c.cause_kind for c in cells if c.status != "ok")
         total += measured
         print(f"{metric:40} {measured:5} / {n} ({measured / n:.1%})  {dict(causes)}")

@@ -396,6 +396,8 @@ class _Structured:
                 return _said(dict(self.blocks).get("conversation", ""), "user")
             return sentences(self._text_for(name))
         if kind == "boolean":
+            if name == "about_user":  # knowledge retention: a user message's sentences are facts
+                return True
             if name == "achieved":  # agent goal: the end state covers the desired outcome
                 tags = dict(self.blocks)
                 return supported(tags.get("desired_outcome", ""), [tags.get("end_state", "")])

@@ -41,7 +41,7 @@ RETAINED = {
 
 def facts_of(req: RecordedRequest) -> Reply:
     message = user_text(req).split("<user_message>\n")[1].split("\n</user_message>")[0]
-    return Reply.json({"facts": FACTS[message]})
+    return Reply.json({"about_user": bool(FACTS[message]), "facts": FACTS[message]})
 
 
 def retained(req: RecordedRequest) -> Reply:
@@ -94,6 +94,38 @@ async def test_each_later_turn_is_ruled_on_the_facts_stated_before_it(
     assert "[f3] The user is allergic to nuts." in last and "[f4]" not in last
     (beef,) = [p for p in prompts_with(fake_openai, "facts") if "steak" in p]
     assert "allergic" not in beef and "Suggest a dinner for two." in beef
+
+
+async def test_a_list_under_about_user_false_states_no_fact(fake_openai: FakeOpenAI) -> None:
+    """A judge that decides a message tells nothing about the user but lists "facts" anyway
+    (a small model's answer to the question, not the user's words) states none: here the
+    greeting's and the request's lists are ignored, so turn 1 is still not judged and turns
+    3, 5, 7 are ruled on the same three facts -- 2 of 3, as with empty lists."""
+    invented = {
+        "Hello!": ["Hello is a greeting."],
+        "Suggest a dinner for two.": ["Dinner is a meal."],
+    }
+
+    def facts_or_invented(req: RecordedRequest) -> Reply:
+        message = user_text(req).split("<user_message>\n")[1].split("\n</user_message>")[0]
+        if message in invented:
+            return Reply.json({"about_user": False, "facts": invented[message]})
+        return facts_of(req)
+
+    fake_openai.handler = route(
+        (("facts", "assistant_reply"), retained),
+        (("conversation", "user_message"), facts_or_invented),
+    )
+    result = await KnowledgeRetention(llm=judge_for(fake_openai)).single_turn_ascore(
+        {"id": "c0", "turns": TURNS}
+    )
+    assert result.status == "ok" and result.value == 2 / 3
+    assert [f["fact"] for f in result.evidence["facts"]] == [
+        "The user is called Ana.",
+        "The user is vegetarian.",
+        "The user is allergic to nuts.",
+    ]
+    assert not [p for p in prompts_with(fake_openai, "facts") if "meal" in p or "greeting" in p]
 
 
 async def test_no_fact_stated_is_not_measured(fake_openai: FakeOpenAI) -> None:

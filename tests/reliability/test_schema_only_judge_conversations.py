@@ -77,7 +77,15 @@ def test_a_schema_only_judge_scores_the_conversation_cells(
         judge = Judge("m", base_url=server.base_url, api_key="sk-test", cache=False)
         result = evaluate(conversations(N), METRICS, llm=judge, embeddings="local", progress=False)
     check_invariants(result, METRICS, N)
-    measured = sum(s == "ok" for m in METRICS for s in result.statuses(m))
+    # a value, or "undefined": knowledge_retention's answer for a conversation whose user
+    # messages the judge reads as telling nothing about the user (the random judge says so of
+    # every message of a conversation now and then): the metric's reading, not a failed call
+    answered = [
+        cell.status == "ok" or cell.cause_kind == "undefined"
+        for i in range(N)
+        for cell in (result.sample(i).cells[m] for m in METRICS)
+    ]
+    measured = sum(answered)
     cells = N * len(METRICS)
     if fault_rate == 0:
         assert measured >= 0.99 * cells

@@ -2,10 +2,14 @@
 conversation (judge; DeepEval's KnowledgeRetentionMetric, with the turns that have nothing to
 retain left out).
 
-1. The facts: for each user message, the judge lists the facts it states (about the user,
-   their situation, wishes or constraints: names, numbers, dates, places), reading the
-   conversation before it for context; one request per user message, made once per
-   conversation.
+1. The facts: for each user message, the judge first decides whether it tells anything about
+   the user (who they are, their situation, plans, wishes or constraints), then lists what it
+   tells, reading the conversation before it for context; one request per user message, made
+   once per conversation. A message it decides tells nothing about the user states no fact,
+   whatever the list holds: a small judge asked for a message's facts answered a plain
+   question with facts of its own about what the question mentions ("What is the main
+   industry of Brukrukpor?" gave "Brukrukpor is a town in Norway"), and the deciding step
+   first removes that (benchmarks/RESULTS.md, "knowledge_retention's facts").
 2. The verdicts: each assistant turn with text that comes after at least one stated fact is
    judged against every fact stated before it -- retained, or lost: the turn contradicts the
    fact, asks for it again, or ignores it where it applies. The turn keeps the knowledge when
@@ -24,7 +28,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from rageval.metrics.authoring import (
     PlannedRequest,
@@ -50,19 +54,29 @@ RETAINED = (
 
 
 class UserFacts(ReplyModel):
-    facts: list[str] = Field(description="facts the user's message states, one sentence each")
+    # decided before the list is written (the order of the schema's keys is the order of
+    # generation): a small judge decides this far better than it leaves a list empty
+    about_user: StrictBool = Field(
+        description="true only if the message says something about the user"
+    )
+    facts: list[str] = Field(description="what the message says about the user, one sentence each")
+
+    def stated(self) -> list[str]:
+        """The facts the message states: none when it tells nothing about the user."""
+        return [f for f in self.facts if f.strip()] if self.about_user else []
 
 
 def facts_prompt(before: str, message: str) -> list[dict[str, str]]:
     """The request for the facts a user's `message` states (`before`: the conversation so far)."""
     return messages(
-        "Below is a message a user sent to an AI assistant, after the conversation shown. List "
-        "the facts the message states that the assistant should remember later: about the "
-        "user, their situation, wishes or constraints (names, numbers, dates, places, "
-        "preferences). One short, self-contained sentence per fact. Questions and requests "
-        "give no fact unless they state one; a message that states none gives an empty list."
+        "Below is a message a user sent to an AI assistant, after the conversation shown. "
+        "Does the message say anything about the user: who they are, their situation, plans, "
+        'wishes or constraints ("I am...", "my...", "we...")? A message that only asks '
+        "about something, with nothing about the user, says nothing about the user "
+        "(about_user false, no facts). If it does (about_user true), list what it says about "
+        "the user, one short sentence each, in the user's own terms; add nothing of your own."
         f"\n\n{tagged('conversation', before)}\n{tagged('user_message', message)}",
-        'Reply as {"facts": ["...", "..."]}.',
+        'Reply as {"about_user": true or false, "facts": ["The user ...", "..."]}.',
     )
 
 
@@ -130,7 +144,7 @@ class KnowledgeRetention(ConversationJudgeMetric):
             PlannedRequest(
                 m,
                 UserFacts,
-                reply_tokens=8 + text_tokens(e.asked),
+                reply_tokens=14 + text_tokens(e.asked),
                 max_tokens=reply_budget(text=e.asked),
             )
             for e, m in asks
@@ -146,7 +160,7 @@ class KnowledgeRetention(ConversationJudgeMetric):
         replies = await asyncio.gather(
             *(ctx.ask(m, UserFacts, max_tokens=reply_budget(text=e.asked)) for e, m in asks)
         )
-        facts = [[f for f in r.facts if f.strip()] for r in replies]
+        facts = [r.stated() for r in replies]
         judged = _judged_turns(conversation, [e for e, _ in asks], facts)
         if not judged:
             return MetricResult.not_measured(
