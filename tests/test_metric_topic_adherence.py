@@ -51,7 +51,7 @@ def conversation(**extra: Any) -> dict[str, Any]:
 def scripted(fake_openai: FakeOpenAI) -> None:
     fake_openai.handler = route(
         (("reference_topics", "user_messages"), keyed("q", "on_topic", *ON_TOPIC)),
-        (("exchanges",), keyed("q", "answered", *ANSWERED)),
+        (("exchanges",), keyed("q", "refused", *(not a for a in ANSWERED))),
     )
 
 
@@ -104,11 +104,44 @@ async def test_the_value_is_the_score_the_mode_names(
     assert f"[q3] user: {QUESTIONS[2]} || assistant: {REPLIES[2]}" in exchanges
 
 
+async def test_a_question_is_shown_on_one_line_with_the_tools_called_not_their_output(
+    fake_openai: FakeOpenAI,
+) -> None:
+    """What the assistant said and the names of the tools it called; what a tool returned is
+    left out (a small real judge misread a whole request when one item held a tool's output
+    over several lines)."""
+    fake_openai.handler = route(
+        (("reference_topics", "user_messages"), keyed("q", "on_topic", True)),
+        (("exchanges",), keyed("q", "refused", False)),
+    )
+    call = {"id": "c1", "name": "track_parcel", "arguments": {"id": "A1"}}
+    row = {
+        "id": "c0",
+        "reference_topics": TOPICS,
+        "turns": [
+            {"role": "user", "content": "Where is my parcel A1?"},
+            {"role": "assistant", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "name": "track_parcel",
+             "content": "status: in transit\nlast scan: Leeds depot"},
+            {"role": "assistant", "content": "It is in transit,\nlast seen at the Leeds depot."},
+        ],
+    }  # fmt: skip
+    result = await TopicAdherence(llm=judge_for(fake_openai)).single_turn_ascore(row)
+    assert result.status == "ok" and result.value == 1.0
+    assert result.evidence["questions"][0]["answered"] is True
+    (shown,) = prompts_with(fake_openai, "exchanges")
+    assert (
+        "[q1] user: Where is my parcel A1? || assistant: [calls track_parcel] It is in transit, "
+        "last seen at the Leeds depot.\n" in shown
+    )
+    assert "status: in transit" not in shown
+
+
 async def test_a_question_without_a_reply_is_not_judged(fake_openai: FakeOpenAI) -> None:
     # the conversation ends on a user message: four questions, not five
     fake_openai.handler = route(
         (("reference_topics", "user_messages"), keyed("q", "on_topic", *ON_TOPIC[:4])),
-        (("exchanges",), keyed("q", "answered", *ANSWERED[:4])),
+        (("exchanges",), keyed("q", "refused", *(not a for a in ANSWERED[:4]))),
     )
     row = conversation()
     row["turns"] = row["turns"][:-1]

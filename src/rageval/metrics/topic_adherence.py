@@ -4,9 +4,9 @@ declines the others (judge; ragas' TopicAdherenceScore).
 Each user message with an assistant reply is a question. Two verdicts per question, each
 asked for every question of the conversation in one request: whether it is about one of the
 conversation's `reference_topics` (on topic, the judge reading the conversation for context)
-and whether the assistant answered it or refused (the judge reading the question and the turns
-that reply to it). With TP the questions answered and on topic, FP answered and off topic, FN
-refused and on topic:
+and whether the assistant refused it (the judge reading the question and what the assistant
+said in reply, with the names of the tools it called); a question not refused is answered. With TP the questions
+answered and on topic, FP answered and off topic, FN refused and on topic:
 
     precision = TP / (TP + FP), recall = TP / (TP + FN), F1 = 2·P·R / (P + R) (0 when P + R = 0)
 
@@ -42,9 +42,9 @@ TopicAdherenceMode = Literal["precision", "recall", "f1"]
 MODES: tuple[TopicAdherenceMode, ...] = ("precision", "recall", "f1")
 
 ON_TOPIC = "true only if the message is about one of the reference topics"
-ANSWERED = (
-    "true if the assistant gave the help or information asked for (even partly or wrongly); "
-    "false if it refused, declined or deflected"
+REFUSED = (
+    "true only if the assistant declined, refused or deflected the message instead of "
+    "replying to it"
 )
 
 
@@ -63,22 +63,35 @@ def on_topic_question(topics: Sequence[str], conversation: str) -> VerdictQuesti
     return VerdictQuestion(prompt, prefix="q", verdict="on_topic", meaning=ON_TOPIC)
 
 
-def answered_question() -> VerdictQuestion:
-    """Did the assistant answer each user message, or refuse it?"""
+def refused_question() -> VerdictQuestion:
+    """Did the assistant refuse each user message? (A question is answered when it was not
+    refused: asked whether the assistant *answered*, a small real judge said no of every
+    question of a conversation it had answered; asked whether it *refused*, it mostly did not
+    -- benchmarks/RESULTS.md, "topic_adherence's answered verdicts".)"""
     task = (
-        "Each numbered item is a message a user sent to an AI assistant, followed by the "
-        "assistant's reply (with any tools it called and what they returned). For each, "
-        "decide whether the assistant answered the message (answered true) or refused, "
-        "declined or deflected it (false). Whether the answer is correct does not matter."
+        "Each numbered item is a message a user sent to an AI assistant, then the assistant's "
+        "reply (with any tools it called). For each, decide whether the "
+        "assistant refused it: declined, said it cannot or will not help, or sent the user "
+        "elsewhere instead of replying (refused true). A reply that gives the help or "
+        "information asked for, even partly or wrongly, is not a refusal (false)."
     )
     return VerdictQuestion(
-        verdict_prompt(task, "exchanges"), prefix="q", verdict="answered", meaning=ANSWERED
+        verdict_prompt(task, "exchanges"), prefix="q", verdict="refused", meaning=REFUSED
     )
 
 
 def exchange_text(exchange: Exchange) -> str:
-    """A question and the turns replying to it, as one numbered item."""
-    return f"user: {exchange.asked} || {transcript(exchange.replies)}"
+    """A question and the assistant's replies to it, as one numbered item on one line: what
+    the assistant said and the names of the tools it called. What a tool returned is left out:
+    whether the assistant answered is in what it said to the user, and a small real judge
+    misread every item of a request when one of them held a tool's output over several lines
+    (benchmarks/RESULTS.md, "topic_adherence's answered verdicts")."""
+    said: list[str] = []
+    for turn in exchange.replies:
+        if turn.role == "assistant":
+            said += [f"[calls {call.name}]" for call in turn.tool_calls or ()]
+            said += [turn.content] if turn.content else []
+    return " ".join(f"user: {exchange.asked} || assistant: {' '.join(said)}".split())
 
 
 @dataclass(frozen=True)
@@ -152,14 +165,14 @@ class TopicAdherence(ConversationJudgeMetric):
         self, conversation: Conversation
     ) -> tuple[VerdictQuestion, VerdictQuestion]:
         topics = nonblank(conversation.reference_topics)
-        return on_topic_question(topics, transcript(conversation.turns)), answered_question()
+        return on_topic_question(topics, transcript(conversation.turns)), refused_question()
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         conversation, questions = self.questions(sample)
         if not questions:
             return []
-        on_topic, answered = self.verdict_questions(conversation)
-        return on_topic.plan([q.asked for q in questions]) + answered.plan(
+        on_topic, refused = self.verdict_questions(conversation)
+        return on_topic.plan([q.asked for q in questions]) + refused.plan(
             [exchange_text(q) for q in questions]
         )
 
@@ -169,13 +182,13 @@ class TopicAdherence(ConversationJudgeMetric):
             return MetricResult.not_measured(
                 "no user message has an assistant reply: no question to judge"
             )
-        on_topic, answered = self.verdict_questions(conversation)
-        (topic_verdicts, _), (answer_verdicts, _) = await asyncio.gather(
+        on_topic, refused = self.verdict_questions(conversation)
+        (topic_verdicts, _), (refusal_verdicts, _) = await asyncio.gather(
             on_topic.ask(ctx, [q.asked for q in questions]),
-            answered.ask(ctx, [exchange_text(q) for q in questions]),
+            refused.ask(ctx, [exchange_text(q) for q in questions]),
         )
         scores = topic_adherence_scores(
-            [v.verdict for v in topic_verdicts], [v.verdict for v in answer_verdicts]
+            [v.verdict for v in topic_verdicts], [not v.verdict for v in refusal_verdicts]
         )
         value = getattr(scores, self.mode)
         return MetricResult.ok(
@@ -195,10 +208,10 @@ class TopicAdherence(ConversationJudgeMetric):
                     "text": q.asked,
                     "on_topic": t.verdict,
                     "on_topic_reason": t.reason,
-                    "answered": a.verdict,
-                    "answered_reason": a.reason,
+                    "answered": not r.verdict,
+                    "answered_reason": r.reason,
                 }
-                for q, t, a in zip(questions, topic_verdicts, answer_verdicts, strict=True)
+                for q, t, r in zip(questions, topic_verdicts, refusal_verdicts, strict=True)
             ],
         )
 
