@@ -3,6 +3,7 @@ the per-run row and the markdown tables."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -14,7 +15,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from rageval.judge import Judge
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -367,3 +371,16 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def real_judge_from_args(description: str | None) -> Judge:
+    """The judge a real-judge benchmark's ``--base-url`` (and ``--model``) name: a llama-server
+    of ``real_judge/judge.py``, asked one request at a time, 600 s each, without the cache."""
+    from rageval.judge import Judge
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--model", default="qwen1.5b")
+    args = parser.parse_args()
+    return Judge(args.model, base_url=args.base_url, api_key="local", cache=False,
+                 timeout=600, max_concurrency=1)  # fmt: skip

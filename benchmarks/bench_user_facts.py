@@ -14,9 +14,9 @@ to measure another tree's request (an older one's is the list alone, without the
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 
+from _harness import real_judge_from_args
 from rageval.judge import Judge, JudgeCallFailed
 from rageval.metrics.knowledge_retention import UserFacts, facts_prompt
 
@@ -88,13 +88,7 @@ async def run(judge: Judge) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base-url", required=True)
-    parser.add_argument("--model", default="qwen1.5b")
-    args = parser.parse_args()
-    judge = Judge(args.model, base_url=args.base_url, api_key="local", cache=False,
-                  timeout=600, max_concurrency=1)  # fmt: skip
-    asyncio.run(run(judge))
+    asyncio.run(run(real_judge_from_args(__doc__.split("\n\n")[0])))
 
 
 if __name__ == "__main__":
