@@ -18,7 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from rageval.judge import Judge
+
+    M = TypeVar("M", bound=BaseModel)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -384,3 +388,21 @@ def real_judge_from_args(description: str | None) -> Judge:
     args = parser.parse_args()
     return Judge(args.model, base_url=args.base_url, api_key="local", cache=False,
                  timeout=600, max_concurrency=1)  # fmt: skip
+
+
+async def ask_or_report(
+    judge: Judge,
+    messages: list[dict[str, str]],
+    model: type[M],
+    what: str,
+    max_tokens: int | None = None,
+) -> M | None:
+    """A real-judge benchmark's request: the judge's reply, or None with the failed call printed
+    under `what` (a reading not made counts as not right; it does not end the benchmark)."""
+    from rageval.judge import JudgeCallFailed
+
+    try:
+        return (await judge.ask(messages, model, max_tokens=max_tokens)).value
+    except JudgeCallFailed as error:
+        print(f"  FAILED {what}: {error}")
+        return None

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 
-from _harness import real_judge_from_args
-from rageval.judge import Judge, JudgeCallFailed
+from _harness import ask_or_report, real_judge_from_args
+from rageval.judge import Judge
 from rageval.metrics.agent_goal import GoalVerdict, verdict_prompt
 
 #: (desired outcome, end state, achieved); hand-labelled
@@ -49,12 +49,11 @@ async def run(judge: Judge) -> None:
     for name, pairs in (("tuning", TUNING), ("held out", HELD_OUT)):
         right = 0
         for desired, end_state, achieved in pairs:
-            try:
-                reply = await judge.ask(verdict_prompt(desired, end_state), GoalVerdict)
-            except JudgeCallFailed as error:
-                print(f"  FAILED {desired!r}: {error}")
+            prompt = verdict_prompt(desired, end_state)
+            reply = await ask_or_report(judge, prompt, GoalVerdict, repr(desired))
+            if reply is None:
                 continue
-            ok = reply.value.achieved == achieved
+            ok = reply.achieved == achieved
             right += ok
             print(f"  {'ok ' if ok else 'BAD'} {achieved} {desired!r} / {end_state!r}")
         print(f"{name}: {right} / {len(pairs)} right\n", flush=True)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 
-from _harness import real_judge_from_args
-from rageval.judge import Judge, JudgeCallFailed
+from _harness import ask_or_report, real_judge_from_args
+from rageval.judge import Judge
 from rageval.metrics.knowledge_retention import retention_question
 
 #: (facts stated before, the user message, the assistant's reply, retained per fact)
@@ -41,12 +41,12 @@ async def run(judge: Judge) -> None:
         total += len(labels)
         question = retention_question(asked, reply)
         [request] = question.requests(facts)
-        try:
-            answer = await judge.ask(request.messages, request.model, max_tokens=request.budget)
-        except JudgeCallFailed as error:
-            print(f"  FAILED {reply!r}: {error}")
+        answer = await ask_or_report(
+            judge, request.messages, request.model, repr(reply), request.budget
+        )
+        if answer is None:
             continue
-        rulings = [getattr(answer.value, f"f{i}") for i in range(1, len(facts) + 1)]
+        rulings = [getattr(answer, f"f{i}") for i in range(1, len(facts) + 1)]
         read = [getattr(r, question.verdict) for r in rulings]
         right += sum(r == label for r, label in zip(read, labels, strict=True))
         print(f"  labels {labels} read {read}  {reply!r}  ({rulings[0].reason})")

@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from _harness import real_judge_from_args
-from rageval.judge import Judge, JudgeCallFailed
+from _harness import ask_or_report, real_judge_from_args
+from rageval.judge import Judge
 from rageval.metrics.conversation_judges import exchanges
 from rageval.metrics.topic_adherence import TopicAdherence, exchange_text
 from rageval.samples import Conversation
@@ -85,13 +85,19 @@ def synthetic(index: int) -> tuple[Conversation, list[bool]]:
     return conversation, [True] * sum(e.answered_by_assistant for e in exchanges(conversation))
 
 
-async def readings(judge: Judge, conversation: Conversation) -> list[bool]:
-    """The judge's answered/refused reading of each question, as the metric asks it."""
+async def readings(judge: Judge, conversation: Conversation) -> list[bool] | None:
+    """The judge's reading of each question, answered (True) or refused, as the metric asks
+    it; None when the call failed."""
     _, question = TopicAdherence().verdict_questions(conversation)
     items = [exchange_text(e) for e in exchanges(conversation) if e.answered_by_assistant]
     [request] = question.requests(items)
-    reply = await judge.ask(request.messages, request.model, max_tokens=request.budget)
-    verdicts = [getattr(reply.value, f"q{i}").__dict__[question.verdict] for i in range(1, len(items) + 1)]  # fmt: skip
+    reply = await ask_or_report(
+        judge, request.messages, request.model, conversation.id or "", request.budget
+    )
+    if reply is None:
+        return None
+    rulings = [getattr(reply, f"q{i}") for i in range(1, len(items) + 1)]
+    verdicts = [getattr(r, question.verdict) for r in rulings]
     return verdicts if question.verdict == "answered" else [not v for v in verdicts]
 
 
@@ -106,10 +112,8 @@ async def run(judge: Judge) -> None:
         right = total = 0
         for conversation, labels in conversations:
             total += len(labels)
-            try:
-                read = await readings(judge, conversation)
-            except JudgeCallFailed as error:
-                print(f"  FAILED {error}")
+            read = await readings(judge, conversation)
+            if read is None:
                 continue
             right += sum(r == label for r, label in zip(read, labels, strict=True))
             print(f"  labels {labels}\n  read   {read}")

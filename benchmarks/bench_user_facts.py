@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 
-from _harness import real_judge_from_args
-from rageval.judge import Judge, JudgeCallFailed
+from _harness import ask_or_report, real_judge_from_args
+from rageval.judge import Judge
 from rageval.metrics.knowledge_retention import UserFacts, facts_prompt
 
 #: (message, how many facts about the user it states); hand-labelled
@@ -65,15 +65,15 @@ async def run(judge: Judge) -> None:
     for name, cases in SETS.items():
         right = invented = missed = failed = 0
         for message, stated in cases:
-            try:
-                reply = await judge.ask(facts_prompt("", message), UserFacts, max_tokens=256)
-            except JudgeCallFailed as error:
+            reply = await ask_or_report(
+                judge, facts_prompt("", message), UserFacts, repr(message), 256
+            )
+            if reply is None:
                 failed += 1
-                print(f"  FAILED  {message!r}: {error}")
                 continue
             # an older tree's UserFacts (before session 12) is the list alone
-            stated_by = getattr(reply.value, "stated", None)
-            facts = stated_by() if stated_by else [f for f in reply.value.facts if f.strip()]
+            stated_by = getattr(reply, "stated", None)
+            facts = stated_by() if stated_by else [f for f in reply.facts if f.strip()]
             ok = bool(facts) == bool(stated)
             right += ok
             invented += bool(facts) and not stated
