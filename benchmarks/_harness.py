@@ -4,6 +4,7 @@ the per-run row and the markdown tables."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import re
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -377,17 +378,19 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def real_judge_from_args(description: str | None) -> Judge:
-    """The judge a real-judge benchmark's ``--base-url`` (and ``--model``) name: a llama-server
-    of ``real_judge/judge.py``, asked one request at a time, 600 s each, without the cache."""
+def run_with_real_judge(run: Callable[[Judge], Coroutine[Any, Any, None]], doc: str | None) -> None:
+    """A real-judge benchmark's command line: `run` with the judge its ``--base-url`` (and
+    ``--model``) name -- a llama-server of ``real_judge/judge.py``, asked one request at a
+    time, 600 s each, without the cache; the first paragraph of `doc` is its help."""
     from rageval.judge import Judge
 
-    parser = argparse.ArgumentParser(description=description)
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--model", default="qwen1.5b")
     args = parser.parse_args()
-    return Judge(args.model, base_url=args.base_url, api_key="local", cache=False,
-                 timeout=600, max_concurrency=1)  # fmt: skip
+    judge = Judge(args.model, base_url=args.base_url, api_key="local", cache=False,
+                  timeout=600, max_concurrency=1)  # fmt: skip
+    asyncio.run(run(judge))
 
 
 async def ask_or_report(

@@ -12,9 +12,7 @@ kept), HELD_OUT was written before any of them ran (benchmarks/RESULTS.md,
 
 from __future__ import annotations
 
-import asyncio
-
-from _harness import ask_or_report, real_judge_from_args
+from _harness import ask_or_report, run_with_real_judge
 from rageval.judge import Judge
 from rageval.metrics.agent_goal import GoalVerdict, verdict_prompt
 
@@ -59,9 +57,5 @@ async def run(judge: Judge) -> None:
         print(f"{name}: {right} / {len(pairs)} right\n", flush=True)
 
 
-def main() -> None:
-    asyncio.run(run(real_judge_from_args(__doc__.split("\n\n")[0])))
-
-
 if __name__ == "__main__":
-    main()
+    run_with_real_judge(run, __doc__)

@@ -12,9 +12,7 @@ variant was chosen on them.
 
 from __future__ import annotations
 
-import asyncio
-
-from _harness import ask_or_report, real_judge_from_args
+from _harness import ask_or_report, run_with_real_judge
 from rageval.judge import Judge
 from rageval.metrics.knowledge_retention import retention_question
 
@@ -53,9 +51,5 @@ async def run(judge: Judge) -> None:
     print(f"facts read right: {right} / {total}", flush=True)
 
 
-def main() -> None:
-    asyncio.run(run(real_judge_from_args(__doc__.split("\n\n")[0])))
-
-
 if __name__ == "__main__":
-    main()
+    run_with_real_judge(run, __doc__)

@@ -14,10 +14,9 @@ another tree's request (before session 12: "answered", not "refused").
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from _harness import ask_or_report, real_judge_from_args
+from _harness import ask_or_report, run_with_real_judge
 from rageval.judge import Judge
 from rageval.metrics.conversation_judges import exchanges
 from rageval.metrics.topic_adherence import TopicAdherence, exchange_text
@@ -120,9 +119,5 @@ async def run(judge: Judge) -> None:
         print(f"{name}: {right} / {total} right\n", flush=True)
 
 
-def main() -> None:
-    asyncio.run(run(real_judge_from_args(__doc__.split("\n\n")[0])))
-
-
 if __name__ == "__main__":
-    main()
+    run_with_real_judge(run, __doc__)

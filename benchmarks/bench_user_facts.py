@@ -14,9 +14,7 @@ to measure another tree's request (an older one's is the list alone, without the
 
 from __future__ import annotations
 
-import asyncio
-
-from _harness import ask_or_report, real_judge_from_args
+from _harness import ask_or_report, run_with_real_judge
 from rageval.judge import Judge
 from rageval.metrics.knowledge_retention import UserFacts, facts_prompt
 
@@ -87,9 +85,5 @@ async def run(judge: Judge) -> None:
         )
 
 
-def main() -> None:
-    asyncio.run(run(real_judge_from_args(__doc__.split("\n\n")[0])))
-
-
 if __name__ == "__main__":
-    main()
+    run_with_real_judge(run, __doc__)
