@@ -54,7 +54,8 @@ def write_public_sets(root: Path, n: int = 36) -> dict[str, tuple[int, int | Non
     """Synthetic files for every dataset under `root`; (rows kept, rows labelled 1) each."""
     counts: dict[str, tuple[int, int | None]] = {}
 
-    # NQ301: human verdicts + gold answers in a second file; a question has a '"' in it.
+    # NQ301: human verdicts + gold answers in a second file; a question has a '"' in it; as in
+    # the real file, a gold answers field holding a comma or a quote is CSV-quoted.
     human = [["id", "Question", "Model answer", "Acceptable?", "a1", "a2", "a3"]]
     bem = [["id", "Question", "Gold answers", "Model answer", "Acceptable?", "BEM probs"]]
     for i in range(n):
@@ -64,7 +65,8 @@ def write_public_sets(root: Path, n: int = 36) -> dict[str, tuple[int, int | Non
         human.append(
             [str(i), question, city if right else wrong, "Yes" if right else "No", "Yes", "No", ""]
         )
-        bem.append([str(i), question, f"{city} | {city}, Europe", city, "Yes", "[]"])
+        gold = f'"{city} | {city}, Europe"' if i % 2 == 0 else f'"{city} | The ""{city}"""'
+        bem.append([str(i), question, gold, city, "Yes", "[]"])
     human.append(["x", "a question without gold answers", "x", "Yes", "", "", ""])
     _tsv(root / "nq301-openqa-eval" / "NQ301_human.tsv", human)
     _tsv(root / "nq301-openqa-eval" / "NQ301_BEM.tsv", bem)

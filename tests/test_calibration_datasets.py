@@ -79,7 +79,7 @@ def test_every_reader_on_synthetic_and_on_real_files(
         assert [r["id"] for r in load_dataset(name, root).rows] == [r["id"] for r in ds.rows]
 
 
-def test_nq301_reads_quotes_inside_fields_and_lists_the_gold_answers(
+def test_nq301_reads_quotes_inside_fields_unquotes_quoted_gold_answers_and_lists_them(
     synthetic_root: tuple[Path, dict[str, tuple[int, int | None]]],
 ) -> None:
     root, _ = synthetic_root
@@ -87,6 +87,7 @@ def test_nq301_reads_quotes_inside_fields_and_lists_the_gold_answers(
     first = ds.rows[0]
     assert first["user_input"] == 'where is "the Eiffel Tower" (item 0)'
     assert first["reference"] == ["Paris", "Paris, Europe"]  # acceptable alternatives
+    assert ds.rows[1]["reference"][1].startswith('The "') and ds.rows[1]["reference"][1][-1] == '"'
     assert first["human_correct"] == 0 and first["response"] == "Rome"
     assert ds.left_out == {"question without gold answers": 1}
 

@@ -134,6 +134,16 @@ def _tsv(path: Path, *, header: bool = True) -> Iterator[tuple[int, list[str]]]:
                 yield number, line.rstrip("\n").rstrip("\r").split("\t")
 
 
+def _csv_unquoted(field: str) -> str:
+    """`field` without CSV quoting where a writer applied it: NQ301_BEM.tsv quotes a gold
+    answers field holding a comma or a quote (``"April 21, 2017"``, ``"Ethel ""Edy""
+    Proctor"``); a field with a quote character inside but not quoted so is kept as it is."""
+    inner = field[1:-1]
+    if len(field) >= 2 and field[0] == field[-1] == '"' and '"' not in inner.replace('""', ""):
+        return inner.replace('""', '"')
+    return field
+
+
 def _fields(path: Path, number: int, fields: list[str], at_least: int) -> list[str]:
     if len(fields) < at_least:
         raise DatasetError(
@@ -180,7 +190,7 @@ def nq301(path: str | Path) -> LabelledSet:
     gold: dict[str, str | list[str]] = {}
     for number, fields in _tsv(bem):
         _, question, answers, *_ = _fields(bem, number, fields, 4)
-        gold[question] = _gold(answers.split(" | "))
+        gold[question] = _gold(_csv_unquoted(answers).split(" | "))
     rows: list[dict[str, Any]] = []
     left_out: dict[str, int] = {}
     for number, fields in _tsv(human):

@@ -6,8 +6,8 @@ P = overlap/|response|, R = overlap/|reference|, F1 = 2PR/(P+R) (0 when overlap 
 neither text has a token, 0.0 when one has none). With the default tokenizer ("squad") the
 value equals ``compute_f1(reference, response)`` of the official SQuAD v2 evaluation script;
 ``tokenizer="unicode"`` also deletes Unicode punctuation and reads scripts written without
-spaces (see :mod:`rageval.metrics.lexical`). One reference per sample: the script's maximum
-over several gold answers has no counterpart.
+spaces (see :mod:`rageval.metrics.lexical`). A sample with several acceptable references
+scores its best match, as the script takes the maximum over the gold answers.
 """
 
 from __future__ import annotations
