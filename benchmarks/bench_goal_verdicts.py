@@ -5,7 +5,9 @@ Each (desired outcome, end state) pair is sent as the metric sends its second re
 (:func:`rageval.metrics.agent_goal.verdict_prompt`, :class:`GoalVerdict`); a reading is right
 when it matches the pair's label. TUNING chose among request variants in session 12 (none was
 kept), HELD_OUT was written before any of them ran (benchmarks/RESULTS.md,
-"agent_goal_accuracy's verdict: tried, not changed").
+"agent_goal_accuracy's verdict: tried, not changed"). Session 13's verdict (the verdict before
+its reason) was chosen on bench_goal_outcomes.py's conversations, not on these pairs: both
+sets read it as a check (RESULTS.md, "agent_goal_accuracy's outcome step and verdict").
 
     python benchmarks/bench_goal_verdicts.py --base-url "$(python benchmarks/real_judge/judge.py url)"
 """

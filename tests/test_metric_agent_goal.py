@@ -35,7 +35,7 @@ def conversation(**extra: Any) -> dict[str, Any]:
 
 
 def verdict(achieved: bool) -> Reply:
-    return Reply.json({"reason": "compared", "achieved": achieved})
+    return Reply.json({"achieved": achieved, "reason": "compared"})
 
 
 def test_the_score_is_the_verdict() -> None:

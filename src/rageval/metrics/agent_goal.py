@@ -9,7 +9,11 @@ Two judge requests per conversation:
    user wanted reached and the end state the conversation arrived at (:class:`GoalOutcome`);
 2. the verdict: the judge compares the desired outcome -- the conversation's `reference_goal`,
    or without one the goal it inferred in 1 -- with the end state, and rules whether the end
-   state achieves it (:class:`GoalVerdict`, its reason written before its verdict).
+   state achieves it (:class:`GoalVerdict`). Its one-sentence reason comes *after* the
+   verdict: a small judge that reasoned first argued itself out of plain matches ("the test
+   was fixed" against "all 42 tests pass": "not achieved"); on twenty hand-labelled pairs
+   the verdict first read 18 right where the reason first read 14 (benchmarks/RESULTS.md,
+   "agent_goal_accuracy's outcome step and verdict").
 
 score = 1 if achieved else 0 (:func:`agent_goal_score`); averaged over conversations, the share
 of conversations whose goal was reached. The inferred goal, the end state, the desired outcome
@@ -41,8 +45,8 @@ class GoalOutcome(ReplyModel):
 
 
 class GoalVerdict(ReplyModel):
-    reason: str = Field(description="one short sentence")
     achieved: StrictBool = Field(description="true only if the end state achieves the outcome")
+    reason: str = Field(description="one short sentence")
 
 
 def outcome_prompt(conversation: str) -> list[dict[str, str]]:
@@ -59,12 +63,13 @@ def outcome_prompt(conversation: str) -> list[dict[str, str]]:
 def verdict_prompt(desired: str, end_state: str) -> list[dict[str, str]]:
     """The request for whether `end_state` achieves the `desired` outcome."""
     return messages(
-        "Compare the desired outcome with the end state an AI assistant's conversation reached. "
-        "achieved is true only if the end state achieves the desired outcome in substance "
-        "(any wording); false if it fails, achieves only part of it, or achieves something "
-        "else.\n\n"
+        "Below are the outcome a user wanted from a conversation with an AI assistant, and "
+        "the end state the conversation reached. achieved: does the end state show the desired "
+        "outcome reached? true if it does, whatever its wording and whatever else it says; "
+        "false if the outcome was not reached, was reached only in part, or something else "
+        "was done instead.\n\n"
         f"{tagged('desired_outcome', desired)}\n{tagged('end_state', end_state)}",
-        'Reply as {"reason": "one short sentence", "achieved": true or false}.',
+        'Reply as {"achieved": true or false, "reason": "one short sentence"}.',
     )
 
 
