@@ -10,6 +10,7 @@ import pytest
 
 from helpers import chat_count, judge_for, keyed, make_judge, prompts_with, route
 from rageval.metrics import ConversationCompleteness
+from rageval.metrics.evidence import JudgedItem
 from rageval.runner import evaluate
 from rageval.testing import FakeOpenAI, Reply
 
@@ -44,12 +45,11 @@ async def test_the_share_of_intentions_satisfied(fake_openai: FakeOpenAI) -> Non
     )
     assert result.status == "ok" and result.value == 2 / 3
     assert result.reason == "2 of 3 user intention(s) satisfied"
-    assert result.evidence["intentions"][1] == {
-        "id": "i2",
-        "text": "Update the billing address.",
-        "satisfied": False,
-        "reason": "because 2",
-    }
+    # typed evidence: the verdict table the report draws as faithfulness's
+    assert result.evidence["kind"] == "verdicts" and result.evidence["items"] == "user intentions"
+    assert result.evidence["verdicts"][1] == JudgedItem(
+        id="i2", text="Update the billing address.", verdict=False, reason="because 2"
+    )
     assert chat_count(fake_openai) == 2
     (listed,) = prompts_with(fake_openai, "conversation", "intentions")
     # the verdicts are given with the whole conversation, tool calls and results included

@@ -8,9 +8,10 @@
    all of them, the conversation shown again).
 
 score = satisfied intentions / intentions. A conversation in which the judge finds no
-intention is not measured (0/0 is not a score). Evidence: each intention with its verdict and
-reason. Unlike agent_goal_accuracy_without_reference, which rules on one inferred goal and the
-end state, every request the user made counts, so a dropped side request lowers the value.
+intention is not measured (0/0 is not a score). Evidence: the verdicts on the intentions
+(:class:`~rageval.metrics.evidence.VerdictEvidence`), each with its reason. Unlike
+agent_goal_accuracy_without_reference, which rules on one inferred goal and the end state,
+every request the user made counts, so a dropped side request lowers the value.
 Judge requests: 2.
 """
 
@@ -22,10 +23,10 @@ from rageval.metrics.authoring import (
     PlannedRequest,
     ReplyModel,
     VerdictQuestion,
+    judged_items,
     reply_budget,
     share_true,
     text_tokens,
-    verdict_evidence,
     verdict_prompt,
 )
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
@@ -34,6 +35,7 @@ from rageval.metrics.conversation_judges import (
     exchanges,
     transcript_request,
 )
+from rageval.metrics.evidence import VerdictEvidence
 from rageval.samples import Sample, transcript
 
 SATISFIED = "true only if the conversation gives the user what this intention asked for"
@@ -108,9 +110,11 @@ class ConversationCompleteness(ConversationJudgeMetric):
         assert value is not None  # intentions is not empty
         satisfied = sum(v.verdict for v in verdicts)
         return MetricResult.ok(
-            value,
-            reason=f"{satisfied} of {len(verdicts)} user intention(s) satisfied",
-            intentions=verdict_evidence(verdicts, "satisfied"),
+            value, reason=f"{satisfied} of {len(verdicts)} user intention(s) satisfied"
+        ).with_evidence(
+            VerdictEvidence(
+                items="user intentions", means=SATISFIED, verdicts=judged_items(verdicts)
+            )
         )
 
 
