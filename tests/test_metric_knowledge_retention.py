@@ -10,6 +10,7 @@ import pytest
 
 from helpers import chat_count, judge_for, keyed, make_judge, prompts_with, route, user_text
 from rageval.metrics import KnowledgeRetention
+from rageval.metrics.evidence import JudgedItem, StatedFact
 from rageval.metrics.knowledge_retention import knowledge_retention_score
 from rageval.runner import evaluate
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
@@ -69,19 +70,18 @@ async def test_each_later_turn_is_ruled_on_the_facts_stated_before_it(
     )
     assert result.status == "ok" and result.value == 2 / 3
     assert result.reason == "2 of 3 judged assistant turn(s) keep every earlier fact"
+    assert result.evidence["kind"] == "retention"
     assert result.evidence["facts"] == [
-        {"turn": 2, "fact": "The user is called Ana."},
-        {"turn": 2, "fact": "The user is vegetarian."},
-        {"turn": 6, "fact": "The user is allergic to nuts."},
+        StatedFact(turn=2, fact="The user is called Ana."),
+        StatedFact(turn=2, fact="The user is vegetarian."),
+        StatedFact(turn=6, fact="The user is allergic to nuts."),
     ]
     turns = result.evidence["turns"]
     assert [(t["turn"], t["value"]) for t in turns] == [(3, 1.0), (5, 0.0), (7, 1.0)]
-    assert turns[1]["facts"][1] == {
-        "id": "f2",
-        "text": "The user is vegetarian.",
-        "retained": False,
-        "reason": "because 2",
-    }
+    assert turns[1]["reason"] == "loses 1 fact(s)"
+    assert turns[1]["facts"]["verdicts"][1] == JudgedItem(
+        id="f2", text="The user is vegetarian.", verdict=False, reason="because 2"
+    )
     # 4 user messages + 3 judged turns
     assert chat_count(fake_openai) == 7
     # a message's facts are read with the conversation before it

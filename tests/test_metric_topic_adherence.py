@@ -12,6 +12,7 @@ import pytest
 
 from helpers import chat_count, judge_for, keyed, make_judge, prompts_with, route
 from rageval.metrics import TopicAdherence
+from rageval.metrics.evidence import TopicQuestion
 from rageval.metrics.topic_adherence import topic_adherence_scores
 from rageval.runner import evaluate
 from rageval.samples import InvalidDataError, load_samples
@@ -87,14 +88,15 @@ async def test_the_value_is_the_score_the_mode_names(
     assert (evidence["precision"], evidence["recall"]) == (PRECISION, RECALL)
     assert evidence["f1"] == pytest.approx(F1)
     assert [q["turn"] for q in evidence["questions"]] == [0, 2, 4, 6, 8]
-    assert evidence["questions"][2] == {
-        "turn": 4,
-        "text": QUESTIONS[2],
-        "on_topic": True,
-        "on_topic_reason": "because 3",
-        "answered": False,
-        "answered_reason": "because 3",
-    }
+    assert evidence["kind"] == "topics"
+    assert evidence["questions"][2] == TopicQuestion(
+        turn=4,
+        text=QUESTIONS[2],
+        on_topic=True,
+        on_topic_reason="because 3",
+        answered=False,
+        answered_reason="because 3",
+    )
     assert chat_count(fake_openai) == 2
     (topics,) = prompts_with(fake_openai, "reference_topics", "user_messages")
     assert "- refunds and returns\n- shipping" in topics

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser
 
+import test_metric_knowledge_retention as retention
+import test_metric_topic_adherence as topics
 from browser_helpers import Opened
 from helpers import (
     ATTACK_QUESTION,
@@ -517,6 +519,41 @@ def test_typed_evidence_is_drawn_by_its_kind(
     overlap = detail.locator('[data-metric="token_f1"] .evidence[data-kind="overlap"]')
     assert "shared tokens" in overlap.inner_text()
     view.close()  # no console error
+
+
+def test_the_conversation_judges_evidence_is_drawn_by_its_kind(
+    browser: Browser, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    # knowledge_retention: the facts stated, then each judged turn's verdicts on them
+    retention.scripted(fake_openai)
+    data = [{"id": "c0", "turns": retention.TURNS}]
+    evaluate(data, ["knowledge_retention"], llm=make_judge(fake_openai), run_dir=tmp_path / "kr")
+    view = Opened(browser, tmp_path / "kr" / "report.html")
+    view.page.locator('#samples-table tr[data-i="0"] td[data-m="0"]').click()
+    kept = view.page.locator('dialog#detail .evidence[data-kind="retention"]')
+    assert (
+        kept.locator("ol.facts li").all_inner_texts()[2] == "turn 6: The user is allergic to nuts."
+    )
+    assert kept.locator("table.verdicts").count() == 3  # one per judged turn
+    beef = kept.locator(".ev-block").filter(has_text="Turn 5: 0.000, loses 1 fact(s)")
+    assert beef.locator(".ev-summary").inner_text() == "1 of 2 facts stated before kept"
+    view.close()  # no console error
+    # topic_adherence: the scores, then each question's topic and answer
+    topics.scripted(fake_openai)
+    evaluate(
+        [topics.conversation()],
+        ["topic_adherence"],
+        llm=make_judge(fake_openai),
+        run_dir=tmp_path / "ta",
+    )
+    view = Opened(browser, tmp_path / "ta" / "report.html")
+    view.page.locator('#samples-table tr[data-i="0"] td[data-m="0"]').click()
+    read = view.page.locator('dialog#detail .evidence[data-kind="topics"]')
+    rows = read.locator("table.topics tbody tr")
+    assert rows.count() == 5
+    assert rows.nth(2).locator(".verdict").all_inner_texts() == ["✓", "✗"]  # on topic, refused
+    assert "Can I return shoes after 40 days?" in rows.nth(2).inner_text()
+    view.close()
 
 
 def test_old_free_form_evidence_keeps_the_generic_view(opened: Opened) -> None:

@@ -4,7 +4,8 @@ rageval's metrics say why they gave a value with typed evidence: the judge's ver
 statements, sentences or contexts (:class:`VerdictEvidence`), ratings per template
 (:class:`RatingEvidence`), generated questions with their cosines (:class:`QuestionsEvidence`),
 each turn's value in a conversation (:class:`PerTurnEvidence`), tool calls matched against the
-reference (:class:`ToolCallEvidence`), ... The run log writes the ``kind`` with them and the
+reference (:class:`ToolCallEvidence`), the facts a user stated and each turn's verdicts on them
+(:class:`RetentionEvidence`), each question's topic and answer (:class:`TopicEvidence`), ... The run log writes the ``kind`` with them and the
 report draws each kind in its own way (a verdict table, a rating, questions, per-turn values).
 
 A metric of the user's own keeps free-form evidence: ``MetricResult.ok(value, **evidence)``
@@ -222,6 +223,55 @@ class GoalEvidence(EvidenceBase):
     achieved: bool
 
 
+class StatedFact(EvidencePart):
+    """A fact a user message stated about the user: the message's index in ``turns``."""
+
+    turn: int
+    fact: str
+
+
+class RetentionTurn(EvidencePart):
+    """One judged assistant turn of knowledge retention: its index in ``turns``, its value (1
+    if it keeps every fact stated before it), why, and the verdict on each of those facts."""
+
+    turn: int
+    value: float
+    reason: str
+    facts: VerdictTable
+
+
+class RetentionEvidence(EvidenceBase):
+    """knowledge retention: the facts the user stated, and each judged assistant turn."""
+
+    kind: Literal["retention"] = "retention"
+    facts: list[StatedFact]
+    turns: list[RetentionTurn]
+
+
+class TopicQuestion(EvidencePart):
+    """One user question of topic adherence: its index in ``turns``, its text, whether it is on
+    the reference topics and whether the assistant answered it (did not refuse), each with the
+    judge's reason."""
+
+    turn: int
+    text: str
+    on_topic: bool
+    on_topic_reason: str | None = None
+    answered: bool
+    answered_reason: str | None = None
+
+
+class TopicEvidence(EvidenceBase):
+    """topic adherence: the score `mode` names, the three scores and each question's readings."""
+
+    kind: Literal["topics"] = "topics"
+    mode: str
+    precision: float
+    recall: float
+    f1: float
+    questions: list[TopicQuestion]
+
+
 class TurnScore(EvidencePart):
     """One scored assistant turn of a conversation: its index in ``turns``, its value, the
     single-turn metric's reason and evidence."""
@@ -289,6 +339,8 @@ KINDS: dict[str, type[EvidenceBase]] = {
         OverlapEvidence,
         ToolCallEvidence,
         GoalEvidence,
+        RetentionEvidence,
+        TopicEvidence,
         PerTurnEvidence,
         FreeformEvidence,
     )
@@ -313,6 +365,8 @@ _Kinds: TypeAlias = (
     | OverlapEvidence
     | ToolCallEvidence
     | GoalEvidence
+    | RetentionEvidence
+    | TopicEvidence
     | PerTurnEvidence
     | FreeformEvidence
 )

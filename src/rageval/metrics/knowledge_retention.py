@@ -26,7 +26,6 @@ Judge requests: 1 per user message + 1 per judged assistant turn.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from pydantic import Field, StrictBool
 
@@ -34,17 +33,18 @@ from rageval.metrics.authoring import (
     PlannedRequest,
     ReplyModel,
     VerdictQuestion,
+    judged_items,
     messages,
     predicted_statements,
     reply_budget,
     share_true,
     tagged,
     text_tokens,
-    verdict_evidence,
     verdict_prompt,
 )
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
 from rageval.metrics.conversation_judges import ConversationJudgeMetric, Exchange, exchanges
+from rageval.metrics.evidence import RetentionEvidence, RetentionTurn, StatedFact, VerdictTable
 from rageval.samples import Conversation, Sample, transcript
 
 RETAINED = (
@@ -172,30 +172,27 @@ class KnowledgeRetention(ConversationJudgeMetric):
                 for turn, asked, known in judged
             )
         )
-        turns: list[dict[str, Any]] = []
+        turns: list[RetentionTurn] = []
         for (turn, _, _), (verdicts, _) in zip(judged, rulings, strict=True):
-            lost = [v.text for v in verdicts if not v.verdict]
-            turns.append(
-                {
-                    "turn": turn,
-                    "value": 0.0 if lost else 1.0,
-                    "reason": f"loses {len(lost)} fact(s)" if lost else "keeps every fact",
-                    "facts": verdict_evidence(verdicts, "retained"),
-                }
+            lost = sum(not v.verdict for v in verdicts)
+            table = VerdictTable(
+                items="facts stated before", means="kept", verdicts=judged_items(verdicts)
             )
-        value = knowledge_retention_score([t["value"] == 1.0 for t in turns])
+            reason = f"loses {lost} fact(s)" if lost else "keeps every fact"
+            turns.append(
+                RetentionTurn(turn=turn, value=0.0 if lost else 1.0, reason=reason, facts=table)
+            )
+        value = knowledge_retention_score([t.value == 1.0 for t in turns])
         assert value is not None  # judged is not empty
-        kept = sum(t["value"] == 1.0 for t in turns)
+        kept = sum(t.value == 1.0 for t in turns)
+        stated = [
+            StatedFact(turn=e.index, fact=f)
+            for (e, _), fs in zip(asks, facts, strict=True)
+            for f in fs
+        ]
         return MetricResult.ok(
-            value,
-            reason=f"{kept} of {len(turns)} judged assistant turn(s) keep every earlier fact",
-            facts=[
-                {"turn": e.index, "fact": f}
-                for (e, _), fs in zip(asks, facts, strict=True)
-                for f in fs
-            ],
-            turns=turns,
-        )
+            value, reason=f"{kept} of {len(turns)} judged assistant turn(s) keep every earlier fact"
+        ).with_evidence(RetentionEvidence(facts=stated, turns=turns))
 
 
 #: names this module lacks are read from its default metric: ``knowledge_retention.score(...)``

@@ -36,6 +36,7 @@ from rageval.metrics.base import (
     register,
 )
 from rageval.metrics.conversation_judges import ConversationJudgeMetric, Exchange, exchanges
+from rageval.metrics.evidence import TopicEvidence, TopicQuestion
 from rageval.samples import Conversation, Sample, transcript
 
 TopicAdherenceMode = Literal["precision", "recall", "f1"]
@@ -191,6 +192,17 @@ class TopicAdherence(ConversationJudgeMetric):
             [v.verdict for v in topic_verdicts], [not v.verdict for v in refusal_verdicts]
         )
         value = getattr(scores, self.mode)
+        questions_read = [
+            TopicQuestion(
+                turn=q.index,
+                text=q.asked,
+                on_topic=t.verdict,
+                on_topic_reason=t.reason or None,
+                answered=not r.verdict,
+                answered_reason=r.reason or None,
+            )
+            for q, t, r in zip(questions, topic_verdicts, refusal_verdicts, strict=True)
+        ]
         return MetricResult.ok(
             value,
             reason=(
@@ -198,21 +210,14 @@ class TopicAdherence(ConversationJudgeMetric):
                 f"{scores.answered_off_topic} off-topic answered, {scores.refused_on_topic} "
                 f"on-topic refused, {scores.refused_off_topic} off-topic refused"
             ),
-            mode=self.mode,
-            precision=scores.precision,
-            recall=scores.recall,
-            f1=scores.f1,
-            questions=[
-                {
-                    "turn": q.index,
-                    "text": q.asked,
-                    "on_topic": t.verdict,
-                    "on_topic_reason": t.reason,
-                    "answered": not r.verdict,
-                    "answered_reason": r.reason,
-                }
-                for q, t, r in zip(questions, topic_verdicts, refusal_verdicts, strict=True)
-            ],
+        ).with_evidence(
+            TopicEvidence(
+                mode=self.mode,
+                precision=scores.precision,
+                recall=scores.recall,
+                f1=scores.f1,
+                questions=questions_read,
+            )
         )
 
 

@@ -1264,6 +1264,47 @@
     ];
   }
 
+  // knowledge retention: the facts the user stated, then each judged turn with its verdicts.
+  function retentionView(ev) {
+    return [
+      block(
+        "Facts the user stated",
+        (ev.facts || []).length
+          ? h("ol", { class: "items facts" }, ev.facts.map((f) => shown("li", { "data-turn": f.turn }, `turn ${f.turn}: ${f.fact}`)))
+          : h("p", { class: "muted" }, "none"),
+      ),
+      (ev.turns || []).map((t) =>
+        block(`Turn ${t.turn}: ${fmtValue(t.value)}, ${t.reason}`, verdictTable(t.facts)),
+      ),
+    ];
+  }
+
+  // topic adherence: the three scores, then each question's topic and whether it was answered.
+  function topicsView(ev) {
+    const reason = (text) => (present(text) ? shown("div", { class: "item-reason" }, text) : null);
+    return [
+      kvTable([["mode", ev.mode], ["precision", ev.precision], ["recall", ev.recall], ["f1", ev.f1]]),
+      wideTable(
+        { class: "topics" },
+        h("thead", null, h("tr", null, h("th", null, "turn"), h("th", null, "question"), h("th", null, "on topic"), h("th", null, "answered"))),
+        h(
+          "tbody",
+          null,
+          (ev.questions || []).map((q) =>
+            h(
+              "tr",
+              { "data-turn": q.turn },
+              h("td", null, String(q.turn)),
+              shown("td", { class: "item-text" }, q.text),
+              h("td", null, verdictBadge(q.on_topic), reason(q.on_topic_reason)),
+              h("td", null, verdictBadge(q.answered), reason(q.answered_reason)),
+            ),
+          ),
+        ),
+      ),
+    ];
+  }
+
   const EVIDENCE_VIEWS = {
     verdicts: verdictTable,
     factuality: (ev) => [
@@ -1286,6 +1327,8 @@
       block("Desired outcome", textBlock(ev.desired_outcome)),
       block("End state", textBlock(ev.end_state)),
     ],
+    retention: retentionView,
+    topics: topicsView,
     per_turn: perTurnView,
     free: (ev) => genericEvidence(ev.data),
   };
