@@ -12,7 +12,7 @@ import pytest
 
 from helpers import chat_count, judge_for, keyed, make_judge, prompts_with, route
 from rageval.metrics import TopicAdherence
-from rageval.metrics.evidence import TopicQuestion
+from rageval.metrics.evidence import JudgedItem
 from rageval.metrics.topic_adherence import topic_adherence_scores
 from rageval.runner import evaluate
 from rageval.samples import InvalidDataError, load_samples
@@ -87,16 +87,14 @@ async def test_the_value_is_the_score_the_mode_names(
     assert evidence["mode"] == mode
     assert (evidence["precision"], evidence["recall"]) == (PRECISION, RECALL)
     assert evidence["f1"] == pytest.approx(F1)
-    assert [q["turn"] for q in evidence["questions"]] == [0, 2, 4, 6, 8]
     assert evidence["kind"] == "topics"
-    assert evidence["questions"][2] == TopicQuestion(
-        turn=4,
-        text=QUESTIONS[2],
-        on_topic=True,
-        on_topic_reason="because 3",
-        answered=False,
-        answered_reason="because 3",
+    assert evidence["turns"] == [0, 2, 4, 6, 8]
+    assert evidence["on_topic"]["verdicts"][2] == JudgedItem(
+        id="q3", text=QUESTIONS[2], verdict=True, reason="because 3"
     )
+    # the refusal verdict turned round: answered is "not refused", with its reason
+    assert [v.verdict for v in evidence["answered"]["verdicts"]] == list(ANSWERED)
+    assert evidence["answered"]["verdicts"][2].reason == "because 3"
     assert chat_count(fake_openai) == 2
     (topics,) = prompts_with(fake_openai, "reference_topics", "user_messages")
     assert "- refunds and returns\n- shipping" in topics
@@ -130,7 +128,7 @@ async def test_a_question_is_shown_on_one_line_with_the_tools_called_not_their_o
     }  # fmt: skip
     result = await TopicAdherence(llm=judge_for(fake_openai)).single_turn_ascore(row)
     assert result.status == "ok" and result.value == 1.0
-    assert result.evidence["questions"][0]["answered"] is True
+    assert result.evidence["answered"]["verdicts"][0].verdict is True
     (shown,) = prompts_with(fake_openai, "exchanges")
     assert (
         "[q1] user: Where is my parcel A1? || assistant: [calls track_parcel] It is in transit, "
@@ -150,7 +148,7 @@ async def test_a_question_without_a_reply_is_not_judged(fake_openai: FakeOpenAI)
     result = await TopicAdherence(llm=judge_for(fake_openai)).single_turn_ascore(row)
     # TP 1, FP 2, FN 1: P = 1/3, R = 1/2, F1 = 2/5
     assert result.value == pytest.approx(0.4)
-    assert len(result.evidence["questions"]) == 4
+    assert len(result.evidence["on_topic"]["verdicts"]) == 4
 
 
 async def test_blank_topics_are_not_measured(fake_openai: FakeOpenAI) -> None:

@@ -248,28 +248,19 @@ class RetentionEvidence(EvidenceBase):
     turns: list[RetentionTurn]
 
 
-class TopicQuestion(EvidencePart):
-    """One user question of topic adherence: its index in ``turns``, its text, whether it is on
-    the reference topics and whether the assistant answered it (did not refuse), each with the
-    judge's reason."""
-
-    turn: int
-    text: str
-    on_topic: bool
-    on_topic_reason: str | None = None
-    answered: bool
-    answered_reason: str | None = None
-
-
 class TopicEvidence(EvidenceBase):
-    """topic adherence: the score `mode` names, the three scores and each question's readings."""
+    """topic adherence: the score `mode` names, the three scores, and two verdict tables on the
+    user's questions: on the reference topics, and answered (not refused); `turns` holds each
+    question's index in ``turns``."""
 
     kind: Literal["topics"] = "topics"
     mode: str
     precision: float
     recall: float
     f1: float
-    questions: list[TopicQuestion]
+    turns: list[int]
+    on_topic: VerdictTable
+    answered: VerdictTable
 
 
 class TurnScore(EvidencePart):

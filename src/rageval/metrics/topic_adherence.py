@@ -26,7 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from rageval.metrics.authoring import PlannedRequest, VerdictQuestion, nonblank, verdict_prompt
+from rageval.metrics.authoring import (
+    PlannedRequest,
+    VerdictQuestion,
+    judged_items,
+    nonblank,
+    verdict_prompt,
+)
 from rageval.metrics.base import (
     BlankRule,
     MetricResult,
@@ -36,7 +42,7 @@ from rageval.metrics.base import (
     register,
 )
 from rageval.metrics.conversation_judges import ConversationJudgeMetric, Exchange, exchanges
-from rageval.metrics.evidence import TopicEvidence, TopicQuestion
+from rageval.metrics.evidence import JudgedItem, TopicEvidence, VerdictTable
 from rageval.samples import Conversation, Sample, transcript
 
 TopicAdherenceMode = Literal["precision", "recall", "f1"]
@@ -192,33 +198,29 @@ class TopicAdherence(ConversationJudgeMetric):
             [v.verdict for v in topic_verdicts], [not v.verdict for v in refusal_verdicts]
         )
         value = getattr(scores, self.mode)
-        questions_read = [
-            TopicQuestion(
-                turn=q.index,
-                text=q.asked,
-                on_topic=t.verdict,
-                on_topic_reason=t.reason or None,
-                answered=not r.verdict,
-                answered_reason=r.reason or None,
-            )
-            for q, t, r in zip(questions, topic_verdicts, refusal_verdicts, strict=True)
+        answered = [
+            JudgedItem(id=t.id, text=t.text, verdict=not r.verdict, reason=r.reason or None)
+            for t, r in zip(topic_verdicts, refusal_verdicts, strict=True)
         ]
-        return MetricResult.ok(
-            value,
-            reason=(
-                f"{scores.answered_on_topic} on-topic question(s) answered, "
-                f"{scores.answered_off_topic} off-topic answered, {scores.refused_on_topic} "
-                f"on-topic refused, {scores.refused_off_topic} off-topic refused"
+        evidence = TopicEvidence(
+            mode=self.mode,
+            precision=scores.precision,
+            recall=scores.recall,
+            f1=scores.f1,
+            turns=[q.index for q in questions],
+            on_topic=VerdictTable(
+                items="questions",
+                means="on the reference topics",
+                verdicts=judged_items(topic_verdicts),
             ),
-        ).with_evidence(
-            TopicEvidence(
-                mode=self.mode,
-                precision=scores.precision,
-                recall=scores.recall,
-                f1=scores.f1,
-                questions=questions_read,
-            )
+            answered=VerdictTable(items="questions", means="answered", verdicts=answered),
         )
+        reason = (
+            f"{scores.answered_on_topic} on-topic question(s) answered, "
+            f"{scores.answered_off_topic} off-topic answered, {scores.refused_on_topic} "
+            f"on-topic refused, {scores.refused_off_topic} off-topic refused"
+        )
+        return MetricResult.ok(value, reason=reason).with_evidence(evidence)
 
 
 #: names this module lacks are read from its default metric: ``topic_adherence.score(...)``

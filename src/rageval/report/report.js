@@ -1279,31 +1279,12 @@
     ];
   }
 
-  // topic adherence: the three scores, then each question's topic and whether it was answered.
-  function topicsView(ev) {
-    const reason = (text) => (present(text) ? shown("div", { class: "item-reason" }, text) : null);
-    return [
-      kvTable([["mode", ev.mode], ["precision", ev.precision], ["recall", ev.recall], ["f1", ev.f1]]),
-      wideTable(
-        { class: "topics" },
-        h("thead", null, h("tr", null, h("th", null, "turn"), h("th", null, "question"), h("th", null, "on topic"), h("th", null, "answered"))),
-        h(
-          "tbody",
-          null,
-          (ev.questions || []).map((q) =>
-            h(
-              "tr",
-              { "data-turn": q.turn },
-              h("td", null, String(q.turn)),
-              shown("td", { class: "item-text" }, q.text),
-              h("td", null, verdictBadge(q.on_topic), reason(q.on_topic_reason)),
-              h("td", null, verdictBadge(q.answered), reason(q.answered_reason)),
-            ),
-          ),
-        ),
-      ),
-    ];
-  }
+  // topic adherence: the three scores, then whether each question is on topic and answered.
+  const topicsView = (ev) => [
+    kvTable([["mode", ev.mode], ["precision", ev.precision], ["recall", ev.recall], ["f1", ev.f1]]),
+    verdictTable(ev.on_topic),
+    verdictTable(ev.answered),
+  ];
 
   const EVIDENCE_VIEWS = {
     verdicts: verdictTable,
