@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+import test_metric_knowledge_retention as retention
+import test_metric_topic_adherence as topics
 from helpers import embedded_payload, handle, rows, sample_id_of
 from rageval.judge import FatalJudgeError, Judge
 from rageval.log import (
@@ -28,6 +30,8 @@ from rageval.metrics.evidence import (
     FreeformEvidence,
     OverlapEvidence,
     RatingEvidence,
+    RetentionEvidence,
+    TopicEvidence,
     VerdictEvidence,
 )
 from rageval.report import write_report
@@ -287,6 +291,28 @@ def test_evidence_is_written_with_its_kind_and_read_back_typed(
     # (the log holds rows in the order they finished; the report in row order)
     shown = next(s for s in payload["samples"] if s["row"] == raw["row"])
     assert shown["metrics"]["faithfulness"]["evidence"] == written["faithfulness"]
+
+
+def test_the_conversation_judges_evidence_is_read_back_typed(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    retention.scripted(fake_openai)
+    data = [{"id": "c0", "turns": retention.TURNS}]
+    evaluate(data, ["knowledge_retention"], llm=judge(fake_openai), run_dir=tmp_path / "kr")
+    kept = load_run(tmp_path / "kr").sample(0).cells["knowledge_retention"].evidence
+    assert isinstance(kept, RetentionEvidence)
+    assert [(t.turn, t.value) for t in kept.turns] == [(3, 1.0), (5, 0.0), (7, 1.0)]
+    assert [v.verdict for v in kept.turns[1].facts.verdicts] == [True, False]
+    topics.scripted(fake_openai)
+    evaluate(
+        [topics.conversation()],
+        ["topic_adherence"],
+        llm=judge(fake_openai),
+        run_dir=tmp_path / "ta",
+    )
+    read = load_run(tmp_path / "ta").sample(0).cells["topic_adherence"].evidence
+    assert isinstance(read, TopicEvidence) and read.turns == [0, 2, 4, 6, 8]
+    assert [v.verdict for v in read.answered.verdicts] == list(topics.ANSWERED)
 
 
 def _as_format_7(run: Path, evidence: dict[str, dict[str, Any]]) -> None:
