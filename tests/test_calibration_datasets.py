@@ -87,7 +87,8 @@ def test_nq301_reads_quotes_inside_fields_unquotes_quoted_gold_answers_and_lists
     first = ds.rows[0]
     assert first["user_input"] == 'where is "the Eiffel Tower" (item 0)'
     assert first["reference"] == ["Paris", "Paris, Europe"]  # acceptable alternatives
-    assert ds.rows[1]["reference"][1].startswith('The "') and ds.rows[1]["reference"][1][-1] == '"'
+    # "Rome | The ""Rome""" in the file: the CSV quoting undone, the doubled quotes single
+    assert ds.rows[1]["reference"] == ["Rome", 'The "Rome"']
     assert first["human_correct"] == 0 and first["response"] == "Rome"
     assert ds.left_out == {"question without gold answers": 1}
 

@@ -113,7 +113,7 @@ class ConversationCompleteness(ConversationJudgeMetric):
             value, reason=f"{satisfied} of {len(verdicts)} user intention(s) satisfied"
         ).with_evidence(
             VerdictEvidence(
-                items="user intentions", means=SATISFIED, verdicts=judged_items(verdicts)
+                items="user intentions", means="satisfied", verdicts=judged_items(verdicts)
             )
         )
 

@@ -5,8 +5,9 @@ statements, sentences or contexts (:class:`VerdictEvidence`), ratings per templa
 (:class:`RatingEvidence`), generated questions with their cosines (:class:`QuestionsEvidence`),
 each turn's value in a conversation (:class:`PerTurnEvidence`), tool calls matched against the
 reference (:class:`ToolCallEvidence`), the facts a user stated and each turn's verdicts on them
-(:class:`RetentionEvidence`), each question's topic and answer (:class:`TopicEvidence`), ... The run log writes the ``kind`` with them and the
-report draws each kind in its own way (a verdict table, a rating, questions, per-turn values).
+(:class:`RetentionEvidence`), each question's topic and answer (:class:`TopicEvidence`), ...
+The run log writes the ``kind`` with them and the report draws each kind in its own way (a
+verdict table, a rating, questions, per-turn values).
 
 A metric of the user's own keeps free-form evidence: ``MetricResult.ok(value, **evidence)``
 makes a :class:`FreeformEvidence`, which holds the keyword arguments as they are (``data``);

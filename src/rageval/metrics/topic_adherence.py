@@ -5,8 +5,9 @@ Each user message with an assistant reply is a question. Two verdicts per questi
 asked for every question of the conversation in one request: whether it is about one of the
 conversation's `reference_topics` (on topic, the judge reading the conversation for context)
 and whether the assistant refused it (the judge reading the question and what the assistant
-said in reply, with the names of the tools it called); a question not refused is answered. With TP the questions
-answered and on topic, FP answered and off topic, FN refused and on topic:
+said in reply, with the names of the tools it called); a question not refused is answered.
+With TP the questions answered and on topic, FP answered and off topic, FN refused and on
+topic:
 
     precision = TP / (TP + FP), recall = TP / (TP + FN), F1 = 2·P·R / (P + R) (0 when P + R = 0)
 
