@@ -44,8 +44,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
-from rageval._client._retry import BatchLineError, BatchLineLost, Tally, call_with_retries
+from rageval._client._retry import BatchLineError, BatchLineLost, call_with_retries
 from rageval._client._transport import encode_body
+from rageval._client._usage import Tally
 from rageval.errors import FatalJudgeError
 
 if TYPE_CHECKING:

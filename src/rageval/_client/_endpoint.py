@@ -27,7 +27,6 @@ from rageval._client._cache import RequestCache, cache_location, resolve_cache
 from rageval._client._limiter import endpoint_limiter
 from rageval._client._retry import (
     BatchLineLost,
-    Tally,
     Target,
     backoff_delay,
     call_with_retries,
@@ -40,7 +39,7 @@ from rageval._client._settings import (
     endpoint_settings,
 )
 from rageval._client._transport import DirectSender, SdkSender, Sender, _httpx, post_json
-from rageval._client._usage import PriceTable, UsageLedger
+from rageval._client._usage import PriceTable, Tally, UsageLedger
 from rageval._sync import close_with_loop
 from rageval.errors import FatalJudgeError
 

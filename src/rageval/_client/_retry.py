@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from rageval._client._limiter import EndpointLimiter, Slots
+from rageval._client._usage import Tally
 from rageval.errors import FatalJudgeError, JudgeCallFailed, RagevalError
 
 __all__ = [
     "BatchLineError",
     "BatchLineLost",
-    "Tally",
     "Target",
     "backoff_delay",
     "call_with_retries",
@@ -72,19 +72,6 @@ class Target:
         if self.secret and len(self.secret) >= 6:
             text = text.replace(self.secret, "***")
         return text
-
-
-@dataclass
-class Tally:
-    """What one logical call consumed so far (the retry loop fills in requests and retries)."""
-
-    requests: int = 0
-    retries: int = 0
-    reasks: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    #: prompt tokens the provider served from its prompt cache (part of prompt_tokens)
-    cached_tokens: int = 0
 
 
 @dataclass(frozen=True)

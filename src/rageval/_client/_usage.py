@@ -14,7 +14,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_PRICES", "ModelPrice", "PriceTable", "Usage", "UsageLedger", "sum_usage"]
+__all__ = [
+    "DEFAULT_PRICES",
+    "ModelPrice",
+    "PriceTable",
+    "Tally",
+    "Usage",
+    "UsageLedger",
+    "sum_usage",
+]
 
 _COUNTS = (
     "prompt_tokens",
@@ -60,21 +68,10 @@ class Usage:
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        cost = (
-            None
-            if self.cost_usd is None or other.cost_usd is None
-            else self.cost_usd + other.cost_usd
-        )
-        return Usage(
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-            self.requests + other.requests,
-            self.retries + other.retries,
-            self.reasks + other.reasks,
-            self.cache_hits + other.cache_hits,
-            cost,
-            self.cached_tokens + other.cached_tokens,
-        )
+        total = Tally()
+        total.add(self)
+        total.add(other)
+        return total.usage()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: every count, the cost and ``total_tokens``."""
@@ -242,43 +239,61 @@ class PriceTable:
         return f"PriceTable({len(self._prices)} models)"
 
 
-class _Tally:
-    """A mutable running sum of Usage: recording is in place, a Usage is made only on reading
-    (a ledger records every call, several times over for its tags)."""
+class Tally:
+    """A running sum of usage, counted in place; a :class:`Usage` is made only on reading. It is
+    what one call has consumed so far (the retry loop counts its requests and retries, the judge
+    its re-asks and tokens, before the call's cost is known), and a ledger's running total, which
+    is added to for every call, several times over for its tags."""
 
-    __slots__ = ("cost", "counts")
+    __slots__ = (*_COUNTS, "cost_usd")
 
     def __init__(self) -> None:
-        self.counts = [0, 0, 0, 0, 0, 0, 0]
-        self.cost: float | None = 0.0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.requests = 0
+        self.retries = 0
+        self.reasks = 0
+        self.cache_hits = 0
+        self.cached_tokens = 0
+        self.cost_usd: float | None = 0.0
 
-    def add(self, u: Usage) -> None:
-        c = self.counts
-        c[0] += u.prompt_tokens
-        c[1] += u.completion_tokens
-        c[2] += u.requests
-        c[3] += u.retries
-        c[4] += u.reasks
-        c[5] += u.cache_hits
-        c[6] += u.cached_tokens
-        self.cost = None if self.cost is None or u.cost_usd is None else self.cost + u.cost_usd
+    def add(self, u: Usage | Tally) -> None:
+        """Count `u` in: a cost is unknown from the first unknown part on."""
+        self.prompt_tokens += u.prompt_tokens
+        self.completion_tokens += u.completion_tokens
+        self.requests += u.requests
+        self.retries += u.retries
+        self.reasks += u.reasks
+        self.cache_hits += u.cache_hits
+        self.cached_tokens += u.cached_tokens
+        if self.cost_usd is not None:
+            self.cost_usd = None if u.cost_usd is None else self.cost_usd + u.cost_usd
 
     def usage(self) -> Usage:
-        p, c, r, t, a, h, k = self.counts
-        return Usage(p, c, r, t, a, h, self.cost, k)
+        return Usage(
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.requests,
+            self.retries,
+            self.reasks,
+            self.cache_hits,
+            self.cost_usd,
+            self.cached_tokens,
+        )
 
 
 def sum_usage(usages: Iterable[Usage]) -> Usage:
     """The sum of `usages` with its cost summed exactly (``math.fsum``), so that the total does
     not depend on the order of the parts; unknown if any part's cost is unknown."""
-    tally = _Tally()
+    tally = Tally()
     costs: list[float] = []
     for u in usages:
         tally.add(u)
         if u.cost_usd:
             costs.append(u.cost_usd)
-    p, c, r, t, a, h, k = tally.counts
-    return Usage(p, c, r, t, a, h, None if tally.cost is None else math.fsum(costs), k)
+    if tally.cost_usd is not None:
+        tally.cost_usd = math.fsum(costs)
+    return tally.usage()
 
 
 class UsageLedger:
@@ -286,8 +301,8 @@ class UsageLedger:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._total = _Tally()
-        self._by: dict[str, dict[str, _Tally]] = {}
+        self._total = Tally()
+        self._by: dict[str, dict[str, Tally]] = {}
 
     def record(self, usage: Usage, tags: Mapping[str, str] | None = None) -> None:
         with self._lock:
@@ -296,7 +311,7 @@ class UsageLedger:
                 bucket = self._by.setdefault(name, {})
                 tally = bucket.get(value)
                 if tally is None:
-                    tally = bucket[value] = _Tally()
+                    tally = bucket[value] = Tally()
                 tally.add(usage)
 
     @property

@@ -17,10 +17,9 @@ import numpy as np
 
 from rageval._client._cache import RequestCache, cache_key
 from rageval._client._endpoint import EndpointClient
-from rageval._client._retry import Tally
 from rageval._client._settings import EndpointOptions, Limits
 from rageval._client._transport import BadBody
-from rageval._client._usage import PriceTable, Usage
+from rageval._client._usage import PriceTable, Tally, Usage
 from rageval.embeddings.base import Embeddings, FloatArray
 from rageval.errors import FatalJudgeError
 
@@ -125,14 +124,8 @@ class OpenAIEmbeddings(Embeddings, EndpointClient):
             raise
         finally:
             if tally.requests:
-                self.usage.record(
-                    Usage(
-                        prompt_tokens=tally.prompt_tokens,
-                        requests=tally.requests,
-                        retries=tally.retries,
-                        cost_usd=self.prices.cost(self.model, tally.prompt_tokens, 0),
-                    )
-                )
+                tally.cost_usd = self.prices.cost(self.model, tally.prompt_tokens, 0)
+                self.usage.record(tally.usage())
         if len(vectors) != len(texts):
             raise ValueError(
                 f"{self.name} at {self.base_url} returned {len(vectors)} vectors for "

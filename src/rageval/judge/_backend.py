@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from rageval._client._endpoint import Endpoint
-    from rageval._client._retry import Tally
+    from rageval._client._usage import Tally
     from rageval.judge._modes import Shape
 
 __all__ = [

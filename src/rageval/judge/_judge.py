@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from rageval import _env
 from rageval._client._cache import RequestCache, cache_key, cache_location
 from rageval._client._endpoint import Endpoint, EndpointClient, PlainHTTP
-from rageval._client._retry import Tally
 from rageval._client._run import JudgeCall, current_run
 from rageval._client._settings import EndpointOptions, Limits
-from rageval._client._usage import PriceTable, Usage
+from rageval._client._usage import PriceTable, Tally, Usage
 from rageval.errors import FatalJudgeError, JudgeCallFailed
 from rageval.judge._anthropic import AnthropicBackend, anthropic_headers
 from rageval.judge._backend import (
@@ -667,18 +666,14 @@ class Judge(EndpointClient):
         return sum((self._usage_of(tallies) for tallies in calls), Usage())
 
     def _usage_of(self, tallies: Sequence[Tally]) -> Usage:
-        prompt = sum(t.prompt_tokens for t in tallies)
-        completion = sum(t.completion_tokens for t in tallies)
-        cached = sum(t.cached_tokens for t in tallies)
-        return Usage(
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            requests=sum(t.requests for t in tallies),
-            retries=sum(t.retries for t in tallies),
-            reasks=sum(t.reasks for t in tallies),
-            cost_usd=self._cost(prompt, completion, cached),
-            cached_tokens=cached,
+        """What the requests of one call consumed, priced on their tokens together."""
+        total = Tally()
+        for tally in tallies:
+            total.add(tally)
+        total.cost_usd = self._cost(
+            total.prompt_tokens, total.completion_tokens, total.cached_tokens
         )
+        return total.usage()
 
 
 def llm_factory(model: str, client: Any = None, **kw: Any) -> Judge:
