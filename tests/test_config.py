@@ -168,6 +168,9 @@ def test_bad_settings_are_usage_errors(
     assert "unknown metric 'token_f2'" in capsys.readouterr().err
     assert main([*base, "-p", "answer_correctness.beta=2"]) == 2
     assert "answer_correctness is not a metric of this run" in capsys.readouterr().err
+    # a dry run refuses what the run would refuse (it once estimated the run regardless)
+    assert main([*base, "--dry-run", "-p", "answer_correctness.beta=2"]) == 2
+    assert "answer_correctness is not a metric of this run" in capsys.readouterr().err
     assert main([*base, "-p", "token_f1.smoothing=1"]) == 2
     err = capsys.readouterr().err
     assert "token_f1: " in err and "smoothing" in err

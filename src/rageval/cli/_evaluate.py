@@ -23,19 +23,17 @@ from rageval.cli._exit_codes import (
 )
 from rageval.cli._shared import (
     _UsageError,
-    add_judge_options,
     add_pairs_option,
-    add_param_option,
-    add_probe_option,
-    check_param_names,
-    command_run_arguments,
+    add_run_options,
+    command_settings,
     err,
-    fresh_run_dir,
     name_value_pairs,
     out,
     positional_data,
     positive_float,
     positive_int,
+    read_run_options,
+    run_dir_of,
     sigterm_as_sigint,
 )
 
@@ -74,7 +72,11 @@ def add_evaluate_command(sub: Any) -> None:
         "comma-separate); default: every metric "
         "whose fields the data has",
     )
-    add_judge_options(ev)
+    add_run_options(
+        ev,
+        param_help="a metric's constructor argument, e.g. answer_correctness.weights=[0.5,0.5] "
+        "(VALUE read as TOML: numbers, true/false, lists, quoted text; else text)",
+    )
     ev.add_argument(
         "--resume",
         metavar="DIR",
@@ -90,11 +92,6 @@ def add_evaluate_command(sub: Any) -> None:
         metavar="METRIC=VALUE",
         help="exit 1 if the metric's mean is below VALUE (or not measured)",
     )
-    add_param_option(
-        ev,
-        "a metric's constructor argument, e.g. answer_correctness.weights=[0.5,0.5] "
-        "(VALUE read as TOML: numbers, true/false, lists, quoted text; else text)",
-    )
     ev.add_argument(
         "--format",
         choices=(*_FORMATS, *_TRACE_FORMATS),
@@ -104,7 +101,6 @@ def add_evaluate_command(sub: Any) -> None:
         "row per assistant turn, or one conversation per session when every metric scores "
         "conversations (tool_call_f1 ...)",
     )
-    add_probe_option(ev)
     ev.add_argument(
         "--observer",
         action="append",
@@ -184,7 +180,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from rageval._rundir_lock import hold_run_dir
     from rageval.errors import RunDirError, RunDirInUseError
 
-    run_dir = Path(args.resume or args.output or fresh_run_dir())
+    run_dir = Path(args.resume) if args.resume else run_dir_of(args)
     if args.dry_run:
         return _evaluate_in(run_dir, args)
     try:
@@ -198,7 +194,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
-    from rageval._config import Settings, load_settings, merged_params, parse_params
+    from rageval._config import Settings
     from rageval.errors import BudgetReached, MissingExtraError
     from rageval.judge import FatalJudgeError
     from rageval.runner import RunConfigError, RunDirError, evaluate
@@ -218,17 +214,16 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     if args.resume and args.param:
         raise _UsageError("a resumed run keeps its metrics' parameters (see its manifest): no -p")
     try:
-        # resuming, the run's manifest holds its settings: no config file applies
-        settings = Settings() if args.resume else load_settings(args.config)
         stored = read_stored_run(args.resume) if args.resume else None
-        cli_params = parse_params(args.param)
-    except ValueError as e:  # a bad config file, -p or run directory
+    except ValueError as e:  # not a run directory
         raise _UsageError(str(e)) from None
+    # resuming, the run's manifest holds its settings: no config file applies
+    settings = Settings() if args.resume else command_settings(args)
     metrics = _own_metrics_by_name(_metric_names(args.metric) or settings.metrics)
     if stored is not None and any(":" in name for name, _, _ in stored.metrics):
         _import_from_cwd()  # the run used a metric of the user's own, recorded by its module
-    params = merged_params(settings.params, cli_params)
-    options = command_run_arguments(args, settings, stored)
+    run = read_run_options(args, metrics, settings=settings, stored=stored)
+    options, params = run.arguments, run.metric_params
     judge = options["llm"]
     human_labels = name_value_pairs(args.human_labels, "--human-labels")
     if args.dry_run:
@@ -238,7 +233,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
             judge,
             options["embeddings"],
             column_map=options["column_map"],
-            metric_params=params or None,
+            metric_params=params,
             on_invalid=options["on_invalid"],
             repeats=args.repeats or 1,
             batch=bool(_batch_settings(args.batch, settings.batch)),
@@ -247,7 +242,6 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     gates = _gates(args.fail_under)
     # the config file's gates are general: those on metrics this run has apply
     file_gates = {m: v for m, v in settings.fail_under.items() if m not in dict(gates)}
-    check_param_names(cli_params, metrics)
     _check_gate_names(gates, metrics, stored)
     _check_gate_ranges(list(file_gates.items()), "the config file's fail_under")
     if judge is None and metrics:
@@ -264,7 +258,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
             result = evaluate(
                 copy or data,
                 metrics=metrics,
-                metric_params=params or None,
+                metric_params=params,
                 run_dir=run_dir,
                 resume=bool(args.resume),
                 overwrite=args.overwrite,

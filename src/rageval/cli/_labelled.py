@@ -14,21 +14,17 @@ from rageval.cli._exit_codes import EXIT_FATAL, EXIT_IN_USE, EXIT_INTERRUPTED
 from rageval.cli._shared import (
     CommandRunArguments,
     _UsageError,
-    add_judge_options,
     add_pairs_option,
-    add_param_option,
-    add_probe_option,
-    check_param_names,
-    command_run_arguments,
+    add_run_options,
     err,
-    fresh_run_dir,
     name_value_pairs,
     positional_data,
     positive_int,
+    read_run_options,
+    run_dir_of,
 )
 
 if TYPE_CHECKING:
-    from rageval._config import Settings
     from rageval.calibration.datasets import LabelledSet
     from rageval.labels import LabelKind
 
@@ -73,9 +69,7 @@ def add_labelled_options(
         default="quadratic",
         help="weights of the weighted kappa of ordinal labels (default quadratic)",
     )
-    add_param_option(cmd, param_help)
-    add_judge_options(cmd)
-    add_probe_option(cmd)
+    add_run_options(cmd, param_help=param_help)
     cmd.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
 
@@ -137,23 +131,6 @@ def _read_dataset(name: str, path: str, limit: int | None) -> LabelledSet:
     return dataset
 
 
-def _labelled_settings(
-    args: argparse.Namespace, labelled: LabelledData
-) -> tuple[Settings, dict[str, dict[str, Any]] | None]:
-    """The config file's settings (--config, else the one the search finds) and the metric
-    parameters of the run: the file's [params.METRIC] with -p over them; a -p for a metric the
-    labels do not name is refused (it would do nothing)."""
-    from rageval._config import load_settings, merged_params, parse_params
-
-    try:
-        settings = load_settings(args.config)
-        cli_params = parse_params(args.param)
-    except ValueError as e:  # a bad config file or -p
-        raise _UsageError(str(e)) from None
-    check_param_names(cli_params, [metric for _, metric in labelled.labels])
-    return settings, merged_params(settings.params, cli_params) or None
-
-
 class LabelledArguments(CommandRunArguments):
     """What `calibrate()` and `align()` take alike from their command's options, besides the
     rows and labels."""
@@ -180,14 +157,14 @@ def read_labelled_command(args: argparse.Namespace) -> LabelledCommand:
     """The rows, labels and run arguments of the options :func:`add_labelled_options`
     added."""
     labelled = _labelled_data(args)
-    settings, params = _labelled_settings(args, labelled)
+    run = read_run_options(args, [metric for _, metric in labelled.labels])
     arguments = LabelledArguments(
-        **command_run_arguments(args, settings),
-        metric_params=params,
+        **run.arguments,
+        metric_params=run.metric_params,
         label_kinds=labelled.kinds or None,
         threshold=args.threshold,
         kappa_weights=args.kappa_weights,
-        run_dir=Path(args.output or fresh_run_dir()),
+        run_dir=run_dir_of(args),
     )
     return LabelledCommand(labelled, arguments)
 

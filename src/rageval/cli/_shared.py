@@ -1,6 +1,7 @@
 """What every command of the command line shares: usage errors, output, SIGTERM handling,
-option types, and the judge and embeddings the common options configure (the exit codes are
-:mod:`rageval.cli._exit_codes`).
+option types, and the options of a command that scores data with what they configure (the
+metric parameters, the judge and embeddings); the exit codes are
+:mod:`rageval.cli._exit_codes`.
 
 The command modules import this one, and it imports none of them. Like them, it imports only
 the standard library until a command runs.
@@ -14,6 +15,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -157,7 +159,12 @@ def positional_data(args: argparse.Namespace) -> str | None:
     return args.data if args.data is not None else (spilled[0] if spilled else None)
 
 
-def fresh_run_dir() -> Path:
+def run_dir_of(args: argparse.Namespace) -> Path:
+    """The run directory of a new run: -o DIR, else a fresh one."""
+    return Path(args.output) if args.output else _fresh_run_dir()
+
+
+def _fresh_run_dir() -> Path:
     """rageval-runs/<timestamp>, with a suffix if a run of the same second exists."""
     base = Path("rageval-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     candidate, n = base, 1
@@ -209,27 +216,18 @@ def add_pairs_option(
     )
 
 
-def add_param_option(cmd: argparse.ArgumentParser, help: str) -> None:
-    """-p/--param METRIC.PARAM=VALUE (repeatable): a metric's constructor argument
-    (:func:`rageval._config.parse_params` reads them)."""
-    cmd.add_argument(
-        "-p", "--param", action="append", default=[], metavar="METRIC.PARAM=VALUE", help=help
+def add_run_options(parser: argparse.ArgumentParser, *, param_help: str) -> None:
+    """The options of a command that scores data (:func:`read_run_options` reads them): the
+    metrics' -p (`param_help`: what it means to this command), the judge, embeddings, run
+    directory, input, and --no-probe."""
+    parser.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="METRIC.PARAM=VALUE",
+        help=param_help,
     )
-
-
-def add_probe_option(cmd: argparse.ArgumentParser) -> None:
-    """--no-probe: the run's check of its endpoints before it starts (which also finds a
-    llama.cpp server's slots) is on unless this is given."""
-    cmd.add_argument(
-        "--no-probe",
-        action="store_true",
-        help="do not check first, with one quick request, that each endpoint is reachable (the "
-        "check also reads a llama.cpp server's slots, the requests it takes at once)",
-    )
-
-
-def add_judge_options(parser: argparse.ArgumentParser) -> None:
-    """The options of a command that scores data: judge, embeddings, run directory, input."""
     parser.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
     parser.add_argument(
         "--base-url",
@@ -293,6 +291,12 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
         help="the judge model's price in USD per million tokens (input, output, cached input, "
         "batch input and output), for a model the built-in table does not know",
     )
+    parser.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="do not check first, with one quick request, that each endpoint is reachable (the "
+        "check also reads a llama.cpp server's slots, the requests it takes at once)",
+    )
 
 
 class CommandRunArguments(TypedDict):
@@ -306,15 +310,53 @@ class CommandRunArguments(TypedDict):
     probe: bool
 
 
-def command_run_arguments(
-    args: argparse.Namespace, settings: Settings, stored: StoredRun | None = None
-) -> CommandRunArguments:
-    """The judge and embeddings (:func:`judge_and_embeddings`), --column-map, --skip-invalid,
-    -q and --no-probe, each over the config file's `settings` where it has one (None for
-    on_invalid: the run's default)."""
-    judge, embeddings = judge_and_embeddings(args, settings, stored)
+@dataclass(frozen=True)
+class RunOptions:
+    """What the options :func:`add_run_options` added configure, over the config file."""
+
+    #: the config file's [params.METRIC] with -p over them (None: none)
+    metric_params: dict[str, dict[str, Any]] | None
+    arguments: CommandRunArguments
+
+
+def command_settings(args: argparse.Namespace) -> Settings:
+    """The config file's settings: the file --config names, else the one the search finds."""
+    from rageval._config import load_settings
+
+    try:
+        return load_settings(args.config)
+    except ValueError as e:  # a bad config file
+        raise _UsageError(str(e)) from None
+
+
+def read_run_options(
+    args: argparse.Namespace,
+    metrics: Sequence[str] | None,
+    *,
+    settings: Settings | None = None,
+    stored: StoredRun | None = None,
+) -> RunOptions:
+    """The options :func:`add_run_options` added, each over the config file's `settings` (by
+    default :func:`command_settings`) where it has one:
+
+    - the metric parameters: a -p for a metric that is not one, or not one of the run's
+      `metrics` (None: every metric may be), would do nothing and is refused;
+    - the judge and embeddings of the command line, the environment and the config file
+      (resuming, the run's own, `stored`, with what the command line changes);
+    - --column-map, --skip-invalid, -q and --no-probe (None for on_invalid: the run's
+      default)."""
+    from rageval._config import merged_params, parse_params
+
+    if settings is None:
+        settings = command_settings(args)
+    try:
+        cli_params = parse_params(args.param)
+        judge, embeddings = _judge(args, stored, settings), _embeddings(args, settings)
+    except ValueError as e:  # a bad -p, base URL, model name or embeddings spec
+        raise _UsageError(str(e)) from None
+    _check_param_names(cli_params, metrics)
     column_map = dict(name_value_pairs(args.column_map, "--column-map")) or settings.column_map
-    return CommandRunArguments(
+    arguments = CommandRunArguments(
         llm=judge,
         embeddings=embeddings,
         column_map=column_map or None,
@@ -322,22 +364,7 @@ def command_run_arguments(
         progress=False if args.quiet else None,
         probe=not args.no_probe and settings.probe is not False,
     )
-
-
-def judge_and_embeddings(
-    args: argparse.Namespace, settings: Settings | None = None, stored: StoredRun | None = None
-) -> tuple[Judge | list[Judge] | None, Embeddings | None]:
-    """The judge and embeddings of the options added by :func:`add_judge_options`, the
-    environment and the config file (`settings`, else the file `--config` or the search
-    finds); resuming, the run's own (`stored`) with what the command line changes."""
-    try:
-        if settings is None:
-            from rageval._config import load_settings
-
-            settings = load_settings(args.config)
-        return _judge(args, stored, settings), _embeddings(args, settings)
-    except ValueError as e:  # a bad config, base URL, model name or embeddings spec
-        raise _UsageError(str(e)) from None
+    return RunOptions(merged_params(settings.params, cli_params) or None, arguments)
 
 
 def _judge(
@@ -406,7 +433,7 @@ def _embeddings(args: argparse.Namespace, settings: Settings) -> Embeddings | No
     return embeddings_from_spec(spec, base_url=base_url, cache=not args.no_cache)
 
 
-def check_param_names(params: dict[str, dict[str, Any]], metrics: Sequence[str] | None) -> None:
+def _check_param_names(params: dict[str, dict[str, Any]], metrics: Sequence[str] | None) -> None:
     """-p for a metric that is not one, or not one of those named for the run, would do
     nothing: say so."""
     from rageval.metrics.base import metric_class
