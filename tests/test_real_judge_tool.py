@@ -9,6 +9,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 import zipfile
 from collections.abc import Sequence
@@ -136,3 +137,12 @@ def test_start_reuses_a_running_server_only_with_the_same_settings(
     finally:
         stand_in.kill()
         stand_in.wait()
+
+
+def test_what_a_build_step_prints_goes_to_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    # `start` prints the URL alone on stdout, and CI captures it; a fresh machine's build once
+    # printed cmake's output there too, and the captured "URL" began with it
+    tool.run([sys.executable, "-c", "print('-- The C compiler identification is GNU')"])
+    out, err = capfd.readouterr()
+    assert out == ""
+    assert "-- The C compiler identification is GNU" in err

@@ -164,8 +164,11 @@ def locked(root: Path, name: str) -> Iterator[None]:
 
 
 def run(cmd: Sequence[str], **kwargs: Any) -> None:
+    """Run a step of the build or fetch with its output on stderr: stdout is ``start``'s URL
+    alone, which callers capture (``.ci/run``: ``URL=$(judge.py start ...)``)."""
     say("+ " + " ".join(cmd))
-    subprocess.run(cmd, check=True, **kwargs)
+    sys.stdout.flush()
+    subprocess.run(cmd, check=True, stdout=sys.stderr, **kwargs)
 
 
 def pip_download(requirements: Sequence[str], dest: Path, *options: str) -> None:
