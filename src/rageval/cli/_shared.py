@@ -351,10 +351,10 @@ def read_run_options(
         settings = command_settings(args)
     try:
         cli_params = parse_params(args.param)
+        _check_param_names(cli_params, metrics)
         judge, embeddings = _judge(args, stored, settings), _embeddings(args, settings)
     except ValueError as e:  # a bad -p, base URL, model name or embeddings spec
         raise _UsageError(str(e)) from None
-    _check_param_names(cli_params, metrics)
     column_map = dict(name_value_pairs(args.column_map, "--column-map")) or settings.column_map
     arguments = CommandRunArguments(
         llm=judge,
