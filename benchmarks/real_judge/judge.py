@@ -167,7 +167,6 @@ def run(cmd: Sequence[str], **kwargs: Any) -> None:
     """Run a step of the build or fetch with its output on stderr: stdout is ``start``'s URL
     alone, which callers capture (``.ci/run``: ``URL=$(judge.py start ...)``)."""
     say("+ " + " ".join(cmd))
-    sys.stdout.flush()
     subprocess.run(cmd, check=True, stdout=sys.stderr, **kwargs)
 
 

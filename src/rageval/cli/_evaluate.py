@@ -222,8 +222,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     metrics = _own_metrics_by_name(_metric_names(args.metric) or settings.metrics)
     if stored is not None and any(":" in name for name, _, _ in stored.metrics):
         _import_from_cwd()  # the run used a metric of the user's own, recorded by its module
-    run = read_run_options(args, metrics, settings=settings, stored=stored)
-    options, params = run.arguments, run.metric_params
+    options = read_run_options(args, metrics, settings=settings, stored=stored)
     judge = options["llm"]
     human_labels = name_value_pairs(args.human_labels, "--human-labels")
     if args.dry_run:
@@ -233,7 +232,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
             judge,
             options["embeddings"],
             column_map=options["column_map"],
-            metric_params=params,
+            metric_params=options["metric_params"],
             on_invalid=options["on_invalid"],
             repeats=args.repeats or 1,
             batch=bool(_batch_settings(args.batch, settings.batch)),
@@ -258,7 +257,6 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
             result = evaluate(
                 copy or data,
                 metrics=metrics,
-                metric_params=params,
                 run_dir=run_dir,
                 resume=bool(args.resume),
                 overwrite=args.overwrite,

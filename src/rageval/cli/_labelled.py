@@ -135,8 +135,6 @@ class LabelledArguments(CommandRunArguments):
     """What `calibrate()` and `align()` take alike from their command's options, besides the
     rows and labels."""
 
-    #: the config file's [params.METRIC] with -p over them (None: none)
-    metric_params: dict[str, dict[str, Any]] | None
     #: --label-kind (None: inferred)
     label_kinds: dict[str, LabelKind] | None
     threshold: float
@@ -157,10 +155,8 @@ def read_labelled_command(args: argparse.Namespace) -> LabelledCommand:
     """The rows, labels and run arguments of the options :func:`add_labelled_options`
     added."""
     labelled = _labelled_data(args)
-    run = read_run_options(args, [metric for _, metric in labelled.labels])
     arguments = LabelledArguments(
-        **run.arguments,
-        metric_params=run.metric_params,
+        **read_run_options(args, [metric for _, metric in labelled.labels]),
         label_kinds=labelled.kinds or None,
         threshold=args.threshold,
         kappa_weights=args.kappa_weights,

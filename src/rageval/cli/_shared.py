@@ -15,7 +15,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -302,21 +301,14 @@ def add_run_options(parser: argparse.ArgumentParser, *, param_help: str) -> None
 class CommandRunArguments(TypedDict):
     """The options every command that scores data gives its run, as the run takes them."""
 
+    #: the config file's [params.METRIC] with -p over them (None: none)
+    metric_params: dict[str, dict[str, Any]] | None
     llm: Judge | list[Judge] | None
     embeddings: Embeddings | None
     column_map: dict[str, str] | None
     on_invalid: Literal["raise", "skip"] | None
     progress: bool | None
     probe: bool
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """What the options :func:`add_run_options` added configure, over the config file."""
-
-    #: the config file's [params.METRIC] with -p over them (None: none)
-    metric_params: dict[str, dict[str, Any]] | None
-    arguments: CommandRunArguments
 
 
 def command_settings(args: argparse.Namespace) -> Settings:
@@ -335,7 +327,7 @@ def read_run_options(
     *,
     settings: Settings | None = None,
     stored: StoredRun | None = None,
-) -> RunOptions:
+) -> CommandRunArguments:
     """The options :func:`add_run_options` added, each over the config file's `settings` (by
     default :func:`command_settings`) where it has one:
 
@@ -356,7 +348,8 @@ def read_run_options(
     except ValueError as e:  # a bad -p, base URL, model name or embeddings spec
         raise _UsageError(str(e)) from None
     column_map = dict(name_value_pairs(args.column_map, "--column-map")) or settings.column_map
-    arguments = CommandRunArguments(
+    return CommandRunArguments(
+        metric_params=merged_params(settings.params, cli_params) or None,
         llm=judge,
         embeddings=embeddings,
         column_map=column_map or None,
@@ -364,7 +357,6 @@ def read_run_options(
         progress=False if args.quiet else None,
         probe=not args.no_probe and settings.probe is not False,
     )
-    return RunOptions(merged_params(settings.params, cli_params) or None, arguments)
 
 
 def _judge(
