@@ -10,6 +10,9 @@ One module per concern, their names imported from here:
   confusion matrix), used by :mod:`rageval.calibration`;
 * :mod:`~rageval.stats._ppi`: the mean of a human label powered by a judge (:func:`ppi_mean`,
   PPI++) and what the judge's own randomness adds (:func:`judge_noise`);
+* :mod:`~rageval.stats._reliability`: how far the judges of a panel agree with each other
+  (:func:`krippendorff_alpha`) and how often a judge's pass/fail flips across repeats
+  (:func:`flip_rate`);
 * :mod:`~rageval.stats._compare`: two runs metric by metric (:func:`compare`);
 * :mod:`~rageval.stats._resampling`: what they share (argument checks, chunked resampling,
   percentile intervals).
@@ -44,12 +47,15 @@ from rageval.stats._ppi import (
     ppi_difference,
     ppi_mean,
 )
+from rageval.stats._reliability import AlphaLevel, FlipRate, flip_rate, krippendorff_alpha
 
 __all__ = [
     "AGREEMENT_STATISTICS",
     "TIE_BELOW",
+    "AlphaLevel",
     "ConfidenceInterval",
     "Estimate",
+    "FlipRate",
     "JudgeNoise",
     "KappaWeights",
     "MetricComparison",
@@ -65,7 +71,9 @@ __all__ = [
     "cohen_kappa",
     "compare",
     "confusion_matrix",
+    "flip_rate",
     "judge_noise",
+    "krippendorff_alpha",
     "paired_difference",
     "pearson",
     "ppi_difference",
