@@ -81,6 +81,11 @@ def test_templates_share_the_data_then_differ_and_need_no_question() -> None:
 
 
 def test_max_retries_default_and_validation() -> None:
-    assert ResponseGroundedness().params() == {"max_retries": 5}
+    assert ResponseGroundedness().params() == {
+        "max_retries": 5,
+        "mode": "ratings",
+        "checker": None,
+        "per_context": True,
+    }
     with pytest.raises(ValueError, match="max_retries"):
         ResponseGroundedness(max_retries=-3)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser
 
+import test_metric_claim_checks as claim_checks
 import test_metric_knowledge_retention as retention
 import test_metric_topic_adherence as topics
 from browser_helpers import Opened
@@ -23,6 +24,7 @@ from helpers import (
     synthetic_run,
     write_run,
 )
+from rageval.metrics import Faithfulness
 from rageval.report import write_report
 from rageval.runner import evaluate
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
@@ -556,6 +558,37 @@ def test_the_conversation_judges_evidence_is_drawn_by_its_kind(
     refused = read.locator('table.verdicts tbody tr[data-verdict="false"]')
     assert "Can I return shoes after 40 days?" in refused.all_inner_texts()[-1]
     view.close()
+
+
+def test_claim_checks_show_each_claim_its_probability_and_context(
+    browser: Browser, fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake_openai.handler = claim_checks.checker
+    evaluate(
+        [claim_checks.SAMPLE.model_dump()],
+        [Faithfulness(mode="checker")],
+        llm=make_judge(fake_openai),
+        run_dir=tmp_path / "checks",
+    )
+    view = Opened(browser, tmp_path / "checks" / "report.html")
+    view.page.locator('#samples-table tr[data-i="0"] td[data-m="0"]').click()
+    checks = view.page.locator('dialog#detail .evidence[data-kind="claims"]')
+    assert checks.locator(".ev-summary").inner_text() == (
+        "2 of 3 claims supported by the contexts, checked by test-model"
+    )
+    rows = checks.locator("table.claims tbody tr")
+    assert rows.locator(".item-text").all_inner_texts() == claim_checks.SENTENCES
+    assert rows.locator(".claim-probability").all_inner_texts() == ["1", "0", "1"]
+    first = rows.nth(0).locator(".claim-context")
+    assert first.inner_text() == "c1"
+    assert first.get_attribute("title") == claim_checks.CONTEXTS[0]
+    assert rows.nth(1).locator("td").last.inner_text() == "no context on its own"
+    supporting = checks.locator(".ev-block").filter(has_text="Supporting contexts")
+    assert supporting.locator("li").all_inner_texts() == [
+        f"#c1\n{claim_checks.CONTEXTS[0]}",  # the id, then the context's text as a block
+        f"#c2\n{claim_checks.CONTEXTS[1]}",
+    ]
+    view.close()  # no console error
 
 
 def test_old_free_form_evidence_keeps_the_generic_view(opened: Opened) -> None:

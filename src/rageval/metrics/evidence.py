@@ -1,7 +1,8 @@
 """What a cell's evidence is: one pydantic model per kind, told apart by its ``kind`` field.
 
 rageval's metrics say why they gave a value with typed evidence: the judge's verdicts on
-statements, sentences or contexts (:class:`VerdictEvidence`), ratings per template
+statements, sentences or contexts (:class:`VerdictEvidence`), claims checked one by one with their probabilities
+(:class:`ClaimsEvidence`), ratings per template
 (:class:`RatingEvidence`), generated questions with their cosines (:class:`QuestionsEvidence`),
 each turn's value in a conversation (:class:`PerTurnEvidence`), tool calls matched against the
 reference (:class:`ToolCallEvidence`), the facts a user stated and each turn's verdicts on them
@@ -109,6 +110,31 @@ class VerdictEvidence(VerdictTable, EvidenceBase):
     precision)."""
 
     kind: Literal["verdicts"] = "verdicts"
+
+
+class CheckedClaim(EvidencePart):
+    """A claim of the response (one of its sentences, unchanged) as a checker judged it: the
+    probability that the contexts support it, whether that reaches the metric's cut (0.5),
+    and the id of the context that supports it (None: none does on its own, or the claim
+    was checked against all the contexts at once)."""
+
+    id: str
+    text: str
+    probability: float
+    supported: bool
+    context: str | None = None
+
+
+class ClaimsEvidence(EvidenceBase):
+    """Claim checks (faithfulness, response_groundedness with ``mode="checker"``): each claim
+    with its probability and supporting context; `contexts` holds the text of the contexts
+    named, by id; `checker` is the model that checked."""
+
+    kind: Literal["claims"] = "claims"
+    checker: str | None = None
+    per_context: bool
+    claims: list[CheckedClaim]
+    contexts: dict[str, str] = Field(default_factory=dict)
 
 
 class FactualityEvidence(EvidenceBase):
@@ -323,6 +349,7 @@ KINDS: dict[str, type[EvidenceBase]] = {
     c.model_fields["kind"].default: c
     for c in (
         VerdictEvidence,
+        ClaimsEvidence,
         FactualityEvidence,
         RatingEvidence,
         RubricEvidence,
@@ -349,6 +376,7 @@ def as_freeform(value: Any) -> Any:
 
 _Kinds: TypeAlias = (
     VerdictEvidence
+    | ClaimsEvidence
     | FactualityEvidence
     | RatingEvidence
     | RubricEvidence

@@ -8,14 +8,21 @@ a verdict request. People's guidance (`instructions`, `examples`, `reasons`, `th
 :class:`GuidedMetric`) goes into the verdict request: an example shows its contexts and its
 response as one statement, with people's verdict on it.
 Judge requests: 1 for the verdicts (+ the shared statement extraction).
+
+``mode="checker"`` checks the response's own sentences one by one instead, each request a
+short yes/no answer read as the probability that the contexts support the sentence; the score
+is the mean probability (:mod:`rageval.metrics._claim_checks`; `checker` sends the checks to
+another endpoint and model; guidelines and examples do not apply there).
+Judge requests in that mode: sentences x contexts (sentences with ``per_context=False``).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from rageval.metrics._claim_checks import ClaimCheckMetric
 from rageval.metrics.authoring import (
     Guidance,
     GuidedMetric,
@@ -70,7 +77,7 @@ faithfulness_score = share_true
 
 
 @register
-class Faithfulness(GuidedMetric, VerdictMetric):
+class Faithfulness(ClaimCheckMetric, GuidedMetric, VerdictMetric):
     name = "faithfulness"
     required_fields: ClassVar[tuple[str, ...]] = ("user_input", "response", "retrieved_contexts")
     example_fields = ("response", "retrieved_contexts")
@@ -78,6 +85,8 @@ class Faithfulness(GuidedMetric, VerdictMetric):
     summary = "share of the response's claims supported by the retrieved contexts"
     verdict_items = "statements"
     verdict_means = "supported by the retrieved contexts"
+    #: "statements": the judge's statements, one verdict request; "checker": claim checks
+    modes = ("statements", "checker")
     guideline_variants: ClassVar[Mapping[str, str]] = {
         "lenient": (
             "A statement that says in other words what the contexts say, or that a careful "
@@ -88,6 +97,14 @@ class Faithfulness(GuidedMetric, VerdictMetric):
             "they do not give makes it unsupported."
         ),
     }
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        if self.checking and (self.guidance.instructions or self.guidance.examples):
+            raise ValueError(
+                "mode 'checker' asks a checker yes or no on each sentence: instructions and "
+                "examples are not shown to it (use mode 'statements' with them)"
+            )
 
     def question(self, contexts: list[str]) -> VerdictQuestion:
         """Is each statement of the response supported by the contexts?"""
@@ -100,6 +117,8 @@ class Faithfulness(GuidedMetric, VerdictMetric):
         )
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        if self.checking:
+            return self.planned_checks(sample)
         plan = planned_statements(sample, "response")
         statements = predicted_statements(sample.text("response"))
         contexts = nonblank(sample.retrieved_contexts)
@@ -108,6 +127,8 @@ class Faithfulness(GuidedMetric, VerdictMetric):
         return plan
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        if self.checking:
+            return await self.check(sample, ctx)
         statements = await ctx.statements.get("response")
         if not statements:
             return MetricResult.not_measured("the response makes no factual statement to check")

@@ -8,13 +8,21 @@ measured). A rating off the scale is re-asked up to `max_retries` times per temp
 response, or no non-blank context (blank contexts are left out, as by every metric), scores 0
 without a request.
 Judge requests: 2 (more only for re-asks).
+
+``mode="checker"`` checks the response's own sentences one by one instead, each request a
+short yes/no answer read as the probability that the contexts support the sentence; the score
+is the mean probability (:mod:`rageval.metrics._claim_checks`; `checker` sends the checks to
+another endpoint and model). Judge requests in that mode: sentences x contexts (sentences with
+``per_context=False``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rageval.metrics._claim_checks import ClaimCheckMetric
 from rageval.metrics.authoring import (
+    PlannedRequest,
     RatingMetric,
     contexts_block,
     nonblank,
@@ -22,7 +30,7 @@ from rageval.metrics.authoring import (
     tagged,
     zero_if_blank,
 )
-from rageval.metrics.base import forward_to_metric, register
+from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 1, 2)
@@ -42,10 +50,12 @@ def prompts(response: str, contexts: Sequence[str]) -> list[list[dict[str, str]]
 
 
 @register
-class ResponseGroundedness(RatingMetric):
+class ResponseGroundedness(ClaimCheckMetric, RatingMetric):
     name = "response_groundedness"
     required_fields = ("response", "retrieved_contexts")
     scale = SCALE
+    #: "ratings": two templates rate the whole response; "checker": claim checks
+    modes = ("ratings", "checker")
     summary = "how far the response is backed by the retrieved contexts, two templates rating 0/1/2"
     blank_rules = (
         zero_if_blank("response", "the response is empty"),
@@ -54,6 +64,16 @@ class ResponseGroundedness(RatingMetric):
 
     def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
         return prompts(sample.text("response"), nonblank(sample.retrieved_contexts))
+
+    def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
+        if self.checking:
+            return self.planned_checks(sample)
+        return super().planned_requests(sample)
+
+    async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
+        if self.checking:
+            return await self.check(sample, ctx)
+        return await super().measure(sample, ctx)
 
 
 #: names this module lacks are read from its default metric: ``response_groundedness.score(...)``

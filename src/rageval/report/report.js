@@ -1175,6 +1175,39 @@
     );
   }
 
+  // Claim checks (mode "checker"): each sentence with the checker's probability that the
+  // contexts support it, and the context that does, its text on hover and below the table.
+  function claimsView(ev) {
+    const rows = ev.claims || [];
+    const yes = rows.filter((c) => c.supported).length;
+    const contexts = Object.entries(ev.contexts || {});
+    return [
+      shown("p", { class: "ev-summary" }, `${yes} of ${rows.length} claims supported by the contexts${ev.checker ? `, checked by ${ev.checker}` : ""}`),
+      rows.length
+        ? wideTable(
+            { class: "verdicts claims" },
+            h("thead", null, h("tr", null, h("th", null, "claim"), h("th", null, "probability supported"), h("th", null, "supported by"))),
+            h(
+              "tbody",
+              null,
+              rows.map((c) =>
+                h(
+                  "tr",
+                  { "data-verdict": String(c.supported) },
+                  h("td", null, shown("span", { class: "item-id" }, `#${c.id}`), " ", shown("span", { class: "item-text" }, c.text)),
+                  h("td", null, verdictBadge(c.supported), " ", h("span", { class: "claim-probability" }, fmtNum(c.probability))),
+                  present(c.context)
+                    ? shown("td", { class: "claim-context", title: (ev.contexts || {})[c.context] || null }, c.context)
+                    : h("td", { class: "muted" }, ev.per_context ? "no context on its own" : "all contexts read together"),
+                ),
+              ),
+            ),
+          )
+        : null,
+      contexts.length ? block("Supporting contexts", h("ol", { class: "contexts" }, contexts.map(([id, text]) => h("li", { "data-context": id }, shown("span", { class: "item-id" }, `#${id}`), " ", textBlock(text))))) : null,
+    ];
+  }
+
   function ratingView(ev) {
     const top = Math.max(...(ev.scale || [1]));
     return [
@@ -1288,6 +1321,7 @@
 
   const EVIDENCE_VIEWS = {
     verdicts: verdictTable,
+    claims: claimsView,
     factuality: (ev) => [
       kvTable(["factuality", "similarity", "tp", "fp", "fn"].filter((k) => k in ev).map((k) => [k, ev[k]])),
       ev.response_statements ? verdictTable(ev.response_statements) : null,

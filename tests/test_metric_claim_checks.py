@@ -1,0 +1,158 @@
+"""faithfulness and response_groundedness with ``mode="checker"``: each sentence of the response
+checked on its own against the contexts, through the openai SDK against FakeOpenAI; the math
+by hand."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from helpers import chat_count, make_judge, user_text
+from rageval import evaluate
+from rageval._config import parse_params
+from rageval.metrics import Faithfulness, ResponseGroundedness
+from rageval.metrics._claim_checks import CHECK_REPLY, claims_of, claims_score
+from rageval.metrics.base import MetricResult, create_metric
+from rageval.metrics.evidence import ClaimsEvidence
+from rageval.samples import Sample
+from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
+
+CONTEXTS = ["Dune is a 1965 novel by Frank Herbert.", "Dune won the Hugo Award in 1966."]
+SENTENCES = ["Frank Herbert wrote Dune.", "He was Canadian.", "It won a Hugo Award."]
+SAMPLE = Sample(
+    user_input="Who wrote Dune?", response=" ".join(SENTENCES), retrieved_contexts=CONTEXTS
+)
+#: which context supports which sentence (by the context's first word after its id)
+SUPPORTS = {("Frank Herbert wrote Dune.", "c1"), ("It won a Hugo Award.", "c2")}
+_CLAIM = re.compile(r"<claim>\n(.*)\n</claim>")
+_IDS = re.compile(r"\[(c\d+)\]")
+
+
+def checker(req: RecordedRequest) -> Reply:
+    """Yes when one of the contexts shown supports the claim (:data:`SUPPORTS`)."""
+    text = user_text(req)
+    claim = _CLAIM.search(text)
+    assert claim is not None, text
+    shown = set(_IDS.findall(text.split("<claim>")[0]))
+    yes = any((claim.group(1), c) in SUPPORTS for c in shown)
+    return Reply.json({"supported": "yes" if yes else "no"})
+
+
+def claims_evidence(result: MetricResult) -> ClaimsEvidence:
+    assert isinstance(result.evidence, ClaimsEvidence), result
+    return result.evidence
+
+
+def test_the_score_is_the_mean_probability() -> None:
+    assert claims_score([1.0, 0.0, 0.5]) == pytest.approx(0.5)
+    assert claims_score([0.25]) == 0.25
+    assert claims_score([]) is None
+
+
+def test_claims_are_the_sentences_unchanged() -> None:
+    text = "Newton and Leibniz are both credited with calculus. Dr. Smith agreed in 1998."
+    assert claims_of(text) == [
+        "Newton and Leibniz are both credited with calculus.",
+        "Dr. Smith agreed in 1998.",
+    ]
+
+
+async def test_each_sentence_against_each_context(fake_openai: FakeOpenAI) -> None:
+    fake_openai.handler = checker
+    metric = Faithfulness(mode="checker", llm=make_judge(fake_openai))
+    result = await metric.single_turn_ascore(SAMPLE)
+    # sentences 1 and 3 supported (by c1, c2), sentence 2 by neither: (1 + 0 + 1) / 3
+    assert result.value == pytest.approx(2 / 3)
+    ev = claims_evidence(result)
+    assert [c.text for c in ev.claims] == SENTENCES
+    assert [c.probability for c in ev.claims] == [1.0, 0.0, 1.0]
+    assert [c.context for c in ev.claims] == ["c1", None, "c2"]
+    assert ev.contexts == {"c1": CONTEXTS[0], "c2": CONTEXTS[1]}
+    assert ev.checker == "test-model" and ev.per_context
+    assert result.reason is not None and result.reason.startswith("2 of 3 claims supported")
+    assert chat_count(fake_openai) == 6  # 3 sentences x 2 contexts, no statement extraction
+    prompts = [user_text(r) for r in fake_openai.chat_requests]
+    # the context first, then the claim, the reply format and the question last
+    for text in prompts:
+        assert text.index("</context>") < text.index("<claim>") < text.index(CHECK_REPLY)
+        assert text.rstrip().endswith('Answer "yes" or "no".')
+    # each context keeps its id; the requests of one context begin with the same text
+    firsts = [t for t in prompts if "[c1] Dune is a 1965 novel" in t]
+    assert len(firsts) == 3 and len({t.split("<claim>")[0] for t in firsts}) == 1
+    assert sum("[c2] Dune won the Hugo" in t for t in prompts) == 3
+    assert metric.plan(SAMPLE) is not None and len(list(metric.plan(SAMPLE) or [])) == 6
+
+
+async def test_all_contexts_in_one_request(fake_openai: FakeOpenAI) -> None:
+    fake_openai.handler = checker
+    metric = ResponseGroundedness(mode="checker", per_context=False, llm=make_judge(fake_openai))
+    result = await metric.single_turn_ascore(SAMPLE)
+    assert result.value == pytest.approx(2 / 3)
+    ev = claims_evidence(result)
+    # no single context is named: each claim was read against both at once
+    assert [c.context for c in ev.claims] == [None, None, None] and ev.contexts == {}
+    assert chat_count(fake_openai) == 3
+    assert all("[c1]" in user_text(r) and "[c2]" in user_text(r) for r in fake_openai.chat_requests)
+    assert len(list(metric.plan(SAMPLE) or [])) == 3
+
+
+async def test_no_claim_no_context_and_a_failed_check(fake_openai: FakeOpenAI) -> None:
+    judge = make_judge(fake_openai, max_retries=0)
+    metric = Faithfulness(mode="checker", llm=judge)
+    blank = await metric.single_turn_ascore(
+        Sample(user_input="q", response=" ", retrieved_contexts=CONTEXTS)
+    )
+    assert blank.status == "not_measured" and "no claim" in (blank.cause or "")
+    bare = await metric.single_turn_ascore(
+        Sample(user_input="q", response=" ".join(SENTENCES), retrieved_contexts=[" "])
+    )
+    assert bare.value == 0.0 and [c.probability for c in claims_evidence(bare).claims] == [0.0] * 3
+    assert chat_count(fake_openai) == 0  # nothing to ask in either case
+    fake_openai.handler = lambda req: Fault.status(500, "down")
+    failed = await metric.single_turn_ascore(SAMPLE)
+    assert failed.status == "not_measured" and "judge call failed" in (failed.cause or "")
+
+
+async def test_a_checker_of_its_own_through_the_config_names(
+    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-p faithfulness.mode=checker -p faithfulness.checker.model=... : the checks go to the
+    checker's endpoint and model, the run's judge gets nothing, and the usage is the metric's."""
+    monkeypatch.setenv("CHECKER_KEY", "sk-checker")
+    with FakeOpenAI(checker) as checker_server:
+        params = parse_params(
+            [
+                "faithfulness.mode=checker",
+                "faithfulness.checker.model=minicheck",
+                f'faithfulness.checker.base_url="{checker_server.base_url}"',
+                "faithfulness.checker.api_key_env=CHECKER_KEY",
+            ]
+        )
+        metric = create_metric("faithfulness", params["faithfulness"])
+        # what the run manifest records makes the same metric again
+        assert create_metric("faithfulness", metric.params()).params() == metric.params()
+        result = evaluate(
+            [SAMPLE.model_dump()],
+            metrics=[metric],
+            llm=make_judge(fake_openai),
+            progress=False,
+            probe=False,
+        )
+    assert result["faithfulness"] == [pytest.approx(2 / 3)]
+    assert chat_count(fake_openai) == 0
+    assert {r.body.get("model") for r in checker_server.chat_requests} == {"minicheck"}
+    assert result.usage_by_metric["faithfulness"].requests == 6
+
+
+def test_settings_that_cannot_work_are_refused() -> None:
+    with pytest.raises(ValueError, match="mode must be one of statements, checker"):
+        Faithfulness(mode="checkr")
+    with pytest.raises(ValueError, match="in mode 'checker' only"):
+        Faithfulness(checker={"model": "m"})
+    with pytest.raises(ValueError, match=r"checker: not a judge's settings.*temprature"):
+        Faithfulness(mode="checker", checker={"model": "m", "temprature": 0})
+    with pytest.raises(ValueError, match="instructions and examples"):
+        Faithfulness(mode="checker", instructions="be lenient")
+    with pytest.raises(ValueError, match="per_context must be true or false"):
+        ResponseGroundedness(mode="checker", per_context="no")  # type: ignore[arg-type]
