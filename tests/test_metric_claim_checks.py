@@ -5,16 +5,19 @@ by hand."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from helpers import chat_count, make_judge, user_text
 from rageval import evaluate
 from rageval._config import parse_params
+from rageval.log import read_manifest
 from rageval.metrics import Faithfulness, ResponseGroundedness
 from rageval.metrics._claim_checks import CHECK_REPLY, claims_of, claims_score
 from rageval.metrics.base import MetricResult, create_metric
 from rageval.metrics.evidence import ClaimsEvidence
+from rageval.results import load_run
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
 
@@ -115,10 +118,11 @@ async def test_no_claim_no_context_and_a_failed_check(fake_openai: FakeOpenAI) -
 
 
 async def test_a_checker_of_its_own_through_the_config_names(
-    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """-p faithfulness.mode=checker -p faithfulness.checker.model=... : the checks go to the
-    checker's endpoint and model, the run's judge gets nothing, and the usage is the metric's."""
+    checker's endpoint and model, the run's judge gets nothing, the usage is the metric's, and
+    the run log keeps each claim with its probability and the manifest the checker."""
     monkeypatch.setenv("CHECKER_KEY", "sk-checker")
     with FakeOpenAI(checker) as checker_server:
         params = parse_params(
@@ -138,11 +142,23 @@ async def test_a_checker_of_its_own_through_the_config_names(
             llm=make_judge(fake_openai),
             progress=False,
             probe=False,
+            run_dir=tmp_path / "run",
         )
     assert result["faithfulness"] == [pytest.approx(2 / 3)]
     assert chat_count(fake_openai) == 0
     assert {r.body.get("model") for r in checker_server.chat_requests} == {"minicheck"}
     assert result.usage_by_metric["faithfulness"].requests == 6
+    (cell,) = load_run(tmp_path / "run").cells("faithfulness")
+    assert cell is not None and isinstance(cell.evidence, ClaimsEvidence)
+    logged = cell.evidence
+    assert [(c.text, c.probability, c.context) for c in logged.claims] == [
+        (SENTENCES[0], 1.0, "c1"),
+        (SENTENCES[1], 0.0, None),
+        (SENTENCES[2], 1.0, "c2"),
+    ]
+    (spec,) = read_manifest(tmp_path / "run").metrics
+    assert spec.judge is not None and spec.judge["model"] == "minicheck"
+    assert spec.params["mode"] == "checker" and spec.params["checker"]["model"] == "minicheck"
 
 
 def test_settings_that_cannot_work_are_refused() -> None:
