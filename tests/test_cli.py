@@ -754,10 +754,10 @@ def test_the_probe_leaves_a_certificate_it_cannot_check_to_the_run(
     described = {"base_url": "https://judge.example/v1", "api_key_from": "OPENAI_API_KEY"}
 
     def fails_with(reason: BaseException) -> None:
-        def get_models(base_url: str, key: str, timeout: float) -> int:
+        def get(url: str, headers: object, timeout: float) -> int:
             raise urllib.error.URLError(reason)
 
-        monkeypatch.setattr(_probe, "_get_models", get_models)
+        monkeypatch.setattr(_probe, "_get", get)
 
     fails_with(ssl.SSLCertVerificationError("unable to get local issuer certificate"))
     asyncio.run(_probe.probe(described, what="judge", key="sk-test"))  # no error: the run decides

@@ -249,14 +249,18 @@ def configured_judge(
 ) -> Judge | None:
     """The judge of the command line (`model`, `base_url`, `overrides`), the environment and
     the config file, in that order of precedence; None when none of them names a model."""
-    from rageval.judge import split_backend
+    from rageval.judge import backend_traits, split_backend
     from rageval.runner import judge_from_env
 
     file = dict(settings.judge)
     model = _env.judge_model(model) or file.pop("model", None)
-    backend = split_backend(model)[0] if model else None
-    if (backend or file.get("backend")) == "anthropic":
-        # Anthropic's API is no OpenAI-compatible endpoint: the OpenAI variables do not apply
+    backend = (split_backend(model)[0] if model else None) or file.get("backend") or "openai"
+    try:
+        own_address = backend_traits(backend).default_base_url is not None
+    except ValueError as e:  # a kind no installed package registers
+        raise ConfigError(f"{settings.source}: [judge]: {e}") from None
+    if own_address:
+        # an API with an address of its own (Anthropic's): the OpenAI variables do not apply
         base_url = base_url or file.pop("base_url", None)
     else:
         base_url = _env.base_url(base_url, fallback=file.pop("base_url", None))

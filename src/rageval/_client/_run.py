@@ -56,7 +56,7 @@ class JudgeCall:
     answer from the request cache (then ``usage.cache_hits`` is 1 and nothing was sent)."""
 
     model: str
-    #: the API it went to: "openai" (any OpenAI-compatible endpoint) or "anthropic"
+    #: the API it went to: its backend's kind ("openai" for any OpenAI-compatible endpoint)
     backend: str
     base_url: str | None
     #: wall-clock times (seconds since the epoch) of its start and its end

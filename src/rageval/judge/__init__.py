@@ -16,11 +16,19 @@ from rageval._client._usage import DEFAULT_PRICES, ModelPrice, PriceTable, Usage
 from rageval.errors import FatalJudgeError, JudgeCallFailed, JudgeError
 from rageval.judge._backend import Completion, CompletionRequest, Exchange, Grant, JudgeBackend
 from rageval.judge._judge import Judge, JudgeReply, llm_factory
-from rageval.judge._spec import BACKENDS, JudgeSpec, split_backend
+from rageval.judge._registry import (
+    BackendTraits,
+    backend_kinds,
+    backend_traits,
+    register_backend,
+    split_backend,
+)
+from rageval.judge._spec import BACKENDS, JudgeSpec
 
 __all__ = [
     "BACKENDS",
     "DEFAULT_PRICES",
+    "BackendTraits",
     "BatchSettings",
     "Completion",
     "CompletionRequest",
@@ -41,8 +49,11 @@ __all__ = [
     "RetryPolicy",
     "Usage",
     "UsageLedger",
+    "backend_kinds",
+    "backend_traits",
     "default_cache_dir",
     "endpoint_limiter",
     "llm_factory",
+    "register_backend",
     "split_backend",
 ]

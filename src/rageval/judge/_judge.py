@@ -15,14 +15,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from rageval import _env
 from rageval._client._cache import RequestCache, cache_key, cache_location
 from rageval._client._endpoint import Endpoint, EndpointClient, PlainHTTP
 from rageval._client._run import JudgeCall, current_run
 from rageval._client._settings import EndpointOptions, Limits
 from rageval._client._usage import PriceTable, Tally, Usage
 from rageval.errors import FatalJudgeError, JudgeCallFailed
-from rageval.judge._anthropic import AnthropicBackend, anthropic_headers
 from rageval.judge._backend import (
     Completion,
     CompletionRequest,
@@ -47,8 +45,8 @@ from rageval.judge._modes import (
     reask_messages,
     shape_of,
 )
-from rageval.judge._openai import OpenAIBackend
-from rageval.judge._spec import BACKENDS, BackendKind, JudgeSpec
+from rageval.judge._registry import BackendTraits, backend_traits
+from rageval.judge._spec import JudgeSpec
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -107,7 +105,8 @@ class _Call(Generic[T]):
 class Judge(EndpointClient):
     """A chat model asked for validated JSON, through a backend (:mod:`rageval.judge._backend`):
     ``backend="openai"`` (the default) for any OpenAI-compatible endpoint, ``"anthropic"`` for
-    Anthropic's Messages API.
+    Anthropic's Messages API, or the kind of a backend another package registers
+    (:mod:`rageval.judge._registry`; docs/backends.md).
 
     The endpoint is ``base_url`` (default for ``"openai"``: ``RAGEVAL_BASE_URL``,
     ``OPENAI_BASE_URL``, OpenAI; for ``"anthropic"``: Anthropic's API) or the openai ``client``
@@ -135,7 +134,7 @@ class Judge(EndpointClient):
         self,
         model: str,
         *,
-        backend: BackendKind = "openai",
+        backend: str = "openai",
         temperature: float = 0.0,
         max_tokens: int = 1024,
         seed: int | None = None,
@@ -146,12 +145,14 @@ class Judge(EndpointClient):
         max_prompt_tokens: int | None = None,
         **endpoint: Unpack[EndpointOptions],
     ) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        traits = backend_traits(backend)
         if mode != "auto" and mode not in MODES:
             raise ValueError(f"mode must be 'auto' or one of {MODES}, got {mode!r}")
-        if backend == "anthropic" and mode not in ("auto", "tools"):
-            raise ValueError(f"the anthropic backend answers through tools: mode {mode!r}")
+        if mode != "auto" and mode not in traits.structured_modes:
+            raise ValueError(
+                f"the {backend} backend answers through {' or '.join(traits.structured_modes)}:"
+                f" mode {mode!r}"
+            )
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         if max_reasks < 0:
@@ -162,15 +163,15 @@ class Judge(EndpointClient):
         # chooses one; a chosen one is what a run never overrides (a llama.cpp server's slots)
         limits = Limits()
         plain_http = None
-        if backend == "anthropic":
-            plain_http = PlainHTTP(_env.ANTHROPIC_BASE_URL, anthropic_headers)
-            endpoint.setdefault("api_key_env", _env.ANTHROPIC_API_KEY_ENV)
+        if traits.default_base_url is not None:  # not found the OpenAI way: its own address
+            plain_http = PlainHTTP(traits.default_base_url, traits.auth_headers)
+        endpoint.setdefault("api_key_env", traits.api_key_env)
+        if prices is None and traits.prices:
+            prices = PriceTable(traits.prices)
         self._connect("judge", model, limits, cache, prices, endpoint, plain_http)
-        self.backend: JudgeBackend = (
-            AnthropicBackend(self._endpoint, model)
-            if backend == "anthropic"
-            else OpenAIBackend(self._endpoint, model, modes=self.cache)
-        )
+        #: what the backend is like (its registered traits)
+        self.traits: BackendTraits = traits
+        self.backend: JudgeBackend = traits.make(self._endpoint, model, self.cache)
         self.model = model
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
@@ -204,7 +205,7 @@ class Judge(EndpointClient):
         endpoint, limiter = self._endpoint, self._endpoint.limiter
         return JudgeSpec(
             model=self.model,
-            backend=self.backend.kind,  # type: ignore[arg-type]  # a kind of BACKENDS
+            backend=self.traits.kind,
             base_url=self.base_url,
             api_key_env=endpoint.api_key_env,
             temperature=self.temperature,

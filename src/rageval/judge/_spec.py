@@ -15,11 +15,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["BACKENDS", "BackendKind", "JudgeSpec", "StructuredMode", "split_backend"]
+__all__ = ["BACKENDS", "JudgeSpec", "StructuredMode"]
 
-BackendKind = Literal["openai", "anthropic"]
-#: the judge backends, as ``Judge(backend=...)`` and ``--llm KIND:MODEL`` name them
-BACKENDS: tuple[BackendKind, ...] = ("openai", "anthropic")
+#: the judge backends that ship with rageval, as ``Judge(backend=...)`` and ``--llm KIND:MODEL``
+#: name them; others are registered (:mod:`rageval.judge._registry`)
+BACKENDS: tuple[str, ...] = ("openai", "anthropic")
 StructuredMode = Literal["auto", "json_schema", "tools", "json"]
 
 
@@ -39,7 +39,9 @@ class JudgeSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: Annotated[str, _REPLIES] = Field(min_length=1)
-    backend: Annotated[BackendKind, _REPLIES] = "openai"
+    #: a registered backend's kind (checked when the judge is made: a plug-in's may not be
+    #: installed where a manifest is read)
+    backend: Annotated[str, _REPLIES] = Field(default="openai", min_length=1)
     base_url: Annotated[str | None, _REPLIES] = None
     api_key_env: str | None = None
     temperature: Annotated[float, _REPLIES] = 0.0
@@ -78,13 +80,3 @@ class JudgeSpec(BaseModel):
             for name, field in type(self).model_fields.items()
             if _REPLIES in field.metadata
         }
-
-
-def split_backend(llm: str) -> tuple[BackendKind | None, str]:
-    """``"anthropic:claude-..."`` -> ("anthropic", "claude-..."); a name without a backend's
-    prefix (``"gpt-4o-mini"``, Ollama's ``"llama3:8b"``) is a model: (None, llm)."""
-    prefix, sep, model = llm.partition(":")
-    for kind in BACKENDS:
-        if sep and model and prefix == kind:
-            return kind, model
-    return None, llm

@@ -147,9 +147,9 @@ async def send_in_batches(
         yield []
         return
     for judge in judges:
-        if judge.backend.kind != "openai":
+        if not judge.traits.batch_api:
             raise RunConfigError(
-                f"batch mode sends through OpenAI's Batch API: the {judge.backend.kind} judge "
+                f"batch mode sends through OpenAI's Batch API: the {judge.traits.kind} judge "
                 f"{judge.model!r} cannot; run it without --batch"
             )
     endpoints = {id(j.endpoint): j.endpoint for j in judges}

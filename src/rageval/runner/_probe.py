@@ -46,7 +46,7 @@ from rageval._client._run import ServerSlots
 from rageval._client._settings import LOCAL_SERVER_TIMEOUT
 from rageval.errors import RunConfigError
 from rageval.judge import FatalJudgeError
-from rageval.judge._anthropic import anthropic_headers
+from rageval.judge._registry import BackendTraits, backend_traits
 
 PROBE_TIMEOUT_S = 5.0
 _MAX_BODY = 1 << 20  # of a model list: enough for any; a server cannot make the probe read more
@@ -79,14 +79,25 @@ def key_variable(described: Mapping[str, Any]) -> str | None:
     return source.removesuffix(_NOT_SET)
 
 
+def _traits(described: Mapping[str, Any]) -> BackendTraits:
+    """The backend's traits of a judge's `describe()` (remote embeddings, which name none, are
+    OpenAI-compatible)."""
+    return backend_traits(str(described.get("backend") or "openai"))
+
+
 def check_key(described: Mapping[str, Any], *, what: str) -> None:
-    """RunConfigError when OpenAI's or Anthropic's own endpoint would be asked without a key."""
+    """RunConfigError when a backend's own endpoint (OpenAI's, Anthropic's, a plug-in's default
+    address) would be asked without a key."""
     source = str(described.get("api_key_from") or "")
-    if described.get("base_url") == _env.ANTHROPIC_BASE_URL and source.endswith(_NOT_SET):
-        raise RunConfigError(
-            f"the {what} {described.get('model')!r} would be asked at Anthropic "
-            f"({_env.ANTHROPIC_BASE_URL}) without an API key: set {key_variable(described)}"
-        )
+    traits = _traits(described)
+    if traits.default_base_url is not None:
+        if described.get("base_url") == traits.default_base_url and source.endswith(_NOT_SET):
+            raise RunConfigError(
+                f"the {what} {described.get('model')!r} would be asked at the {traits.kind} "
+                f"API ({traits.default_base_url}) without an API key: set "
+                f"{key_variable(described)}"
+            )
+        return
     if described.get("base_url") == _env.DEFAULT_BASE_URL and source.endswith(_NOT_SET):
         variable = key_variable(described)
         raise RunConfigError(
@@ -110,19 +121,16 @@ async def probe(
     be reached or refuses the key. Returns what a llama.cpp server reports of itself (one more
     GET, to its `/props`), else None."""
     base_url = described.get("base_url")
-    if key is None or not base_url:
+    traits = _traits(described)
+    if key is None or not base_url or traits.endpoint_check is None:
         return None
     where = f"the {what} endpoint {base_url}"
-    key = key or "no-key-set"
-    headers = (
-        anthropic_headers(key)
-        if described.get("backend") == "anthropic"
-        else {"Authorization": f"Bearer {key}"}
-    )
+    headers = traits.auth_headers(key or "no-key-set")
+    url = str(base_url).rstrip("/") + traits.endpoint_check
     try:
         # the standard library, in a thread: importing the openai SDK for this one GET would
         # cost half a second, and a run whose every cell is kept never needs the SDK
-        status, body = await asyncio.to_thread(_get_models, str(base_url), headers, timeout)
+        status, body = await asyncio.to_thread(_get, url, headers, timeout)
     except urllib.error.URLError as e:
         reason = e.reason
         if isinstance(reason, ssl.SSLError):
@@ -172,10 +180,6 @@ def _get(url: str, headers: Mapping[str, str], timeout: float) -> tuple[int, byt
             return int(response.status), response.read(_MAX_BODY)
     except urllib.error.HTTPError as e:
         return int(e.code), b""
-
-
-def _get_models(base_url: str, headers: Mapping[str, str], timeout: float) -> tuple[int, bytes]:
-    return _get(base_url.rstrip("/") + "/models", headers, timeout)
 
 
 def _served_by_llama_cpp(models_body: bytes) -> bool:
