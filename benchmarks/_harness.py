@@ -3,8 +3,6 @@ the per-run row and the markdown tables."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 import os
 import re
@@ -13,17 +11,10 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from rageval.judge import Judge
-
-    M = TypeVar("M", bound=BaseModel)
+from typing import Any, TypeVar
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -376,36 +367,3 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
-
-
-def run_with_real_judge(run: Callable[[Judge], Coroutine[Any, Any, None]], doc: str | None) -> None:
-    """A real-judge benchmark's command line: `run` with the judge its ``--base-url`` (and
-    ``--model``) name -- a llama-server of ``real_judge/judge.py``, asked one request at a
-    time, 600 s each, without the cache; the first paragraph of `doc` is its help."""
-    from rageval.judge import Judge
-
-    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
-    parser.add_argument("--base-url", required=True)
-    parser.add_argument("--model", default="qwen1.5b")
-    args = parser.parse_args()
-    judge = Judge(args.model, base_url=args.base_url, api_key="local", cache=False,
-                  timeout=600, max_concurrency=1)  # fmt: skip
-    asyncio.run(run(judge))
-
-
-async def ask_or_report(
-    judge: Judge,
-    messages: list[dict[str, str]],
-    model: type[M],
-    what: str,
-    max_tokens: int | None = None,
-) -> M | None:
-    """A real-judge benchmark's request: the judge's reply, or None with the failed call printed
-    under `what` (a reading not made counts as not right; it does not end the benchmark)."""
-    from rageval.judge import JudgeCallFailed
-
-    try:
-        return (await judge.ask(messages, model, max_tokens=max_tokens)).value
-    except JudgeCallFailed as error:
-        print(f"  FAILED {what}: {error}")
-        return None

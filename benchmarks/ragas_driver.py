@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-tokens", type=int, default=None, help="reply cap (default: ChatOpenAI's, none)"
     )
+    parser.add_argument(
+        "--rows-out", type=Path, default=None, help="each metric column's values (NaN: null)"
+    )
     args = parser.parse_args(argv)
 
     _guard_network()
@@ -126,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
     frame = result.to_pandas()
     scores: dict[str, Any] = {}
+    columns: dict[str, list[float | None]] = {}
     for column in frame.columns:
         if column in ("user_input", "response", "retrieved_contexts", "reference"):
             continue
@@ -135,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
             "mean": sum(finite) / len(finite) if finite else None,
             "nan": len(values) - len(finite),
         }
+        columns[column] = [None if math.isnan(v) else v for v in values]
+    if args.rows_out is not None:
+        args.rows_out.write_text(json.dumps(columns), encoding="utf-8")
     print(
         json.dumps(
             {
