@@ -220,7 +220,7 @@ def test_a_newer_format_is_refused_with_a_clear_message(tmp_path: Path) -> None:
         load_run(run)
     (run / "manifest.json").write_text(json.dumps(manifest))
     lines = (run / RESULTS_FILE).read_text().splitlines()
-    lines[2] = json.dumps({**json.loads(lines[2]), "format_version": 9})
+    lines[2] = json.dumps({**json.loads(lines[2]), "format_version": FORMAT_VERSION + 1})
     (run / RESULTS_FILE).write_text("\n".join(lines) + "\n")
     with pytest.raises(RunLogError, match=r"results.jsonl:3: .*newer rageval"):
         load_run(run)

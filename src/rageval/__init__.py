@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "AlignReport": "rageval.calibration",
     "estimate": "rageval.runner",
     "CostEstimate": "rageval.runner",
+    "Panel": "rageval.runner",
     "CalibrationReport": "rageval.calibration",
     "EvaluationResult": "rageval.results",
     # data
@@ -125,6 +126,7 @@ if TYPE_CHECKING:
     )
     from rageval.runner import (
         CostEstimate as CostEstimate,
+        Panel as Panel,
         aalign as aalign,
         acalibrate as acalibrate,
         aevaluate as aevaluate,

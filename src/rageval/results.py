@@ -39,12 +39,16 @@ from rageval.log import (
     JudgeNoiseSummary,
     MetricSummary,
     MetricTally,
+    PanelVote,
     PPISummary,
     RepeatedScores,
     SampleLine,
     Summary,
     Usage,
     build_summary,
+    flip_summary,
+    panel_summary,
+    pass_threshold,
     read_line_at,
     read_lines,
     read_manifest,
@@ -97,7 +101,17 @@ SUMMARY_COLUMNS = (
 class _Column:
     """One metric's cells, by row, without their evidence."""
 
-    __slots__ = ("causes", "kinds", "raws", "reasons", "repeats", "statuses", "usage", "values")
+    __slots__ = (
+        "causes",
+        "kinds",
+        "panel",
+        "raws",
+        "reasons",
+        "repeats",
+        "statuses",
+        "usage",
+        "values",
+    )
 
     def __init__(self, n: int) -> None:
         self.values: list[float | None] = [None] * n
@@ -110,6 +124,8 @@ class _Column:
         self.usage: list[Usage | None] = [None] * n
         #: row -> the scores of a cell scored several times (evaluate(repeats=K))
         self.repeats: dict[int, RepeatedScores] = {}
+        #: row -> each judge's result of a cell of a run judged by a panel
+        self.panel: dict[int, dict[str, PanelVote]] = {}
 
 
 _EMPTY_USAGE = Usage()
@@ -197,6 +213,10 @@ class EvaluationResult:
                 col.repeats.pop(row, None)
             else:
                 col.repeats[row] = cell.repeats
+            if cell.panel is None:
+                col.panel.pop(row, None)
+            else:
+                col.panel[row] = cell.panel
         self._shared[row] = None if record.shared_usage == _EMPTY_USAGE else record.shared_usage
         self._embedding_usage[row] = record.embeddings_usage
         self._done[row] = True
@@ -308,6 +328,7 @@ class EvaluationResult:
             evidence=evidence if evidence is not None else FreeformEvidence(),
             usage=col.usage[row] or _EMPTY_USAGE,
             repeats=col.repeats.get(row),
+            panel=col.panel.get(row),
         )
 
     def label_values(self, column: str) -> list[float | None]:
@@ -384,6 +405,8 @@ class EvaluationResult:
             ci_undefined=ci.undefined,
             ppi=self._ppi(metric, col),
             judge_noise=self._judge_noise(col),
+            panel=panel_summary(col.panel[row] for row in sorted(col.panel)),
+            flips=flip_summary(_scorings(col), pass_threshold(self.metric_params.get(metric))),
         )
 
     def _ppi(self, metric: str, col: _Column) -> dict[str, PPISummary]:
@@ -454,7 +477,7 @@ class EvaluationResult:
         `<metric>_status`, `<metric>_reason` (the cause when not measured or skipped) and
         `<metric>_cause_kind` (the kind of that cause); with repeats, `<metric>_sd`: the spread
         (standard deviation) of the cell's scores; for a metric with a raw scale (rubric_score's
-        1..5), `<metric>_raw`.
+        1..5), `<metric>_raw`; judged by a panel, `<metric>[<judge>]`: each judge's value.
 
         ``view="turns"``: one row per turn of each evaluated conversation (single-turn samples
         have no turns, so none of their rows): `id` (the conversation's), `turn` (its index in
@@ -489,6 +512,10 @@ class EvaluationResult:
                 data[f"{name}_raw"] = [math.nan if r is None else r for r in col.raws]
             if col.repeats:
                 data[f"{name}_sd"] = [_sd(col.repeats.get(row)) for row in range(len(self.ids))]
+            for judge in dict.fromkeys(j for votes in col.panel.values() for j in votes):
+                data[f"{name}[{judge}]"] = [
+                    _vote(col.panel.get(row, {}).get(judge)) for row in range(len(self.ids))
+                ]
         return pd.DataFrame(data)
 
     def _turns_frame(self) -> pd.DataFrame:
@@ -623,6 +650,20 @@ def _sd(scores: RepeatedScores | None) -> float:
     return math.nan if sd is None else sd
 
 
+def _vote(vote: PanelVote | None) -> float:
+    """A judge's value of a panel's cell; NaN where it has none."""
+    return vote.value if vote is not None and vote.value is not None else math.nan
+
+
+def _scorings(col: _Column) -> list[list[float]]:
+    """Every series of scores of one cell by one judge: each cell's repeats, or in a panel
+    each judge's (the flip rate's input)."""
+    series = [scores.values for scores in col.repeats.values()]
+    for votes in col.panel.values():
+        series.extend(v.repeats.values for v in votes.values() if v.repeats is not None)
+    return series
+
+
 def _interval(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
 
@@ -661,6 +702,22 @@ def _human_and_noise_lines(summary: Summary) -> list[str]:
     if noise:
         lines += ["", "judge noise (each cell scored several times, its value their mean):"]
         lines += [f"  {line}" for line in noise]
+    panel = [(m, s.panel) for m, s in metrics if s.panel is not None]
+    if panel:
+        lines += ["", "judge panel: agreement between the judges, Krippendorff's alpha (interval):"]
+        lines += [
+            f"  {m}: alpha {_num(p.alpha)} {_interval(p.alpha_ci_low, p.alpha_ci_high)} over "
+            f"{p.n_units} rows{f' ({p.note})' if p.note else ''}; means "
+            + ", ".join(f"{j} {_num(v)}" for j, v in p.judge_means.items())
+            for m, p in panel
+        ]
+    flips = [(m, s.flips) for m, s in metrics if s.flips is not None]
+    if flips:
+        lines += ["", "flip rate: cells whose pass/fail changes across repeats:"]
+        lines += [
+            f"  {m}: {_num(f.rate)} ({f.n_flipped} of {f.n_cells}; pass: >= {f.threshold:g})"
+            for m, f in flips
+        ]
     return lines
 
 

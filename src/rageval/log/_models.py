@@ -45,13 +45,20 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   (:class:`rageval.samples.Conversation`: ``turns``, ``reference_tool_calls``,
   ``reference_goal`` in place of the single-turn fields). A run of format 5 or 6 reads as it is
   and can be resumed.
-* **8** -- this rageval: a cell's evidence is typed (:mod:`rageval.metrics.evidence`): an object
+* **8** -- a cell's evidence is typed (:mod:`rageval.metrics.evidence`): an object
   with a ``kind`` (``"verdicts"``, ``"ratings"``, ``"questions"``, ``"per_turn"``,
   ``"tool_calls"``, ...) whose fields that kind declares, or ``{"kind": "free", "data": {...}}``
   for a metric's free-form evidence. The evidence dict of a cell of format 7 and earlier is read
   as free-form evidence holding that dict (whatever keys it has, a ``kind`` among them), so such
   a run reads, reports and compares as it is and can be resumed. A conversation may carry
   ``reference_topics`` (topic_adherence's).
+* **9** -- this rageval: judge panels and flip rates. The manifest of a run judged by a panel
+  names its judges (``panel``: :class:`PanelJudge`); a judge metric's cell then carries each
+  judge's own result (``panel``: judge name -> :class:`PanelVote`) and its value is their
+  mean; a metric's summary gives the judges' agreement (``panel``: :class:`PanelSummary`,
+  Krippendorff's α) and, with repeats, how often a cell's pass/fail flips across its scorings
+  (``flips``: :class:`FlipSummary`). All optional, absent meaning one judge: a run of format 8
+  reads as it is and can be resumed.
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
@@ -86,7 +93,7 @@ from rageval.metrics.evidence import FreeformEvidence, StoredEvidence
 from rageval.samples import ROW_FIELDS, Sample, ToolCall, Turn, sample_of
 
 #: the format this rageval writes; it reads every format from 1 up to this one
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
 #: the last format whose cells' evidence is an untyped dict (read as free-form evidence)
 UNTYPED_EVIDENCE_FORMAT = 7
 #: the oldest format a run can be resumed from (format 1 lines lack what a summary needs now)
@@ -195,6 +202,13 @@ class HumanLabels(_LogModel):
     metric: str
 
 
+class PanelJudge(_LogModel):
+    """One judge of a panel (format 9): the name its values are kept under, and its settings."""
+
+    name: str
+    judge: JudgeInfo
+
+
 class Manifest(_Versioned):
     """``manifest.json``: what was run, on what, by which rageval; written before any row."""
 
@@ -224,6 +238,9 @@ class Manifest(_Versioned):
     #: what the run's probe learnt of a judge endpoint and how the run drove it, by base URL:
     #: a llama.cpp server's slots, and the concurrency and timeout used with it
     servers: dict[str, dict[str, Any]] = Field(default_factory=dict, exclude_if=lambda v: not v)
+    #: the judges of a panel, in order (``judge`` is the first of them); written only for a
+    #: run judged by a panel
+    panel: list[PanelJudge] = Field(default_factory=list, exclude_if=lambda v: not v)
 
 
 # ---------------------------------------------------------------------------- results.jsonl
@@ -280,6 +297,28 @@ class RepeatedScores(_LogModel):
         return data
 
 
+class PanelVote(_LogModel):
+    """One judge's result on a cell of a panel (format 9): its value (None unless ``ok``),
+    why it has none, and its scores when the cell was scored several times."""
+
+    value: FiniteFloat | None = None
+    status: Literal["ok", "not_measured", "skipped"]
+    cause: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    cause_kind: CauseKind | None = Field(default=None, exclude_if=lambda v: v is None)
+    repeats: RepeatedScores | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @classmethod
+    def of(cls, result: MetricResult) -> PanelVote:
+        """A judge's result on the cell, kept without its evidence (the cell has the first's)."""
+        return cls(
+            value=result.value,
+            status=result.status,
+            cause=result.cause,
+            cause_kind=result.cause_kind,
+            repeats=result.repeats if isinstance(result, Cell) else None,
+        )
+
+
 class Cell(MetricResult):
     """One metric on one sample, as logged: the metric's result, the kind of its cause (for a
     cell without a value), the usage of the requests it made and, for a cell scored several
@@ -295,6 +334,9 @@ class Cell(MetricResult):
     usage: Usage = Field(default_factory=Usage)
     #: written only for a cell scored several times
     repeats: RepeatedScores | None = Field(default=None, exclude_if=lambda v: v is None)
+    #: written only for a judge metric's cell of a run judged by a panel: each judge's result
+    #: by judge name (the value is the mean of the measured ones)
+    panel: dict[str, PanelVote] | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod
     def of(cls, result: MetricResult, usage: Usage) -> Cell:
@@ -321,6 +363,9 @@ class SampleLine(_Versioned):
     #: remote embedding requests paid for since the line before (their batches mix samples,
     #: so they are booked on the line written next); None when there were none
     embeddings_usage: Usage | None = None
+    #: the run that scored it, as its observers are told (``RunStart.run_id``); not written to
+    #: the log (a resumed directory holds the lines of several runs)
+    run_id: str | None = Field(default=None, exclude=True)
 
     @property
     def usage(self) -> Usage:
@@ -460,6 +505,38 @@ class JudgeNoiseSummary(_LogModel):
     ci_width_share: FiniteFloat
 
 
+class PanelSummary(_LogModel):
+    """How far the judges of a panel agree on one metric (format 9): Krippendorff's α over the
+    rows, the judges as coders (:func:`rageval.stats.krippendorff_alpha`), and each judge's
+    own mean."""
+
+    judges: list[str]
+    #: "interval" (the values as scores)
+    level: str = "interval"
+    alpha: FiniteFloat | None = None
+    alpha_ci_low: FiniteFloat | None = None
+    alpha_ci_high: FiniteFloat | None = None
+    #: rows with values from at least two judges
+    n_units: int = 0
+    confidence: FiniteFloat = 0.95
+    method: str | None = None
+    #: why there is no α (fewer than two rows, or no variation at all)
+    note: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    #: each judge's mean over the rows it measured (None: none)
+    judge_means: dict[str, FiniteFloat | None] = Field(default_factory=dict)
+
+
+class FlipSummary(_LogModel):
+    """How often a cell's pass/fail decision flips across its scorings (``repeats`` > 1;
+    format 9): pass is a value at or above ``threshold`` (the metric's own ``threshold``
+    parameter when it has one, else 0.5). In a panel each judge's scorings count apart."""
+
+    rate: FiniteFloat | None = None
+    n_cells: int = 0
+    n_flipped: int = 0
+    threshold: FiniteFloat = 0.5
+
+
 class MetricSummary(_MeanWithInterval):
     """Aggregate of one metric: mean and CI over the measured cells, and every count."""
 
@@ -477,6 +554,10 @@ class MetricSummary(_MeanWithInterval):
     ppi: dict[str, PPISummary] = Field(default_factory=dict)
     #: the judge's own noise in the interval (evaluate(repeats=K) with K > 1)
     judge_noise: JudgeNoiseSummary | None = None
+    #: the agreement of a panel's judges (a judge metric of a run judged by a panel)
+    panel: PanelSummary | None = Field(default=None, exclude_if=lambda v: v is None)
+    #: pass/fail flips across repeats (evaluate(repeats=K) with K > 1)
+    flips: FlipSummary | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

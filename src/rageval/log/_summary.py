@@ -9,7 +9,7 @@ the same totals to the last bit. A cost that is unknown anywhere makes the sum u
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rageval._client._usage import Usage, sum_usage
@@ -19,8 +19,11 @@ from rageval.log._models import (
     CauseExample,
     Cell,
     FailureGroup,
+    FlipSummary,
     JudgeNoiseSummary,
     MetricSummary,
+    PanelSummary,
+    PanelVote,
     PPISummary,
     SampleLine,
     Summary,
@@ -122,6 +125,8 @@ class MetricTally:
         ppi: Mapping[str, PPISummary] | None = None,
         judge_noise: JudgeNoiseSummary | None = None,
         ci_undefined: str | None = None,
+        panel: PanelSummary | None = None,
+        flips: FlipSummary | None = None,
     ) -> MetricSummary:
         """The summary; without `ci` the mean is the plain mean of the values and there is
         no interval (a report of a run whose summary was never written). The PPI++ means of
@@ -143,7 +148,65 @@ class MetricTally:
             failures=self.failures.groups(),
             ppi=dict(ppi or {}),
             judge_noise=judge_noise,
+            panel=panel,
+            flips=flips,
         )
+
+
+def panel_summary(votes: Iterable[Mapping[str, PanelVote]]) -> PanelSummary | None:
+    """How far a panel's judges agree on one metric, from each row's votes (None without a
+    panel): Krippendorff's α at the interval level, the judges as coders, a judge that did not
+    measure a row a gap; and each judge's mean."""
+    from rageval.stats import krippendorff_alpha
+
+    rows = list(votes)
+    if not rows:
+        return None
+    judges = list(dict.fromkeys(name for row in rows for name in row))
+    table = [[_vote_value(row.get(j)) for j in judges] for row in rows]
+    alpha = krippendorff_alpha(table, level="interval")
+    means: dict[str, float | None] = {}
+    for i, judge in enumerate(judges):
+        values = [v for row in table if (v := row[i]) is not None]
+        means[judge] = math.fsum(values) / len(values) if values else None
+    return PanelSummary(
+        judges=judges,
+        level="interval",
+        alpha=alpha.value,
+        alpha_ci_low=alpha.low,
+        alpha_ci_high=alpha.high,
+        n_units=alpha.n,
+        confidence=alpha.confidence,
+        method=alpha.method,
+        note=alpha.note,
+        judge_means=means,
+    )
+
+
+def _vote_value(vote: PanelVote | None) -> float | None:
+    return vote.value if vote is not None and vote.status == "ok" else None
+
+
+def flip_summary(scorings: Iterable[Sequence[float]], threshold: float) -> FlipSummary | None:
+    """How often a cell's pass/fail flips across its scorings (each cell's, or in a panel
+    each judge's, measured scores); None when no cell was scored twice."""
+    from rageval.stats import flip_rate
+
+    flips = flip_rate(list(scorings), threshold)
+    if not flips.n_cells:
+        return None
+    return FlipSummary(
+        rate=flips.rate, n_cells=flips.n_cells, n_flipped=flips.n_flipped, threshold=threshold
+    )
+
+
+def pass_threshold(params: Mapping[str, Any] | None) -> float:
+    """The value at or above which a metric's cell passes, for its flip rate: its own
+    ``threshold`` parameter when it has one, else 0.5 (the middle of a [0, 1] score)."""
+    given = (params or {}).get("threshold")
+    if isinstance(given, (int, float)) and not isinstance(given, bool) and math.isfinite(given):
+        return float(given)
+    return 0.5
 
 
 def build_summary(

@@ -40,6 +40,7 @@ from rageval.log import (
     JudgeInfo,
     Manifest,
     MetricSpec,
+    PanelJudge,
     RunLogError,
     SampleLine,
     read_manifest,
@@ -60,6 +61,7 @@ from rageval.runner._cost import (
     unpriced,
 )
 from rageval.runner._estimate import row_cost
+from rageval.runner._panel import Panel
 from rageval.runner._prepare import (
     LabelsArg,
     OnInvalid,
@@ -128,6 +130,7 @@ def _manifest(
     human_labels: Sequence[tuple[str, str]],
     repeats: int,
     engine: str,
+    panel: Panel | None,
 ) -> Manifest:
     judge = judges[0] if judges else None
     specs = []
@@ -148,7 +151,12 @@ def _manifest(
         rageval_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         metrics=specs,
-        judge=_judge_info(judges),
+        # a panel's first judge is the run's judge (its other judges are the panel's)
+        judge=_judge_info(judges if panel is None else judges[:1]),
+        panel=[
+            PanelJudge(name=name, judge=JudgeInfo(**json_normal(j.describe())))
+            for name, j in panel or ()
+        ],
         embeddings=_embeddings_info(embeddings) if embeddings is not None else None,
         data=DataInfo(
             source=loaded.source,
@@ -333,7 +341,7 @@ class _RunLog(RunObserver):
 async def aevaluate(
     data: Any,
     metrics: Sequence[MetricLike] | None = None,
-    llm: Judge | str | Sequence[Judge] | None = None,
+    llm: Judge | str | Sequence[Judge] | Panel | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     run_dir: str | os.PathLike[str] | None = None,
@@ -363,7 +371,9 @@ async def aevaluate(
     `llm`: a Judge or a model name (default: RAGEVAL_LLM from the environment, else no judge:
     metrics that need one are skipped with a hint); a list of Judges of one model on several
     endpoints spreads
-    the rows over them (each row always to the same one). `embeddings`: an Embeddings,
+    the rows over them (each row always to the same one); a :class:`~rageval.runner.Panel` of
+    judges has every judge score every judge cell, the cell keeping their mean, and the summary
+    their agreement (Krippendorff's α; docs/panels.md). `embeddings`: an Embeddings,
     `"local"` or `"openai:MODEL"` (default: the local model, if a metric needs one).
     `on_invalid="skip"` turns rows a metric cannot score into skipped cells instead of an
     :class:`InvalidDataError` (default "raise"). `run_dir` writes the run log there;
@@ -444,6 +454,8 @@ async def aevaluate(
         )
     embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
     ray_run = None
+    if engine == "ray" and run.panel is not None:
+        raise RunConfigError("a judge panel runs with the local engine, not with engine='ray'")
     if engine == "ray":
         from rageval.runner.engines._ray import RayRun
         from rageval.runner.engines._ship import ShipError
@@ -466,6 +478,7 @@ async def aevaluate(
         human_pairs,
         repeats,
         engine,
+        run.panel,
     )
     manifest.metrics_left_out = run.left_out
     manifest.batch = batching is not None

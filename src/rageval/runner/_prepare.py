@@ -24,6 +24,7 @@ from rageval.metrics.base import (
     registered_metrics,
     scores_conversations,
 )
+from rageval.runner._panel import Panel
 from rageval.runner._probe import check_key
 from rageval.runner._schedule import (
     Plan,
@@ -41,8 +42,13 @@ from rageval.samples import (
 )
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
+
+    #: a run's judge: a Judge, a model name, endpoints of one model (a list), a panel, or none
+    JudgeArg: TypeAlias = "Judge | str | Sequence[Judge] | Panel | None"
 
 
 OnInvalid = Literal["raise", "skip"]
@@ -296,10 +302,12 @@ def _describe(p: RowProblem) -> str:
     return f"field {p.field!r}: {p.message}" if p.field else p.message
 
 
-def run_judges(llm: Judge | str | Sequence[Judge] | None) -> list[Judge]:
-    """The run's judge: none, one, or one per endpoint of the same model (a list)."""
+def run_judges(llm: JudgeArg) -> list[Judge]:
+    """The run's judge: none, one, one per endpoint of the same model (a list), or a panel's."""
     from rageval.judge import Judge
 
+    if isinstance(llm, Panel):
+        return list(llm.judges)
     if isinstance(llm, str) or llm is None:
         judge = judge_from_env(llm)
         return [judge] if judge is not None else []
@@ -328,16 +336,19 @@ class Prepared:
     loaded: LoadedData
     ids: list[str]
     metrics: list[Metric]
-    #: the run's judge: none, one, or one per endpoint of one model
+    #: the run's judge: none, one, one per endpoint of one model, or a panel's judges
     judges: list[Judge]
     embedder: Embeddings | None
     plans: list[Plan]
     #: metrics of the default selection the data cannot feed, with why (metrics=None only)
     left_out: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: the judge panel, when the run has one (`judges` are its judges)
+    panel: Panel | None = None
 
     def all_judges(self) -> list[Judge]:
-        """Every judge a cell may ask (the run's and the metrics' own), each once."""
-        found = (j for plan in self.plans for j in (*plan.judge_of.values(), plan.shared_judge))
+        """Every judge a cell may ask (the run's, a panel's and the metrics' own), each once."""
+        plans = [seat for plan in self.plans for _, seat in plan.seats] or self.plans
+        found = (j for plan in plans for j in (*plan.judge_of.values(), plan.shared_judge))
         return list({id(j): j for j in found if j is not None}.values())
 
 
@@ -362,7 +373,7 @@ class RunSpec:
 
     data: Any = None
     metrics: Sequence[MetricLike] | None = None
-    llm: Judge | str | Sequence[Judge] | None = None
+    llm: JudgeArg = None
     embeddings: Embeddings | str | None = None
     column_map: Mapping[str, str] | None = None
     metric_params: Mapping[str, Mapping[str, Any]] | None = None
@@ -437,6 +448,15 @@ def prepare(spec: RunSpec, *, resume: bool = False) -> Prepared:
         embedder = embeddings_from_spec("local")
     else:
         embedder = embeddings
-    plans = make_plans(metric_objs, judges, embedder, invalid_rows, skipped, repeats=repeats)
+    panel = llm if isinstance(llm, Panel) else None
+    plans = make_plans(
+        metric_objs,
+        judges,
+        embedder,
+        invalid_rows,
+        skipped,
+        repeats=repeats,
+        panel=panel.names if panel is not None else (),
+    )
     left_out = left_out_of_default(loaded) if metrics is None else {}
-    return Prepared(loaded, list(ids), metric_objs, judges, embedder, plans, left_out)
+    return Prepared(loaded, list(ids), metric_objs, judges, embedder, plans, left_out, panel)

@@ -7,7 +7,10 @@ has work queued while samples finish and new ones start.
 
 Several endpoints of one judge model (``llm=[Judge(url1), Judge(url2)]``) each get a `Plan`;
 a sample goes to the plan picked by a hash of its id (:func:`spread`), so a re-run sends each
-sample to the same endpoint (and finds it in that endpoint's cache).
+sample to the same endpoint (and finds it in that endpoint's cache). A judge panel
+(``llm=Panel([...])``, :mod:`rageval.runner._panel`) is one plan whose seats are a plan per
+judge: every seat scores the row's judge metrics, one after the other, the first seat its
+other metrics too, and each judge metric's cell is the mean of the seats' values.
 
 Per-cell usage: judges book every call (retries, re-asks and failures included) in their
 ledger under the tags {"metric", "sample"}. The ledger of each judge used by a run is wrapped
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from rageval._client._run import current_run, run_scope
 from rageval.errors import BudgetReached, NoJudgeError
 from rageval.judge import FatalJudgeError, JudgeCallFailed, JudgeError, Usage
-from rageval.log import Cell, Inputs, RepeatedScores, SampleLine
+from rageval.log import Cell, Inputs, PanelVote, RepeatedScores, SampleLine
 from rageval.metrics._statements import SHARED_TAG, SharedStatements
 from rageval.metrics.base import Metric, MetricResult, ScoringContext
 from rageval.runner._cells import CellStore, KeptCells
@@ -108,6 +111,9 @@ class Plan:
     cells: CellStore | None = None
     #: scorings of each judge cell; the repeats after the first bypass every cache
     repeats: int = 1
+    #: a judge panel's seats, by judge name: a plan per judge (the first is this plan's own
+    #: judge), each scoring every judge metric of a row; empty without a panel
+    seats: Sequence[tuple[str, Plan]] = ()
     _no_judge: dict[str, Cell] = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -123,6 +129,11 @@ class Plan:
             return dict(self.skipped_cells[row])
         return {**self.skipped_cells.get(row, {}), **self._no_judge}
 
+    def on_panel(self, metric: Metric) -> bool:
+        """Whether every seat of the panel scores `metric`: a judge metric asking the run's
+        judge (one without a judge, or with its own, is scored once)."""
+        return bool(self.seats) and metric.needs_llm and metric.llm is None
+
 
 def make_plans(
     metrics: Sequence[Metric],
@@ -132,8 +143,10 @@ def make_plans(
     skipped_cells: Mapping[int, Mapping[str, Cell]] | None = None,
     *,
     repeats: int = 1,
+    panel: Sequence[str] = (),
 ) -> list[Plan]:
-    """One plan per judge endpoint in `judges` (one plan without a judge when it is empty).
+    """One plan per judge endpoint in `judges` (one plan without a judge when it is empty);
+    with `panel`, the names of `judges` as a panel's, one plan whose seats are those plans.
 
     A metric asks its own judge (``metric.llm``) if it has one, else the run's; the statements
     several metrics share are extracted by the run's judge, or else by the first own judge of a
@@ -157,6 +170,8 @@ def make_plans(
                 repeats=repeats,
             )
         )
+    if panel:
+        return [dataclasses.replace(plans[0], seats=tuple(zip(panel, plans, strict=True)))]
     return plans
 
 
@@ -254,26 +269,16 @@ class Scheduler:
         # every call made for this sample, in this task and the tasks it starts, books to it
         # the row orders this sample's requests where they wait for a slot: rows finish in order
         with run_scope(meter=meter, row=row):
-            scored = [m for m in to_run if m.needs_llm]  # a judge's cells, before any was kept
-            cells = plan.cells
-            kept = cells.lookup(sample, to_run) if cells is not None and to_run else KeptCells()
-            results.update(kept.results)
-            to_run = [m for m in to_run if m.name not in kept.results]
-            statements = SharedStatements(sample, plan.shared_judge)
-            ctx = ScoringContext(
-                judge=plan.shared_judge,
-                embeddings=plan.embeddings,
-                statements=statements,
-                tags={"sample": sid},
-            )
-            fresh = await self._score(to_run, sample, ctx, plan.judge_of, row=row)
-            results.update(fresh)
-            if cells is not None:
-                cells.book(sample, kept, statements.asked)
-                if fresh:
-                    cells.keep(sample, to_run, fresh, meter.calls, statements.asked)
-            if plan.repeats > 1:
-                results.update(await self._repeat(plan, scored, sample, sid, results))
+            results.update(await self._score_plan(plan, to_run, sample, sid, meter, row=row))
+            judged = [m for m in to_run if plan.on_panel(m)]
+            if judged:
+                # the other judges of the panel, one after the other: the meter's calls of each
+                # are then its own (what its kept cells stand for)
+                votes = {plan.seats[0][0]: results}
+                for name, seat in plan.seats[1:]:
+                    votes[name] = await self._score_plan(seat, judged, sample, sid, meter)
+                for m in judged:
+                    results[m.name] = _combine_panel({n: v[m.name] for n, v in votes.items()})
             return SampleLine(
                 row=row,
                 id=sid,
@@ -281,6 +286,42 @@ class Scheduler:
                 cells={m.name: Cell.of(results[m.name], meter.take(m.name)) for m in metrics},
                 shared_usage=meter.take(SHARED_TAG),
             )
+
+    async def _score_plan(
+        self,
+        plan: Plan,
+        metrics: Sequence[Metric],
+        sample: Sample,
+        sid: str,
+        meter: _SampleMeter,
+        *,
+        row: int | None = None,
+    ) -> dict[str, MetricResult]:
+        """The cells of `metrics` on `sample` by `plan`'s judges: those kept across runs, the
+        others scored (and kept), each judge cell again for every repeat."""
+        scored = [m for m in metrics if m.needs_llm]  # a judge's cells, before any was kept
+        cells = plan.cells
+        kept = cells.lookup(sample, metrics) if cells is not None and metrics else KeptCells()
+        results: dict[str, MetricResult] = dict(kept.results)
+        to_run = [m for m in metrics if m.name not in kept.results]
+        statements = SharedStatements(sample, plan.shared_judge)
+        ctx = ScoringContext(
+            judge=plan.shared_judge,
+            embeddings=plan.embeddings,
+            statements=statements,
+            tags={"sample": sid},
+        )
+        calls_before = dict(meter.calls)
+        fresh = await self._score(to_run, sample, ctx, plan.judge_of, row=row)
+        results.update(fresh)
+        if cells is not None:
+            cells.book(sample, kept, statements.asked)
+            if fresh:
+                calls = {k: n - calls_before.get(k, 0) for k, n in meter.calls.items()}
+                cells.keep(sample, to_run, fresh, calls, statements.asked)
+        if plan.repeats > 1:
+            results.update(await self._repeat(plan, scored, sample, sid, results))
+        return results
 
     async def _score(
         self,
@@ -372,14 +413,31 @@ class Scheduler:
             return Cell(status="not_measured", cause=cause, cause_kind="metric_error")
 
 
-def _combine_repeats(scorings: Sequence[MetricResult]) -> Cell:
-    """One cell from the scorings of a cell scored several times: the mean of the measured
-    values with the first measured scoring's reason and evidence, and every score (``repeats``);
-    when none was measured, the first scoring (its cause and kind) with the count."""
-    measured = [r.value for r in scorings if r.measured and r.value is not None]
-    repeats = RepeatedScores(values=measured, not_measured=len(scorings) - len(measured))
+def _measured(results: Sequence[MetricResult]) -> list[float]:
+    return [r.value for r in results if r.measured and r.value is not None]
+
+
+def _combined(results: Sequence[MetricResult], **record: object) -> Cell:
+    """One cell of several results of it: the mean of the measured values with the first
+    measured result's reason and evidence; when none was measured, the first result (its cause
+    and kind); either way with `record` (what the cell keeps of each result)."""
+    measured = _measured(results)
     if not measured:
-        return Cell(**{**dict(scorings[0]), "repeats": repeats})
-    base = next(r for r in scorings if r.measured)
-    mean = sum(measured) / len(measured)
-    return Cell(**{**dict(base), "value": mean, "repeats": repeats})
+        return Cell(**{**dict(results[0]), **record})
+    base = next(r for r in results if r.measured)
+    return Cell(**{**dict(base), "value": sum(measured) / len(measured), **record})
+
+
+def _combine_repeats(scorings: Sequence[MetricResult]) -> Cell:
+    """One cell from the scorings of a cell scored several times, keeping every score
+    (``repeats``)."""
+    measured = _measured(scorings)
+    repeats = RepeatedScores(values=measured, not_measured=len(scorings) - len(measured))
+    return _combined(scorings, repeats=repeats)
+
+
+def _combine_panel(votes: Mapping[str, MetricResult]) -> Cell:
+    """One cell from each judge's result of it, keeping each judge's (``panel``; a judge's
+    repeats are kept there, not on the cell)."""
+    panel = {name: PanelVote.of(result) for name, result in votes.items()}
+    return _combined(list(votes.values()), repeats=None, panel=panel)

@@ -24,6 +24,7 @@ from rageval._client._cache import recorded_cache
 from rageval.errors import RunDirError
 from rageval.judge import JudgeSpec
 from rageval.log import Manifest
+from rageval.runner._panel import Panel
 from rageval.runner._prepare import RunSpec, embeddings_from_spec
 from rageval.runner._probe import key_variable
 from rageval.runner._rundir import resumable_manifest
@@ -129,8 +130,16 @@ class StoredRun:
             made.append(metric)
         return made
 
-    def make_judge(self) -> Judge | list[Judge] | None:
-        """The run's judge; one per endpoint when its rows were spread over several."""
+    def make_judge(self) -> Judge | list[Judge] | Panel | None:
+        """The run's judge; one per endpoint when its rows were spread over several; its panel
+        when it was judged by one."""
+        if self.manifest.panel:
+            return Panel(
+                {
+                    p.name: judge_from_settings(judge_settings(p.judge.model_dump()))
+                    for p in self.manifest.panel
+                }
+            )
         if not self.judge:
             return None
         settings = judge_settings(self.judge)
