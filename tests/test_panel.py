@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 from test_ppi_and_repeats import Sequenced, level_rows
 
-from helpers import grader, labelled_rows, make_judge, user_text
-from rageval import evaluate
+from helpers import grader, labelled_rows, make_judge, user_text, write_jsonl
+from rageval import calibrate, estimate, evaluate
+from rageval.cli import main
 from rageval.results import load_run
 from rageval.judge import Judge
+from rageval.log import read_calibration
 from rageval.runner import Panel, RunConfigError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
 
@@ -194,3 +196,96 @@ def test_a_panel_with_repeats_counts_each_judges_flips() -> None:
     assert cell.panel["a"].repeats is not None and cell.panel["a"].repeats.values == [1, 0.5, 1]
     flips = result.summary()["answer_accuracy"].flips
     assert flips is not None and (flips.n_cells, flips.n_flipped) == (4, 2)
+
+
+def test_the_dry_run_counts_every_judges_requests() -> None:
+    with FakeOpenAI(grader) as a, FakeOpenAI(strict_grader) as b:
+        metrics = ["answer_accuracy", "token_f1"]
+        one = estimate(rows(), metrics, make_judge(a, "model-a"))
+        both = estimate(
+            rows(), metrics, Panel({"a": make_judge(a, "model-a"), "b": make_judge(b, "model-b")})
+        )
+        assert not a.chat_requests and not b.chat_requests
+    single, panel = one.metrics["answer_accuracy"], both.metrics["answer_accuracy"]
+    assert single.requests.estimate == 8  # 4 rows x 2 templates
+    assert panel.requests.estimate == 16 and panel.cells == single.cells == 4
+    assert both.metrics["token_f1"].requests.estimate == 0
+
+
+def test_calibrate_gives_each_judges_agreement_and_the_panels(tmp_path: Path) -> None:
+    # labels 1, 1, 1, 0; verdicts at .5: judge a 1, 1, 1, 0 (accuracy 1); judge b 1, 0, 0, 0
+    # (.5); the panel's means 1, .25, .25, 0: 1, 0, 0, 0 (.5)
+    data = labelled_rows(GRADES, [1, 1, 1, 0])
+    with FakeOpenAI(grader) as a, FakeOpenAI(strict_grader) as b:
+        panel = Panel({"a": make_judge(a, "model-a"), "b": make_judge(b, "model-b")})
+        report = calibrate(
+            data, {"human": "answer_accuracy"}, panel, run_dir=tmp_path / "run", progress=False
+        )
+    (mean,) = report.agreements
+    assert mean.judge is None and mean.statistics["accuracy"].value == 0.5
+    by_judge = {x.judge: x.statistics["accuracy"].value for x in report.judge_agreements}
+    assert by_judge == {"a": 1.0, "b": 0.5}
+    table = report.table()
+    assert "answer_accuracy (the panel's mean) vs human" in table
+    assert "answer_accuracy by a vs human" in table
+    assert read_calibration(tmp_path / "run") == report
+
+
+def test_the_command_line_makes_a_panel_of_repeated_llm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    data = tmp_path / "data.jsonl"
+    write_jsonl(data, rows())
+    with FakeOpenAI(grader) as a, FakeOpenAI(strict_grader) as b:
+        code = main(
+            [
+                "evaluate", str(data), "-m", "answer_accuracy", "-o", str(tmp_path / "run"),
+                "--llm", "model-a", "--base-url", a.base_url,
+                "--llm", "model-b", "--base-url", b.base_url, "--no-cache", "-q",
+            ]
+        )  # fmt: skip
+        out = capsys.readouterr().out
+        assert code == 0, out
+        assert (len(a.chat_requests), len(b.chat_requests)) == (8, 8)
+        assert f"answer_accuracy: alpha {ALPHA:.3f}" in out
+        # three --llm and two --base-url pair no way
+        code = main(
+            [
+                "evaluate", str(data), "-m", "answer_accuracy", "--llm", "x", "--llm", "y",
+                "--llm", "z", "--base-url", a.base_url, "--base-url", b.base_url,
+            ]
+        )  # fmt: skip
+        assert code == 2
+        assert "one --base-url for all of them or one for each" in capsys.readouterr().err
+
+
+def test_the_config_file_makes_a_panel_of_its_judges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    monkeypatch.delenv("RAGEVAL_LLM", raising=False)
+    data = tmp_path / "data.jsonl"
+    write_jsonl(data, rows())
+    with FakeOpenAI(grader) as a, FakeOpenAI(strict_grader) as b:
+        config = tmp_path / "rageval.toml"
+        config.write_text(
+            "[judge]\ncache = false\n"
+            f'[[judges]]\nname = "lenient"\nmodel = "model-a"\nbase_url = "{a.base_url}"\n'
+            f'[[judges]]\nmodel = "model-b"\nbase_url = "{b.base_url}"\n',
+            encoding="utf-8",
+        )
+        code = main(
+            [
+                "evaluate", str(data), "-m", "answer_accuracy", "-o", str(tmp_path / "run"),
+                "--config", str(config), "-q",
+            ]
+        )  # fmt: skip
+        assert code == 0, capsys.readouterr()
+        assert (len(a.chat_requests), len(b.chat_requests)) == (8, 8)
+        second = f"model-b@{b.base_url}"
+    summary = load_run(tmp_path / "run").summary()["answer_accuracy"].panel
+    assert summary is not None and summary.judges == ["lenient", second]
+    config.write_text('[[judges]]\nbase_url = "http://127.0.0.1:1/v1"\n', encoding="utf-8")
+    assert main(["evaluate", str(data), "--config", str(config)]) == 2
+    assert "[[judges]] number 1: give its model" in capsys.readouterr().err

@@ -27,6 +27,15 @@ and `probe`)::
     [params.answer_correctness]
     weights = [0.5, 0.5]
 
+    # a judge panel (docs/panels.md): each [[judges]] is a judge, its settings over [judge]'s
+    [[judges]]
+    name = "qwen"          # the name its values are kept under (default: model@base_url)
+    model = "qwen1.5b"
+    base_url = "http://127.0.0.1:8080/v1"
+    [[judges]]
+    model = "smollm2"
+    base_url = "http://127.0.0.1:8081/v1"
+
 Precedence, highest first: the command line (including `-p`), the environment (`RAGEVAL_LLM`,
 `RAGEVAL_BASE_URL` / `OPENAI_BASE_URL`), the config file, the defaults.
 """
@@ -48,12 +57,14 @@ from rageval.errors import RagevalError
 
 if TYPE_CHECKING:
     from rageval.judge import Judge
+    from rageval.runner import Panel
 
 __all__ = [
     "CONFIG_FILE",
     "ConfigError",
     "Settings",
     "configured_judge",
+    "configured_panel",
     "find_config",
     "load_settings",
     "parse_params",
@@ -80,6 +91,7 @@ class _File(BaseModel):
     max_cost: float | None = None
     batch: bool | dict[str, int | float | str] | None = None
     judge: dict[str, Any] | None = None
+    judges: list[dict[str, Any]] | None = None
     params: dict[str, dict[str, Any]] | None = None
 
 
@@ -99,6 +111,9 @@ class Settings:
     batch: bool | dict[str, int | float | str] | None = None
     #: Judge keyword arguments, `model` and `base_url` among them when the file sets them
     judge: dict[str, Any] = field(default_factory=dict)
+    #: a judge panel's judges ([[judges]]): each one's `name` (optional) and Judge keyword
+    #: arguments, over those of `judge`
+    judges: list[dict[str, Any]] = field(default_factory=list)
     #: metric name -> constructor arguments
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -151,6 +166,11 @@ def load_settings(
         raise ConfigError(f"{found}: {problems}") from None
     judge = dict(parsed.judge or {})
     _check_judge_names(judge, found)
+    judges = [dict(entry) for entry in parsed.judges or ()]
+    for i, entry in enumerate(judges):
+        _check_judge_names({k: v for k, v in entry.items() if k != "name"}, found, i)
+        if not isinstance(entry.get("model") or judge.get("model"), str):
+            raise ConfigError(f"{found}: [[judges]] number {i + 1}: give its model")
     return Settings(
         source=found,
         metrics=parsed.metrics,
@@ -162,6 +182,7 @@ def load_settings(
         max_cost=parsed.max_cost,
         batch=parsed.batch,
         judge=judge,
+        judges=judges,
         params={name: dict(p) for name, p in (parsed.params or {}).items()},
     )
 
@@ -177,17 +198,19 @@ def _judge_parameters() -> list[str]:
     return [n for n in names if n not in ("self", "client", "api_key")]
 
 
-def _check_judge_names(judge: Mapping[str, Any], source: Path) -> None:
+def _check_judge_names(judge: Mapping[str, Any], source: Path, entry: int | None = None) -> None:
+    """`judge`'s keys are Judge settings ([judge], or the [[judges]] table number `entry`)."""
+    table = "[judge]" if entry is None else f"[[judges]] number {entry + 1}"
     known = _judge_parameters()
     unknown = sorted(set(judge) - set(known))
     if "api_key" in judge:
         raise ConfigError(
-            f"{source}: [judge] api_key: a key does not belong in a file; name the variable "
+            f"{source}: {table} api_key: a key does not belong in a file; name the variable "
             "that holds it with api_key_env"
         )
     if unknown:
         raise ConfigError(
-            f"{source}: [judge] {', '.join(unknown)}: not a Judge setting (known: "
+            f"{source}: {table} {', '.join(unknown)}: not a Judge setting (known: "
             f"{', '.join(known)})"
         )
 
@@ -279,6 +302,34 @@ def configured_judge(
         if isinstance(e, RagevalError):
             raise  # already says what is wrong (no key for OpenAI...)
         raise ConfigError(f"{settings.source}: [judge]: {e}") from None
+
+
+def configured_panel(settings: Settings, **overrides: Any) -> Panel | None:
+    """The judge panel of the config file's [[judges]] (None without): each judge its table's
+    settings over [judge]'s, then `overrides` (the command line's); named by its `name`, else
+    ``model@base_url``. RAGEVAL_LLM does not apply to them (each names its model); the
+    environment's endpoint only to one without a ``base_url``."""
+    if not settings.judges:
+        return None
+    from rageval.runner import Panel
+    from rageval.runner._panel import judge_name
+
+    named: list[tuple[str, Judge]] = []
+    for entry in settings.judges:
+        table = {**settings.judge, **entry}
+        name = table.pop("name", None)
+        model, base_url = table.pop("model"), table.pop("base_url", None)
+        one = Settings(source=settings.source, judge=table)
+        judge = configured_judge(one, model=model, base_url=base_url, **overrides)
+        assert judge is not None  # a model is named
+        named.append((name or judge_name(judge), judge))
+    names = [name for name, _ in named]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(
+            f"{settings.source}: [[judges]]: {', '.join(twice)} twice: give each judge its name"
+        )
+    return Panel(dict(named))
 
 
 def _price_table(prices: Any) -> Any:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import BatchSettings, Judge
     from rageval.results import EvaluationResult
+    from rageval.runner import Panel
     from rageval.runner._stored import StoredRun
 
 _FORMATS = ("jsonl", "json", "csv", "tsv", "parquet")
@@ -338,7 +339,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
 def _dry_run(
     data: str | None,
     metrics: Sequence[str] | None,
-    judge: Judge | list[Judge] | None,
+    judge: Judge | list[Judge] | Panel | None,
     embeddings: Embeddings | None,
     *,
     as_json: bool,

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from rageval._config import Settings
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge, PriceTable
+    from rageval.runner import Panel
     from rageval.runner._stored import StoredRun
 
 
@@ -227,7 +228,14 @@ def add_run_options(parser: argparse.ArgumentParser, *, param_help: str) -> None
         metavar="METRIC.PARAM=VALUE",
         help=param_help,
     )
-    parser.add_argument("--llm", metavar="MODEL", help="judge model (default: $RAGEVAL_LLM)")
+    parser.add_argument(
+        "--llm",
+        metavar="MODEL",
+        action="append",
+        default=[],
+        help="judge model (default: $RAGEVAL_LLM); repeat it, each with its own --base-url, "
+        "for a judge panel: every judge scores every judge cell (docs/panels.md)",
+    )
     parser.add_argument(
         "--base-url",
         metavar="URL",
@@ -303,7 +311,7 @@ class CommandRunArguments(TypedDict):
 
     #: the config file's [params.METRIC] with -p over them (None: none)
     metric_params: dict[str, dict[str, Any]] | None
-    llm: Judge | list[Judge] | None
+    llm: Judge | list[Judge] | Panel | None
     embeddings: Embeddings | None
     column_map: dict[str, str] | None
     on_invalid: Literal["raise", "skip"] | None
@@ -361,11 +369,14 @@ def read_run_options(
 
 def _judge(
     args: argparse.Namespace, stored: StoredRun | None, settings: Settings
-) -> Judge | list[Judge] | None:
+) -> Judge | list[Judge] | Panel | None:
     """The judge the command line, the environment and the config file configure, one per
-    --base-url (a list when there are several: the rows are spread over them); resuming, the
-    run's own judge (from its manifest, on its endpoints) with what the command line changes."""
-    from rageval._config import configured_judge
+    --base-url (a list when there are several: the rows are spread over them); a panel for
+    several --llm (each on the --base-url in its place) or the config file's [[judges]];
+    resuming, the run's own judge (from its manifest, on its endpoints; its panel as it was)
+    with what the command line changes."""
+    from rageval._config import configured_judge, configured_panel
+    from rageval.runner import Panel
     from rageval.runner._stored import judge_from_settings, judge_settings
 
     overrides: dict[str, Any] = {}
@@ -381,17 +392,32 @@ def _judge(
     prices = _prices(args.price)
     if prices is not None:
         overrides["prices"] = prices
+    if len(args.llm) > 1:
+        urls = args.base_url or [None]
+        if len(urls) not in (1, len(args.llm)):
+            raise _UsageError(
+                f"a judge panel of {len(args.llm)} --llm takes one --base-url for all of them or "
+                f"one for each, got {len(urls)}"
+            )
+        pairs = zip(args.llm, urls * len(args.llm) if len(urls) == 1 else urls, strict=False)
+        panel = [configured_judge(settings, model=m, base_url=u, **overrides) for m, u in pairs]
+        return Panel([j for j in panel if j is not None])
+    model = args.llm[0] if args.llm else None
     judges: list[Judge | None]
-    if stored is not None and args.llm is None:
+    if stored is not None and model is None:
+        if stored.manifest.panel:
+            return stored.make_judge()
         if stored.judge is None:
             return None
         resumed = {**judge_settings(stored.judge), **overrides}
         urls = args.base_url or stored.judge.get("base_urls") or [resumed.get("base_url")]
         judges = [judge_from_settings({**resumed, "base_url": url}) for url in urls]
+    elif model is None and not args.base_url and settings.judges:
+        return configured_panel(settings, **overrides)
     else:
         urls = args.base_url or [None]
         judges = [
-            configured_judge(settings, model=args.llm, base_url=url, **overrides) for url in urls
+            configured_judge(settings, model=model, base_url=url, **overrides) for url in urls
         ]
     found = [j for j in judges if j is not None]
     return found if len(found) > 1 else next(iter(found), None)

@@ -55,6 +55,9 @@ class LabelAgreement(_LogModel):
 
     label_column: str
     metric: str
+    #: the judge of a panel whose own values these are (None: the metric's cells, a panel's
+    #: mean when the run had one); written only then
+    judge: str | None = Field(default=None, exclude_if=lambda v: v is None)
     kind: LabelKind
     #: the label scale of a binary or ordinal column
     levels: list[float] | None = None
@@ -109,6 +112,9 @@ class CalibrationReport(LabelledRunReport):
     confidence: FiniteFloat
     interval_method: str
     agreements: list[LabelAgreement]
+    #: a judge panel's run: each judge's own agreement, beside the panel's in `agreements`
+    #: (the --min-kappa gate reads those); written only then
+    judge_agreements: list[LabelAgreement] = Field(default_factory=list, exclude_if=lambda v: not v)
     #: the whole calibration run, shared work and embeddings included
     usage: Usage = Field(default_factory=Usage)
     #: the --min-kappa gate, if one was set, and why each failing agreement failed it
@@ -140,8 +146,10 @@ class CalibrationReport(LabelledRunReport):
         confusion matrix, and the run's usage."""
         pct = f"{self.confidence:.0%}"
         blocks = []
-        for a in self.agreements:
-            head = f"{a.metric} vs {a.label_column} ({a.kind} labels): {a.n_pairs} pairs" + (
+        panel = " (the panel's mean)" if self.judge_agreements else ""
+        for a in [*self.agreements, *self.judge_agreements]:
+            who = f"{a.metric} by {a.judge}" if a.judge is not None else a.metric + panel
+            head = f"{who} vs {a.label_column} ({a.kind} labels): {a.n_pairs} pairs" + (
                 f", {a.n_without_judge} labelled rows not scored" if a.n_without_judge else ""
             )
             rows = [("statistic", "value", f"{pct} CI")]

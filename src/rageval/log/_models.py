@@ -57,7 +57,8 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   judge's own result (``panel``: judge name -> :class:`PanelVote`) and its value is their
   mean; a metric's summary gives the judges' agreement (``panel``: :class:`PanelSummary`,
   Krippendorff's α) and, with repeats, how often a cell's pass/fail flips across its scorings
-  (``flips``: :class:`FlipSummary`). All optional, absent meaning one judge: a run of format 8
+  (``flips``: :class:`FlipSummary`); ``calibration.json`` adds each judge's own agreement
+  with the labels (``judge_agreements``). All optional, absent meaning one judge: a run of format 8
   reads as it is and can be resumed.
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).

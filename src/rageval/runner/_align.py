@@ -65,6 +65,7 @@ from rageval.runner._calibrate import (
     read_labels,
 )
 from rageval.runner._evaluate import aevaluate
+from rageval.runner._panel import Panel
 from rageval.runner._prepare import (
     LabelsArg,
     OnInvalid,
@@ -118,7 +119,7 @@ class _Task:
 async def aalign(
     data: Any,
     labels: LabelsArg,
-    llm: Judge | str | Sequence[Judge] | None = None,
+    llm: Judge | str | Sequence[Judge] | Panel | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     split: float = 0.5,
@@ -200,6 +201,11 @@ async def aalign(
     ]
     keep = _limited(labelled, [t.column.name for t in tasks], limit)
     _check_rows(labelled, metrics, keep, on_invalid)
+    if isinstance(llm, Panel):
+        raise RunConfigError(
+            "align tunes one judge's configuration, not a judge panel's: align with one of its "
+            "judges (then calibrate the panel with that configuration)"
+        )
     judges = run_judges(llm)
     if not judges:
         raise RunConfigError(

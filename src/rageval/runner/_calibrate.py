@@ -32,6 +32,8 @@ from rageval.stats import KappaWeights
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
+    from rageval.results import EvaluationResult
+    from rageval.runner._panel import Panel
 
 
 def _metrics_of(pairs: Sequence[tuple[str, str | Metric]]) -> list[str | Metric]:
@@ -117,7 +119,7 @@ def read_labels(
 async def acalibrate(
     data: Any,
     labels: LabelsArg,
-    llm: Judge | str | Sequence[Judge] | None = None,
+    llm: Judge | str | Sequence[Judge] | Panel | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     label_kinds: Mapping[str, LabelKind] | None = None,
@@ -167,6 +169,7 @@ async def acalibrate(
 
     result = await aevaluate(spec, run_dir=run_dir, resume=resume, progress=progress, probe=probe)
     summary = result.summary()
+    named = [(c, m if isinstance(m, str) else m.name) for c, m in pairs]
     agreements = [
         measure_agreement(
             columns[column],
@@ -180,7 +183,23 @@ async def acalibrate(
             seed=seed,
             usage=summary[name].usage,
         )
-        for column, name in ((c, m if isinstance(m, str) else m.name) for c, m in pairs)
+        for column, name in named
+    ]
+    # a panel's run: each judge's own values against the labels too
+    judge_agreements = [
+        measure_agreement(
+            columns[column],
+            name,
+            values,
+            levels=(label_levels or {}).get(column),
+            threshold=threshold,
+            kappa_weights=kappa_weights,
+            confidence=confidence,
+            n_resamples=n_resamples,
+            seed=seed,
+        ).model_copy(update={"judge": judge})
+        for column, name in named
+        for judge, values in _judge_values(result, name).items()
     ]
     report = CalibrationReport(
         rageval_version=__version__,
@@ -195,6 +214,7 @@ async def acalibrate(
             f"percentile bootstrap over the labelled rows, {n_resamples} resamples, seed {seed}"
         ),
         agreements=agreements,
+        judge_agreements=judge_agreements,
         usage=result.usage,
     )
     if min_kappa is not None:
@@ -205,6 +225,19 @@ async def acalibrate(
         write_atomic(Path(run_dir) / CALIBRATION_FILE, report)
         _write_report(RunDir(run_dir))
     return report
+
+
+def _judge_values(result: EvaluationResult, metric: str) -> dict[str, list[float | None]]:
+    """Each panel judge's own values of `metric` by row (empty without a panel)."""
+    cells = result.cells(metric)
+    judges = dict.fromkeys(j for c in cells if c is not None and c.panel for j in c.panel)
+    return {
+        judge: [
+            v.value if c is not None and c.panel and (v := c.panel.get(judge)) else None
+            for c in cells
+        ]
+        for judge in judges
+    }
 
 
 calibrate = synchronous(

@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field, field_serializer
 from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
 from rageval.metrics.base import Metric, MetricLike
+from rageval.runner._panel import Panel
 from rageval.runner._prepare import RunOptions, RunSpec, prepare, spec_of
 from rageval.runner._tokens import APPROXIMATION, CHARS_PER_TOKEN, Counters
 from rageval.samples import Sample
@@ -309,6 +310,14 @@ class SampleCost:
         parts = (*self.by_metric.values(), *self.shared.values())
         return max((p.largest_request_usd for p in parts), default=0.0)
 
+    def add_requests(self, other: SampleCost) -> None:
+        """What another judge of a panel asks for the same cells (they are not counted again)."""
+        for mine, theirs in ((self.by_metric, other.by_metric), (self.shared, other.shared)):
+            for name, part in theirs.items():
+                part.cells = 0
+                mine.setdefault(name, _Tally()).add(part)
+        self.undeclared |= other.undeclared
+
 
 def sample_cost(
     sample: Sample,
@@ -351,34 +360,43 @@ def row_cost(
     kept: bool = True,
     counters: Counters | None = None,
 ) -> tuple[SampleCost, int]:
-    """The planned cost of scoring `row` under `plan`, as the scheduler scores it, and how
-    many of its cells are kept from an earlier run (those cost nothing; looked up only with
-    `kept`)."""
+    """The planned cost of scoring `row` under `plan`, as the scheduler scores it (by every
+    judge of a panel), and how many of its cells are kept from an earlier run (those cost
+    nothing; looked up only with `kept`)."""
     if sample is None or row in plan.invalid_rows:
         return SampleCost(), 0
     if sample.id is None:  # the run names the sample by its run id (its cells' keys too)
         sample = sample.model_copy(update={"id": sid})
     skipped = plan.skipped(row)
     to_run = [m for m in plan.metrics if m.name not in skipped]
-    found: Mapping[str, object] = {}
-    if kept and plan.cells is not None:
-        found = plan.cells.lookup(sample, [m for m in to_run if m.needs_llm]).results
-    cost = sample_cost(
-        sample,
-        [m for m in to_run if m.name not in found],
-        plan.judge_of,
-        plan.shared_judge,
-        batch=batch,
-        repeats=plan.repeats,
-        counters=counters,
-    )
-    return cost, len(found)
+    cost, n_kept = SampleCost(), 0
+    judged = [m for m in to_run if plan.on_panel(m)]
+    # the first judge scores every cell; the panel's others its judge metrics
+    for i, seat in enumerate([plan, *(seat for _, seat in plan.seats[1:])]):
+        metrics = to_run if i == 0 else judged
+        found: Mapping[str, object] = {}
+        if kept and seat.cells is not None:
+            found = seat.cells.lookup(sample, [m for m in metrics if m.needs_llm]).results
+        planned = sample_cost(
+            sample,
+            [m for m in metrics if m.name not in found],
+            seat.judge_of,
+            seat.shared_judge,
+            batch=batch,
+            repeats=seat.repeats,
+            counters=counters,
+        )
+        if i == 0:
+            cost, n_kept = planned, len(found)
+        else:
+            cost.add_requests(planned)
+    return cost, n_kept
 
 
 def estimate(
     data: Any,
     metrics: Sequence[MetricLike] | None = None,
-    llm: Judge | str | Sequence[Judge] | None = None,
+    llm: Judge | str | Sequence[Judge] | Panel | None = None,
     embeddings: Embeddings | str | None = None,
     *,
     batch: bool = False,
