@@ -8,16 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_ppi_and_repeats import Sequenced, level_rows
 
 from helpers import grader, labelled_rows, make_judge, user_text, write_jsonl
 from rageval import calibrate, estimate, evaluate
 from rageval.cli import main
-from rageval.results import load_run
 from rageval.judge import Judge
 from rageval.log import read_calibration
+from rageval.results import load_run
 from rageval.runner import Panel, RunConfigError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
+from test_ppi_and_repeats import Sequenced, level_rows
 
 
 def strict_grader(req: RecordedRequest) -> Reply:

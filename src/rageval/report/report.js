@@ -455,12 +455,31 @@
         `${fmtValue(r.judge_noise.mean_cell_sd)}; judge noise is ${Math.round(r.judge_noise.noise_variance_share * 100)}% ` +
         `of the variance of the mean, ${Math.round(r.judge_noise.ci_width_share * 100)}% of its CI width.`,
     ]);
+    const interval = (lo, hi) => (lo === null || lo === undefined || hi === null || hi === undefined ? "" : ` [${fmtValue(lo)}, ${fmtValue(hi)}]`);
+    const panel = METRICS.filter((r) => r.panel).map((r) => [
+      " ",
+      shown("span", { class: "panel-alpha", "data-metric": r.name }, r.name),
+      `: α ${r.panel.alpha === null || r.panel.alpha === undefined ? "undefined" : fmtValue(r.panel.alpha)}` +
+        `${interval(r.panel.alpha_ci_low, r.panel.alpha_ci_high)} over ${plural(r.panel.n_units, "row")}` +
+        `${r.panel.note ? ` (${r.panel.note})` : ""}; judges' means ` +
+        Object.entries(r.panel.judge_means || {})
+          .map(([j, m]) => `${j} ${m === null ? "—" : fmtValue(m)}`)
+          .join(", ") +
+        ".",
+    ]);
+    const flips = METRICS.filter((r) => r.flips).map((r) => [
+      " ",
+      shown("span", { class: "flip-rate", "data-metric": r.name }, r.name),
+      `: ${r.flips.rate === null ? "—" : fmtValue(r.flips.rate)} (${r.flips.n_flipped} of ${plural(r.flips.n_cells, "cell")}; pass: ≥ ${r.flips.threshold}).`,
+    ]);
     const notes = [
       "Not-measured and skipped cells are left out of the mean and counted on their own, never as 0.",
       METRICS.some((r) => Object.keys(r.ppi || {}).length)
         ? "↳ rows: the mean human label by PPI++ (normal-approximation 95% CI), the judge rectified by the labelled rows."
         : null,
       noise.length ? ["Judge noise —", noise] : null,
+      panel.length ? ["Judge panel — each judge scored every cell, the value is their mean; agreement between the judges, Krippendorff's α (interval, 95% bootstrap CI over the rows) —", panel] : null,
+      flips.length ? ["Flip rate — cells whose pass/fail changed across repeats —", flips] : null,
       method ? `CI: ${method}.` : null,
       u.retries ? `${fmtInt(u.retries)} ${u.retries === 1 ? "retry" : "retries"} in total (requests sent again after a transient error).` : null,
       u.reasks ? `${fmtInt(u.reasks)} ${u.reasks === 1 ? "re-ask" : "re-asks"} in total (replies asked again because they failed validation).` : null,
@@ -1381,6 +1400,23 @@
     );
   }
 
+  // A cell of a judge panel: each judge's own value (the cell's is their mean).
+  function panelView(votes) {
+    return h(
+      "div",
+      { class: "panel-votes" },
+      h("h4", null, "Judges"),
+      h(
+        "div",
+        { class: "chips" },
+        Object.entries(votes).map(([judge, v]) =>
+          h("span", { class: "chip", title: v.cause || null }, shown("span", null, judge), ` ${v.status === "ok" ? fmtValue(v.value) : humanize(v.status)}`),
+        ),
+      ),
+      h("p", { class: "muted" }, "the value is the mean of the judges' values"),
+    );
+  }
+
   function metricView(name, cell, focused) {
     const head = h(
       "div",
@@ -1405,6 +1441,7 @@
         : null,
       cell.reason ? h("div", { class: "reason" }, h("h4", null, "Reason"), textBlock(cell.reason)) : null,
       cell.repeats ? repeatsView(cell.repeats) : null,
+      cell.panel ? panelView(cell.panel) : null,
       evidenceView(cell.evidence),
       cell.usage ? h("p", { class: "usage muted" }, usageLine(cell.usage)) : null,
     );
