@@ -274,6 +274,14 @@ def add_run_options(parser: argparse.ArgumentParser, *, param_help: str) -> None
         help="judge tokens per minute at most, per endpoint (as --requests-per-minute)",
     )
     parser.add_argument(
+        "--judge-scoring",
+        choices=("auto", "probabilities", "sampled"),
+        default=None,
+        help="how verdicts and ratings are scored: by the probabilities of their options from "
+        "the token log-probabilities, by the values sampled, or auto (default: probabilities "
+        "where the endpoint returns them; docs/judge-probabilities.md)",
+    )
+    parser.add_argument(
         "--no-cache", action="store_true", help="do not read or write the request cache"
     )
     add_pairs_option(
@@ -384,6 +392,7 @@ def _judge(
         ("concurrency", "max_concurrency"),
         ("requests_per_minute", "requests_per_minute"),
         ("tokens_per_minute", "tokens_per_minute"),
+        ("judge_scoring", "scoring"),
     ):
         if getattr(args, option) is not None:
             overrides[setting] = getattr(args, option)

@@ -14,8 +14,16 @@ from rageval._client._limiter import EndpointLimiter, endpoint_limiter
 from rageval._client._settings import Limits, RetryPolicy
 from rageval._client._usage import DEFAULT_PRICES, ModelPrice, PriceTable, Usage, UsageLedger
 from rageval.errors import FatalJudgeError, JudgeCallFailed, JudgeError
-from rageval.judge._backend import Completion, CompletionRequest, Exchange, Grant, JudgeBackend
+from rageval.judge._backend import (
+    Completion,
+    CompletionRequest,
+    Exchange,
+    Grant,
+    JudgeBackend,
+    TokenLogprob,
+)
 from rageval.judge._judge import Judge, JudgeReply, llm_factory
+from rageval.judge._probabilities import ChoiceScore, ReplyScoring, Scoring, ScoringUsed
 from rageval.judge._registry import (
     BackendTraits,
     backend_kinds,
@@ -30,6 +38,7 @@ __all__ = [
     "DEFAULT_PRICES",
     "BackendTraits",
     "BatchSettings",
+    "ChoiceScore",
     "Completion",
     "CompletionRequest",
     "EndpointLimiter",
@@ -45,8 +54,12 @@ __all__ = [
     "Limits",
     "ModelPrice",
     "PriceTable",
+    "ReplyScoring",
     "RequestCache",
     "RetryPolicy",
+    "Scoring",
+    "ScoringUsed",
+    "TokenLogprob",
     "Usage",
     "UsageLedger",
     "backend_kinds",

@@ -35,6 +35,7 @@ __all__ = [
     "Exchange",
     "Grant",
     "JudgeBackend",
+    "TokenLogprob",
     "count",
     "estimate_prompt_tokens",
 ]
@@ -42,6 +43,16 @@ __all__ = [
 # A prompt is estimated at this many characters per token before it is sent (English text runs
 # at about 4; an underestimate is caught by the server's own "context length" error).
 CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One token of a reply with its log-probability and the most likely alternatives at its
+    place (each ``(token, logprob)``, the token itself usually among them)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,6 +75,9 @@ class Completion:
     #: the reply budget the request was sent with: the judge's, or less where the prompt left
     #: less room in the context window (0: not known)
     max_tokens: int = 0
+    #: the tokens of `text` with their log-probabilities, when they were asked for and the
+    #: endpoint returned them (:mod:`rageval.judge._probabilities`)
+    tokens: tuple[TokenLogprob, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +93,9 @@ class CompletionRequest:
     #: the judge's structured-output setting ("auto" or a mode a backend may use)
     mode: str
     n: int = 1
+    #: the alternatives per token to return with the reply's log-probabilities (0: none asked;
+    #: a backend whose API cannot return them ignores it)
+    top_logprobs: int = 0
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from rageval.judge._budget import (
     grown_budget,
     window_cut,
 )
+from rageval.judge._cached import revalidate_all, revalidate_scored
 from rageval.judge._modes import (
     MODES,
     Shape,
@@ -44,6 +45,21 @@ from rageval.judge._modes import (
     parse_json_object,
     reask_messages,
     shape_of,
+)
+from rageval.judge._probabilities import (
+    NO_LOGPROBS,
+    SAMPLED,
+    SCORINGS,
+    TOP_LOGPROBS,
+    Path,
+    ReplyScoring,
+    Scoring,
+    choice_leaves,
+    fallback_scoring,
+    gives_logprobs,
+    remember_no_logprobs,
+    score_reply,
+    stored_reply,
 )
 from rageval.judge._registry import BackendTraits, backend_traits
 from rageval.judge._spec import JudgeSpec
@@ -75,9 +91,14 @@ _ROLES = frozenset({"system", "user", "assistant"})
 
 @dataclass(frozen=True)
 class JudgeReply(Generic[T]):
+    """The validated reply of :meth:`Judge.ask`, what it cost, and how its choices (verdicts,
+    ratings) were scored: by the probabilities of their options where the judge's `scoring`
+    asked for log-probabilities and the endpoint gave them (:mod:`rageval.judge._probabilities`)."""
+
     value: T
     usage: Usage
     cached: bool = False
+    scoring: ReplyScoring = SAMPLED
 
 
 @dataclass(frozen=True)
@@ -100,6 +121,11 @@ class _Call(Generic[T]):
     max_reasks: int
     budget: int
     temperature: float
+    #: the choices of the response model (its booleans and enums), by path
+    leaves: Mapping[Path, tuple[Any, ...]]
+    #: the choices are scored by probability: log-probabilities are asked for (unless the
+    #: endpoint was found to give none), and the cache keys on the judge's scoring
+    scored: bool
 
 
 class Judge(EndpointClient):
@@ -143,6 +169,7 @@ class Judge(EndpointClient):
         mode: Literal["auto", "json_schema", "tools", "json"] = "auto",
         max_reasks: int = 2,
         max_prompt_tokens: int | None = None,
+        scoring: Scoring = "auto",
         **endpoint: Unpack[EndpointOptions],
     ) -> None:
         traits = backend_traits(backend)
@@ -152,6 +179,13 @@ class Judge(EndpointClient):
             raise ValueError(
                 f"the {backend} backend answers through {' or '.join(traits.structured_modes)}:"
                 f" mode {mode!r}"
+            )
+        if scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
+        if scoring == "probabilities" and not traits.logprobs:
+            raise ValueError(
+                f"scoring='probabilities': the {backend} backend's API returns no "
+                "log-probabilities (use 'auto' or 'sampled')"
             )
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
@@ -179,6 +213,10 @@ class Judge(EndpointClient):
         self.mode = mode
         self.max_reasks = max_reasks
         self.max_prompt_tokens = max_prompt_tokens
+        #: how verdicts and ratings are scored: "probabilities" of their options read from the
+        #: reply's token log-probabilities, "sampled" values, or "auto" (the probabilities
+        #: where the endpoint returns them); docs/judge-probabilities.md
+        self.scoring: Scoring = scoring
         self._settings_keys: dict[tuple[Any, ...], str] = {}
         # the calls in progress, by id: the tallies of what each consumed so far (see
         # pending_usage)
@@ -213,6 +251,7 @@ class Judge(EndpointClient):
             max_prompt_tokens=self.max_prompt_tokens,
             seed=self.seed,
             mode=self.mode,
+            scoring=self.scoring,
             max_reasks=self.max_reasks,
             timeout=endpoint.timeout,
             max_retries=endpoint.max_retries,
@@ -299,15 +338,25 @@ class Judge(EndpointClient):
         Raises :class:`FatalJudgeError` when the endpoint refuses for good (and from then on at
         once), :class:`JudgeCallFailed` when this call cannot produce a usable reply.
         """
-        call = self._call(messages, response_model, check, max_reasks, max_tokens, temperature)
+        call = self._call(
+            messages, response_model, check, max_reasks, max_tokens, temperature, scoring=True
+        )
 
-        async def solve(tallies: list[Tally]) -> tuple[T, str]:
+        async def solve(tallies: list[Tally]) -> tuple[tuple[T, ReplyScoring], str]:
             tallies.append(tally := Tally())
-            return await self._solve(call, tally)
+            value, raw, scoring = await self._solve(call, tally)
+            # a reply scored by probability is cached with its scoring
+            return (value, scoring), stored_reply(raw, scoring) if call.scored else raw
 
-        revalidate = functools.partial(_revalidate, response_model=response_model, check=check)
-        value, usage, cached = await self._answer(call, "", tags, revalidate, solve)
-        return JudgeReply(value, usage, cached)
+        revalidate = functools.partial(
+            revalidate_scored,
+            response_model=response_model,
+            check=check,
+            leaves=call.leaves,
+            scored=call.scored,
+        )
+        (value, scoring), usage, cached = await self._answer(call, "", tags, revalidate, solve)
+        return JudgeReply(value, usage, cached, scoring)
 
     async def ask_n(
         self,
@@ -336,10 +385,10 @@ class Judge(EndpointClient):
 
         async def solve(tallies: list[Tally]) -> tuple[list[T], str]:
             solved = await self._solve_n(call, n, tallies)
-            return [value for value, _ in solved], "[" + ",".join(raw for _, raw in solved) + "]"
+            return [s[0] for s in solved], "[" + ",".join(s[1] for s in solved) + "]"
 
         revalidate = functools.partial(
-            _revalidate_all, response_model=response_model, check=check, n=n
+            revalidate_all, response_model=response_model, check=check, n=n
         )
         values, usage, cached = await self._answer(call, f"n={n}", tags, revalidate, solve)
         return JudgeReplies(values, usage, cached)
@@ -396,19 +445,27 @@ class Judge(EndpointClient):
         max_reasks: int | None,
         max_tokens: int | None,
         temperature: float | None,
+        *,
+        scoring: bool = False,
     ) -> _Call[T]:
+        """One ask's settings; with `scoring` (:meth:`ask`, not :meth:`ask_n`) its choices are
+        scored by probability as the judge's :attr:`scoring` says."""
         self._endpoint.check_fatal()
         reasks = self.max_reasks if max_reasks is None else max_reasks
         if reasks < 0:
             raise ValueError(f"max_reasks must be >= 0, got {reasks}")
+        shape = shape_of(response_model)
+        leaves = choice_leaves(shape.schema_json)
         return _Call(
             convo=_clean_messages(messages),
-            shape=shape_of(response_model),
+            shape=shape,
             model=response_model,
             check=check,
             max_reasks=reasks,
             budget=max(self.max_tokens, max_tokens or 0),
             temperature=self.temperature if temperature is None else float(temperature),
+            leaves=leaves,
+            scored=scoring and bool(leaves) and self.scoring != "sampled" and self.traits.logprobs,
         )
 
     async def _solve_n(self, call: _Call[T], n: int, tallies: list[Tally]) -> list[tuple[T, str]]:
@@ -427,7 +484,7 @@ class Judge(EndpointClient):
             firsts = list(replies)
         # generations the endpoint did not return are asked for one by one
         firsts += [None] * (n - len(firsts))
-        return await self._solve_each(call, firsts, tallies, budget)
+        return [(v, raw) for v, raw, _ in await self._solve_each(call, firsts, tallies, budget)]
 
     async def _solve_each(
         self,
@@ -435,7 +492,7 @@ class Judge(EndpointClient):
         firsts: Sequence[Completion | None],
         tallies: list[Tally],
         budget: int,
-    ) -> list[tuple[T, str]]:
+    ) -> list[tuple[T, str, ReplyScoring]]:
         """Each generation validated (and re-asked) on its own; None: ask for it afresh. The
         reply `budget` is the call's, or the larger one the n generations were asked with."""
         mine = [Tally() for _ in firsts]
@@ -460,7 +517,7 @@ class Judge(EndpointClient):
         tally: Tally,
         first: Completion | None = None,
         budget: int | None = None,
-    ) -> tuple[T, str]:
+    ) -> tuple[T, str, ReplyScoring]:
         convo = call.convo
         budget = call.budget if budget is None else budget
         grown = budget > call.budget
@@ -523,13 +580,27 @@ class Judge(EndpointClient):
                 tally.reasks += 1
                 convo = [*convo, *reask_messages(raw.text, problem)]
                 continue
-            return value, json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+            text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+            return value, text, self._scoring(call, raw, obj)
+
+    def _scoring(self, call: _Call[Any], raw: Completion, obj: dict[str, Any]) -> ReplyScoring:
+        """How the choices of the valid reply `raw` (parsed as `obj`) are scored; a reply
+        without log-probabilities to a call that asked for them stops "auto" asking this
+        endpoint."""
+        if not call.scored:
+            return fallback_scoring(obj, call.leaves, "sampled", None) if call.leaves else SAMPLED
+        if raw.tokens is None and self.scoring == "auto":
+            # "auto" scores by sampled values where the endpoint gives no log-probabilities
+            remember_no_logprobs(self.base_url, self.model)
+            return fallback_scoring(obj, call.leaves, "sampled", NO_LOGPROBS)
+        return score_reply(raw.text, obj, raw.tokens, call.leaves)
 
     async def _complete(
         self, convo: list[dict[str, str]], call: _Call[Any], budget: int, tally: Tally, n: int = 1
     ) -> list[Completion]:
+        asks = call.scored and (self.scoring != "auto" or gives_logprobs(self.base_url, self.model))
         request = CompletionRequest(convo, call.shape, call.temperature, budget, self.seed,
-                                    self.mode, n)  # fmt: skip
+                                    self.mode, n, TOP_LOGPROBS if asks else 0)  # fmt: skip
         exchange = Exchange(tally, functools.partial(self._send, tally))
         return await self.backend.complete(request, exchange)
 
@@ -632,8 +703,9 @@ class Judge(EndpointClient):
     def _cache_key(self, call: _Call[Any], variant: str) -> str:
         # The configured mode, not the probed one: a lookup must not need a probe first.
         # (memoised per settings: they are public attributes a caller may change)
+        scoring = self.scoring if call.scored else None
         memo = (call.shape.schema_json, self.base_url, self.model, call.temperature, call.budget,
-                self.seed, self.mode, variant, self.backend.kind)  # fmt: skip
+                self.seed, self.mode, variant, self.backend.kind, scoring)  # fmt: skip
         settings = self._settings_keys.get(memo)
         if settings is None:
             settings = self._settings_keys[memo] = cache_key(
@@ -648,6 +720,8 @@ class Judge(EndpointClient):
                     "schema": call.shape.schema_json,
                     "variant": variant,
                     **self.backend.cache_identity(),
+                    # only where probabilities score the reply: other requests keep their keys
+                    **({"scoring": scoring} if scoring else {}),
                 }
             )
         # The messages are hashed as length-prefixed text rather than as JSON: the prompts are
@@ -694,36 +768,6 @@ def _clean_messages(messages: Sequence[Mapping[str, str]]) -> list[dict[str, str
             )
         out.append({"role": role, "content": content})
     return out
-
-
-def _revalidate(text: str, response_model: type[T], check: Callable[[T], None] | None) -> T | None:
-    """A cached value, if it still validates (the model or the check may have changed)."""
-    try:
-        value = response_model.model_validate_json(text)
-        if check is not None:
-            check(value)
-    except ValueError:
-        return None
-    return value
-
-
-def _revalidate_all(
-    text: str, *, response_model: type[T], check: Callable[[T], None] | None, n: int
-) -> list[T] | None:
-    """The ``n`` cached values of an ``ask_n``, if every one still validates."""
-    try:
-        items = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(items, list) or len(items) != n:
-        return None
-    values = []
-    for item in items:
-        value = _revalidate(json.dumps(item), response_model=response_model, check=check)
-        if value is None:
-            return None
-        values.append(value)
-    return values
 
 
 def _shorten(text: str, limit: int = 500) -> str:

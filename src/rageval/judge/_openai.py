@@ -21,6 +21,7 @@ from rageval.judge._backend import (
     Completion,
     CompletionRequest,
     Exchange,
+    TokenLogprob,
     count,
     estimate_prompt_tokens,
 )
@@ -192,6 +193,10 @@ class OpenAIBackend:
             }
             if n > 1:
                 params["n"] = n
+            if request.top_logprobs and mode != "tools":
+                # a tool call's arguments have no log-probabilities in the chat API
+                params["logprobs"] = True
+                params["top_logprobs"] = request.top_logprobs
             if request.seed is not None:
                 params["seed"] = request.seed
             return params
@@ -234,9 +239,40 @@ def _read_completion(data: dict[str, Any], mode: Mode, n: int = 1) -> list[Compl
                 completion_tokens=count(usage, "completion_tokens") if i == 0 else 0,
                 counted=isinstance(usage, dict),
                 cached_tokens=_cached_count(usage) if i == 0 else 0,
+                tokens=_read_logprobs(choice.get("logprobs")) if mode != "tools" else None,
             )
         )
     return out
+
+
+def _read_logprobs(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
+    """``choices[i].logprobs.content``: each token with its log-probability and its
+    ``top_logprobs``; None when the reply has none or they are not in that form (a server's
+    other shapes are not guessed at: the choices then keep their sampled values)."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    out = []
+    for entry in content:
+        token = entry.get("token") if isinstance(entry, dict) else None
+        logprob = entry.get("logprob") if isinstance(entry, dict) else None
+        if not isinstance(token, str) or not isinstance(logprob, (int, float)):
+            return None
+        top = entry.get("top_logprobs")
+        out.append(
+            TokenLogprob(
+                token,
+                float(logprob),
+                tuple(
+                    (alt["token"], float(alt["logprob"]))
+                    for alt in (top if isinstance(top, list) else ())
+                    if isinstance(alt, dict)
+                    and isinstance(alt.get("token"), str)
+                    and isinstance(alt.get("logprob"), (int, float))
+                ),
+            )
+        )
+    return tuple(out)
 
 
 def _cached_count(usage: Any) -> int:

@@ -51,6 +51,9 @@ class JudgeSpec(BaseModel):
     seed: Annotated[int | None, _REPLIES] = None
     #: the structured-output mode ("auto": probed per endpoint, see rageval.judge._modes)
     mode: Annotated[StructuredMode, _REPLIES] = "auto"
+    #: how verdicts and ratings are scored ("auto": by the probabilities of their options where
+    #: the endpoint returns log-probabilities; see rageval.judge._probabilities)
+    scoring: Annotated[Literal["auto", "probabilities", "sampled"], _REPLIES] = "auto"
     max_reasks: int = Field(default=2, ge=0)
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=6, ge=0)
@@ -63,8 +66,10 @@ class JudgeSpec(BaseModel):
     def of_described(cls, described: Mapping[str, Any]) -> JudgeSpec:
         """The spec in a judge's ``describe()`` as a run manifest stores it (of any rageval
         version: a setting it does not record takes its default)."""
+        # a judge described before there was a scoring setting scored by sampled values
         return cls.model_validate(
-            {k: v for k, v in described.items() if k in cls.model_fields and v is not None}
+            {"scoring": "sampled"}
+            | {k: v for k, v in described.items() if k in cls.model_fields and v is not None}
         )
 
     def judge_arguments(self) -> dict[str, Any]:

@@ -59,7 +59,11 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   Krippendorff's α) and, with repeats, how often a cell's pass/fail flips across its scorings
   (``flips``: :class:`FlipSummary`); ``calibration.json`` adds each judge's own agreement
   with the labels (``judge_agreements``). All optional, absent meaning one judge: a run of format 8
-  reads as it is and can be resumed.
+  reads as it is and can be resumed. A cell's evidence says how the judge's verdicts and
+  ratings behind it were scored (``scoring``: ``"probabilities"``, ``"sampled"`` or
+  ``"sampled-fallback"``, with ``scoring_why``), a verdict its ``probability`` and a rating
+  template its ``expected`` rating where they were read from the token log-probabilities
+  (docs/judge-probabilities.md); absent in a run of format 8, which reads as it is.
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 

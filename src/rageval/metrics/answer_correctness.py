@@ -224,6 +224,8 @@ class AnswerCorrectness(GuidedMetric):
             base=ReferenceCoverage if self.reasons else BareReferenceCoverage,
             base_tokens=reply_budget(len(split_sentences(reference)), text=reference),
             reasons=self.reasons,
+            # TP / FP / FN count the verdicts as written
+            weighted=False,
         )
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:

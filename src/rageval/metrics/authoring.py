@@ -50,7 +50,8 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
   ``plan``); :func:`verdict_evidence`, :func:`unjudged`; lower level :func:`verdict_model`,
   :func:`verdict_request`; :class:`VerdictMetric`, the base of a metric scored from them;
 * ratings on a fixed scale: :class:`RatingMetric` and :func:`rate_with_templates` (several
-  templates, the valid ratings averaged: :func:`mean_rating`); :func:`rating_prompts`,
+  templates, the valid ratings averaged: :func:`mean_rating`; each template's expected
+  rating where the judge scores by probabilities); :func:`rating_prompts`,
   :func:`rating_model`;
 * a reply schema of your own: a :class:`ReplyModel` subclass (strict, no extra keys);
 * scores from 0 to 1: :data:`UnitScore`; judged numbers: :func:`number_only`;
@@ -81,7 +82,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -140,6 +141,9 @@ from rageval.metrics.base import (
 )
 from rageval.metrics.evidence import JudgedItem, RatingEvidence, VerdictEvidence
 from rageval.samples import Sample
+
+if TYPE_CHECKING:
+    from rageval.judge import ReplyScoring
 
 __all__ = [
     "ABBREVIATIONS",
@@ -313,6 +317,15 @@ class Verdict:
     text: str
     verdict: bool
     reason: str
+    #: the probability that the verdict is true, where the judge's scoring read it from the
+    #: token log-probabilities (docs/judge-probabilities.md); None: the verdict as written
+    probability: float | None = None
+
+    @property
+    def weight(self) -> float:
+        """What the verdict counts for in a share or a precision: its probability of being
+        true where there is one, else 1.0 or 0.0."""
+        return float(self.verdict) if self.probability is None else self.probability
 
 
 def unjudged(items: Sequence[str], prefix: str) -> list[Verdict]:
@@ -327,7 +340,13 @@ def unjudged(items: Sequence[str], prefix: str) -> list[Verdict]:
 def judged_items(verdicts: Sequence[Verdict]) -> list[JudgedItem]:
     """A metric's verdicts as typed evidence (the rows of a :class:`VerdictEvidence`)."""
     return [
-        JudgedItem(id=v.id, text=v.text, verdict=v.verdict, reason=v.reason or None)
+        JudgedItem(
+            id=v.id,
+            text=v.text,
+            verdict=v.verdict,
+            reason=v.reason or None,
+            probability=v.probability,
+        )
         for v in verdicts
     ]
 
@@ -364,9 +383,10 @@ class VerdictMetric(Metric):
         return VerdictEvidence(items=self.verdict_items, means=self.verdict_means, verdicts=rows)
 
     def share_result(self, verdicts: Sequence[Verdict], reason: str) -> MetricResult:
-        """The share of true `verdicts` (there is at least one) as the value, with `reason`
-        and the verdicts as the evidence."""
-        value = share_true([v.verdict for v in verdicts])
+        """The share of true `verdicts` (there is at least one; each counts its probability of
+        being true where the judge scored by probabilities) as the value, with `reason` and the
+        verdicts as the evidence."""
+        value = share_true([v.weight for v in verdicts])
         assert value is not None  # the caller has a verdict
         return MetricResult.ok(value, reason=reason).with_evidence(
             self.verdict_table(judged_items(verdicts))
@@ -528,6 +548,10 @@ class VerdictQuestion:
     base_tokens: int = 0
     #: whether the judge writes a reason before each verdict
     reasons: bool = True
+    #: whether the metric counts each verdict by its probability of being true where the
+    #: judge scores by probabilities (:attr:`Verdict.weight`); False: by the verdict written
+    #: (then the cell records sampled scoring)
+    weighted: bool = True
 
     def requests(self, items: Sequence[str]) -> list[VerdictRequest]:
         """The requests :meth:`ask` sends for `items`: at most :data:`MAX_ITEMS_PER_REQUEST`
@@ -559,11 +583,19 @@ class VerdictQuestion:
     ) -> tuple[list[Verdict], BaseModel | None]:
         """The judge's verdict on each of `items`, in order, and the reply's `base` fields."""
         requests = self.requests(items)
-        replies = await asyncio.gather(
-            *(ctx.ask(r.messages, r.model, max_tokens=r.budget) for r in requests)
-        )
+        scorings: list[ReplyScoring | None] = [None] * len(requests)
+        if self.weighted:
+            scored = await asyncio.gather(
+                *(ctx.ask_scored(r.messages, r.model, max_tokens=r.budget) for r in requests)
+            )
+            replies = [s.value for s in scored]
+            scorings = [s.scoring for s in scored]
+        else:
+            replies = await asyncio.gather(
+                *(ctx.ask(r.messages, r.model, max_tokens=r.budget) for r in requests)
+            )
         out: list[Verdict] = []
-        for request, reply in zip(requests, replies, strict=True):
+        for request, reply, scoring in zip(requests, replies, scorings, strict=True):
             for key, text in zip(
                 item_ids(self.prefix, len(request.items), request.first),
                 request.items,
@@ -571,7 +603,12 @@ class VerdictQuestion:
             ):
                 ruling = getattr(reply, key)
                 reason = ruling.reason if self.reasons else ""
-                out.append(Verdict(key, text, getattr(ruling, self.verdict), reason))
+                choice = None if scoring is None else scoring.choice(key, self.verdict)
+                probability = None
+                if choice is not None and choice.used == "probabilities":
+                    probability = choice.probabilities.get(True, 0.0)
+                verdict = Verdict(key, text, getattr(ruling, self.verdict), reason, probability)
+                out.append(verdict)
         return out, (replies[0] if self.base is not None else None)
 
     def plan(
@@ -619,13 +656,15 @@ def planned_ratings(
 # ------------------------------------------------------------------ ratings
 
 
-def share_true(verdicts: Sequence[bool]) -> float | None:
-    """The share of true verdicts; None when there is none (0/0 is not a score)."""
+def share_true(verdicts: Sequence[float]) -> float | None:
+    """The share of true verdicts (booleans, or their probabilities of being true); None when
+    there is none (0/0 is not a score)."""
     return sum(verdicts) / len(verdicts) if verdicts else None
 
 
-def mean_rating(ratings: Sequence[int | None], scale_max: int) -> float | None:
-    """Mean of the valid ratings, each divided by `scale_max`; None when none is valid.
+def mean_rating(ratings: Sequence[float | None], scale_max: int) -> float | None:
+    """Mean of the valid ratings (or expected ratings), each divided by `scale_max`; None when
+    none is valid.
 
     A missing rating (None: the template gave no valid one) is left out, never counted as 0
     and never allowed to poison the mean."""
@@ -647,19 +686,29 @@ async def rate_with_templates(
     :func:`mean_rating` over ``max(scale)``. One template failing leaves the other's rating;
     all failing is a not-measured result with their causes. Evidence: ``ratings`` per
     template (``template_1`` …), ``scale``, and ``failures`` when a template gave none; with
-    `reasons` (the judge reasons before it rates: :func:`rating_model`) also ``reasons``."""
+    `reasons` (the judge reasons before it rates: :func:`rating_model`) also ``reasons``.
+
+    Where the judge scores by probabilities (docs/judge-probabilities.md), each template
+    counts its expected rating over the scale, from the probabilities of the ratings in its
+    reply's token log-probabilities, in place of the rating written (evidence ``expected``);
+    a template whose probabilities could not be read counts its rating."""
     model = rating_model(scale, reasons=reasons)
 
-    async def one(msgs: list[dict[str, str]]) -> tuple[int, str | None] | JudgeCallFailed:
+    async def one(
+        msgs: list[dict[str, str]],
+    ) -> tuple[int, str | None, float | None] | JudgeCallFailed:
         try:
-            reply = await ctx.ask(msgs, model, max_reasks=max_retries)
+            reply = await ctx.ask_scored(msgs, model, max_reasks=max_retries)
         except JudgeCallFailed as e:
             return e
-        rating: int = reply.rating  # type: ignore[attr-defined]
-        return rating, getattr(reply, "reason", None)
+        rating: int = reply.value.rating  # type: ignore[attr-defined]
+        weighted = reply.scoring.choice("rating").used == "probabilities"
+        expected = reply.scoring.expected("rating") if weighted else None
+        return rating, getattr(reply.value, "reason", None), expected
 
     outcomes = await asyncio.gather(*(one(p) for p in prompts))
     ratings = [o[0] if isinstance(o, tuple) else None for o in outcomes]
+    expected = [o[2] if isinstance(o, tuple) else None for o in outcomes]
     failed = {
         f"template_{i}": o for i, o in enumerate(outcomes, start=1) if isinstance(o, Exception)
     }
@@ -673,8 +722,12 @@ async def rate_with_templates(
         if reasons
         else None,
         failures={k: e.cause for k, e in failed.items()} or None,
+        expected={f"template_{i}": e for i, e in enumerate(expected, start=1)}
+        if any(e is not None for e in expected)
+        else None,
     )
-    value = mean_rating(ratings, max(scale))
+    counted = [e if e is not None else r for r, e in zip(ratings, expected, strict=True)]
+    value = mean_rating(counted, max(scale))
     if value is None:
         causes = "; ".join(f"{k}: {e.cause}" for k, e in failed.items())
         # the kind of the first template's failure (both failed; usually for the same reason)
@@ -683,8 +736,10 @@ async def rate_with_templates(
             f"no template gave a valid rating ({causes})", cause_kind=kind
         ).with_evidence(evidence)
     valid = [r for r in ratings if r is not None]
+    weighted = [f"{e:.3g}" for e in expected if e is not None]
     reason = (
         f"ratings {', '.join(str(r) for r in valid)} on the scale {'/'.join(map(str, scale))}"
+        + (f" (expected {', '.join(weighted)})" if weighted else "")
         + (" (one template gave no valid rating)" if len(valid) < len(ratings) else "")
     )
     return MetricResult.ok(value, reason=reason).with_evidence(evidence)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from rageval.embeddings import Embeddings
-    from rageval.judge import Judge
+    from rageval.judge import Judge, JudgeReply, ReplyScoring
     from rageval.metrics._prompting import PlannedRequest
     from rageval.metrics._statements import SharedStatements
 
@@ -184,6 +184,9 @@ class ScoringContext:
     embeddings: Embeddings | None
     statements: SharedStatements
     tags: dict[str, str] = field(default_factory=dict)
+    #: how the choices of each reply with verdicts or ratings the metric read were scored
+    #: (:meth:`ask_scored`; :meth:`ask` reads sampled values): the cell's ``scoring`` note
+    scorings: list[ReplyScoring] = field(default_factory=list)
 
     @classmethod
     def for_sample(
@@ -201,7 +204,7 @@ class ScoringContext:
         return cls(judge, embeddings, SharedStatements(sample, judge), dict(tags or {}))
 
     def for_metric(self, name: str) -> ScoringContext:
-        return replace(self, tags={**self.tags, "metric": name})
+        return replace(self, tags={**self.tags, "metric": name}, scorings=[])
 
     def require_judge(self) -> Judge:
         """The judge, or :class:`NoJudgeError` (the cell is skipped with a hint) without one."""
@@ -235,7 +238,36 @@ class ScoringContext:
             max_reasks=max_reasks,
             max_tokens=max_tokens,
         )
+        if reply.scoring.choices:  # the metric reads the sampled values of its choices
+            self.scorings.append(type(reply.scoring)("sampled"))
         return reply.value
+
+    async def ask_scored(
+        self,
+        messages: list[dict[str, str]],
+        response_model: type[M],
+        *,
+        check: Callable[[M], None] | None = None,
+        max_reasks: int | None = None,
+        max_tokens: int | None = None,
+    ) -> JudgeReply[M]:
+        """:meth:`ask`, with how the reply's choices were scored: ``reply.value`` is the
+        validated reply, ``reply.scoring.probability("s1", "supported")`` a verdict's
+        probability of being true and ``reply.scoring.expected("rating")`` a rating's expected
+        value, read from the token log-probabilities where the judge's ``scoring`` asked for
+        them and the endpoint gave them, else from the sampled values
+        (docs/judge-probabilities.md). The scoring is recorded for the cell's evidence."""
+        reply = await self.require_judge().ask(
+            messages,
+            response_model,
+            tags=self.tags,
+            check=check,
+            max_reasks=max_reasks,
+            max_tokens=max_tokens,
+        )
+        if reply.scoring.choices:
+            self.scorings.append(reply.scoring)
+        return reply
 
     async def ask_n(
         self,
@@ -289,6 +321,27 @@ def note_truncation(
     reason = f"{result.reason}; {note}" if result.reason else note
     evidence = result.evidence.noted(truncated=dict(cut))
     return result.model_copy(update={"reason": reason, "evidence": evidence})
+
+
+def note_scoring(result: MetricResult, scorings: Sequence[ReplyScoring]) -> MetricResult:
+    """`result` with evidence notes ``scoring`` and ``scoring_why``: how the verdicts and
+    ratings it read were scored -- "probabilities" when every one was read from the token
+    log-probabilities, "sampled-fallback" (and why) when some were asked for and could not be,
+    "sampled" otherwise (why: how many were not, when the others were)."""
+    if not scorings:
+        return result
+    fallback = next((s for s in scorings if s.used == "sampled-fallback"), None)
+    sampled = sum(s.used == "sampled" for s in scorings)
+    if fallback is not None:
+        used, why = "sampled-fallback", fallback.why
+    elif sampled < len(scorings):
+        used, why = "sampled", f"{sampled} of {len(scorings)} replies by sampled values"
+    elif sampled:
+        used, why = "sampled", scorings[0].why
+    else:
+        used, why = "probabilities", None
+    notes: dict[str, Any] = {"scoring": used} | ({"scoring_why": why} if why else {})
+    return result.with_evidence(result.evidence.noted(**notes))
 
 
 class Metric(abc.ABC):
@@ -459,9 +512,10 @@ class Metric(abc.ABC):
         if blank is not None:
             return blank
         try:
-            return await self.measure(sample, ctx)
+            result = await self.measure(sample, ctx)
         except JudgeCallFailed as e:
-            return MetricResult.not_measured(f"judge call failed: {e.cause}", cause_kind=e.kind)
+            result = MetricResult.not_measured(f"judge call failed: {e.cause}", cause_kind=e.kind)
+        return note_scoring(result, ctx.scorings)
 
     # ---- the ragas-compatible scorer API ----------------------------------------------
 

@@ -54,14 +54,17 @@ def prompt(question: str, reference: str) -> Callable[[str], str]:
     )
 
 
-def average_precision(verdicts: Sequence[bool]) -> float:
-    """Mean of precision@k over the ranks k that hold a useful context; 0 when none does."""
-    hits = 0
+def average_precision(verdicts: Sequence[float]) -> float:
+    """Mean of precision@k over the ranks k that hold a useful context; 0 when none does.
+    A verdict may be a probability of being useful (the judge scored by probabilities): then
+    sum_k precision@k * v_k / sum_k v_k, with precision@k = sum_{i<=k} v_i / k, which is the
+    same number for verdicts of 0 and 1."""
+    hits = 0.0
     total = 0.0
     for k, useful in enumerate(verdicts, start=1):
         if useful:
-            hits += 1
-            total += hits / k
+            hits += useful
+            total += useful * hits / k
     return total / hits if hits else 0.0
 
 
@@ -99,7 +102,7 @@ class ContextPrecision(VerdictMetric):
         verdicts, _ = await self.question(sample).ask(ctx, contexts)
         useful_ranks = [k for k, v in enumerate(verdicts, start=1) if v.verdict]
         return MetricResult.ok(
-            average_precision([v.verdict for v in verdicts]),
+            average_precision([v.weight for v in verdicts]),
             reason=(
                 f"useful contexts at ranks {useful_ranks} of {len(contexts)}"
                 if useful_ranks
@@ -109,7 +112,12 @@ class ContextPrecision(VerdictMetric):
             self.verdict_table(
                 [
                     JudgedItem(
-                        id=v.id, text=v.text, verdict=v.verdict, reason=v.reason or None, rank=k
+                        id=v.id,
+                        text=v.text,
+                        verdict=v.verdict,
+                        reason=v.reason or None,
+                        rank=k,
+                        probability=v.probability,
                     )
                     for k, v in enumerate(verdicts, start=1)
                 ]

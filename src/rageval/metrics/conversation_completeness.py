@@ -106,7 +106,7 @@ class ConversationCompleteness(ConversationJudgeMetric):
         if not intentions:
             return MetricResult.not_measured("the judge found no intention of the user to satisfy")
         verdicts, _ = await satisfied_question(text).ask(ctx, intentions)
-        value = conversation_completeness_score([v.verdict for v in verdicts])
+        value = conversation_completeness_score([v.weight for v in verdicts])
         assert value is not None  # intentions is not empty
         satisfied = sum(v.verdict for v in verdicts)
         return MetricResult.ok(

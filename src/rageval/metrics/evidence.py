@@ -78,6 +78,11 @@ class EvidenceBase(EvidencePart):
     #: with several acceptable references: each one's value, and which one counted
     reference_values: list[float | None] | None = _note()
     best_reference: int | None = _note()
+    #: how the judge's verdicts and ratings behind the value were scored: "probabilities" (of
+    #: their options, from the token log-probabilities), "sampled" or "sampled-fallback"
+    #: (asked for and not readable: `scoring_why`); docs/judge-probabilities.md
+    scoring: Literal["probabilities", "sampled", "sampled-fallback"] | None = _note()
+    scoring_why: str | None = _note()
 
     def noted(self, **notes: Any) -> Self:
         """This evidence with `notes` added (``truncated``, ``score``, ...), validated."""
@@ -93,6 +98,9 @@ class JudgedItem(EvidencePart):
     reason: str | None = None
     #: the item's rank among the retrieved contexts (context precision)
     rank: int | None = _note()
+    #: the probability that the verdict is true, where the judge's scoring read it from the
+    #: token log-probabilities (the value counts it in place of the verdict)
+    probability: float | None = _note()
 
 
 class VerdictTable(EvidencePart):
@@ -162,6 +170,9 @@ class RatingEvidence(EvidenceBase):
     kind: Literal["ratings"] = "ratings"
     ratings: dict[str, int | None]
     scale: list[int]
+    #: each template's expected rating over the scale, where the judge's scoring read the
+    #: probabilities of the ratings (the value averages these in place of the ratings)
+    expected: dict[str, float | None] | None = _note()
     reasons: dict[str, str | None] | None = _note()
     failures: dict[str, str] | None = _note()
 

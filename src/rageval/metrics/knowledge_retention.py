@@ -89,7 +89,8 @@ def retention_question(asked: str, reply: str) -> VerdictQuestion:
         "for it again, or ignores it where it applies (false)."
     )
     prompt = verdict_prompt(task, "facts", user_message=asked, assistant_reply=reply)
-    return VerdictQuestion(prompt, prefix="f", verdict="retained", meaning=RETAINED)
+    # a fact lost in any turn is lost: counted from the verdicts as written
+    return VerdictQuestion(prompt, prefix="f", verdict="retained", meaning=RETAINED, weighted=False)
 
 
 def knowledge_retention_score(kept: list[bool]) -> float | None:

@@ -68,7 +68,8 @@ def on_topic_question(topics: Sequence[str], conversation: str) -> VerdictQuesti
     prompt = verdict_prompt(
         task, "user_messages", reference_topics=listed, conversation=conversation
     )
-    return VerdictQuestion(prompt, prefix="q", verdict="on_topic", meaning=ON_TOPIC)
+    # the precision and recall of topics count the verdicts as written
+    return VerdictQuestion(prompt, prefix="q", verdict="on_topic", meaning=ON_TOPIC, weighted=False)
 
 
 def refused_question() -> VerdictQuestion:
@@ -84,7 +85,11 @@ def refused_question() -> VerdictQuestion:
         "information asked for, even partly or wrongly, is not a refusal (false)."
     )
     return VerdictQuestion(
-        verdict_prompt(task, "exchanges"), prefix="q", verdict="refused", meaning=REFUSED
+        verdict_prompt(task, "exchanges"),
+        prefix="q",
+        verdict="refused",
+        meaning=REFUSED,
+        weighted=False,
     )
 
 

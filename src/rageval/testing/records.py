@@ -8,7 +8,7 @@ import json
 import math
 import random
 import threading
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
@@ -24,9 +24,21 @@ from rageval.testing._wire import (
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["Fault", "FaultPlan", "Handler", "Mode", "RecordedRequest", "Reply", "ReplyDetails"]
+__all__ = [
+    "Fault",
+    "FaultPlan",
+    "Handler",
+    "Mode",
+    "RecordedRequest",
+    "Reply",
+    "ReplyDetails",
+    "ScriptedToken",
+]
 
 Mode: TypeAlias = Literal["json_schema", "tools", "json", "text"]
+#: one token of a reply's scripted log-probabilities: its text, its log-probability and the
+#: alternatives at its place ({token: logprob}; the token itself is listed among them too)
+ScriptedToken: TypeAlias = tuple[str, float] | tuple[str, float, Mapping[str, float]]
 
 
 @dataclass(frozen=True)
@@ -134,6 +146,7 @@ class ReplyDetails(TypedDict, total=False):
     prompt_tokens: int | None
     completion_tokens: int | None
     cached_tokens: int | None
+    logprobs: Sequence[ScriptedToken] | None
 
 
 @dataclass(frozen=True)
@@ -149,6 +162,10 @@ class Reply:
     completion_tokens: int | None = None
     #: prompt tokens reported as served from the prompt cache (None: the server's simulation)
     cached_tokens: int | None = None
+    #: the tokens of the reply's text with their log-probabilities, returned to a request that
+    #: asks ``logprobs: true`` (with its ``top_logprobs`` alternatives each); their texts must
+    #: spell the reply's content. None: ``logprobs: null``, as a server without them
+    logprobs: Sequence[ScriptedToken] | None = None
 
     @staticmethod
     def json(obj: Any, **details: Unpack[ReplyDetails]) -> Reply:

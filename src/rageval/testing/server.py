@@ -601,7 +601,7 @@ class FakeOpenAI:
                 {
                     "index": i,
                     "message": message,
-                    "logprobs": None,
+                    "logprobs": _logprobs(record, one),
                     "finish_reason": one.finish_reason,
                 }
             )
@@ -709,6 +709,27 @@ def _embedding_inputs(value: Any) -> list[str] | str:
         else:
             return "'input' items must be strings or token arrays"
     return texts
+
+
+def _logprobs(record: RecordedRequest, reply: Reply) -> dict[str, Any] | None:
+    """A choice's ``logprobs`` as OpenAI sends them (``content``: each token with its
+    ``top_logprobs``, most likely first, as many as the request asked), when the request asked
+    for them and the reply has them scripted; else None."""
+    if record.body.get("logprobs") is not True or reply.logprobs is None:
+        return None
+    asked = record.body.get("top_logprobs")
+    top_n = asked if isinstance(asked, int) and asked > 0 else 0
+
+    def entry(token: str, logprob: float) -> dict[str, Any]:
+        return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+    content = []
+    for scripted in reply.logprobs:
+        token, logprob = scripted[0], scripted[1]
+        alternatives = {token: logprob, **(scripted[2] if len(scripted) > 2 else {})}
+        ranked = sorted(alternatives.items(), key=lambda item: -item[1])[:top_n]
+        content.append({**entry(token, logprob), "top_logprobs": [entry(*a) for a in ranked]})
+    return {"content": content, "refusal": None}
 
 
 def default_handler(record: RecordedRequest) -> Reply:

@@ -1,0 +1,269 @@
+"""Probability-weighted verdicts and ratings (rageval.judge._probabilities): where a choice's
+value is among a reply's tokens, which alternatives count for which option, renormalisation,
+and the fallbacks; then the judge end to end against the test server's scripted
+log-probabilities (one request, cached with its scoring, keyed on the scoring). Every expected
+number is worked out by hand in the test."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+
+import pytest
+from pydantic import BaseModel
+
+from rageval.judge import Judge, ReplyScoring, TokenLogprob
+from rageval.judge._modes import shape_of
+from rageval.judge._probabilities import (
+    choice_leaves,
+    forget_logprobs,
+    score_reply,
+    value_spans,
+)
+from rageval.metrics.authoring import rating_model, verdict_model
+from rageval.testing import FAKE_API_KEY, FakeOpenAI, Reply
+
+ln = math.log
+RATING = choice_leaves('{"properties":{"rating":{"enum":[0,2,4],"type":"integer"}}}')
+
+
+def toks(*spec: tuple[str, float] | tuple[str, float, Mapping[str, float]]) -> list[TokenLogprob]:
+    """Tokens with their alternatives (the token itself listed among them, as servers do)."""
+    out = []
+    for one in spec:
+        token, logprob = one[0], one[1]
+        alternatives = {token: logprob, **(one[2] if len(one) > 2 else {})}  # type: ignore[misc]
+        out.append(TokenLogprob(token, logprob, tuple(alternatives.items())))
+    return out
+
+
+def text_of(tokens: Sequence[TokenLogprob]) -> str:
+    return "".join(t.token for t in tokens)
+
+
+@pytest.fixture(autouse=True)
+def _no_endpoint_known() -> Iterator[None]:
+    forget_logprobs()
+    yield
+    forget_logprobs()
+
+
+# ---------------------------------------------------------------------- the schema's choices
+
+
+def test_choices_of_verdict_and_rating_models() -> None:
+    verdicts = verdict_model("s", 1, 2, "supported", "supported by the contexts")
+    leaves = choice_leaves(shape_of(verdicts).schema_json)
+    assert leaves == {("s1", "supported"): (True, False), ("s2", "supported"): (True, False)}
+    ratings = rating_model((0, 1, 2), reasons=True)
+    assert choice_leaves(shape_of(ratings).schema_json) == {("rating",): (0, 1, 2)}
+
+
+def test_value_spans_of_nested_objects_and_arrays() -> None:
+    text = '  {"a": {"b" : true, "c": "x\\"y"}, "d": [1, 2.5], "e": null}'
+    spans = value_spans(text)
+    assert spans is not None
+    assert text[slice(*spans[("a", "b")])] == "true"
+    assert text[slice(*spans[("a", "c")])] == '"x\\"y"'
+    assert text[slice(*spans[("d", "1")])] == "2.5"
+    assert text[slice(*spans[("e",)])] == "null"
+    assert value_spans("no object") is None
+    assert value_spans('{"a": tru}') is None
+
+
+# ---------------------------------------------------------------------- one reply's scoring
+
+
+def test_rating_renormalised_over_the_options_present() -> None:
+    # '2' sampled at p=.5; '4' at .3 and '0' at .1 among its alternatives, 'x' (no option) .05
+    tokens = toks(
+        ('{"', 0.0),
+        ("rating", 0.0),
+        ('":', 0.0),
+        (" ", ln(0.9)),
+        ("2", ln(0.5), {"4": ln(0.3), "0": ln(0.1), "x": ln(0.05)}),
+        ("}", 0.0),
+    )
+    scoring = score_reply(text_of(tokens), {"rating": 2}, tokens, RATING)
+    assert scoring.used == "probabilities"
+    choice = scoring.choice("rating")
+    assert choice.probabilities == pytest.approx({2: 0.5 / 0.9, 4: 0.3 / 0.9, 0: 0.1 / 0.9})
+    # (2*.5 + 4*.3 + 0*.1) / .9
+    assert scoring.expected("rating") == pytest.approx(2.2 / 0.9)
+
+
+def test_alternatives_spaced_differently_spell_the_same_option() -> None:
+    # the token ' 4' holds the space before the value; '4' (no space) and ' 2' are the
+    # alternatives: 4 gets .6 + .1, 2 gets .2
+    tokens = toks(('{"rating":', 0.0), (" 4", ln(0.6), {" 2": ln(0.2), "4": ln(0.1)}), ("}", 0.0))
+    scoring = score_reply(text_of(tokens), {"rating": 4}, tokens, RATING)
+    assert scoring.choice("rating").probabilities == pytest.approx({4: 0.7 / 0.9, 2: 0.2 / 0.9})
+
+
+def test_verdicts_per_item_with_reasons_before_them() -> None:
+    tokens = toks(
+        ('{"s1": {"reason": "', 0.0),
+        ("it says so", 0.0),
+        ('", "supported": ', 0.0),
+        ("true", ln(0.7), {"false": ln(0.2)}),
+        ('}, "s2": {"reason": "', 0.0),
+        ("no", 0.0),
+        ('", "supported": ', 0.0),
+        ("false", ln(0.6), {"true": ln(0.4)}),
+        ("}}", 0.0),
+    )
+    obj = {
+        "s1": {"reason": "it says so", "supported": True},
+        "s2": {"reason": "no", "supported": False},
+    }
+    leaves = {("s1", "supported"): (True, False), ("s2", "supported"): (True, False)}
+    scoring = score_reply(text_of(tokens), obj, tokens, leaves)
+    assert scoring.used == "probabilities"
+    assert scoring.probability("s1", "supported") == pytest.approx(0.7 / 0.9)
+    assert scoring.probability("s2", "supported") == pytest.approx(0.4)
+    assert scoring.probability("s2", "supported", option=False) == pytest.approx(0.6)
+
+
+def test_string_options_with_the_quote_merged_into_a_token() -> None:
+    # ' "' (p .8) then 'yes' (p .5, 'no' .25); the merged alternative ' "no' at the first
+    # token (p .1): yes = .8*.5 = .4, no = .1 + .8*.25 = .3
+    tokens = toks(
+        ('{"verdict":', 0.0),
+        (' "', ln(0.8), {' "no': ln(0.1)}),
+        ("yes", ln(0.5), {"no": ln(0.25)}),
+        ('"}', 0.0),
+    )
+    leaves = {("verdict",): ("yes", "no")}
+    scoring = score_reply(text_of(tokens), {"verdict": "yes"}, tokens, leaves)
+    assert scoring.probability("verdict", option="yes") == pytest.approx(0.4 / 0.7)
+    assert scoring.probability("verdict", option="no") == pytest.approx(0.3 / 0.7)
+
+
+def test_an_option_that_begins_another_is_decided_by_a_later_token() -> None:
+    # options 1 and 10, sampled "10" as '1' (p .9) then '0' (p .6) with '}' (p .3): the
+    # alternative '1}' ends the value at 1, so 1 = .9*.3 and 10 = .9*.6
+    leaves = {("n",): (1, 10)}
+    tokens = toks(('{"n": ', 0.0), ("1", ln(0.9)), ("0", ln(0.6), {"}": ln(0.3)}), ("}", 0.0))
+    scoring = score_reply(text_of(tokens), {"n": 10}, tokens, leaves)
+    assert scoring.choice("n").probabilities == pytest.approx({10: 2 / 3, 1: 1 / 3})
+
+
+def test_only_the_sampled_option_present_is_probability_one() -> None:
+    tokens = toks(('{"rating": ', 0.0), ("4", ln(0.4), {"x": ln(0.5)}), ("}", 0.0))
+    scoring = score_reply(text_of(tokens), {"rating": 4}, tokens, RATING)
+    assert scoring.used == "probabilities"
+    assert scoring.choice("rating").probabilities == {4: 1.0}
+
+
+@pytest.mark.parametrize(
+    ("tokens", "why"),
+    [
+        (None, "the endpoint returned no log-probabilities"),
+        # the model wrote 4.0 for the option 4: no option's text
+        (toks(('{"rating": ', 0.0), ("4.0", 0.0), ("}", 0.0)), "spell none of the options"),
+        (toks(("{}", 0.0)), "the reply's tokens do not spell its text"),
+    ],
+)
+def test_no_option_readable_keeps_the_sampled_value_and_says_why(
+    tokens: list[TokenLogprob] | None, why: str
+) -> None:
+    text = '{"rating": 4.0}' if tokens is not None and len(tokens) == 3 else '{"rating": 4}'
+    scoring = score_reply(text, {"rating": 4}, tokens, RATING)
+    assert scoring.used == "sampled-fallback"
+    assert why in (scoring.why or "")
+    assert scoring.choice("rating").probabilities == {4: 1.0}
+    assert scoring.expected("rating") == 4.0
+
+
+def test_unknown_choice_names_the_known_ones() -> None:
+    scoring = ReplyScoring("sampled")
+    with pytest.raises(KeyError, match="none"):
+        scoring.probability("s1", "supported")
+
+
+def test_stored_scoring_round_trips() -> None:
+    tokens = toks(('{"rating": ', 0.0), ("4", ln(0.6), {"2": ln(0.2)}), ("}", 0.0))
+    scoring = score_reply(text_of(tokens), {"rating": 4}, tokens, RATING)
+    assert ReplyScoring.from_json(scoring.to_json()) == scoring
+
+
+# ---------------------------------------------------------------------- the judge, end to end
+
+
+class Checked(BaseModel):
+    supported: bool
+
+
+SUPPORTED_TOKENS = [('{"supported": ', 0.0), ("true", ln(0.6), {"false": ln(0.3)}), ("}", 0.0)]
+
+
+def judge(server: FakeOpenAI, **kw: object) -> Judge:
+    return Judge("m", base_url=server.base_url, api_key=FAKE_API_KEY, **kw)  # type: ignore[arg-type]
+
+
+def ask(j: Judge) -> object:
+    import asyncio
+
+    return asyncio.run(j.ask([{"role": "user", "content": "is it?"}], Checked))
+
+
+def test_judge_scores_a_verdict_from_one_request(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.json({"supported": True}, logprobs=SUPPORTED_TOKENS))
+    reply = ask(judge(fake_openai, cache=False))
+    [request] = fake_openai.chat_requests
+    assert request.body["logprobs"] is True
+    assert request.body["top_logprobs"] == 20
+    assert reply.value.supported is True  # type: ignore[attr-defined]
+    assert reply.scoring.used == "probabilities"  # type: ignore[attr-defined]
+    assert reply.scoring.probability("supported") == pytest.approx(0.6 / 0.9)  # type: ignore[attr-defined]
+
+
+def test_sampled_scoring_asks_no_logprobs(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.json({"supported": True}, logprobs=SUPPORTED_TOKENS))
+    reply = ask(judge(fake_openai, cache=False, scoring="sampled"))
+    [request] = fake_openai.chat_requests
+    assert "logprobs" not in request.body
+    assert reply.scoring.used == "sampled"  # type: ignore[attr-defined]
+    assert reply.scoring.probability("supported") == 1.0  # type: ignore[attr-defined]
+
+
+def test_auto_stops_asking_an_endpoint_that_gives_none(fake_openai: FakeOpenAI) -> None:
+    j = judge(fake_openai, cache=False)
+    fake_openai.script(Reply.json({"supported": False}), Reply.json({"supported": False}))
+    first, second = ask(j), ask(j)
+    assert [("logprobs" in r.body) for r in fake_openai.chat_requests] == [True, False]
+    for reply in (first, second):
+        # "auto" scores by sampled values there, and says why
+        assert reply.scoring.used == "sampled"  # type: ignore[attr-defined]
+        assert "no log-probabilities" in reply.scoring.why  # type: ignore[attr-defined]
+        assert reply.scoring.probability("supported") == 0.0  # type: ignore[attr-defined]
+
+
+def test_cache_keeps_the_scoring_and_keys_on_it(fake_openai: FakeOpenAI, tmp_path: object) -> None:
+    cache = str(tmp_path)
+    fake_openai.script(
+        Reply.json({"supported": True}, logprobs=SUPPORTED_TOKENS),
+        Reply.json({"supported": True}, logprobs=SUPPORTED_TOKENS),
+    )
+    first = ask(judge(fake_openai, cache=cache))
+    again = ask(judge(fake_openai, cache=cache))
+    assert len(fake_openai.chat_requests) == 1
+    assert again.cached and again.scoring == first.scoring  # type: ignore[attr-defined]
+    # a judge scoring by sampled values does not read the probabilities' entry
+    sampled = ask(judge(fake_openai, cache=cache, scoring="sampled"))
+    assert len(fake_openai.chat_requests) == 2
+    assert sampled.scoring.used == "sampled"  # type: ignore[attr-defined]
+
+
+def test_probabilities_asked_and_not_given_fall_back(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(Reply.json({"supported": True}))
+    reply = ask(judge(fake_openai, cache=False, scoring="probabilities"))
+    assert reply.scoring.used == "sampled-fallback"  # type: ignore[attr-defined]
+    assert reply.scoring.why == "the endpoint returned no log-probabilities"  # type: ignore[attr-defined]
+
+
+def test_probabilities_refused_for_a_backend_without_them() -> None:
+    with pytest.raises(ValueError, match="no log-probabilities"):
+        Judge("claude", backend="anthropic", api_key="k", scoring="probabilities")
+    with pytest.raises(ValueError, match="scoring must be one of"):
+        Judge("m", base_url="http://127.0.0.1:9", scoring="best")  # type: ignore[arg-type]
