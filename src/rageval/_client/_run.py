@@ -1,7 +1,8 @@
 """What belongs to one run and to none of the objects the user built: the run's budget, the
 Batch API queue each endpoint sends through in batch mode, the meter that books each call's
-usage to the sample being scored, who is told of each judge call (the run's observers), and
-whether the run is stopping (:class:`StopSending`).
+usage to the sample being scored (and the one that books remote embeddings' requests to the
+run), who is told of each judge call (the run's observers, with the run's id), and whether the
+run is stopping (:class:`StopSending`).
 
 A :class:`~rageval.judge.Judge` or an endpoint is the user's, and may serve two runs at once
 (a notebook evaluating two datasets, a service reusing one judge): a run never sets anything on
@@ -67,6 +68,8 @@ class JudgeCall:
     tags: Mapping[str, str]
     #: why it failed (the error's text), None when it was answered
     error: str | None = None
+    #: the run it was made for (:attr:`RunContext.run_id`; "" outside any run)
+    run_id: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,12 +133,18 @@ class StopSending:
 class RunContext:
     """The state of the run the current task belongs to."""
 
+    #: the run's id: every event its observers are told carries it, so that one observer
+    #: given to two runs at once tells them apart ("" outside any run)
+    run_id: str = ""
     #: the run's budget (``evaluate(max_cost=...)``), shared by every judge of the run
     spending: SpendingLimit | None = None
     #: in batch mode, the queue each endpoint sends through, by ``id(endpoint)``
     batch_queues: Mapping[int, BatchSender] = dataclasses.field(default_factory=dict)
     #: where each call's usage is booked besides the judge's own ledger
     meter: UsageMeter | None = None
+    #: where remote embeddings book what each of their requests used, besides their own
+    #: ledger: a client shared by two runs at once books each request to the run that made it
+    embeddings_meter: UsageMeter | None = None
     #: told of every judge call when it ends (the run's observers)
     call_listeners: Sequence[Callable[[JudgeCall], None]] = ()
     #: llama.cpp servers the run follows the slots of, by ``id(endpoint)``
@@ -157,9 +166,15 @@ class RunContext:
         if self.meter is not None:
             self.meter.add(usage, tags)
 
+    def book_embeddings(self, usage: Usage) -> None:
+        if self.embeddings_meter is not None:
+            self.embeddings_meter.add(usage, None)
+
     def judge_call_ended(self, call: JudgeCall) -> None:
-        for listener in self.call_listeners:
-            listener(call)
+        if self.call_listeners:
+            call = dataclasses.replace(call, run_id=self.run_id)
+            for listener in self.call_listeners:
+                listener(call)
 
 
 #: what code outside any run sees: no budget, no batching, no meter (never changed)

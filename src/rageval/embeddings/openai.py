@@ -17,6 +17,7 @@ import numpy as np
 
 from rageval._client._cache import RequestCache, cache_key
 from rageval._client._endpoint import EndpointClient
+from rageval._client._run import current_run
 from rageval._client._settings import EndpointOptions, Limits
 from rageval._client._transport import BadBody
 from rageval._client._usage import PriceTable, Tally, Usage
@@ -85,7 +86,7 @@ class OpenAIEmbeddings(Embeddings, EndpointClient):
                 if key in blobs:
                     found[text] = np.frombuffer(blobs[key], dtype=np.float32)
             if found:
-                self.usage.record(Usage(cache_hits=len(found)))
+                self._book(Usage(cache_hits=len(found)))
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
             fresh = await self._request(missing)
@@ -125,13 +126,19 @@ class OpenAIEmbeddings(Embeddings, EndpointClient):
         finally:
             if tally.requests:
                 tally.cost_usd = self.prices.cost(self.model, tally.prompt_tokens, 0)
-                self.usage.record(tally.usage())
+                self._book(tally.usage())
         if len(vectors) != len(texts):
             raise ValueError(
                 f"{self.name} at {self.base_url} returned {len(vectors)} vectors for "
                 f"{len(texts)} texts"
             )
         return dict(zip(texts, vectors, strict=True))
+
+    def _book(self, usage: Usage) -> None:
+        """`usage` in this client's ledger and in the run's that asked (a client shared by
+        two runs at once books each request to its own run)."""
+        self.usage.record(usage)
+        current_run().book_embeddings(usage)
 
     def _key(self, text: str) -> str:
         return cache_key(

@@ -11,9 +11,12 @@ group ``rageval.observers`` (``name = "module:Class"``, built with no arguments)
 line's ``--observer NAME`` and :func:`load_observer` find it by name.
 
 Observers are told in the order given, from the run's event loop, so a hook must be quick (a
-sink that talks to a server should queue). An observer of your own that raises is left out for
-the rest of the run with a warning: a sink that fails never costs the run its rows. The run log's
-own writer is not so forgiving: a run directory that cannot be written stops the run.
+sink that talks to a server should queue). Every event carries its run's id (``run_id``): one
+observer may be given to several runs at once (two ``aevaluate`` calls gathered), and keeps
+what it holds of each run by that id, as the MLflow and OpenTelemetry sinks do. An observer of
+your own that raises is left out for the rest of the run with a warning: a sink that fails
+never costs the run its rows. The run log's own writer is not so forgiving: a run directory
+that cannot be written stops the run.
 
 Judge calls are seen by the local engine (``engine="ray"`` makes them in its workers).
 """
@@ -57,6 +60,10 @@ class RunStart:
     n_rows: int
     #: rows already finished (a resumed run), which no observer is told of again
     n_finished: int
+    #: this run's id, on every event of it: the finished samples' (``SampleLine.run_id``),
+    #: the judge calls' (``JudgeCall.run_id``) and the end's; an observer given to several
+    #: runs at once keeps what it holds of each by it
+    run_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,8 @@ class RunEnd:
     result: EvaluationResult
     run_dir: Path | None
     error: BaseException | None = None
+    #: the run's id (``RunStart.run_id``)
+    run_id: str = ""
 
     @cached_property
     def summary(self) -> Summary:

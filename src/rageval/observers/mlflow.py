@@ -2,15 +2,18 @@
 per-sample scores as a table, summary.json and report.html as artifacts (``rageval[mlflow]``).
 
 Through an ``MlflowClient`` of its own, never MLflow's "active run", so two evaluations at
-once log to two runs. Where it logs is MLflow's own choice unless given: ``tracking_uri``
-(else ``MLFLOW_TRACKING_URI``), ``experiment`` (else ``MLFLOW_EXPERIMENT_NAME``, else
-"rageval"). A run that stops early ends FAILED (KILLED on Ctrl-C) with what finished logged.
+once log to two runs, even through one observer: what it holds of each run is kept by the
+run's id, which every event carries. Where it logs is MLflow's own choice unless given:
+``tracking_uri`` (else ``MLFLOW_TRACKING_URI``), ``experiment`` (else
+``MLFLOW_EXPERIMENT_NAME``, else "rageval"). A run that stops early ends FAILED (KILLED on
+Ctrl-C) with what finished logged.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from rageval import _env
@@ -25,6 +28,16 @@ __all__ = ["MLflowObserver"]
 #: the per-sample table's artifact (MLflow's table format: columns and rows)
 SAMPLES_ARTIFACT = "rageval_samples.json"
 _MAX_PARAM = 6000  # MLflow's longest param value
+
+
+@dataclass
+class _Logged:
+    """What the observer holds of one rageval run while it lasts."""
+
+    #: the MLflow run it logs to
+    mlflow_run_id: str
+    metrics: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
 
 
 class MLflowObserver(RunObserver):
@@ -43,10 +56,11 @@ class MLflowObserver(RunObserver):
         self.client = MlflowClient(tracking_uri=tracking_uri)
         self.experiment = experiment
         self.run_name = run_name
-        #: the MLflow run of the current rageval run (its id), once started
+        #: the MLflow run of the rageval run started last (its id), once one started
         self.run_id: str | None = None
-        self._rows: list[list[Any]] = []
-        self._metrics: list[str] = []
+        #: the MLflow run of each rageval run, by the rageval run's id
+        self.runs: dict[str, str] = {}
+        self._logged: dict[str, _Logged] = {}
 
     def _experiment_id(self) -> str:
         name = _env.mlflow_experiment(self.experiment)
@@ -57,16 +71,16 @@ class MLflowObserver(RunObserver):
         from mlflow.entities import Param
 
         manifest = start.manifest
-        self._metrics = [m.name for m in manifest.metrics]
-        self._rows = []
+        metrics = [m.name for m in manifest.metrics]
         run = self.client.create_run(
             self._experiment_id(),
             run_name=self.run_name,
             tags={"rageval.version": __version__, "rageval.run_dir": str(start.run_dir or "")},
         )
-        self.run_id = run.info.run_id
+        self.run_id = self.runs[start.run_id] = run.info.run_id
+        self._logged[start.run_id] = _Logged(run.info.run_id, metrics)
         params: dict[str, Any] = {
-            "metrics": ",".join(self._metrics),
+            "metrics": ",".join(metrics),
             "judge": manifest.judge.model if manifest.judge is not None else "none",
             "embeddings": manifest.embeddings.name if manifest.embeddings is not None else "none",
             "rows": start.n_rows,
@@ -77,18 +91,23 @@ class MLflowObserver(RunObserver):
             for key, value in spec.params.items():
                 params[f"{spec.name}.{key}"] = value
         self.client.log_batch(
-            self.run_id, params=[Param(k, str(v)[:_MAX_PARAM]) for k, v in params.items()]
+            run.info.run_id, params=[Param(k, str(v)[:_MAX_PARAM]) for k, v in params.items()]
         )
 
     def on_sample(self, line: SampleLine) -> None:
-        cells = [line.cells.get(name) for name in self._metrics]
-        self._rows.append([line.id, *(c.value if c is not None else None for c in cells)])
+        logged = self._logged.get(line.run_id or "")
+        if logged is None:
+            return
+        cells = [line.cells.get(name) for name in logged.metrics]
+        logged.rows.append([line.id, *(c.value if c is not None else None for c in cells)])
 
     def on_end(self, end: RunEnd) -> None:
         from mlflow.entities import Metric
 
-        if self.run_id is None:
+        logged = self._logged.pop(end.run_id, None)
+        if logged is None:
             return
+        run_id = logged.mlflow_run_id
         now = int(time.time() * 1000)
         values: dict[str, float] = {}
         for name, stats in end.summary.metrics.items():
@@ -102,17 +121,15 @@ class MLflowObserver(RunObserver):
                 if value is not None and math.isfinite(value):
                     values[f"{name}.{key}"] = float(value)
         values["rows_finished"] = float(end.result.n_finished)
-        self.client.log_batch(
-            self.run_id, metrics=[Metric(k, v, now, 0) for k, v in values.items()]
-        )
-        table = {"columns": ["id", *self._metrics], "data": self._rows}
-        self.client.log_dict(self.run_id, table, SAMPLES_ARTIFACT)
+        self.client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in values.items()])
+        table = {"columns": ["id", *logged.metrics], "data": logged.rows}
+        self.client.log_dict(run_id, table, SAMPLES_ARTIFACT)
         if end.run_dir is not None:
             for name in (SUMMARY_FILE, REPORT_FILE):
                 if (end.run_dir / name).is_file():
-                    self.client.log_artifact(self.run_id, str(end.run_dir / name))
+                    self.client.log_artifact(run_id, str(end.run_dir / name))
         if end.error is None:
             status = "FINISHED"
         else:
             status = "FAILED" if isinstance(end.error, Exception) else "KILLED"
-        self.client.set_terminated(self.run_id, status=status)
+        self.client.set_terminated(run_id, status=status)

@@ -2,6 +2,9 @@
 judge call with the GenAI semantic conventions' attributes, and each metric's mean as a
 ``gen_ai.evaluation.result`` event on the run's span.
 
+One observer may trace several runs at once: each run's span is kept by the run's id, which
+every event carries, and a judge call's span is a child of its own run's.
+
 Spans go to the tracer provider given, else the global one (set up by your application or
 ``opentelemetry-instrument``); rageval configures no exporter. A call's span covers the call:
 its retries and re-asks, or its answer from the request cache (``rageval.cached``, no tokens).
@@ -37,7 +40,8 @@ class OpenTelemetryObserver(RunObserver):
         from opentelemetry import trace
 
         self._tracer = trace.get_tracer("rageval", __version__, tracer_provider=tracer_provider)
-        self._run: Span | None = None
+        #: the span of each run under way, by the run's id
+        self._runs: dict[str, Span] = {}
 
     def on_start(self, start: RunStart) -> None:
         manifest = start.manifest
@@ -51,7 +55,7 @@ class OpenTelemetryObserver(RunObserver):
             attributes["gen_ai.request.model"] = manifest.judge.model
         if start.run_dir is not None:
             attributes["rageval.run_dir"] = str(start.run_dir)
-        self._run = self._tracer.start_span(RUN_SPAN, attributes=attributes)
+        self._runs[start.run_id] = self._tracer.start_span(RUN_SPAN, attributes=attributes)
 
     def on_judge_call(self, call: JudgeCall) -> None:
         from opentelemetry import trace
@@ -74,9 +78,10 @@ class OpenTelemetryObserver(RunObserver):
             attributes["server.address"] = where.hostname or ""
             if where.port is not None:
                 attributes["server.port"] = where.port
+        run = self._runs.get(call.run_id)
         span = self._tracer.start_span(
             f"chat {call.model}",
-            context=trace.set_span_in_context(self._run) if self._run is not None else None,
+            context=trace.set_span_in_context(run) if run is not None else None,
             kind=trace.SpanKind.CLIENT,
             attributes=attributes,
             start_time=_ns(call.started),
@@ -89,7 +94,7 @@ class OpenTelemetryObserver(RunObserver):
     def on_end(self, end: RunEnd) -> None:
         from opentelemetry import trace
 
-        run, self._run = self._run, None
+        run = self._runs.pop(end.run_id, None)
         if run is None:
             return
         for name, stats in end.summary.metrics.items():

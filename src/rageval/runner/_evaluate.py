@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,7 +32,7 @@ from rageval._rundir_lock import one_writer
 from rageval._sync import first_interrupt, stop_main_now, synchronous
 from rageval._version import __version__
 from rageval.errors import BudgetReached, RunConfigError, RunDirError
-from rageval.judge import BatchSettings, RequestCache, Usage, UsageLedger, endpoint_limiter
+from rageval.judge import BatchSettings, RequestCache, Usage, endpoint_limiter
 from rageval.log import (
     ROWS_FILE,
     DataInfo,
@@ -193,23 +194,20 @@ def _judge_info(judges: Sequence[Judge]) -> JudgeInfo | None:
 
 
 class _EmbeddingMeter:
-    """What remote embeddings were paid for since the previous finished sample: their batches
-    mix samples and metrics, so each line of the log carries what was booked since the line
-    before, and the lines add up to the run's embedding usage."""
+    """What remote embeddings were paid for by this run since its previous finished sample.
+    They book each request to the run that made it (``RunContext.embeddings_meter``), not by
+    the difference of their ledger, which another run sharing the client adds to as well; their
+    batches mix samples and metrics, so each line of the log carries what was booked since the
+    line before, and the lines add up to the run's embedding usage."""
 
-    def __init__(self, embedders: Sequence[Embeddings | None]) -> None:
-        ledgers = (getattr(e, "usage", None) for e in embedders)
-        self._ledgers = list({id(u): u for u in ledgers if isinstance(u, UsageLedger)}.values())
-        self._last = self._total()
+    def __init__(self) -> None:
+        self._since = _NOTHING
 
-    def _total(self) -> Usage:
-        return sum((ledger.total for ledger in self._ledgers), Usage())
+    def add(self, usage: Usage, tags: Mapping[str, str] | None) -> None:
+        self._since = self._since + usage
 
     def take(self) -> Usage | None:
-        if not self._ledgers:
-            return None
-        now = self._total()
-        spent, self._last = usage_since(now, self._last), now
+        spent, self._since = self._since, _NOTHING
         return None if spent == _NOTHING else spent
 
 
@@ -452,7 +450,8 @@ async def aevaluate(
             "[,BATCH_INPUT,BATCH_OUTPUT]] (USD per million tokens) or Judge(..., "
             "prices=PriceTable({'MODEL': ModelPrice(...)}))"
         )
-    embedding_meter = _EmbeddingMeter([embedder, *(m.embeddings for m in metric_objs)])
+    embedding_meter = _EmbeddingMeter()
+    run_id = uuid.uuid4().hex
     ray_run = None
     if engine == "ray" and run.panel is not None:
         raise RunConfigError("a judge panel runs with the local engine, not with engine='ray'")
@@ -543,10 +542,11 @@ async def aevaluate(
     meter = _Progress(line, judges)
     observed = Observers([_RunLog(rundir, result), meter], observers)
     run_path = Path(run_dir) if run_dir is not None else None
-    observed.start(RunStart(manifest, run_path, len(ids), len(ids) - len(todo)))
+    observed.start(RunStart(manifest, run_path, len(ids), len(ids) - len(todo), run_id))
 
     def on_record(line: SampleLine) -> None:
         line.embeddings_usage = embedding_meter.take()
+        line.run_id = run_id
         observed.sample(line)
 
     ticker = asyncio.ensure_future(meter.tick()) if line is not None else None
@@ -560,6 +560,8 @@ async def aevaluate(
     try:
         with (
             run_scope(
+                run_id=run_id,
+                embeddings_meter=embedding_meter,
                 call_listeners=listeners,
                 server_slots=server_slots,
                 gates=run_gates(run_judges, server_slots),
@@ -598,7 +600,7 @@ async def aevaluate(
         # that fails too, which must not hide why the run stopped
         result.duration_s = time.monotonic() - started
         try:
-            observed.end(RunEnd(result, run_path, stopped))
+            observed.end(RunEnd(result, run_path, stopped, run_id))
         except Exception as e:
             logging.getLogger("rageval").warning(
                 "could not write the summary of the stopped run in %s (%s: %s)",
@@ -631,7 +633,7 @@ async def aevaluate(
         if caches:
             await asyncio.to_thread(_flush, list(caches.values()))
     result.duration_s = time.monotonic() - started
-    observed.end(RunEnd(result, run_path))
+    observed.end(RunEnd(result, run_path, run_id=run_id))
     return result
 
 

@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rageval._client._run import current_run
 from rageval.errors import RagevalError
 from rageval.judge import FatalJudgeError, Usage, UsageLedger
 from rageval.log import Inputs, SampleLine
@@ -159,6 +160,7 @@ class RayRun:
                     ledger = getattr(self._embeddings[int(index)], "usage", None)
                     if isinstance(ledger, UsageLedger):
                         ledger.record(Usage(**fields))
+                    current_run().book_embeddings(Usage(**fields))
             elif kind == WORKER:
                 node, pid = json.loads(payload)
                 self.worker_pids.add((str(node), int(pid)))
