@@ -27,7 +27,7 @@ from helpers import FAULTS  # noqa: E402
 from rageval._client import _retry  # noqa: E402
 from rageval.judge import Judge  # noqa: E402
 from rageval.runner import evaluate  # noqa: E402
-from rageval.testing import FakeOpenAI, FaultPlan, RandomJudge  # noqa: E402
+from rageval.testing import FakeOpenAI, Fault, FaultPlan, RandomJudge  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,11 +35,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=200)
     parser.add_argument("--seed", type=int, default=3, help="the fault plan's seed")
     parser.add_argument("--rate", type=float, default=0.3, help="share of requests faulted")
+    parser.add_argument(
+        "--cut-tokens",
+        type=int,
+        default=None,
+        help="the truncated fault's reply reports this many completion tokens, below its "
+        "max_tokens (a proxy's or a dropped stream's cut; issue 41); default: all of them",
+    )
     args = parser.parse_args(argv)
     # millisecond backoffs, as the tests' fast_backoff: the delays are not what is measured
     _retry.BACKOFF_BASE, _retry.BACKOFF_CAP = 0.002, 0.02
     n = args.conversations
-    plan = FaultPlan(args.rate, FAULTS, seed=args.seed)
+    faults = [
+        Fault.truncated(completion_tokens=args.cut_tokens) if f.kind == "truncated" else f
+        for f in FAULTS
+    ]
+    plan = FaultPlan(args.rate, faults, seed=args.seed)
     with FakeOpenAI(RandomJudge(seed=8), faults=plan) as server:
         judge = Judge("m", base_url=server.base_url, api_key="sk-test", cache=False)
         result = evaluate(

@@ -4,6 +4,7 @@ server (real openai SDK, 127.0.0.1)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import socket
 import threading
@@ -380,12 +381,11 @@ def test_a_reply_cut_where_the_context_window_left_no_more_room_is_not_asked_aga
     )
 
 
-def test_unprobed_a_reply_the_server_stopped_where_its_context_was_full_is_not_asked_again() -> (
-    None
-):
-    """Unprobed, the judge sends its whole budget; llama-server stops the reply where its
-    context is full and counts fewer tokens than max_tokens. Twice the budget would stop at
-    the same place: one request, and the cause says where the reply stopped and why."""
+def test_unprobed_a_reply_the_server_stopped_before_its_budget_is_asked_again_once() -> None:
+    """Unprobed, the judge knows no context window: a reply llama-server stopped where its
+    context was full, with fewer tokens than max_tokens, looks like one a proxy cut. It is
+    asked again once with twice the budget (issue 41: a cut reply is not always a full window),
+    and the cause says where the reply stopped."""
     from helpers import handle, rows
 
     window = 2000
@@ -393,15 +393,51 @@ def test_unprobed_a_reply_the_server_stopped_where_its_context_was_full_is_not_a
     with FakeOpenAI(handle, llama_cpp_slots=1, context_window=window) as server:
         judge = make_judge(server)
         result = evaluate(data, ["context_recall"], llm=judge, probe=False, progress=False)
-        [request] = server.chat_requests
-    assert request.body["max_tokens"] == judge.max_tokens
-    room = window - estimate_tokens(request.prompt_chars)
+        first, second = server.chat_requests
+    assert (first.body["max_tokens"], second.body["max_tokens"]) == (1024, 2048)
+    room = window - estimate_tokens(first.prompt_chars)
     assert 0 < room < judge.max_tokens
     cell = result.sample(0).cells["context_recall"]
     assert cell.cause_kind == "truncated"
-    assert f"the context window had no room beside the prompt past {room} tokens" in (
-        cell.cause or ""
+    assert (
+        f"the endpoint stopped it after {room} tokens (max_tokens=2048) even after raising it "
+        "from 1024" in (cell.cause or "")
     )
+
+
+@pytest.mark.parametrize("probe", [True, False])
+def test_a_reply_cut_below_its_budget_with_room_in_the_window_is_asked_again(
+    probe: bool,
+) -> None:
+    """A reply cut at 40 of its 1,024 tokens (a proxy, a dropped stream) beside a short prompt,
+    on a llama.cpp server whose /props reports 8,192 tokens (probed), or on an endpoint whose
+    window is not known: asked again with twice the budget, and measured (before: called a
+    full context window at once, and the cell lost; issue 41)."""
+    from helpers import handle, rows
+
+    with FakeOpenAI(handle, llama_cpp_slots=1, context_window=8192) as server:
+        server.script(Fault.truncated(completion_tokens=40))
+        judge = make_judge(server)
+        result = evaluate(rows(1), ["context_recall"], llm=judge, probe=probe, progress=False)
+        budgets = [r.body["max_tokens"] for r in server.chat_requests]
+    assert result.statuses("context_recall") == ["ok"]
+    assert budgets[:2] == [1024, 2048]
+
+
+def test_a_reply_whose_prompt_and_tokens_fill_the_reported_window_is_not_asked_again() -> None:
+    """The server's counts say the prompt and the reply fill the 8,192 tokens its /props
+    reports: a larger budget would stop at the same place. One request, and the cause."""
+    from helpers import rows
+
+    with FakeOpenAI(llama_cpp_slots=1, context_window=8192) as server:
+        cut = Reply.text('{"classifications": [', finish_reason="length")
+        server.script(dataclasses.replace(cut, prompt_tokens=7400, completion_tokens=790))
+        judge = make_judge(server)
+        result = evaluate(rows(1), ["context_recall"], llm=judge, probe=True, progress=False)
+        assert len(server.chat_requests) == 1
+    cell = result.sample(0).cells["context_recall"]
+    assert cell.cause_kind == "truncated"
+    assert "the context window had no room beside the prompt past 790 tokens" in (cell.cause or "")
 
 
 def test_unprobed_a_prompt_over_a_llama_cpp_server_s_context_fails_its_cell_not_the_run() -> None:

@@ -3,7 +3,8 @@
 A request's budget is fitted beside its prompt in the context window (a known model's, or the
 one a llama.cpp server reports); a prompt that leaves too little room is not sent. A reply cut
 at its budget is asked again once with a larger one, unless a larger one cannot help: the reply
-ends in a loop, or the context window, not the budget, cut it.
+ends in a loop, or the context window, not the budget, cut it (its prompt and reply fill the
+window the endpoint reports, or a known model's).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ __all__ = [
     "CONTEXT_WINDOWS",
     "MAX_GROWN_BUDGET",
     "MIN_REPLY_TOKENS",
+    "WINDOW_SLACK",
     "context_window",
     "cut_short",
     "fit_budget",
@@ -29,6 +31,9 @@ __all__ = [
 MAX_GROWN_BUDGET = 16_384
 # A reply needs at least this much room: a prompt that leaves less is not sent.
 MIN_REPLY_TOKENS = 256
+# A prompt and reply this close to the context window fill it: llama-server stops a reply a
+# token or so before its slot's n_ctx, and counts the prompt its own way.
+WINDOW_SLACK = 8
 
 #: context windows (prompt + reply, in tokens) of common models, by family name; a dated
 #: snapshot ("gpt-4o-mini-2024-07-18") has its family's. Other models: ``max_prompt_tokens``.
@@ -86,18 +91,24 @@ def grown_budget(budget: int) -> int:
     return min(budget * 2, max(MAX_GROWN_BUDGET, budget))
 
 
-def window_cut(reply: Completion, budget: int) -> bool:
-    """Whether the context window, not `budget`, cut `reply`: it was sent with less because the
-    window left no more room beside its prompt, or the server stopped it before the budget it
-    was sent with (llama-server stops where its context is full, whatever ``max_tokens`` says,
-    and counts fewer tokens). A larger budget would be cut at the same place."""
-    sent = reply.max_tokens or budget
-    return sent < budget or 0 < reply.completion_tokens < sent
+def window_cut(reply: Completion, budget: int, window: int | None) -> bool:
+    """Whether the context `window` of the endpoint (None: not known), not `budget`, cut
+    `reply`: it was sent with less because the window left no more room beside its prompt, or
+    its prompt and reply, as the server counted them, fill the window (llama-server stops
+    where its context is full, whatever ``max_tokens`` says). A larger budget would be cut at
+    the same place. A reply cut below its budget with room left in the window, or in a window
+    not known, is not: a proxy or a dropped stream may have cut it, and it is asked again."""
+    if window is None:
+        return False
+    if (reply.max_tokens or budget) < budget:
+        return True
+    used = reply.prompt_tokens + reply.completion_tokens
+    return reply.counted and used >= window - WINDOW_SLACK
 
 
-def cut_short(reply: Completion, budget: int) -> bool:
+def cut_short(reply: Completion, budget: int, window: int | None) -> bool:
     """Whether `reply`, asked with `budget`, was cut at its token limit in a way a larger
-    budget may complete: it does not end in a loop, and the context window left it the whole
-    budget."""
+    budget may complete: it does not end in a loop, and the context `window` (None: not
+    known) did not cut it."""
     cut = reply.finish_reason == "length" and not reply.refusal
-    return cut and not window_cut(reply, budget) and not loops(reply.text)
+    return cut and not window_cut(reply, budget, window) and not loops(reply.text)

@@ -475,7 +475,9 @@ class Judge(EndpointClient):
             tallies.append(tally := Tally())
             replies = (await self._complete(call.convo, call, budget, tally, n))[:n]
             bigger = grown_budget(budget)
-            if len(replies) == n and bigger > budget and all(cut_short(c, budget) for c in replies):
+            window = self._window()[1]
+            cut = all(cut_short(c, budget, window) for c in replies)
+            if len(replies) == n and bigger > budget and cut:
                 # every generation hit the limit: the n of them again in one request with the
                 # larger budget, not in n requests of one (each a new chance to fail)
                 log.info("replies truncated at max_tokens=%d; asking again with %d", budget, bigger)
@@ -540,7 +542,7 @@ class Judge(EndpointClient):
                         f"output token limit (max_tokens={sent}): ...{_shorten(raw.text[-120:])}",
                         "truncated",
                     )
-                full = window_cut(raw, budget)
+                full = window_cut(raw, budget, self._window()[1])
                 bigger = grown_budget(budget)
                 if not grown and bigger > budget and not full:
                     log.info(
@@ -548,11 +550,13 @@ class Judge(EndpointClient):
                     )
                     budget, grown = bigger, True
                     continue
+                got = raw.completion_tokens if 0 < raw.completion_tokens < sent else sent
                 cause = f"it hit the output token limit (max_tokens={sent})"
                 if full:  # all the room beside the prompt: fewer tokens than sent, or all of them
-                    got = raw.completion_tokens if 0 < raw.completion_tokens < sent else sent
                     cause = f"the context window had no room beside the prompt past {got} tokens"
-                elif grown:
+                elif got < sent:  # stopped early, with room left in a window not known full
+                    cause = f"the endpoint stopped it after {got} tokens (max_tokens={sent})"
+                if grown and not full:
                     cause += f" even after raising it from {call.budget}"
                 raise JudgeCallFailed(f"reply truncated: {cause}", "truncated")
             if raw.finish_reason == "content_filter":
@@ -688,14 +692,18 @@ class Judge(EndpointClient):
         self.usage.record(usage, tags)
         current_run().book(usage, tags)
 
+    def _window(self) -> tuple[str, int | None]:
+        """Whose context window each request must fit in, and its tokens (None: not known):
+        the llama.cpp server's this run follows, else a known model's."""
+        server = current_run().server_slots.get(id(self._endpoint))
+        if server is not None and server.context:
+            return f"the llama.cpp server at {self.base_url}", server.context
+        return self.model, context_window(self.model)
+
     def _fit(self, prompt_tokens: int, budget: int) -> int:
         """The reply budget that fits beside the prompt (:func:`fit_budget`) in the context
-        window of the llama.cpp server this run follows, else of a known model."""
-        server = current_run().server_slots.get(id(self._endpoint))
-        window: int | None = server.context if server is not None else None
-        where = f"the llama.cpp server at {self.base_url}"
-        if not window:
-            where, window = self.model, context_window(self.model)
+        window of :meth:`_window`."""
+        where, window = self._window()
         return fit_budget(prompt_tokens, budget, self.max_prompt_tokens, window, where)
 
     # -------------------------------------------------------------- helpers

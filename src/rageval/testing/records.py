@@ -213,6 +213,8 @@ class Fault:
     headers: tuple[tuple[str, str], ...] = ()
     seconds: float = 0.0
     content: str | None = None
+    #: the completion tokens a truncated reply reports (None: its whole ``max_tokens``)
+    completion_tokens: int | None = None
 
     @staticmethod
     def rate_limit(retry_after: float | None = 1.0, header: str = "retry-after") -> Fault:
@@ -256,10 +258,13 @@ class Fault:
         return Fault("garbage", content=content)
 
     @staticmethod
-    def truncated(content: str | None = None) -> Fault:
+    def truncated(content: str | None = None, completion_tokens: int | None = None) -> Fault:
         """A 200 with ``finish_reason: "length"`` and ``content`` (default: the default
-        handler's answer cut in half), in the request's mode."""
-        return Fault("truncated", content=content)
+        handler's answer cut in half), in the request's mode. Its usage reports
+        ``completion_tokens`` (default: the request's whole ``max_tokens``, as a server that
+        stopped the reply at its limit; fewer: a reply cut before its limit, by a proxy, a
+        dropped stream or a context window)."""
+        return Fault("truncated", content=content, completion_tokens=completion_tokens)
 
 
 # A plain function runs on the server's event loop and must be quick; an async handler may

@@ -583,7 +583,8 @@ class FakeOpenAI:
         if fault.kind == "garbage":
             return render(record, Reply.text(fault.content or ""))
         content = fault.content if fault.content is not None else truncated_reply(record.schema)
-        return render(record, Reply(cut, content, finish_reason="length"))
+        used = fault.completion_tokens
+        return render(record, Reply(cut, content, "length", completion_tokens=used))
 
     def _completion(self, record: RecordedRequest, reply: Reply) -> Response:
         number = next(self._ids)
