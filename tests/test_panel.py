@@ -15,7 +15,7 @@ from rageval.cli import main
 from rageval.judge import Judge
 from rageval.log import read_calibration
 from rageval.results import load_run
-from rageval.runner import Panel, RunConfigError
+from rageval.runner import Panel, RunConfigError, RunDirError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
 from test_ppi_and_repeats import Sequenced, level_rows
 
@@ -289,3 +289,13 @@ def test_the_config_file_makes_a_panel_of_its_judges(
     config.write_text('[[judges]]\nbase_url = "http://127.0.0.1:1/v1"\n', encoding="utf-8")
     assert main(["evaluate", str(data), "--config", str(config)]) == 2
     assert "[[judges]] number 1: give its model" in capsys.readouterr().err
+
+
+def test_resume_refuses_another_panel(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    with FakeOpenAI(grader) as a, FakeOpenAI(strict_grader) as b:
+        first = Panel({"a": make_judge(a, "model-a"), "b": make_judge(b, "model-b")})
+        evaluate(rows(), ["answer_accuracy"], first, run_dir=run, progress=False)
+        other = Panel({"a": make_judge(a, "model-a"), "c": make_judge(b, "model-c")})
+        with pytest.raises(RunDirError, match=r"the judge panel differs: .*b \(model-b\)"):
+            evaluate(rows(), ["answer_accuracy"], other, run_dir=run, resume=True, progress=False)

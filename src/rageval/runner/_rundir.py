@@ -237,6 +237,7 @@ def _check_same_run(path: Path, stored: Manifest, now: Manifest) -> None:
         )
     for what, old, new in (
         ("judge model", _judge_model(stored), _judge_model(now)),
+        ("judge panel", _panel(stored), _panel(now)),
         ("embeddings", _embeddings_name(stored), _embeddings_name(now)),
     ):
         if old != new:
@@ -245,6 +246,11 @@ def _check_same_run(path: Path, stored: Manifest, now: Manifest) -> None:
 
 def _judge_model(manifest: Manifest) -> str | None:
     return manifest.judge.model if manifest.judge is not None else None
+
+
+def _panel(manifest: Manifest) -> str | None:
+    """A panel's judges as ``name (model)``, None without a panel."""
+    return ", ".join(f"{p.name} ({p.judge.model})" for p in manifest.panel) or None
 
 
 def _embeddings_name(manifest: Manifest) -> str | None:
