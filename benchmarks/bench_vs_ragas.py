@@ -35,6 +35,9 @@ and wall time, per sample::
     python benchmarks/bench_vs_ragas.py --real-judge smollm2 --samples 3 \
         --json out.json --markdown out.md
 
+``--from-json A.json B.json --price`` prices two sessions' real-judge files at the first's
+per-token server times, which the machine's load does not move.
+
 ``--skip K`` scores only the rows after the first K of the ``--samples`` (the data of seed S is
 the same rows in the same order whatever their number): a long measurement split over
 sessions or servers, each part's rows disjoint from the others'.
@@ -509,6 +512,66 @@ def save_real(path: Path, meta: dict[str, Any], runs: list[RealRun]) -> None:
     path.write_text(json.dumps({"real_judge": meta, "runs": [asdict(r) for r in runs]}, indent=1))
 
 
+# ---- the real-judge runs priced at one set of per-token server times (--price) -------------
+#
+# The server seconds `--real-judge` measures move with the machine's load (ragas' own seconds
+# for the same tokens differed by 1.8x between two sessions); the tokens do not. Priced at the
+# same milliseconds per uncached prompt token and per generated token (the mean of the first
+# file's runs, from the server's own `timings`), two sessions' files compare on equal terms. A
+# file without ragas' runs (`--tools rageval`) is compared with the first file that has them.
+
+_DEFAULTS = "rageval, defaults"
+_KINDS = (_DEFAULTS, "rageval, reasons off", "ragas")
+
+
+def per_token_ms(runs: list[dict[str, Any]]) -> tuple[float, float]:
+    """Mean server milliseconds per prompt token read and per token generated over `runs`."""
+    read = sum(r["proxy"]["prompt_tokens"] - r["proxy"]["cached_prompt_tokens"] for r in runs)
+    generated = sum(r["proxy"]["completion_tokens"] for r in runs)
+    prompt_ms = sum(r["proxy"]["prompt_ms"] for r in runs)
+    predicted_ms = sum(r["proxy"]["predicted_ms"] for r in runs)
+    return prompt_ms / read, predicted_ms / generated
+
+
+def priced_totals(runs: list[dict[str, Any]], kind: str) -> tuple[int, int, float]:
+    """(uncached prompt tokens, generated tokens, server seconds) of `kind` over every metric
+    (a metric without a run of `kind`: its defaults' run)."""
+    by_run = {(r["metric"], r["run"]): r["proxy"] for r in runs}
+    read = generated = 0
+    seconds = 0.0
+    for metric in sorted({m for m, _ in by_run}):
+        proxy = by_run.get((metric, kind)) or by_run[(metric, _DEFAULTS)]
+        read += proxy["prompt_tokens"] - proxy["cached_prompt_tokens"]
+        generated += proxy["completion_tokens"]
+        seconds += (proxy["prompt_ms"] + proxy["predicted_ms"]) / 1000
+    return read, generated, seconds
+
+
+def render_priced(paths: list[Path]) -> int:
+    """The real-judge files' tokens priced at the first file's per-token times."""
+    loaded = [json.loads(p.read_text())["runs"] for p in paths]
+    with_ragas = [runs for runs in loaded if any(r["run"] == "ragas" for r in runs)]
+    if not with_ragas:
+        raise SystemExit("--price: no file holds ragas' runs to compare with")
+    read_ms, generated_ms = per_token_ms(loaded[0])
+    print(f"priced at {read_ms:.1f} ms per prompt token read, {generated_ms:.1f} ms per token "
+          f"generated (the mean of {paths[0]})\n")  # fmt: skip
+    print("| file | run | uncached prompt tokens | generated tokens | server s | priced s |")
+    print("|---|---|---|---|---|---|")
+    for path, runs in zip(paths, loaded, strict=True):
+        own = any(r["run"] == "ragas" for r in runs)
+        ragas_read, ragas_generated, ragas_s = priced_totals(
+            runs if own else with_ragas[0], "ragas"
+        )
+        ragas_priced = (ragas_read * read_ms + ragas_generated * generated_ms) / 1000
+        for kind in _KINDS if own else _KINDS[:-1]:
+            read, generated, seconds = priced_totals(runs, kind)
+            priced = (read * read_ms + generated * generated_ms) / 1000
+            print(f"| {path} | {kind} | {read:,} | {generated:,} | {seconds:,.1f} "
+                  f"({seconds / ragas_s:.2f}×) | {priced:,.1f} ({priced / ragas_priced:.2f}×) |")  # fmt: skip
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--samples", type=int, default=200)
@@ -532,6 +595,12 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         default=None,
         help="only print the tables of rows saved earlier with --json",
+    )
+    parser.add_argument(
+        "--price",
+        action="store_true",
+        help="with --from-json of --real-judge files: their tokens priced at the first file's "
+        "per-token server times (sessions of different load compared)",
     )
     parser.add_argument(
         "--real-judge",
@@ -575,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.from_json:
-        return render_saved(args.from_json)
+        return render_priced(args.from_json) if args.price else render_saved(args.from_json)
     if args.real_judge:
         return real_main(args)
 

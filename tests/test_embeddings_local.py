@@ -1,7 +1,7 @@
 """The embeddings base layer (batching, caching, thread offload) and the local MiniLM model.
 
 Fidelity is checked against vectors and token ids made with sentence-transformers + torch by
-``benchmarks/make_reference_vectors.py`` (stored in ``tests/data/embeddings_reference.*``).
+``tests/data/make_embeddings_reference.py`` (stored in ``tests/data/embeddings_reference.*``).
 """
 
 from __future__ import annotations

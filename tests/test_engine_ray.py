@@ -312,7 +312,7 @@ def test_a_rate_limit_holds_for_all_actors_together(
     # 0.28 s in a stressed CI run) shortens the window it opens. A limit held per actor and
     # not for all of them (the fault this guards against) would halve every span: 2 s for 20
     # requests where at least 4.03 - 1 are required. That the limit is used, not wasted, is a
-    # rate reached: measured by benchmarks/bench_ray.py's "rate" part, not timed here.
+    # rate reached: measured (benchmarks/archive/RESULTS-2026-12.md, "Ray engine"), not here.
     for k in (20, 39):
         assert min(b - a for a, b in zip(starts, starts[k:], strict=False)) >= k * step - 1.0
 

