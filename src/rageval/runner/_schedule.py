@@ -274,7 +274,7 @@ class Scheduler:
             if judged:
                 # the other judges of the panel, one after the other: the meter's calls of each
                 # are then its own (what its kept cells stand for)
-                votes = {plan.seats[0][0]: results}
+                votes = {plan.seats[0][0]: dict(results)}
                 for name, seat in plan.seats[1:]:
                     votes[name] = await self._score_plan(seat, judged, sample, sid, meter)
                 for m in judged:
