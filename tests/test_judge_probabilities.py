@@ -22,8 +22,10 @@ from rageval.judge._probabilities import (
 )
 from rageval.metrics.authoring import rating_model, verdict_model
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Reply
+from rageval.testing.records import ScriptedToken
 
 ln = math.log
+Leaves = dict[tuple[str, ...], tuple[object, ...]]
 RATING = choice_leaves('{"properties":{"rating":{"enum":[0,2,4],"type":"integer"}}}')
 
 
@@ -32,7 +34,7 @@ def toks(*spec: tuple[str, float] | tuple[str, float, Mapping[str, float]]) -> l
     out = []
     for one in spec:
         token, logprob = one[0], one[1]
-        alternatives = {token: logprob, **(one[2] if len(one) > 2 else {})}  # type: ignore[misc]
+        alternatives = {token: logprob, **(one[2] if len(one) > 2 else {})}
         out.append(TokenLogprob(token, logprob, tuple(alternatives.items())))
     return out
 
@@ -116,7 +118,7 @@ def test_verdicts_per_item_with_reasons_before_them() -> None:
         "s1": {"reason": "it says so", "supported": True},
         "s2": {"reason": "no", "supported": False},
     }
-    leaves = {("s1", "supported"): (True, False), ("s2", "supported"): (True, False)}
+    leaves: Leaves = {("s1", "supported"): (True, False), ("s2", "supported"): (True, False)}
     scoring = score_reply(text_of(tokens), obj, tokens, leaves)
     assert scoring.used == "probabilities"
     assert scoring.probability("s1", "supported") == pytest.approx(0.7 / 0.9)
@@ -133,7 +135,7 @@ def test_string_options_with_the_quote_merged_into_a_token() -> None:
         ("yes", ln(0.5), {"no": ln(0.25)}),
         ('"}', 0.0),
     )
-    leaves = {("verdict",): ("yes", "no")}
+    leaves: Leaves = {("verdict",): ("yes", "no")}
     scoring = score_reply(text_of(tokens), {"verdict": "yes"}, tokens, leaves)
     assert scoring.probability("verdict", option="yes") == pytest.approx(0.4 / 0.7)
     assert scoring.probability("verdict", option="no") == pytest.approx(0.3 / 0.7)
@@ -142,7 +144,7 @@ def test_string_options_with_the_quote_merged_into_a_token() -> None:
 def test_an_option_that_begins_another_is_decided_by_a_later_token() -> None:
     # options 1 and 10, sampled "10" as '1' (p .9) then '0' (p .6) with '}' (p .3): the
     # alternative '1}' ends the value at 1, so 1 = .9*.3 and 10 = .9*.6
-    leaves = {("n",): (1, 10)}
+    leaves: Leaves = {("n",): (1, 10)}
     tokens = toks(('{"n": ', 0.0), ("1", ln(0.9)), ("0", ln(0.6), {"}": ln(0.3)}), ("}", 0.0))
     scoring = score_reply(text_of(tokens), {"n": 10}, tokens, leaves)
     assert scoring.choice("n").probabilities == pytest.approx({10: 2 / 3, 1: 1 / 3})
@@ -194,7 +196,11 @@ class Checked(BaseModel):
     supported: bool
 
 
-SUPPORTED_TOKENS = [('{"supported": ', 0.0), ("true", ln(0.6), {"false": ln(0.3)}), ("}", 0.0)]
+SUPPORTED_TOKENS: list[ScriptedToken] = [
+    ('{"supported": ', 0.0),
+    ("true", ln(0.6), {"false": ln(0.3)}),
+    ("}", 0.0),
+]
 
 
 def judge(server: FakeOpenAI, **kw: object) -> Judge:
@@ -267,3 +273,118 @@ def test_probabilities_refused_for_a_backend_without_them() -> None:
         Judge("claude", backend="anthropic", api_key="k", scoring="probabilities")
     with pytest.raises(ValueError, match="scoring must be one of"):
         Judge("m", base_url="http://127.0.0.1:9", scoring="best")  # type: ignore[arg-type]
+
+
+def test_a_token_holding_part_of_a_character_is_read_by_its_bytes() -> None:
+    # "café" split inside the é (llama.cpp sends the text of such a token without the partial
+    # character, and its bytes whole); the rating after it is still found: 4 = .8, 2 = .2
+    text = '{"reason": "café", "rating": 4}'
+    tokens = [
+        TokenLogprob('{"reason": "caf', 0.0, raw=b'{"reason": "caf\xc3'),
+        TokenLogprob("", 0.0, raw=b"\xa9"),
+        TokenLogprob('", "rating": ', 0.0),
+        TokenLogprob("4", ln(0.8), (("4", ln(0.8)), ("2", ln(0.2)))),
+        TokenLogprob("}", 0.0),
+    ]
+    scoring = score_reply(text, {"reason": "café", "rating": 4}, tokens, RATING)
+    assert scoring.choice("rating").probabilities == pytest.approx({4: 0.8, 2: 0.2})
+
+
+# ----------------------------------------------------------------------------- the metrics
+
+
+def rating_tokens(sampled: int, alternatives: Mapping[str, float]) -> list[ScriptedToken]:
+    """The tokens of ``{"rating": N}`` as the test server sends json.dumps of it."""
+    return [
+        ('{"rating": ', 0.0),
+        (str(sampled), alternatives[str(sampled)], alternatives),
+        ("}", 0.0),
+    ]
+
+
+async def test_answer_accuracy_averages_each_templates_expected_rating(
+    fake_openai: FakeOpenAI,
+) -> None:
+    from helpers import judge_for, route
+    from rageval.metrics import AnswerAccuracy
+    from rageval.samples import SingleTurnSample
+
+    sample = SingleTurnSample(user_input="q?", response="a.", reference="b.")
+    # template 1: 4 at .6, 2 at .3, 0 at .1 -> 3.0; template 2: 2 at .5, 0 at .5 (4 absent)
+    # -> 1.0 -> value (3.0/4 + 1.0/4) / 2 = 0.5 (the sampled ratings alone: (4 + 2) / 8 = 0.75)
+    first = {"4": ln(0.6), "2": ln(0.3), "0": ln(0.1)}
+    second = {"2": ln(0.5), "0": ln(0.5)}
+    fake_openai.handler = route(
+        (("reference", "candidate"), Reply.json({"rating": 4}, logprobs=rating_tokens(4, first))),
+        (("gold", "proposed"), Reply.json({"rating": 2}, logprobs=rating_tokens(2, second))),
+    )
+    result = await AnswerAccuracy(llm=judge_for(fake_openai)).single_turn_ascore(sample)
+    assert result.value == pytest.approx(0.5)
+    assert result.evidence["ratings"] == {"template_1": 4, "template_2": 2}
+    assert result.evidence["expected"] == pytest.approx({"template_1": 3.0, "template_2": 1.0})
+    assert result.evidence["scoring"] == "probabilities"
+    sampled = AnswerAccuracy(llm=judge_for(fake_openai, scoring="sampled"))
+    result = await sampled.single_turn_ascore(sample)
+    assert result.value == pytest.approx(0.75)
+    assert result.evidence["scoring"] == "sampled"
+    assert "expected" not in result.evidence
+
+
+async def test_context_precision_weighs_each_context_by_its_probability(
+    fake_openai: FakeOpenAI,
+) -> None:
+    from helpers import judge_for
+    from rageval.metrics import ContextPrecision
+    from rageval.samples import SingleTurnSample
+
+    sample = SingleTurnSample(
+        user_input="q?", retrieved_contexts=["one", "two"], reference="r.", response="x"
+    )
+    reply = {"c1": {"useful": True}, "c2": {"useful": False}}
+    # json.dumps(reply) = {"c1": {"useful": true}, "c2": {"useful": false}}
+    tokens: list[ScriptedToken] = [
+        ('{"c1": {"useful": ', 0.0),
+        ("true", ln(0.8), {"false": ln(0.2)}),
+        ('}, "c2": {"useful": ', 0.0),
+        ("false", ln(0.75), {"true": ln(0.25)}),
+        ("}}", 0.0),
+    ]
+    fake_openai.script(Reply.json(reply, logprobs=tokens))
+    result = await ContextPrecision(llm=judge_for(fake_openai), reasons=False).single_turn_ascore(
+        sample
+    )
+    # v = (.8, .25): precision@1 = .8, precision@2 = (.8 + .25) / 2 = .525;
+    # (.8 * .8 + .525 * .25) / (.8 + .25) = .77125 / 1.05
+    assert result.value == pytest.approx(0.77125 / 1.05)
+    assert [v["probability"] for v in result.evidence["verdicts"]] == pytest.approx([0.8, 0.25])
+    assert result.evidence["scoring"] == "probabilities"
+
+
+async def test_a_cell_records_the_fallback_and_why(fake_openai: FakeOpenAI) -> None:
+    from helpers import judge_for
+    from rageval.metrics import ContextRecall
+    from rageval.samples import SingleTurnSample
+
+    sample = SingleTurnSample(user_input="q?", retrieved_contexts=["one"], reference="Fact.")
+    fake_openai.script(Reply.json({"r1": {"attributed": True}}))  # no log-probabilities
+    judge_ = judge_for(fake_openai, scoring="probabilities")
+    result = await ContextRecall(llm=judge_, reasons=False).single_turn_ascore(sample)
+    assert result.value == 1.0
+    assert result.evidence["scoring"] == "sampled-fallback"
+    assert result.evidence["scoring_why"] == "the endpoint returned no log-probabilities"
+
+
+def test_a_cells_note_names_the_weakest_scoring_of_its_replies() -> None:
+    from rageval.metrics.base import MetricResult, note_scoring
+
+    cell = MetricResult.ok(0.5)
+    both = ReplyScoring("probabilities")
+    assert note_scoring(cell, []).evidence.get("scoring") is None  # no verdict, no rating
+    assert note_scoring(cell, [both, both]).evidence["scoring"] == "probabilities"
+    mixed = note_scoring(cell, [both, ReplyScoring("sampled")]).evidence
+    assert (mixed["scoring"], mixed["scoring_why"]) == (
+        "sampled",
+        "1 of 2 replies by sampled values",
+    )
+    fell = note_scoring(cell, [both, ReplyScoring("sampled-fallback", "x")]).evidence
+    assert (fell["scoring"], fell["scoring_why"]) == ("sampled-fallback", "x")

@@ -53,6 +53,9 @@ class TokenLogprob:
     token: str
     logprob: float
     top: tuple[tuple[str, float], ...] = ()
+    #: the token's bytes, where the API sends them: a token may hold part of a character,
+    #: which its text leaves out (None: the UTF-8 of `token`)
+    raw: bytes | None = None
 
 
 @dataclass(frozen=True)

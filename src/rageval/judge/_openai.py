@@ -259,6 +259,7 @@ def _read_logprobs(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
         if not isinstance(token, str) or not isinstance(logprob, (int, float)):
             return None
         top = entry.get("top_logprobs")
+        raw = entry.get("bytes")
         out.append(
             TokenLogprob(
                 token,
@@ -270,9 +271,14 @@ def _read_logprobs(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
                     and isinstance(alt.get("token"), str)
                     and isinstance(alt.get("logprob"), (int, float))
                 ),
+                bytes(raw) if isinstance(raw, list) and all(_is_byte(b) for b in raw) else None,
             )
         )
     return tuple(out)
+
+
+def _is_byte(value: Any) -> bool:
+    return isinstance(value, int) and 0 <= value < 256
 
 
 def _cached_count(usage: Any) -> int:

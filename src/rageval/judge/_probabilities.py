@@ -77,7 +77,7 @@ Path = tuple[str, ...]
 # the standard library's JSON string scanner (its stub does not declare it): the decoded string
 # and the index after its closing quote
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
-_DELIMITERS = frozenset(" \t\r\n,}]")
+_DELIMITERS = frozenset(b" \t\r\n,}]")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 
@@ -276,7 +276,10 @@ def score_reply(
         return ReplyScoring("sampled")
     if not tokens:
         return fallback_scoring(obj, leaves, "sampled-fallback", NO_LOGPROBS)
-    if "".join(t.token for t in tokens) != text:
+    # in bytes: a token may hold part of a character (its text then lacks that part)
+    data = text.encode()
+    pieces = [t.raw if t.raw is not None else t.token.encode() for t in tokens]
+    if b"".join(pieces) != data:
         return fallback_scoring(
             obj, leaves, "sampled-fallback", "the reply's tokens do not spell its text"
         )
@@ -287,14 +290,17 @@ def score_reply(
         )
     starts = []
     offset = 0
-    for t in tokens:
+    for piece in pieces:
         starts.append(offset)
-        offset += len(t.token)
+        offset += len(piece)
     choices: dict[Path, ChoiceScore] = {}
     for path, sampled in _values_at(obj, leaves).items():
         span = spans.get(path)
         options = leaves[path]
-        found = None if span is None else _distribution(text, tokens, starts, span, options)
+        found = None
+        if span is not None:
+            start = len(text[: span[0]].encode())
+            found = _distribution(data, tokens, pieces, starts, start, options)
         if isinstance(found, dict):
             choices[path] = ChoiceScore(path, sampled, found, "probabilities")
         else:
@@ -324,18 +330,19 @@ _MISSING = object()
 
 
 def _distribution(
-    text: str,
+    data: bytes,
     tokens: Sequence[TokenLogprob],
+    pieces: Sequence[bytes],
     starts: Sequence[int],
-    span: tuple[int, int],
+    start: int,
     options: Sequence[Any],
 ) -> dict[Any, float] | str:
-    """The probability of each option of the value at `span` (renormalised over the options
-    found), or why it cannot be read."""
-    start = span[0]
-    spelled = {option: json.dumps(option) for option in options}
-    # the token holding the value's first character
-    index = next((i for i in range(len(tokens)) if starts[i] + len(tokens[i].token) > start), None)
+    """The probability of each option of the value whose first byte is `start` in the reply
+    `data` (whose tokens are `pieces`, each at its byte offset in `starts`), renormalised over
+    the options found; or why it cannot be read."""
+    spelled = {option: json.dumps(option, ensure_ascii=False).encode() for option in options}
+    # the token holding the value's first byte
+    index = next((i for i in range(len(pieces)) if starts[i] + len(pieces[i]) > start), None)
     if index is None:
         return "the value was not found among the reply's tokens"
     mass: dict[Any, float] = {}
@@ -344,18 +351,19 @@ def _distribution(
         token = tokens[i]
         # what the token holds before the value (":", " "); an alternative may space it
         # differently (" 4" or "4" after ":"), which spells the same value
-        lead = text[starts[i] : start] if starts[i] < start else ""
+        lead = data[starts[i] : start] if starts[i] < start else b""
         core = lead.rstrip()
-        before = text[start : starts[i]] if starts[i] > start else ""
-        for alternative, logprob in token.top:
-            if alternative == token.token or not alternative.startswith(core):
+        before = data[start : starts[i]] if starts[i] > start else b""
+        for text, logprob in token.top:
+            alternative = text.encode()
+            if text == token.token or not alternative.startswith(core):
                 continue
             rest = alternative[len(core) :]
             fits = _fitting(before + rest if before else rest.lstrip(), spelled)
             if len(fits) == 1:
                 mass[fits[0]] = mass.get(fits[0], 0.0) + math.exp(path_logprob + logprob)
         path_logprob += token.logprob
-        fits = _fitting(before + token.token[len(lead) :], spelled)
+        fits = _fitting(before + pieces[i][len(lead) :], spelled)
         if not fits:
             return "the sampled tokens spell none of the options"
         if len(fits) == 1:
@@ -367,7 +375,7 @@ def _distribution(
     return "the sampled tokens do not single out one option"
 
 
-def _fitting(prefix: str, spelled: Mapping[Any, str]) -> list[Any]:
+def _fitting(prefix: bytes, spelled: Mapping[Any, bytes]) -> list[Any]:
     """The options whose JSON text `prefix` begins (or which `prefix` spells whole, then ends
     the value)."""
     if not prefix:

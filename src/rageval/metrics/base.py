@@ -334,7 +334,7 @@ def note_scoring(result: MetricResult, scorings: Sequence[ReplyScoring]) -> Metr
     sampled = sum(s.used == "sampled" for s in scorings)
     if fallback is not None:
         used, why = "sampled-fallback", fallback.why
-    elif sampled < len(scorings):
+    elif 0 < sampled < len(scorings):
         used, why = "sampled", f"{sampled} of {len(scorings)} replies by sampled values"
     elif sampled:
         used, why = "sampled", scorings[0].why
