@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -498,6 +499,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", nargs="+", default=["evouna-nq=5", "memerag=5"],
                         metavar="DATASET=N")  # fmt: skip
     parser.add_argument("--setups", nargs="+", default=["rageval", "ragas", "lexical"])
+    parser.add_argument(
+        "--metrics", nargs="+", help="score only these of each setup's metrics (default: all)"
+    )
     parser.add_argument("--exclude-ids", type=Path, help="ids anyone tuned on, one a line")
     parser.add_argument("--out", type=Path, default=WORK / "agreement")
     parser.add_argument("--json", type=Path, help="results, kept as each setup finishes")
@@ -536,6 +540,11 @@ def main(argv: list[str] | None = None) -> int:
                 setup = setups(kind).get(setup_name)
                 if setup is None or (name, setup_name) in done:
                     continue
+                if args.metrics:
+                    kept = tuple(m for m in setup.metrics if m in args.metrics)
+                    if not kept:
+                        continue
+                    setup = dataclasses.replace(setup, metrics=kept)
                 scored = run_setup(name, rows, label, setup, args.out, judge)
                 print(f"{name} {setup_name}: {len(rows)} rows, {scored.wall_s:.0f} s "
                       f"{scored.note}", flush=True)  # fmt: skip
