@@ -581,17 +581,24 @@ def assert_ray_not_imported() -> None:
 
 
 # ---------------------------------------------------------------------- docs run as written
-_FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.S | re.M)
+#: a fenced block, with or without a language (a block without one is still found: the docs
+#: tests refuse it rather than skip it)
+_FENCE = re.compile(r"^```([\w+-]*)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+#: the mark on the line before a fence: `<!-- run -->`, `<!-- run: exit N, REASON -->` (a
+#: command meant to fail, such as a gate) or `<!-- not run: REASON -->`
+_MARK = re.compile(r"<!-- (run(?:: exit \d+, .{10,}?)?|not run: .{10,}?) -->[ \t]*\n\Z")
 
 
 class Block(NamedTuple):
-    """A fenced block of a Markdown page: the ``## `` section it is in, its language, its code
-    and the page's line number of its first line of code."""
+    """A fenced block of a Markdown page: the ``## `` section it is in, its language ("" for
+    none), its code, the page's line number of its first line of code, and the mark on the
+    line before its fence ("run", "not run: REASON" or None)."""
 
     section: str
     language: str
     code: str
     line: int
+    mark: str | None = None
 
 
 def markdown_blocks(page: Path) -> list[Block]:
@@ -601,8 +608,68 @@ def markdown_blocks(page: Path) -> list[Block]:
     found = []
     for m in _FENCE.finditer(text):
         section = next((h for at, h in reversed(headings) if at < m.start()), "")
-        found.append(Block(section, m.group(1), m.group(2), text.count("\n", 0, m.start(2)) + 1))
+        before = text[text.rfind("\n", 0, max(m.start() - 1, 0)) + 1 : m.start()]
+        mark = _MARK.search(before)
+        line = text.count("\n", 0, m.start(2)) + 1
+        found.append(Block(section, m.group(1), m.group(2), line, mark and mark.group(1)))
     return found
+
+
+def run_shell(code: str, *, where: str, exit: int = 0) -> None:
+    """A shell block as a reader runs it: bash, in the current directory and environment,
+    with this interpreter's `rageval` first on PATH; it must exit with `exit`."""
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == exit, f"{where} exited {done.returncode}\n{done.stdout}{done.stderr}"
+
+
+#: the user's RAG system the pytest plugin's examples import (their one line not rageval's)
+MY_RAG = """
+DOCS = {
+    "When was the first Super Bowl?": "Super Bowl I was played on January 15, 1967.",
+    "Where was the first Super Bowl played?": "Super Bowl I was played in Los Angeles.",
+}
+QUESTIONS = list(DOCS)
+
+
+def retrieve(question):
+    return [DOCS[question]]
+
+
+def answer(question):
+    return DOCS[question]
+"""
+
+
+def run_as_pytest_file(code: str, project: Path, *, env: Mapping[str, str] = {}) -> None:
+    """`code` as the test file of a new project beside its RAG system (``my_rag``), run by
+    pytest in a child process: this environment without pytest's and rageval's variables,
+    plus `env`. One test must pass."""
+    project.mkdir()
+    (project / "my_rag.py").write_text(MY_RAG, encoding="utf-8")
+    (project / "test_rag.py").write_text(code, encoding="utf-8")
+    child = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST_", "RAGEVAL_")) and k != "COV_CORE_SOURCE"
+    }
+    child.update(env, RAGEVAL_CACHE_DIR=str(project / "cache"))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
+        cwd=project,
+        env=child,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
 
 
 def run_block(code: str, *, page: Path, line: int, scope: dict[str, Any]) -> None:
