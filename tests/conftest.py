@@ -136,6 +136,7 @@ def no_servers_known(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts knowing no llama.cpp server: a port an earlier test's server had is
     not taken for that server when a later test's reuses it."""
     monkeypatch.setattr("rageval.runner._probe._SERVER_SLOTS", {})
+    monkeypatch.setattr("rageval.runner._probe._LISTED_WINDOWS", {})
 
 
 @pytest.fixture

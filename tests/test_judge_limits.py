@@ -440,6 +440,22 @@ def test_a_reply_whose_prompt_and_tokens_fill_the_reported_window_is_not_asked_a
     assert "the context window had no room beside the prompt past 790 tokens" in (cell.cause or "")
 
 
+def test_the_window_a_vllm_model_list_gives_tells_a_reply_that_filled_it() -> None:
+    """vLLM's model list gives each model's max_model_len. Probed, a reply whose prompt and
+    tokens fill it is not asked again: a larger budget cannot fit (before: the window was not
+    known, and the reply was asked again in vain)."""
+    from helpers import rows
+
+    with FakeOpenAI(models=["m"], context_window=8192, list_window=True) as server:
+        cut = Reply.text('{"classifications": [', finish_reason="length")
+        server.script(dataclasses.replace(cut, prompt_tokens=7400, completion_tokens=790))
+        judge = make_judge(server)
+        result = evaluate(rows(1), ["context_recall"], llm=judge, probe=True, progress=False)
+        assert len(server.chat_requests) == 1
+    cell = result.sample(0).cells["context_recall"]
+    assert "the context window had no room beside the prompt past 790 tokens" in (cell.cause or "")
+
+
 def test_unprobed_a_prompt_over_a_llama_cpp_server_s_context_fails_its_cell_not_the_run() -> None:
     """Without the check before the run the server's 400 ("exceeds the available context
     size") is that row's, not a refusal of the run: it stopped every row with exit 3."""

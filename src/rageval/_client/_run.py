@@ -149,6 +149,9 @@ class RunContext:
     call_listeners: Sequence[Callable[[JudgeCall], None]] = ()
     #: llama.cpp servers the run follows the slots of, by ``id(endpoint)``
     server_slots: Mapping[int, ServerSlots] = dataclasses.field(default_factory=dict)
+    #: the context window (tokens) an endpoint's model list gave for the judge's model
+    #: (vLLM's ``max_model_len``), by ``id(endpoint)``
+    windows: Mapping[int, int] = dataclasses.field(default_factory=dict)
     #: the run's own limit on each endpoint of its judges, by ``id(endpoint)``: as many of its
     #: requests at once as it drives the endpoint with, the earliest row's first
     gates: Mapping[int, Slots] = dataclasses.field(default_factory=dict)

@@ -694,10 +694,15 @@ class Judge(EndpointClient):
 
     def _window(self) -> tuple[str, int | None]:
         """Whose context window each request must fit in, and its tokens (None: not known):
-        the llama.cpp server's this run follows, else a known model's."""
-        server = current_run().server_slots.get(id(self._endpoint))
+        the llama.cpp server's this run follows, else the one the endpoint's model list gave
+        (vLLM's ``max_model_len``), else a known model's."""
+        run = current_run()
+        server = run.server_slots.get(id(self._endpoint))
         if server is not None and server.context:
             return f"the llama.cpp server at {self.base_url}", server.context
+        listed = run.windows.get(id(self._endpoint))
+        if listed is not None:
+            return f"{self.model} at {self.base_url}", listed
         return self.model, context_window(self.model)
 
     def _fit(self, prompt_tokens: int, budget: int) -> int:

@@ -81,6 +81,7 @@ from rageval.runner._probe import (
     follow_server_slots,
     known_server_slots,
     probe_endpoints,
+    reported_windows,
     run_gates,
 )
 from rageval.runner._rundir import RunDir, data_fingerprint, json_normal
@@ -575,6 +576,7 @@ async def aevaluate(
                 journal = RunBatchJournal(run_dir) if batching and run_dir is not None else None
                 async with send_in_batches(judges, batching, journal) as queues:
                     meter.queues = queues
+                windows=reported_windows(judges),
                     with limit_spending(max_cost) as limit:
                         admission = None
                         if limit is not None:

@@ -24,7 +24,8 @@ thrown away and done again. The user's judge is left as built; the run's manifes
 was used. The slots a server reported are remembered for the process, as the structured-output
 mode an endpoint takes is (:mod:`rageval.judge._modes`): a later run that does not probe (the
 pytest plugin probes once per session) still sends a llama.cpp server only what it decodes at
-once.
+once. A model list that gives a model's ``max_model_len`` (vLLM's) tells the context window the
+judge fits each request in and reads a cut reply against (:func:`reported_windows`).
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ class LlamaServer:
 #: the llama.cpp servers probed in this process, by base URL (what the server is, not the
 #: state of a run: a later probe of the same URL replaces it)
 _SERVER_SLOTS: dict[str, LlamaServer] = {}
+#: the context windows model lists gave (vLLM's ``max_model_len``), by base URL and model
+_LISTED_WINDOWS: dict[str, dict[str, int]] = {}
 
 
 def key_variable(described: Mapping[str, Any]) -> str | None:
@@ -163,6 +166,7 @@ async def probe(
             status=status,
         )
     # any other answer, even an error status (some servers have no model list): it is there
+    _LISTED_WINDOWS[str(base_url)] = _listed_windows(body) if status == 200 else {}
     if status != 200 or not _served_by_llama_cpp(body):
         return None
     try:
@@ -191,6 +195,31 @@ def _served_by_llama_cpp(models_body: bytes) -> bool:
     return isinstance(listed, list) and any(
         isinstance(m, dict) and m.get("owned_by") == "llamacpp" for m in listed
     )
+
+
+def _listed_windows(models_body: bytes) -> dict[str, int]:
+    """Each listed model's context window, where the list gives it (vLLM: ``max_model_len``)."""
+    try:
+        listed = json.loads(models_body).get("data")
+    except (ValueError, AttributeError):
+        return {}
+    return {
+        m["id"]: window
+        for m in (listed if isinstance(listed, list) else [])
+        if isinstance(m, dict) and isinstance(m.get("id"), str)
+        if (window := _count(m.get("max_model_len"))) is not None
+    }
+
+
+def reported_windows(judges: Iterable[Any]) -> dict[int, int]:
+    """The context window the model list of each judge's endpoint gave for its model (vLLM's
+    ``max_model_len``), by ``id(endpoint)``, from the probes made in this process."""
+    out: dict[int, int] = {}
+    for judge in judges:
+        window = _LISTED_WINDOWS.get(judge.base_url, {}).get(judge.model)
+        if window is not None:
+            out[id(judge.endpoint)] = window
+    return out
 
 
 def _llama_server(base_url: str, headers: Mapping[str, str], timeout: float) -> LlamaServer | None:

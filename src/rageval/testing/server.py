@@ -103,7 +103,8 @@ class FakeOpenAI:
     prompt and ``max_tokens`` together exceed it get OpenAI's 400 ``context_length_exceeded``
     (in llama.cpp mode, as llama-server: a prompt over it gets llama.cpp's 400, and a reply
     that would not fit beside its prompt stops, ``finish_reason: "length"``, where the
-    context is full; ``GET /props`` reports it as the slots' ``n_ctx``).
+    context is full; ``GET /props`` reports it as the slots' ``n_ctx``; with
+    ``list_window=True`` the model list gives it as each model's ``max_model_len``, as vLLM's).
     ``ignore_n=True`` answers every chat request with one choice whatever its ``n`` (as Ollama
     does). ``llama_cpp_slots=N`` answers as llama.cpp's llama-server with N slots does: its
     models are ``owned_by: "llamacpp"``, ``GET /props`` reports ``total_slots`` (404
@@ -138,6 +139,7 @@ class FakeOpenAI:
         context_window: int | None = None,
         ignore_n: bool = False,
         llama_cpp_slots: int | None = None,
+        list_window: bool = False,
         prompt_cache: bool = True,
         batch_delay: float = 0.0,
     ) -> None:
@@ -158,6 +160,7 @@ class FakeOpenAI:
         self.context_window = context_window
         self.ignore_n = ignore_n
         self.llama_cpp_slots = llama_cpp_slots
+        self.list_window = list_window
         self.prompt_cache: PrefixCache | None = PrefixCache() if prompt_cache else None
         from rageval.testing.batch_api import BatchAPI
 
@@ -447,7 +450,12 @@ class FakeOpenAI:
     def _models_response(self) -> Response:
         names = sorted(self.models) if self.models is not None else ["fake-model"]
         owner = "llamacpp" if self.llama_cpp_slots is not None else "rageval"
-        data = [{"id": n, "object": "model", "created": 0, "owned_by": owner} for n in names]
+        data: list[dict[str, Any]] = [
+            {"id": n, "object": "model", "created": 0, "owned_by": owner} for n in names
+        ]
+        if self.list_window and self.context_window is not None:
+            for model in data:
+                model["max_model_len"] = self.context_window
         return json_response(200, {"object": "list", "data": data})
 
     # --------------------------------------------------------------------- chat
