@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -388,3 +389,29 @@ def test_a_cells_note_names_the_weakest_scoring_of_its_replies() -> None:
     )
     fell = note_scoring(cell, [both, ReplyScoring("sampled-fallback", "x")]).evidence
     assert (fell["scoring"], fell["scoring_why"]) == ("sampled-fallback", "x")
+
+
+def test_config_file_and_command_line_set_the_scoring(
+    server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from helpers import rows, write_jsonl
+    from rageval.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    config = f'[judge]\nmodel = "m"\nbase_url = "{server.base_url}"\nscoring = "sampled"\n'
+    (tmp_path / "rageval.toml").write_text(config)
+    write_jsonl(tmp_path / "d.jsonl", rows(1))
+    base = ["evaluate", "d.jsonl", "-q", "--no-cache", "-m", "answer_accuracy"]
+
+    def scoring_of(run: str) -> tuple[str, str]:
+        judge = json.loads((tmp_path / run / "manifest.json").read_text())["judge"]
+        cell = json.loads((tmp_path / run / "results.jsonl").read_text().splitlines()[0])
+        return judge["scoring"], cell["metrics"]["answer_accuracy"]["evidence"]["scoring"]
+
+    assert main([*base, "-o", "a"]) == 0
+    assert scoring_of("a") == ("sampled", "sampled")
+    assert main([*base, "-o", "b", "--judge-scoring", "probabilities"]) == 0
+    # the test server's synthetic judge returns no log-probabilities: recorded as a fallback
+    assert scoring_of("b") == ("probabilities", "sampled-fallback")

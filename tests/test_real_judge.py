@@ -143,3 +143,42 @@ def test_one_sample_per_judge_metric_ends_measured_or_with_a_named_cause(
     assert not [outcome for outcome in ended.values() if str(outcome).startswith("UNNAMED")], ended
     # the server took every schema: the judge never had to fall back to another mode
     assert judge.structured_mode() == "json_schema"
+
+
+def test_llama_cpp_log_probabilities_score_verdicts_and_ratings_in_the_same_requests(
+    real: RealJudge, tmp_path: Path
+) -> None:
+    # a rating (answer_accuracy, two templates) and per-item verdicts (context_precision, one
+    # per context, without reasons) scored by probability and by the sampled values: the same
+    # requests, and every cell read from llama.cpp's log-probabilities (its grammar-constrained
+    # JSON, its tokens, its top_logprobs)
+    metrics = ["answer_accuracy", "context_precision"]
+    params = {"context_precision": {"reasons": False}}
+    requests: dict[str, int] = {}
+    for scoring in ("probabilities", "sampled"):
+        judge = Judge(
+            real.model,
+            base_url=real.base_url,
+            cache=False,
+            mode="json_schema",
+            scoring=scoring,
+            max_concurrency=real.slots,
+            max_tokens=64,
+            timeout=120,
+        )
+        result = evaluate(
+            [ROW], metrics, llm=judge, metric_params=params, run_dir=tmp_path / scoring
+        )
+        requests[scoring] = judge.usage.total.requests
+        cells = {name: result.cells(name)[0] for name in metrics}
+        for name, cell in cells.items():
+            assert cell is not None and cell.value is not None, (scoring, name, cell)
+            assert cell.evidence["scoring"] == scoring, (name, cell.evidence)
+        if scoring == "probabilities":
+            accuracy, precision = cells["answer_accuracy"], cells["context_precision"]
+            assert accuracy is not None and precision is not None
+            expected = accuracy.evidence["expected"]
+            assert all(e is not None and 0.0 <= e <= 4.0 for e in expected.values()), expected
+            ps = [v["probability"] for v in precision.evidence["verdicts"]]
+            assert all(p is not None and 0.0 <= p <= 1.0 for p in ps), ps
+    assert requests["probabilities"] == requests["sampled"], requests
