@@ -565,6 +565,7 @@ async def aevaluate(
                 embeddings_meter=embedding_meter,
                 call_listeners=listeners,
                 server_slots=server_slots,
+                windows=reported_windows(judges),
                 gates=run_gates(run_judges, server_slots),
                 stop=stop,
             ),
@@ -576,7 +577,6 @@ async def aevaluate(
                 journal = RunBatchJournal(run_dir) if batching and run_dir is not None else None
                 async with send_in_batches(judges, batching, journal) as queues:
                     meter.queues = queues
-                windows=reported_windows(judges),
                     with limit_spending(max_cost) as limit:
                         admission = None
                         if limit is not None:
