@@ -4,6 +4,7 @@ from what they wrote (a real MLflow file store, the OpenTelemetry SDK's in-memor
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 from pathlib import Path
@@ -248,3 +249,31 @@ def test_the_command_line_builds_observers_by_name_and_refuses_an_unknown_one(
     assert experiment is not None
     (logged,) = client.search_runs([experiment.experiment_id])
     assert logged.data.tags["rageval.run_dir"] == str(run)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("sqlalchemy") is not None, reason="full MLflow: sqlite works"
+)
+def test_mlflow_observer_without_a_tracking_uri_says_what_to_set_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mlflow-skinny 3.x defaults to sqlite:///mlflow.db, a store it cannot open (issue 42:
+    # the README's block raised MLflow's UnsupportedModelRegistryStoreURIException)
+    from rageval.observers.mlflow import MLflowObserver
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RunConfigError, match=r"cannot log to sqlite:.*mlflow-skinny lacks: give "
+                       r"MLFLOW_TRACKING_URI or tracking_uri a tracking server"):  # fmt: skip
+        MLflowObserver(experiment="rag-nightly")
+
+
+def test_mlflow_observer_on_a_file_store_without_the_opt_in_fails_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (before: the observer was built, and MLflow's refusal came at the run's start)
+    from rageval.observers.mlflow import MLflowObserver
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    with pytest.raises(RunConfigError, match=r"unless MLFLOW_ALLOW_FILE_STORE=true is set"):
+        MLflowObserver(tracking_uri=(tmp_path / "mlruns").as_uri())

@@ -19,6 +19,7 @@ from typing import Any
 from rageval import _env
 from rageval._extras import require
 from rageval._version import __version__
+from rageval.errors import RunConfigError
 from rageval.log import SUMMARY_FILE, SampleLine
 from rageval.observers import RunEnd, RunObserver, RunStart
 from rageval.report import REPORT_FILE
@@ -51,9 +52,17 @@ class MLflowObserver(RunObserver):
         tracking_uri: str | None = None,
     ) -> None:
         require("mlflow", "the MLflow observer")
+        import mlflow
         from mlflow.tracking import MlflowClient
 
-        self.client = MlflowClient(tracking_uri=tracking_uri)
+        uri = tracking_uri or mlflow.get_tracking_uri()
+        try:
+            self.client = MlflowClient(tracking_uri=uri)
+            # the store opens here: one it cannot use stops the run before it starts, with what
+            # to do, not at the run's start in MLflow's words
+            self.client.search_experiments(max_results=1)
+        except Exception as e:
+            raise RunConfigError(_store_problem(uri, tracking_uri, e)) from e
         self.experiment = experiment
         self.run_name = run_name
         #: the MLflow run of the rageval run started last (its id), once one started
@@ -133,3 +142,26 @@ class MLflowObserver(RunObserver):
         else:
             status = "FAILED" if isinstance(end.error, Exception) else "KILLED"
         self.client.set_terminated(run_id, status=status)
+
+
+def _store_problem(uri: str, given: str | None, error: Exception) -> str:
+    """Why MLflow cannot log to `uri` (`given` as ``tracking_uri``, else MLflow's choice), and
+    what to do: mlflow-skinny 3.x has no database store, yet defaults to ``sqlite:`` where no
+    ``MLFLOW_TRACKING_URI`` is set, and refuses a ``file:`` store without an opt-in."""
+    where = "tracking_uri" if given else "MLFLOW_TRACKING_URI or tracking_uri"
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if uri.startswith(("sqlite:", "postgresql", "mysql", "mssql")):
+        chosen = "" if given else ", MLflow's choice where no MLFLOW_TRACKING_URI is set"
+        hint = (
+            f"a database store{chosen} needs SQLAlchemy, which mlflow-skinny lacks: give "
+            f"{where} a tracking server (e.g. 'http://localhost:5000', started with "
+            "`mlflow server`), or pip install mlflow (the full package) for a local database"
+        )
+    elif uri.startswith("file:") or "://" not in uri:
+        hint = (
+            "MLflow 3 refuses a local file store unless MLFLOW_ALLOW_FILE_STORE=true is set; "
+            f"set it, or give {where} a tracking server (e.g. 'http://localhost:5000')"
+        )
+    else:
+        hint = f"check {where} and that the tracking server is up"
+    return f"the MLflow observer cannot log to {uri}: {hint} ({type(error).__name__}: {first})"
