@@ -80,6 +80,28 @@ def test_openai_messages_and_ragas_tool_calls_are_read() -> None:
     assert conv.reference_tool_calls == [ToolCall(name="weather", arguments={"city": "Paris"})]
 
 
+@pytest.mark.parametrize("role", ["system", "developer"])
+def test_openai_messages_with_the_assistant_s_instructions_are_read(role: str) -> None:
+    # (issue 42: refused, "field 'role': Input should be 'user', 'assistant' or 'tool'")
+    row = {
+        "messages": [
+            {"role": role, "content": "Answer in one sentence."},
+            {"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": "Sunny."},
+        ]
+    }
+    loaded = load_samples([row])
+    assert loaded.problems == []
+    (conv,) = loaded.samples
+    assert isinstance(conv, Conversation) and conv.opening == "Weather?"
+    # the judge reads the instructions with the exchange
+    assert conv.turn_sample(2).user_input == f"{role}: Answer in one sentence.\n\nuser: Weather?"
+    with pytest.raises(
+        ValueError, match=f"only an assistant turn carries tool_calls, not a {role}"
+    ):
+        Conversation.model_validate({"turns": [{"role": role, "content": "x", "tool_calls": []}]})
+
+
 def test_jsonl_json_and_objects_load_the_same_conversation(tmp_path: Path) -> None:
     jsonl = tmp_path / "c.jsonl"
     jsonl.write_text(json.dumps(conversation()) + "\n")

@@ -211,9 +211,11 @@ SingleTurnSample = Sample
 
 # --------------------------------------------------------------------------- conversations
 
-#: who speaks a turn: the user, the assistant (the system under test), or a tool answering
-#: one of the assistant's calls
-Role = Literal["user", "assistant", "tool"]
+#: who speaks a turn: the user, the assistant (the system under test), a tool answering one
+#: of the assistant's calls, or the instructions the assistant was given (OpenAI's ``system``
+#: message, ``developer`` in its newer models' format), which the judge reads in the
+#: transcript and which no metric scores as a reply
+Role = Literal["system", "developer", "user", "assistant", "tool"]
 
 
 def json_problem(value: Any, where: str = "") -> str | None:
