@@ -155,6 +155,18 @@ def test_judge_metrics_skipped_for_want_of_a_judge_are_not_unmeasured(
     assert "measured nothing" not in capsys.readouterr().err
 
 
+def test_with_invalid_rows_skipped_judge_metrics_without_a_judge_are_not_unmeasured(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # (issue 42: exit 7, "measured nothing" for each judge metric: its cells were skipped for
+    # want of a judge, and on the bad line as an invalid row)
+    data = tmp_path / "data.jsonl"
+    write_jsonl(data, rows(2))
+    data.write_text(data.read_text() + "not json\n")
+    assert run_cli("evaluate", data, "--skip-invalid", "-o", tmp_path / "run", "-q") == 0
+    assert "measured nothing" not in capsys.readouterr().err
+
+
 def test_the_exit_codes_are_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["--help"], ["evaluate", "--help"]):
         with pytest.raises(SystemExit):

@@ -255,15 +255,15 @@ class EvaluationResult:
     def unmeasured_metrics(self) -> dict[str, str]:
         """The metrics that ran and measured no cell at all, each with why (its largest group
         of causes): a run that asked for a metric and got not one value of it has no result
-        for it. Cells skipped because no judge is configured are not counted as run (the
-        default selection lists those metrics as skipped on purpose). ``rageval evaluate``
-        exits 7 when there is one, unless ``--allow-unmeasured``."""
+        for it. A metric skipped because no judge is configured did not run (the default
+        selection lists those metrics as skipped on purpose), whatever its other cells were
+        skipped for (rows skipped as invalid). ``rageval evaluate`` exits 7 when there is
+        one, unless ``--allow-unmeasured``."""
         found = {}
         for name, s in self.summary().items():
-            ran = [g for g in s.failures if g.kind != "no_judge"]
-            if s.n_measured or not ran:
+            if s.n_measured or not s.failures or any(g.kind == "no_judge" for g in s.failures):
                 continue
-            worst = ran[0]
+            worst = s.failures[0]
             cause = f": {worst.examples[0].cause}" if worst.examples else ""
             found[name] = (
                 f"no value in {s.n_cells} {'cell' if s.n_cells == 1 else 'cells'}; "
