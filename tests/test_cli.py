@@ -609,6 +609,24 @@ def test_no_key_and_no_base_url_is_a_configuration_error_before_any_request(
     assert "network guard" not in err and "Traceback" not in err
 
 
+def test_a_judge_built_in_python_without_a_key_is_the_same_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # (issue 42: llm_factory("gpt-4o-mini") with no key probed api.openai.com with a
+    # placeholder key and said "could not reach")
+    from rageval import evaluate, llm_factory
+    from rageval.errors import RunConfigError
+    from rageval.metrics import Faithfulness
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGEVAL_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    judge = llm_factory("gpt-4o-mini")
+    with pytest.raises(RunConfigError, match="without an API key: set OPENAI_API_KEY"):
+        evaluate(rows(1), ["faithfulness"], llm=judge, progress=False)
+    with pytest.raises(RunConfigError, match="without an API key"):  # a metric's own judge
+        evaluate(rows(1), [Faithfulness(llm=judge)], progress=False)
+
+
 def test_a_reader_that_goes_away_is_no_failure(tmp_path: Path) -> None:
     code = "import sys\nfrom rageval.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     proc = subprocess.Popen(

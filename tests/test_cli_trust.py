@@ -117,6 +117,19 @@ def test_no_metric_to_run_lists_the_columns_and_how_to_map_them(
     assert code == 0
 
 
+@pytest.mark.parametrize("skip", [[], ["--skip-invalid"]])
+def test_a_file_where_no_line_parses_names_the_lines_not_its_columns(
+    skip: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # (issue 42: "no metric to run ... (its columns: none ...)", the bad lines unnamed)
+    data = tmp_path / "bad.jsonl"
+    data.write_text('not json\n{"question": "q", \n')
+    assert run_cli("evaluate", data, "-o", tmp_path / "run", "-q", *skip) == 2
+    err = capsys.readouterr().err
+    assert "line 1: line is not valid JSON" in err and "line 2: line is not valid JSON" in err
+    assert "its columns" not in err
+
+
 # ---------------------------------------------------------------------- metrics unmeasured
 
 

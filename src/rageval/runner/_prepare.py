@@ -172,6 +172,9 @@ def resolve_metrics(
             make(name) for name in default_candidates(loaded) if name not in left_out
         ]
         if not chosen:
+            if loaded.problems and all(sample is None for sample in loaded.samples):
+                # no row could be read: its columns are none because of those rows, named here
+                raise InvalidDataError(loaded.problems, source=loaded.source)
             raise RunConfigError(_nothing_to_run(loaded))
     else:
         one = isinstance(metrics, (str, Metric, ModuleType, type))
@@ -437,6 +440,11 @@ def prepare(spec: RunSpec, *, resume: bool = False) -> Prepared:
     # resuming, no judge by now means the run had none (not one from the environment)
     judges = [] if llm is None and resume else run_judges(llm)
     judge = judges[0] if judges else None
+    # a Judge built in Python (llm_factory) is checked as the command line's is: without a key
+    # for OpenAI's own endpoint it is a configuration error, not a probe that "cannot reach"
+    for one in [*judges, *(m.llm for m in metric_objs if m.llm is not None)]:
+        if one.probe_key() is not None:  # a client object given in Python holds its own key
+            check_key(one.describe(), what="judge")
     needs_embeddings = any(
         m.needs_embeddings and m.embeddings is None and (not m.needs_llm or m.llm or judge)
         for m in metric_objs
