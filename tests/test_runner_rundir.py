@@ -10,6 +10,7 @@ import pytest
 
 from helpers import make_judge, rows, sample_id_of
 from rageval.cli import main
+from rageval.log import read_summary
 from rageval.report._model import RunData
 from rageval.results import load_run
 from rageval.runner import RunDirError, evaluate
@@ -117,6 +118,19 @@ def test_resuming_a_finished_run_sends_nothing(server: FakeOpenAI, tmp_path: Pat
     assert server.requests == []
     assert _values(again) == _values(first)
     assert again.usage == first.usage  # usage of the rows done before comes from the log
+
+
+def test_a_resumed_run_s_duration_is_all_of_its_time(server: FakeOpenAI, tmp_path: Path) -> None:
+    # (issue 42: a resume of a finished run, which sends nothing, wrote 0.0 s as its duration)
+    server.latency = 0.3  # each of the first run's requests: the run takes over 0.3 s
+    first = evaluate(rows(2), METRICS, llm=make_judge(server), run_dir=tmp_path / "r",
+                     progress=False)  # fmt: skip
+    assert first.duration_s is not None and first.duration_s > 0.3
+    again = evaluate(None, llm=make_judge(server), run_dir=tmp_path / "r", resume=True,
+                     progress=False)  # fmt: skip
+    assert again.duration_s is not None and again.duration_s >= first.duration_s
+    summary = read_summary(tmp_path / "r")
+    assert summary is not None and summary.duration_s == again.duration_s
 
 
 def test_resume_refuses_a_different_run(server: FakeOpenAI, tmp_path: Path) -> None:

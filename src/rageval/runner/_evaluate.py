@@ -45,6 +45,7 @@ from rageval.log import (
     RunLogError,
     SampleLine,
     read_manifest,
+    read_summary,
 )
 from rageval.metrics.base import (
     Metric,
@@ -436,7 +437,8 @@ async def aevaluate(
     batching = BatchSettings() if batch is True else batch or None
     if engine == "ray" and (max_cost is not None or batching is not None):
         raise RunConfigError("max_cost and batch work with the local engine, not with engine='ray'")
-    started = time.monotonic()
+    # a resumed run's duration is all of its time: the earlier sessions' and this one's
+    started = time.monotonic() - (_earlier_duration(run_dir) if resume else 0.0)
     run = prepare(spec, resume=resume)
     loaded, ids, metric_objs = run.loaded, run.ids, run.metrics
     run_judges, embedder, plans = run.judges, run.embedder, run.plans
@@ -637,6 +639,18 @@ async def aevaluate(
     result.duration_s = time.monotonic() - started
     observed.end(RunEnd(result, run_path, run_id=run_id))
     return result
+
+
+def _earlier_duration(run_dir: str | os.PathLike[str] | None) -> float:
+    """The seconds the earlier sessions of the run in `run_dir` took, as its summary says
+    (0 without one: a run killed before it wrote one)."""
+    if run_dir is None:
+        return 0.0
+    try:
+        summary = read_summary(run_dir)
+    except (OSError, RunLogError):  # an unreadable summary is rewritten at this run's end
+        return 0.0
+    return (summary.duration_s or 0.0) if summary is not None else 0.0
 
 
 def _flush(caches: Sequence[RequestCache]) -> None:
