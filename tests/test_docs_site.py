@@ -21,6 +21,7 @@ blocks another test runs is named in ``RUN_ELSEWHERE`` with that test, which mus
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import shutil
@@ -207,3 +208,79 @@ def test_the_pytest_plugin_page_runs_as_a_test(reader: FakeOpenAI, tmp_path: Pat
     assert [b.language for b in blocks] == ["python"]
     run_as_pytest_file(blocks[0].code, tmp_path / "project", env={"RAGEVAL_LLM": "gpt-4o-mini"})
     assert len(reader.chat_requests) > 0
+
+
+#: ragas' public names (0.3 and 0.4: its metrics, their base classes, data classes, columns and
+#: calls), each of which the "Coming from ragas" page must map
+RAGAS_NAMES = """
+Faithfulness faithfulness FaithfulnesswithHHEM AnswerRelevancy ResponseRelevancy
+answer_relevancy AnswerSimilarity SemanticSimilarity answer_similarity AnswerCorrectness
+answer_correctness FactualCorrectness ContextPrecision LLMContextPrecisionWithReference
+context_precision LLMContextPrecisionWithoutReference ContextUtilization
+NonLLMContextPrecisionWithReference IDBasedContextPrecision ContextRecall LLMContextRecall
+context_recall NonLLMContextRecall IDBasedContextRecall ContextEntityRecall
+context_entity_recall NoiseSensitivity ContextRelevance AnswerAccuracy ResponseGroundedness
+RubricsScore InstanceRubrics AspectCritic SimpleCriteriaScore RougeScore BleuScore ChrfScore
+ExactMatch StringPresence NonLLMStringSimilarity DistanceMeasure SummarizationScore
+summarization_score MultiModalFaithfulness MultiModalRelevance DataCompyScore
+LLMSQLEquivalence ToolCallAccuracy ToolCallF1 AgentGoalAccuracyWithReference
+AgentGoalAccuracyWithoutReference TopicAdherenceScore
+Metric MetricWithLLM MetricWithEmbeddings SingleTurnMetric MultiTurnMetric BaseMetric LLMMetric
+DiscreteMetric NumericMetric RankingMetric discrete_metric numeric_metric ranking_metric
+MetricResult MetricType MetricOutputType
+SingleTurnSample MultiTurnSample HumanMessage AIMessage ToolMessage ToolCall EvaluationDataset
+Dataset DataTable user_input response retrieved_contexts reference reference_contexts
+retrieved_context_ids reference_context_ids multi_responses rubrics persona_name query_style
+query_length reference_tool_calls reference_topics question answer contexts ground_truth
+ground_truths
+evaluate aevaluate column_map raise_exceptions show_progress batch_size RunConfig llm_factory
+LangchainLLMWrapper LlamaIndexLLMWrapper embedding_factory OpenAIEmbeddings
+HuggingFaceEmbeddings LangchainEmbeddingsWrapper single_turn_ascore ascore score to_pandas
+""".split()  # noqa: SIM905  (120 names read better as lines of words)
+
+
+def _ragas_map() -> list[tuple[set[str], set[str]]]:
+    """(ragas names, rageval names) of each row of the page's tables."""
+    rows = []
+    text = (DOCS / "coming-from-ragas.md").read_text(encoding="utf-8")
+    for line in text.splitlines():
+        cells = line.split("|")
+        if len(cells) < 4 or cells[1].strip() in ("ragas", "---"):
+            continue
+        # `metric.ascore(**fields)` names ascore: the object before the dot is the reader's
+        names = [
+            {n.rsplit(".", 1)[-1] for n in re.findall(r"`([\w.]+)[^`]*`", cell)}
+            for cell in cells[1:3]
+        ]
+        rows.append((names[0], names[1]))
+    return rows
+
+
+def _exists_in_rageval(name: str) -> bool:
+    import rageval
+    import rageval.metrics
+    from rageval import Conversation, EvaluationResult, Sample
+    from rageval.metrics import Metric, metric_class
+    from rageval.samples import FIELD_ALIASES
+
+    fields = {*Sample.model_fields, *Conversation.model_fields, *FIELD_ALIASES}
+    fields |= {*inspect.signature(rageval.aevaluate).parameters, *Metric.__annotations__}
+    # evaluate's keyword options, some typed in a TypedDict (**options): as its docstring names them
+    fields |= set(re.findall(r"`(\w+)`", inspect.getdoc(rageval.aevaluate) or ""))
+    owners = (rageval, rageval.metrics, EvaluationResult, Metric)
+    if name in fields or any(hasattr(owner, name) for owner in owners):
+        return True
+    try:
+        metric_class(name)
+    except KeyError:
+        return False
+    return True
+
+
+def test_the_ragas_page_maps_every_ragas_name_to_a_rageval_name_that_exists() -> None:
+    rows = _ragas_map()
+    mapped = set().union(*(theirs for theirs, _ in rows))
+    assert [n for n in RAGAS_NAMES if n not in mapped] == []
+    ours = set().union(*(mine for _, mine in rows))
+    assert len(ours) > 40
+    assert sorted(n for n in ours if not _exists_in_rageval(n)) == []

@@ -35,7 +35,7 @@ def rewrite(markdown: str, page_path: str) -> str:
         if target.startswith("docs/"):  # a page of the site after all
             return m.group(0)
         page = PAGES.get(target)
-        if page is None:
+        if page is None or page == page_path:  # no page for it, or this page stands for it
             return f"{text} (`{target}` in the repository)"
         return f"[{text}]({posixpath.relpath(page, posixpath.dirname(page_path) or '.')})"
 
