@@ -103,6 +103,29 @@ def test_alternatives_spaced_differently_spell_the_same_option() -> None:
     assert scoring.choice("rating").probabilities == pytest.approx({4: 0.7 / 0.9, 2: 0.2 / 0.9})
 
 
+def test_options_in_place_of_the_space_before_the_value_count_too() -> None:
+    # llama.cpp's distribution is the model's own: at the space after the colon (p .9) the
+    # model also gives '4' (p .05), a path without the space. 4 = .05 + .9*.3, 0 = .9*.5
+    tokens = toks(
+        ('{"rating":', 0.0),
+        (" ", ln(0.9), {"4": ln(0.05), "x": ln(0.01)}),
+        ("0", ln(0.5), {"4": ln(0.3), "1": ln(0.1)}),
+        ("}", 0.0),
+    )
+    scoring = score_reply(text_of(tokens), {"rating": 0}, tokens, RATING)
+    assert scoring.choice("rating").probabilities == pytest.approx({0: 0.45 / 0.77, 4: 0.32 / 0.77})
+
+
+def test_tokens_may_hold_whitespace_the_content_was_trimmed_of() -> None:
+    # llama.cpp's content leaves out the whitespace its grammar let the model write after
+    # the object; the tokens still have it
+    tokens = toks(
+        ("{\n", 0.0), ('"rating": ', 0.0), ("2", ln(0.6), {"4": ln(0.2)}), ("\n}\n\n ", 0.0)
+    )
+    scoring = score_reply('{\n"rating": 2\n}', {"rating": 2}, tokens, RATING)
+    assert scoring.choice("rating").probabilities == pytest.approx({2: 0.75, 4: 0.25})
+
+
 def test_verdicts_per_item_with_reasons_before_them() -> None:
     tokens = toks(
         ('{"s1": {"reason": "', 0.0),

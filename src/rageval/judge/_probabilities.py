@@ -277,12 +277,16 @@ def score_reply(
     if not tokens:
         return fallback_scoring(obj, leaves, "sampled-fallback", NO_LOGPROBS)
     # in bytes: a token may hold part of a character (its text then lacks that part)
-    data = text.encode()
     pieces = [t.raw if t.raw is not None else t.token.encode() for t in tokens]
-    if b"".join(pieces) != data:
+    data = b"".join(pieces)
+    # the content may come without the whitespace the model wrote around it (llama.cpp trims
+    # what follows the object): offsets in the text shift by what was trimmed before it
+    text_data = text.encode()
+    if data.strip() != text_data.strip():
         return fallback_scoring(
             obj, leaves, "sampled-fallback", "the reply's tokens do not spell its text"
         )
+    shift = (len(data) - len(data.lstrip())) - (len(text_data) - len(text_data.lstrip()))
     spans = value_spans(text)
     if spans is None:
         return fallback_scoring(
@@ -299,7 +303,7 @@ def score_reply(
         options = leaves[path]
         found = None
         if span is not None:
-            start = len(text[: span[0]].encode())
+            start = len(text[: span[0]].encode()) + shift
             found = _distribution(data, tokens, pieces, starts, start, options)
         if isinstance(found, dict):
             choices[path] = ChoiceScore(path, sampled, found, "probabilities")
@@ -345,6 +349,15 @@ def _distribution(
     index = next((i for i in range(len(pieces)) if starts[i] + len(pieces[i]) > start), None)
     if index is None:
         return "the value was not found among the reply's tokens"
+    # from the whitespace before the value, where there is a token of it alone: a server that
+    # returns the model's own distribution (llama.cpp does, before its grammar) has the
+    # options there too, as paths that leave the space out
+    while (
+        index > 0
+        and not pieces[index - 1].strip()
+        and starts[index - 1] + len(pieces[index - 1]) <= start
+    ):
+        index -= 1
     mass: dict[Any, float] = {}
     path_logprob = 0.0  # of the sampled tokens from the value's start up to this one
     for i in range(index, len(tokens)):
