@@ -4,6 +4,7 @@ by hand."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from rageval.metrics.evidence import ClaimsEvidence
 from rageval.results import load_run
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
+from rageval.testing.records import ScriptedToken
 
 CONTEXTS = ["Dune is a 1965 novel by Frank Herbert.", "Dune won the Hugo Award in 1966."]
 SENTENCES = ["Frank Herbert wrote Dune.", "He was Canadian.", "It won a Hugo Award."]
@@ -85,6 +87,50 @@ async def test_each_sentence_against_each_context(fake_openai: FakeOpenAI) -> No
     assert len(firsts) == 3 and len({t.split("<claim>")[0] for t in firsts}) == 1
     assert sum("[c2] Dune won the Hugo" in t for t in prompts) == 3
     assert metric.plan(SAMPLE) is not None and len(list(metric.plan(SAMPLE) or [])) == 6
+
+
+#: P("yes") of each (sentence, context) check
+P_YES = {
+    (SENTENCES[0], "c1"): 0.9,
+    (SENTENCES[0], "c2"): 0.2,
+    (SENTENCES[1], "c1"): 0.3,
+    (SENTENCES[1], "c2"): 0.45,
+    (SENTENCES[2], "c1"): 0.1,
+    (SENTENCES[2], "c2"): 0.7,
+}
+
+
+def weighed(req: RecordedRequest) -> Reply:
+    """The answer of :data:`P_YES` sampled greedily, with both options' log-probabilities."""
+    text = user_text(req)
+    claim = _CLAIM.search(text)
+    assert claim is not None
+    (shown,) = _IDS.findall(text.split("<claim>")[0])
+    p = P_YES[(claim.group(1), shown)]
+    sampled, other = ("yes", "no") if p >= 0.5 else ("no", "yes")
+    chosen = p if sampled == "yes" else 1 - p
+    tokens: list[ScriptedToken] = [
+        ('{"supported": "', 0.0),
+        (sampled, math.log(chosen), {other: math.log(1 - chosen)}),
+        ('"}', 0.0),
+    ]
+    return Reply.json({"supported": sampled}, logprobs=tokens)
+
+
+async def test_probabilities_from_the_answers_log_probabilities(fake_openai: FakeOpenAI) -> None:
+    fake_openai.handler = weighed
+    result = await Faithfulness(mode="checker", llm=make_judge(fake_openai)).single_turn_ascore(
+        SAMPLE
+    )
+    # each sentence keeps its best context: 0.9 (c1), 0.45 (c2, below 0.5: no support named),
+    # 0.7 (c2); the value is their mean, (0.9 + 0.45 + 0.7) / 3
+    assert result.value == pytest.approx(2.05 / 3)
+    ev = claims_evidence(result)
+    assert [c.probability for c in ev.claims] == pytest.approx([0.9, 0.45, 0.7])
+    assert [c.supported for c in ev.claims] == [True, False, True]
+    assert [c.context for c in ev.claims] == ["c1", None, "c2"]
+    assert all(r.body["logprobs"] is True for r in fake_openai.chat_requests)
+    assert ev.get("scoring") == "probabilities"
 
 
 async def test_all_contexts_in_one_request(fake_openai: FakeOpenAI) -> None:

@@ -8,6 +8,9 @@ supported.
   ("Newton and Leibniz are both credited with independently developing the basics of
   calculus" came back from a 1.5B judge as "Isaac Newton is the father of calculus", which the
   contexts then did not support), a split cannot.
+* The answer is read as P(supported): P("yes") from the token log-probabilities of the same
+  request where the judge scores by probability (its ``scoring``; the endpoint returns them:
+  vLLM, llama.cpp, OpenAI), else 1 for yes and 0 for no.
 * A request shows the contexts first and the claim last (:func:`check_messages`): the claims
   of a sample checked against the same contexts begin with the same text, which a server's
   prompt cache (llama.cpp, vLLM, a provider's) serves to every claim after the first.
@@ -24,7 +27,8 @@ supported.
   its requests are cached, limited and accounted as any judge's (:func:`checker_judge`).
 
 The value is the mean of the claims' probabilities: the expected share of supported claims
-(with yes/no answers alone, the share of claims answered yes).
+(with yes/no answers alone, the share of claims answered yes; with the answer's
+log-probabilities, P("yes") renormalised over yes and no).
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from rageval.metrics.evidence import CheckedClaim, ClaimsEvidence
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
-    from rageval.judge import Judge, JudgeSpec
+    from rageval.judge import Judge, JudgeReply, JudgeSpec
 
 #: how a claim check is answered
 CHECK_REPLY = 'Reply as {"supported": "yes"} or {"supported": "no"}.'
@@ -91,10 +95,11 @@ def check_messages(contexts: Sequence[str], claim: str, first: int = 1) -> list[
     return data_first_messages(f"{shown}\n{tagged('claim', claim)}", task, CHECK_REPLY)
 
 
-def probability_of(reply: CheckReply) -> float:
-    """The probability a checker's reply gives that its claim is supported: 1.0 for yes, 0.0
-    for no."""
-    return 1.0 if reply.supported == "yes" else 0.0
+def probability_of(reply: JudgeReply[CheckReply]) -> float:
+    """The probability a checker's reply gives that its claim is supported: P("yes") read from
+    the token log-probabilities of the answer where the judge scores by probability and the
+    endpoint gave them, else 1.0 for yes and 0.0 for no (docs/judge-probabilities.md)."""
+    return reply.scoring.probability("supported", option="yes")
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,7 @@ async def check_claims(
     (a prompt cache with few slots keeps its text)."""
     groups = _groups(contexts, per_context)
     asks = [
-        ctx.ask(check_messages(g.texts, claim, g.first), CheckReply)
+        ctx.ask_scored(check_messages(g.texts, claim, g.first), CheckReply)
         for g in groups
         for claim in claims
     ]
