@@ -284,3 +284,40 @@ def test_the_ragas_page_maps_every_ragas_name_to_a_rageval_name_that_exists() ->
     ours = set().union(*(mine for _, mine in rows))
     assert len(ours) > 40
     assert sorted(n for n in ours if not _exists_in_rageval(n)) == []
+
+
+def _hook(name: str) -> Any:
+    """One of the site's MkDocs hooks (docs/hooks/NAME.py), imported from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"docs_hook_{name}", DOCS / "hooks" / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_api_reference_documents_every_public_name_once() -> None:
+    import rageval
+
+    pages = _hook("reference").names_by_page(DOCS / "reference")
+    assert set(pages) == {"running.md", "data.md", "judges.md", "metrics.md"}
+    documented = [name for names in pages.values() for name in names]
+    assert sorted(documented) == sorted(n for n in rageval.__all__ if n != "__version__")
+    assert "load_samples" in pages["data.md"] and "Faithfulness" in pages["metrics.md"]
+
+
+def test_links_to_repository_files_lead_to_their_page_or_become_their_path() -> None:
+    rewrite = _hook("repo_links").rewrite
+    page = "Numbers: [RESULTS](../benchmarks/RESULTS.md#speed), [code](../src/rageval/cli), [m](metrics.md)."
+    assert rewrite(page, "cost.md") == (
+        "Numbers: [RESULTS](results.md), code (`src/rageval/cli` in the repository), "
+        "[m](metrics.md)."
+    )
+    assert rewrite("[home](../../README.md)", "reference/data.md") == "[home](../index.md)"
+    # on the page that stands for the file, the link is its path
+    assert rewrite("[all](../benchmarks/RESULTS.md)", "results.md") == (
+        "all (`benchmarks/RESULTS.md` in the repository)"
+    )
