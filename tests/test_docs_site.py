@@ -307,6 +307,15 @@ def test_the_api_reference_documents_every_public_name_once() -> None:
     documented = [name for names in pages.values() for name in names]
     assert sorted(documented) == sorted(n for n in rageval.__all__ if n != "__version__")
     assert "load_samples" in pages["data.md"] and "Faithfulness" in pages["metrics.md"]
+    # the synchronous forms are shown as such, not as an attribute and the call making it
+    forms = _hook("reference").synchronous_forms()
+    assert {name: coroutine for name, (coroutine, _) in forms.items()} == {
+        "evaluate": "aevaluate",
+        "calibrate": "acalibrate",
+        "align": "aalign",
+    }
+    block = _hook("reference").block("evaluate", forms)
+    assert "[`aevaluate`](#rageval.aevaluate)" in block and "worker thread" in block
 
 
 def test_links_to_repository_files_lead_to_their_page_or_become_their_path() -> None:

@@ -27,9 +27,13 @@ def embedding_factory(
 ) -> Embeddings:
     """Build an embeddings model.
 
-    ``"local"`` is the embedded all-MiniLM-L6-v2 (offline, no torch); ``"openai"`` is any
-    OpenAI-compatible embeddings endpoint (``model`` names the model, ``client`` an
-    ``openai.AsyncOpenAI``).
+    Args:
+        provider: ``"local"``, the embedded all-MiniLM-L6-v2 (offline, no torch), or
+            ``"openai"``, any OpenAI-compatible embeddings endpoint.
+        model: the endpoint's embeddings model (``"openai"``; the local one has its own).
+        client: an ``openai.AsyncOpenAI`` to send the requests through (``"openai"`` only).
+        **kw: the provider class's other settings (the local model's ``threads``; the
+            endpoint's ``base_url``, ``limits``, ``retry``...).
     """
     key = provider.strip().lower()
     if key == "local":

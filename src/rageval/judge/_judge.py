@@ -765,7 +765,15 @@ class Judge(EndpointClient):
 
 
 def llm_factory(model: str, client: Any = None, **kw: Any) -> Judge:
-    """Build a :class:`Judge` (ragas' name for it): ``llm_factory("gpt-4o-mini", client=...)``."""
+    """Build a :class:`Judge` (ragas' name for it): ``llm_factory("gpt-4o-mini", client=...)``.
+
+    Args:
+        model: the judge model's name at its endpoint.
+        client: an ``openai.AsyncOpenAI`` (or Azure) client to send the requests through, used
+            as it is; None builds one from ``base_url``, ``api_key`` or the environment.
+        **kw: any other keyword argument of :class:`Judge` (``base_url``, ``limits``, ``retry``,
+            ``prices``, ``backend``...).
+    """
     return Judge(model, client=client, **kw)
 
 

@@ -403,10 +403,20 @@ def estimate(
     **options: Unpack[RunOptions],
 ) -> CostEstimate:
     """What ``evaluate()`` with the same arguments would send, and cost, without sending
-    anything (see the module docstring). `batch=True` prices the requests at the judge
-    model's batch rates (an unknown batch rate makes the cost unknown); `repeats=K` counts
-    every judge cell K times, as ``evaluate(repeats=K)`` scores it (default 1). `data` may be a
-    whole :class:`~rageval.runner.RunSpec`, as :func:`rageval.evaluate` takes it."""
+    anything (see the module docstring).
+
+    Args:
+        data: the rows, as :func:`rageval.evaluate` takes them, or a whole
+            :class:`~rageval.runner.RunSpec`.
+        metrics: the metrics, as :func:`rageval.evaluate` takes them.
+        llm: the judge (a Judge, a model name, several Judges or a Panel).
+        embeddings: the embeddings, as :func:`rageval.evaluate` takes them.
+        batch: price the requests at the judge model's batch rates (an unknown batch rate
+            makes the cost unknown).
+        **options: :func:`rageval.evaluate`'s data options (``column_map``, ``on_invalid``,
+            ``metric_params``...); ``repeats=K`` counts every judge cell K times, as
+            ``evaluate(repeats=K)`` scores it (default 1).
+    """
     from rageval.runner._schedule import spread
 
     spec = spec_of(RunSpec(data, metrics, llm, embeddings, **options))
