@@ -109,8 +109,9 @@ def _run_shell(block: Block, where: str) -> None:
     run_shell(code, where=where, exit=int(exit.group(1)) if exit else 0)
 
 
-def run_page(page: Path) -> dict[str, int]:
-    """Run (or parse, or skip as marked) every block of `page`; what was done, counted."""
+def run_page(page: Path, *, python: bool = True) -> dict[str, int]:
+    """Run (or parse, or skip as marked) every block of `page`; what was done, counted.
+    `python=False` leaves the Python blocks to the test that runs them (``RUN_ELSEWHERE``)."""
     from rageval import llm_factory
 
     scope: dict[str, Any] = {
@@ -118,11 +119,13 @@ def run_page(page: Path) -> dict[str, int]:
         "data": "data.jsonl",
         "judge": llm_factory("gpt-4o-mini"),
     }
-    done = {"ran": 0, "parsed": 0, "not run": 0, "shown": 0}
+    done = {"ran": 0, "parsed": 0, "not run": 0, "shown": 0, "elsewhere": 0}
     for block in markdown_blocks(page):
         where = f"{page.name}:{block.line}"
         if block.mark and block.mark.startswith("not run"):
             done["not run"] += 1
+        elif block.language == "python" and not python:
+            done["elsewhere"] += 1
         elif block.language == "python":
             # as a script runs it: a top-level await is a SyntaxError here, as it is there
             exec(compile("\n" * (block.line - 1) + block.code, str(page), "exec"), scope)
@@ -176,10 +179,14 @@ def test_every_page_of_docs_is_on_the_site_or_excluded() -> None:
     assert all((DOCS / name).exists() for name in on_site)
 
 
-def test_the_pages_run_elsewhere_are_run_there() -> None:
-    for page, test in RUN_ELSEWHERE.items():
-        path, function = test.split("::")
-        assert f"def {function}(" in (ROOT / path).read_text(encoding="utf-8"), (page, test)
+@pytest.mark.parametrize("name", sorted(RUN_ELSEWHERE))
+def test_the_pages_run_elsewhere_are_run_there_and_their_other_blocks_here(
+    name: str, reader: FakeOpenAI
+) -> None:
+    path, function = RUN_ELSEWHERE[name].split("::")
+    assert f"def {function}(" in (ROOT / path).read_text(encoding="utf-8")
+    done = run_page(DOCS / name, python=False)
+    assert done["elsewhere"] > 0 and sum(done.values()) == len(markdown_blocks(DOCS / name))
 
 
 def test_a_block_nothing_runs_fails_its_page(tmp_path: Path) -> None:
