@@ -615,9 +615,10 @@ def markdown_blocks(page: Path) -> list[Block]:
     return found
 
 
-def run_shell(code: str, *, where: str, exit: int = 0) -> None:
+def run_shell(code: str, *, where: str, exit: int = 0) -> str:
     """A shell block as a reader runs it: bash, in the current directory and environment,
-    with this interpreter's `rageval` first on PATH; it must exit with `exit`."""
+    with this interpreter's `rageval` first on PATH; it must exit with `exit`. Its output,
+    stdout then stderr."""
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", code],
@@ -627,6 +628,7 @@ def run_shell(code: str, *, where: str, exit: int = 0) -> None:
         timeout=300,
     )
     assert done.returncode == exit, f"{where} exited {done.returncode}\n{done.stdout}{done.stderr}"
+    return done.stdout + done.stderr
 
 
 #: the user's RAG system the pytest plugin's examples import (their one line not rageval's)

@@ -138,3 +138,21 @@ def test_the_quickstart_block_is_two_command_lines() -> None:
     checks = ["ruff check .", "ruff format --check .", "mypy --strict", "python -m pytest"]
     at = [lines[1].find(check) for check in checks]
     assert -1 not in at and at == sorted(at), lines[1]
+
+
+def test_the_quickstarts_first_line_scores_offline_and_says_how_to_add_a_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its command after the installs (which the test environment has made), on a machine with
+    no judge configured: the offline metrics run, the judge metrics are skipped with the hint."""
+    line = _blocks("Quickstart", "bash")[0].strip().splitlines()[0]
+    command = line.rsplit("&&", 1)[1].strip()
+    assert command.startswith("rageval evaluate ")
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGEVAL_LLM", "RAGEVAL_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    done = run_shell(command, where="README.md, the Quickstart's first line")
+    assert "token_f1" in done and "semantic_similarity" in done
+    assert "needs an LLM judge and none is configured: set RAGEVAL_LLM" in done
