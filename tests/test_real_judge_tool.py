@@ -4,6 +4,7 @@ never signals a process that is not the llama-server it started."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -146,3 +147,80 @@ def test_what_a_build_step_prints_goes_to_stderr(capfd: pytest.CaptureFixture[st
     out, err = capfd.readouterr()
     assert out == ""
     assert "-- The C compiler identification is GNU" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ("fpu sse avx2 avx512f avx512_vnni amx_bf16 amx_tile amx_int8", ["--no-repack"]),
+        ("fpu sse avx2 fma f16c", []),  # this machine's kind: repacking kept (it is faster)
+        ("", []),  # no /proc/cpuinfo
+    ],
+)
+def test_a_cpu_with_amx_starts_the_server_without_repacked_weights(
+    flags: str, expected: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # llama.cpp 0.3.36's AMX matrix multiply segfaults at the first request (issue 41);
+    # --no-repack keeps the weights out of its buffers
+    monkeypatch.setattr(tool, "cpu_flags", lambda: flags)
+    argv = tool.server_argv(Path("llama-server"), Path("m.gguf"), "m", 8080, tool.parse(["start"]))
+    assert [a for a in argv if "repack" in a] == expected
+
+
+#: a stand-in for llama-server: healthy at once; at a chat request it answers, or (given
+#: --crash-at-first-request) dies of a segfault, as 0.3.36 did on a CPU with AMX
+STAND_IN = """\
+import http.server, json, os, signal, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+crash = "--crash-at-first-request" in sys.argv
+class Handler(http.server.BaseHTTPRequestHandler):
+    def reply(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def do_GET(self):
+        self.reply({"status": "ok"})
+    def do_POST(self):
+        if crash:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        self.reply({"choices": [{"message": {"role": "assistant", "content": "OK"}}]})
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"""
+
+
+@pytest.fixture
+def stand_in_opts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> argparse.Namespace:
+    """`start`'s options, with the stand-in as the built llama-server (nothing built or
+    fetched)."""
+    binary = tmp_path / "llama-server"
+    binary.write_text(f"#!{sys.executable}\n{STAND_IN}")
+    binary.chmod(0o755)
+    monkeypatch.setattr(tool, "build", lambda root, jobs: binary)
+    monkeypatch.setattr(tool, "fetch", lambda root, spec: tmp_path / "m.gguf")
+    return tool.parse(["start", "--name", "t", "--port", str(tool.free_port()), "--wait", "60"])
+
+
+def test_start_returns_a_server_that_answered_a_chat_request(
+    tmp_path: Path, stand_in_opts: argparse.Namespace
+) -> None:
+    state = tool.start(tmp_path, stand_in_opts)
+    try:
+        assert tool.state_file(tmp_path, "t").exists()
+        assert Path(f"/proc/{state.pid}").exists()
+    finally:
+        tool.stop_process(state)
+
+
+def test_start_refuses_a_server_that_died_at_its_first_chat_request(
+    tmp_path: Path, stand_in_opts: argparse.Namespace
+) -> None:
+    # (before: healthy was enough, and .ci/run got the URL of a server that then died at the
+    # first request of the real-judge tests, as 0.3.36 does on a CPU with AMX)
+    stand_in_opts.server_args = ["--crash-at-first-request"]
+    with pytest.raises(tool.JudgeToolError, match=r"did not answer a chat request.*status -11"):
+        tool.start(tmp_path, stand_in_opts)
+    assert not tool.state_file(tmp_path, "t").exists()
