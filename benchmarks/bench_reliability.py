@@ -6,12 +6,14 @@ for ``one-slot``, a real llama-server). One command per check:
     python benchmarks/bench_reliability.py resume --samples 200 --latency-ms 50
     python benchmarks/bench_reliability.py conversations-resume --conversations 1000
     python benchmarks/bench_reliability.py one-slot --model qwen1.5b --samples 16
+    python benchmarks/bench_reliability.py faults --conversations 200 --seed 3
 
 * ``garbage``: the command line against a judge that never answers JSON;
 * ``lock``: two ``--resume`` of one run directory at once;
 * ``resume``: interrupted runs (kill -9, SIGINT) and their ``--resume``, requests paid twice;
 * ``conversations-resume``: a conversation run killed and resumed ends with the same cells;
-* ``one-slot``: a one-slot llama-server with and without the run's endpoint check.
+* ``one-slot``: a one-slot llama-server with and without the run's endpoint check;
+* ``faults``: the conversation judges against the random-within-schema judge with 30 % faults.
 
 Each check's own description: ``python benchmarks/bench_reliability.py CHECK --help``.
 """
@@ -28,6 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -623,12 +626,81 @@ def cmd_one_slot(argv: list[str] | None = None) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- faults
+
+_DOC_FAULTS = """The conversation judge metrics against the random-within-schema judge with 30 % faults, at
+more conversations than the test uses, to see each metric's share of measured cells through
+the noise of 40 (issue 25: at least 95 % with faults).
+
+The rows, the judge and the fault mix are the test's
+(``tests/reliability/test_schema_only_judge_conversations.py``: three answering turns with
+contexts and a tool call, ``RandomJudge(seed=8)``, ``FaultPlan(RATE, FAULTS, seed)``), read
+from the tests so the two cannot drift apart. Prints one line per metric: cells measured, and
+the causes of the others by kind.
+
+    python benchmarks/bench_reliability.py faults --conversations 200 --seed 3
+"""
+
+
+def cmd_faults(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=_DOC_FAULTS.splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=3, help="the fault plan's seed")
+    parser.add_argument("--rate", type=float, default=0.3, help="share of requests faulted")
+    parser.add_argument(
+        "--cut-tokens",
+        type=int,
+        default=None,
+        help="the truncated fault's reply reports this many completion tokens, below its "
+        "max_tokens (a proxy's or a dropped stream's cut; issue 41); default: all of them",
+    )
+    args = parser.parse_args(argv)
+    # the test's rows and fault mix, read from the tests (only this check needs them)
+    tests = ROOT / "tests"
+    sys.path[:0] = [str(tests), str(tests / "reliability")]
+    from test_schema_only_judge_conversations import METRICS, conversations
+
+    from helpers import FAULTS
+    from rageval._client import _retry
+    from rageval.judge import Judge
+    from rageval.runner import evaluate
+    from rageval.testing import FakeOpenAI, Fault, FaultPlan, RandomJudge
+
+    # millisecond backoffs, as the tests' fast_backoff: the delays are not what is measured
+    _retry.BACKOFF_BASE, _retry.BACKOFF_CAP = 0.002, 0.02
+    n = args.conversations
+    faults = [
+        Fault.truncated(completion_tokens=args.cut_tokens) if f.kind == "truncated" else f
+        for f in FAULTS
+    ]
+    plan = FaultPlan(args.rate, faults, seed=args.seed)
+    with FakeOpenAI(RandomJudge(seed=8), faults=plan) as server:
+        judge = Judge("m", base_url=server.base_url, api_key="sk-test", cache=False)
+        result = evaluate(
+            conversations(n), METRICS, llm=judge, embeddings="local", progress=False, probe=False
+        )
+    total = 0
+    for metric in METRICS:
+        cells = [result.sample(i).cells[metric] for i in range(n)]
+        # "undefined" is the metric's answer, not a failed call: knowledge_retention when the
+        # judge reads no user message as telling anything about the user (shown among causes)
+        measured = sum(c.status == "ok" or c.cause_kind == "undefined" for c in cells)
+        causes = Counter(c.cause_kind for c in cells if c.status != "ok")
+        total += measured
+        print(f"{metric:40} {measured:5} / {n} ({measured / n:.1%})  {dict(causes)}")
+    cells_all = n * len(METRICS)
+    print(f"{'all':40} {total:5} / {cells_all} ({total / cells_all:.1%}); "
+          f"faults injected: {len(plan.injected)}")  # fmt: skip
+    return 0
+
+
 COMMANDS = {
     "garbage": (cmd_garbage, _DOC_GARBAGE),
     "lock": (cmd_lock, _DOC_LOCK),
     "resume": (cmd_resume, _DOC_RESUME),
     "conversations-resume": (cmd_conversations_resume, _DOC_CONVERSATIONS_RESUME),
     "one-slot": (cmd_one_slot, _DOC_ONE_SLOT),
+    "faults": (cmd_faults, _DOC_FAULTS),
 }
 
 
