@@ -24,8 +24,16 @@ from rageval.metrics import (
     context_recall,
     context_relevance,
     conversation_completeness,
+    f1,
     faithfulness,
+    hit_rate,
     knowledge_retention,
+    map,
+    mrr,
+    ndcg,
+    precision,
+    r_precision,
+    recall,
     response_groundedness,
     rouge_l,
     rubric_score,
@@ -60,8 +68,16 @@ from rageval.metrics.context_precision import ContextPrecision
 from rageval.metrics.context_recall import ContextRecall
 from rageval.metrics.context_relevance import ContextRelevance
 from rageval.metrics.conversation_completeness import ConversationCompleteness
+from rageval.metrics.f1 import F1
 from rageval.metrics.faithfulness import Faithfulness
+from rageval.metrics.hit_rate import HitRate
 from rageval.metrics.knowledge_retention import KnowledgeRetention
+from rageval.metrics.map import MAP
+from rageval.metrics.mrr import MRR
+from rageval.metrics.ndcg import NDCG
+from rageval.metrics.precision import Precision
+from rageval.metrics.r_precision import RPrecision
+from rageval.metrics.recall import Recall
 from rageval.metrics.response_groundedness import ResponseGroundedness
 from rageval.metrics.rouge_l import RougeL
 from rageval.metrics.rubric_score import RubricScore
@@ -75,6 +91,10 @@ from rageval.metrics.turn_context_relevance import TurnContextRelevance
 from rageval.metrics.turn_faithfulness import TurnFaithfulness
 
 __all__ = [
+    "F1",
+    "MAP",
+    "MRR",
+    "NDCG",
     "AgentGoalAccuracy",
     "AgentGoalAccuracyWithoutReference",
     "AnswerAccuracy",
@@ -87,11 +107,15 @@ __all__ = [
     "ContextRelevance",
     "ConversationCompleteness",
     "Faithfulness",
+    "HitRate",
     "KnowledgeRetention",
     "Metric",
     "MetricLike",
     "MetricResult",
     "NoJudgeError",
+    "Precision",
+    "RPrecision",
+    "Recall",
     "RelevanceScore",
     "ResponseGroundedness",
     "ResponseRelevancy",
@@ -118,10 +142,18 @@ __all__ = [
     "context_relevance",
     "conversation_completeness",
     "create_metric",
+    "f1",
     "faithfulness",
+    "hit_rate",
     "knowledge_retention",
+    "map",
     "metric_class",
     "module_metric",
+    "mrr",
+    "ndcg",
+    "precision",
+    "r_precision",
+    "recall",
     "register",
     "registered_metrics",
     "response_groundedness",

@@ -13,6 +13,7 @@ import dataclasses
 import difflib
 import inspect
 import math
+import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +27,7 @@ from pydantic import BaseModel, Field, model_validator
 from rageval._sync import run_sync
 from rageval.errors import CauseKind, NoJudgeError
 from rageval.metrics._capture import Captured, capture, capturing
-from rageval.metrics.evidence import Evidence, EvidenceBase, FreeformEvidence
+from rageval.metrics.evidence import Evidence, EvidenceBase, FreeformEvidence, scoring_notes
 from rageval.samples import Conversation, Sample, missing_fields, sample_of
 
 if TYPE_CHECKING:
@@ -230,16 +231,7 @@ class ScoringContext:
         error shown, up to `max_reasks`; `max_tokens` asks for a larger reply budget than the
         judge's own. Raises ``JudgeCallFailed`` when no usable reply came: let it propagate
         (the cell is not measured, with the cause). See :meth:`rageval.judge.Judge.ask`."""
-        reply = await self.require_judge().ask(
-            messages,
-            response_model,
-            tags=self.tags,
-            check=check,
-            max_reasks=max_reasks,
-            max_tokens=max_tokens,
-        )
-        if reply.scoring.choices:  # the metric reads the sampled values of its choices
-            self.scorings.append(type(reply.scoring)("sampled"))
+        reply = await self._reply(messages, response_model, check, max_reasks, max_tokens, False)
         return reply.value
 
     async def ask_scored(
@@ -257,6 +249,19 @@ class ScoringContext:
         value, read from the token log-probabilities where the judge's ``scoring`` asked for
         them and the endpoint gave them, else from the sampled values
         (docs/judge-probabilities.md). The scoring is recorded for the cell's evidence."""
+        return await self._reply(messages, response_model, check, max_reasks, max_tokens, True)
+
+    async def _reply(
+        self,
+        messages: list[dict[str, str]],
+        response_model: type[M],
+        check: Callable[[M], None] | None,
+        max_reasks: int | None,
+        max_tokens: int | None,
+        scored: bool,
+    ) -> JudgeReply[M]:
+        """The judge's reply, its scoring recorded for the cell: the reply's, or (not `scored`:
+        the metric reads the values written) sampled."""
         reply = await self.require_judge().ask(
             messages,
             response_model,
@@ -266,7 +271,7 @@ class ScoringContext:
             max_tokens=max_tokens,
         )
         if reply.scoring.choices:
-            self.scorings.append(reply.scoring)
+            self.scorings.append(reply.scoring if scored else type(reply.scoring)("sampled"))
         return reply
 
     async def ask_n(
@@ -323,27 +328,6 @@ def note_truncation(
     return result.model_copy(update={"reason": reason, "evidence": evidence})
 
 
-def note_scoring(result: MetricResult, scorings: Sequence[ReplyScoring]) -> MetricResult:
-    """`result` with evidence notes ``scoring`` and ``scoring_why``: how the verdicts and
-    ratings it read were scored -- "probabilities" when every one was read from the token
-    log-probabilities, "sampled-fallback" (and why) when some were asked for and could not be,
-    "sampled" otherwise (why: how many were not, when the others were)."""
-    if not scorings:
-        return result
-    fallback = next((s for s in scorings if s.used == "sampled-fallback"), None)
-    sampled = sum(s.used == "sampled" for s in scorings)
-    if fallback is not None:
-        used, why = "sampled-fallback", fallback.why
-    elif 0 < sampled < len(scorings):
-        used, why = "sampled", f"{sampled} of {len(scorings)} replies by sampled values"
-    elif sampled:
-        used, why = "sampled", scorings[0].why
-    else:
-        used, why = "probabilities", None
-    notes: dict[str, Any] = {"scoring": used} | ({"scoring_why": why} if why else {})
-    return result.with_evidence(result.evidence.noted(**notes))
-
-
 class Metric(abc.ABC):
     """Base class of every metric (docs/writing-metrics.md shows two, tested as written).
 
@@ -378,6 +362,10 @@ class Metric(abc.ABC):
     #: what blank inputs make of a cell, checked in order before :meth:`measure` (and before
     #: :meth:`planned_requests`: such a cell asks nothing); see :class:`BlankRule`
     blank_rules: ClassVar[tuple[BlankRule, ...]] = ()
+    #: whether the metric takes a cutoff `k`, named ``<name>_at_<k>`` (ndcg_at_10: ndcg, k=10)
+    takes_cutoff: ClassVar[bool] = False
+    #: other names the registry knows the metric by (ragas' names for it)
+    aliases: ClassVar[tuple[str, ...]] = ()
 
     _config: dict[str, Captured]
 
@@ -515,7 +503,9 @@ class Metric(abc.ABC):
             result = await self.measure(sample, ctx)
         except JudgeCallFailed as e:
             result = MetricResult.not_measured(f"judge call failed: {e.cause}", cause_kind=e.kind)
-        return note_scoring(result, ctx.scorings)
+        if not ctx.scorings:
+            return result
+        return result.with_evidence(result.evidence.noted(**scoring_notes(ctx.scorings)))
 
     # ---- the ragas-compatible scorer API ----------------------------------------------
 
@@ -575,7 +565,11 @@ def _missing_message(metric: str, field: str) -> str:
 # ---- registry: names used by the CLI and run logs to re-create metrics -------------------
 
 _REGISTRY: dict[str, type[Metric]] = {}
+#: another name of a registered metric -> its registry name
+_ALIASES: dict[str, str] = {}
 MetricT = TypeVar("MetricT", bound=type[Metric])
+#: a metric with a cutoff, as users type it: ``precision_at_5``
+_AT_K = re.compile(r"(?P<name>[a-z0-9_]+?)_at_(?P<k>[1-9][0-9]*)")
 
 
 def register(cls: MetricT) -> MetricT:
@@ -589,7 +583,23 @@ def register(cls: MetricT) -> MetricT:
             f"metric name {cls.name!r} registered twice ({_path(known)} and {_path(cls)})"
         )
     _REGISTRY[cls.name] = cls
+    _ALIASES.update(dict.fromkeys(cls.aliases, cls.name))
     return cls
+
+
+def named_metric(name: str) -> tuple[type[Metric], dict[str, Any]] | None:
+    """The registered metric `name` stands for, with the arguments the name implies: a
+    registry name or alias alone, ``ndcg_at_10`` the metric ndcg with ``k=10`` (for a metric
+    that :attr:`~Metric.takes_cutoff`); None when it names none."""
+    metrics = registered_metrics()
+    name = _ALIASES.get(name, name)
+    if name in metrics:
+        return metrics[name], {}
+    cut = _AT_K.fullmatch(name)
+    found = metrics.get(cut["name"]) if cut else None
+    if cut is None or found is None or not found.takes_cutoff:
+        return None
+    return found, {"k": int(cut["k"])}
 
 
 def _path(cls: type) -> str:
@@ -610,12 +620,17 @@ def metric_class(name: str) -> type[Metric]:
     importing it registers it."""
     if ":" in name:
         return _imported_metric(name)
-    metrics = registered_metrics()
-    if name not in metrics:
-        close = difflib.get_close_matches(name, list(metrics), n=3)
+    found = named_metric(name)
+    if found is None:
+        metrics = registered_metrics()
+        close = difflib.get_close_matches(name, [*metrics, *_ALIASES], n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise KeyError(f"unknown metric {name!r}{hint}; known: {', '.join(metrics)}")
-    return metrics[name]
+        cutoffs = ", ".join(f"{n}_at_K" for n, c in metrics.items() if c.takes_cutoff)
+        raise KeyError(
+            f"unknown metric {name!r}{hint}; known: {', '.join(metrics)}"
+            + (f"; with a cutoff K: {cutoffs}" if cutoffs else "")
+        )
+    return found[0]
 
 
 def _imported_metric(path: str) -> type[Metric]:
@@ -669,8 +684,16 @@ def metric_import_root(cls: type[Metric]) -> str | None:
 def create_metric(name: str, params: Mapping[str, Any] | None = None) -> Metric:
     """The metric registered under `name`, built with `params` (what :meth:`Metric.params`
     recorded): with a run manifest's ``MetricSpec``,
-    ``create_metric(spec.registered_name or spec.name, spec.params)``."""
-    return metric_class(name)(**dict(params or {}))
+    ``create_metric(spec.registered_name or spec.name, spec.params)``. A name that implies
+    arguments (``ndcg_at_10``) is built with them; `params` may repeat them, not change them."""
+    cls = metric_class(name)
+    found = named_metric(name) if ":" not in name else None
+    implied = found[1] if found else {}
+    given = dict(params or {})
+    for key, value in implied.items():
+        if given.setdefault(key, value) != value:
+            raise ValueError(f"{name} means {key}={value}, not {key}={given[key]!r}")
+    return cls(**given)
 
 
 # ---- a metric module stands for its metric -------------------------------------------------

@@ -21,6 +21,7 @@ from rageval.metrics.base import (
     Metric,
     MetricLike,
     as_metric,
+    named_metric,
     registered_metrics,
     scores_conversations,
 )
@@ -153,8 +154,7 @@ def resolve_metrics(
     constructor arguments of any metric built here (a metric it names that the run does not
     choose is passed over; a name that is no metric is an error)."""
     params = dict(params or {})
-    known = registered_metrics()
-    unknown = sorted(set(params) - set(known))
+    unknown = sorted(name for name in params if named_metric(name) is None)
     if unknown:
         raise RunConfigError(f"parameters for unknown metric(s): {', '.join(unknown)}")
 

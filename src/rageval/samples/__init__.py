@@ -20,6 +20,7 @@ from rageval.samples._rows import (
     CONVERSATION_ALIASES,
     CONVERSATION_FIELDS,
     FIELD_ALIASES,
+    ID_FIELDS,
     LEGACY_ALIASES,
     LIST_FIELDS,
     ROW_FIELDS,
@@ -39,11 +40,13 @@ from rageval.samples._rows import (
     sample_of,
     transcript,
 )
+from rageval.samples._trec import TrecRows, read_qrels, read_run, trec_rows
 
 __all__ = [
     "CONVERSATION_ALIASES",
     "CONVERSATION_FIELDS",
     "FIELD_ALIASES",
+    "ID_FIELDS",
     "LEGACY_ALIASES",
     "LIST_FIELDS",
     "ROW_FIELDS",
@@ -59,13 +62,17 @@ __all__ = [
     "Sample",
     "SingleTurnSample",
     "ToolCall",
+    "TrecRows",
     "Turn",
     "is_conversation_row",
     "json_problem",
     "load_samples",
     "missing_fields",
+    "read_qrels",
+    "read_run",
     "rows_json",
     "sample_ids",
     "sample_of",
     "transcript",
+    "trec_rows",
 ]

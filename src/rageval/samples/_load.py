@@ -23,6 +23,7 @@ from rageval._extras import require
 from rageval.samples._rows import (
     CONVERSATION_FIELDS,
     FIELD_ALIASES,
+    ID_FIELDS,
     LEGACY_ALIASES,
     LIST_FIELDS,
     ROW_FIELDS,
@@ -347,7 +348,7 @@ def _parse_list_cells(row: dict[str, Any]) -> dict[str, str]:
             except json.JSONDecodeError as e:
                 bad[key] = f"{field} in a CSV cell must be a JSON list of objects ({e.msg})"
             continue
-        if not isinstance(cell, str) or field not in (*LIST_FIELDS, "reference_topics"):
+        if not isinstance(cell, str) or field not in (*LIST_FIELDS, *ID_FIELDS, "reference_topics"):
             continue
         try:
             row[key] = json.loads(cell)

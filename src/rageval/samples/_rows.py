@@ -35,7 +35,10 @@ LEGACY_ALIASES: dict[str, str] = {
 }
 TEXT_FIELDS = ("user_input", "response", "reference")
 LIST_FIELDS = ("retrieved_contexts", "reference_contexts")
-SAMPLE_FIELDS = (*TEXT_FIELDS, *LIST_FIELDS)
+#: the retrieval fields scored on ids, without a judge (docs/retrieval.md): the ranked ids
+#: the retriever returned, and the relevant ids (a list) or every judged id's grade (a mapping)
+ID_FIELDS = ("retrieved_context_ids", "reference_context_ids")
+SAMPLE_FIELDS = (*TEXT_FIELDS, *LIST_FIELDS, *ID_FIELDS)
 #: the fields of a conversation row (:class:`Conversation`); a row is a conversation when it
 #: has `turns` (or `messages`, OpenAI's and ragas' name for them)
 CONVERSATION_FIELDS = ("turns", "reference_tool_calls", "reference_goal", "reference_topics")
@@ -152,6 +155,12 @@ class Sample(BaseModel):
     #: "forty-eight time"); see :attr:`references`
     reference: str | list[str] | None = Field(default=None, validation_alias=_alias("reference"))
     reference_contexts: list[str] | None = None
+    #: the ids of the retrieved contexts, best first (ragas' name); an id given twice counts
+    #: at its first rank (docs/retrieval.md)
+    retrieved_context_ids: list[str] | None = None
+    #: the relevant ids (each of grade 1), or each judged id's relevance grade, an integer as
+    #: in TREC qrels (grade 1 or more is relevant; nDCG's gain is the grade)
+    reference_context_ids: list[str] | dict[str, int] | None = None
     id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: free-form fields a rubric may reference (anything not in the canonical set)
@@ -165,6 +174,29 @@ class Sample(BaseModel):
     @classmethod
     def _contexts_list(cls, v: Any) -> Any:
         return _list_input(v, "a list of strings")
+
+    @field_validator("retrieved_context_ids", mode="before")
+    @classmethod
+    def _ranked_ids(cls, v: Any) -> Any:
+        v = _list_input(v, "a list of ids, best first")
+        return None if v is None else [_context_id(i, f"item {n}") for n, i in enumerate(v)]
+
+    @field_validator("reference_context_ids", mode="before")
+    @classmethod
+    def _judged_ids(cls, v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {_context_id(i, "a key"): _grade(i, g) for i, g in v.items()}
+        v = _list_input(v, "a list of relevant ids, or a mapping of id to grade")
+        return None if v is None else [_context_id(i, f"item {n}") for n, i in enumerate(v)]
+
+    @property
+    def context_grades(self) -> dict[str, int]:
+        """Each judged context id's relevance grade: 1 for every id of a list of relevant
+        ids ({} when the sample has none)."""
+        v = self.reference_context_ids
+        if v is None:
+            return {}
+        return dict(v) if isinstance(v, dict) else dict.fromkeys(v, 1)
 
     @field_validator("reference", mode="before")
     @classmethod
@@ -455,6 +487,27 @@ def _list_input(value: Any, expected: str = "a list") -> Any:
         return list(value)
     if value is not None and not isinstance(value, list) and hasattr(value, "tolist"):
         return value.tolist()
+    return value
+
+
+def _context_id(value: Any, where: str) -> str:
+    """A context id as text: an integer id (ragas accepts them) as its digits."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{where} is {value!r}: a context id is a non-blank text or an integer")
+    return value
+
+
+def _grade(context_id: Any, value: Any) -> int:
+    """A relevance grade: an integer (a whole float, as pandas reads one, counts as it)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(
+            f"the grade of id {context_id!r} is {value!r}: a grade is an integer, as in TREC "
+            "qrels (0 not relevant, 1 or more relevant)"
+        )
     return value
 
 
