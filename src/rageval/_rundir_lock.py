@@ -147,16 +147,22 @@ def hold_run_dir(path: str | os.PathLike[str]) -> Iterator[None]:
 
 
 def one_writer(fn: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
-    """`fn`, a coroutine function with a ``run_dir`` parameter, run holding that directory
+    """`fn`, a coroutine function given a ``run_dir`` (a parameter, a keyword argument, or
+    the ``run_dir`` of its ``config`` argument: a RunConfig), run holding that directory
     (:func:`hold_run_dir`) from before its first step to after its last write."""
     signature = inspect.signature(fn)
 
     @functools.wraps(fn)
     async def holding(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
-            run_dir = signature.bind(*args, **kwargs).arguments.get("run_dir")
+            bound = signature.bind(*args, **kwargs).arguments
         except TypeError:  # the call itself is wrong: let `fn` say so in its own words
-            run_dir = None
+            bound = {}
+        run_dir: str | os.PathLike[str] | None = (
+            bound.get("run_dir")
+            or kwargs.get("run_dir")  # type: ignore[assignment]  # a keyword of a TypedDict
+            or getattr(bound.get("config"), "run_dir", None)
+        )
         if run_dir is None:
             return await fn(*args, **kwargs)
         with hold_run_dir(run_dir):

@@ -75,9 +75,6 @@ def add_align_command(sub: Any) -> None:
         help="what to try, comma-separated: threshold, instructions, examples, reasons "
         "(default: all)",
     )
-    cmd.add_argument(
-        "--overwrite", action="store_true", help="replace an alignment already in the -o DIR"
-    )
     cmd.set_defaults(func=run_align)
 
 
@@ -99,7 +96,7 @@ def run_align(args: argparse.Namespace) -> int:
     if not 0.0 <= args.threshold <= 1.0:
         raise _UsageError(f"--threshold must be between 0 and 1, got {args.threshold}")
     command = read_labelled_command(args)
-    labelled, run_dir = command.labelled, command.arguments["run_dir"]
+    labelled, run_dir = command.labelled, command.run_dir
     report = run_on_labels(
         lambda: align(
             labelled.data,
@@ -110,7 +107,6 @@ def run_align(args: argparse.Namespace) -> int:
             shots=args.shots,
             instructions=args.instructions,
             search=args.search or SEARCH_STEPS,
-            overwrite=args.overwrite,
             **command.arguments,
         ),
         interrupted="interrupted; the requests made so far are in the request cache (a re-run "

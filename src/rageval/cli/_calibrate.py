@@ -52,7 +52,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.limit is not None and args.dataset is None:
         raise _UsageError("--limit samples a public dataset: use it with --dataset")
     command = read_labelled_command(args)
-    labelled, run_dir = command.labelled, command.arguments["run_dir"]
+    labelled, run_dir = command.labelled, command.run_dir
     report = run_on_labels(
         lambda: calibrate(
             labelled.data, labelled.labels, min_kappa=args.min_kappa, **command.arguments

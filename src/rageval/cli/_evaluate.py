@@ -30,7 +30,6 @@ from rageval.cli._shared import (
     name_value_pairs,
     out,
     positional_data,
-    positive_float,
     positive_int,
     read_run_options,
     run_dir_of,
@@ -39,7 +38,7 @@ from rageval.cli._shared import (
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
-    from rageval.judge import BatchSettings, Judge
+    from rageval.judge import Judge
     from rageval.results import EvaluationResult
     from rageval.runner import Panel
     from rageval.runner._stored import StoredRun
@@ -84,9 +83,6 @@ def add_evaluate_command(sub: Any) -> None:
         help="continue the interrupted run in DIR (its data, metrics and settings are the "
         "run's own, as its manifest records them)",
     )
-    ev.add_argument(
-        "--overwrite", action="store_true", help="replace the run already in the -o DIR"
-    )
     add_pairs_option(
         ev,
         "--fail-under",
@@ -103,22 +99,6 @@ def add_evaluate_command(sub: Any) -> None:
         "conversations (tool_call_f1 ...)",
     )
     ev.add_argument(
-        "--observer",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="also tell this observer how the run goes (repeat for more): mlflow "
-        "(rageval[mlflow]; MLFLOW_TRACKING_URI), otel (rageval[otel]), or one a package "
-        "registers under the entry-point group rageval.observers",
-    )
-    add_pairs_option(
-        ev,
-        "--human-labels",
-        metavar="COLUMN=METRIC",
-        help="a column of human scores for METRIC (empty where not labelled): the summary adds "
-        "the PPI++ mean of the label, the judge's scores rectified by the labelled rows",
-    )
-    ev.add_argument(
         "--repeats",
         type=positive_int,
         default=None,
@@ -127,24 +107,6 @@ def add_evaluate_command(sub: Any) -> None:
         "bypass the cache, the value is their mean, and the summary says how much of the CI "
         "is the judge's own noise",
     )
-    ev.add_argument(
-        "--engine",
-        choices=("local", "ray"),
-        default="local",
-        help="where rows are scored: this process (default) or Ray Data (needs rageval[ray])",
-    )
-    ev.add_argument(
-        "--ray-address",
-        metavar="ADDRESS",
-        help="with --engine ray: join this Ray cluster (host:port) instead of starting a local Ray",
-    )
-    ev.add_argument(
-        "--ray-actors",
-        type=positive_int,
-        metavar="N",
-        help="with --engine ray: actors that score rows (default: from the cluster's CPUs)",
-    )
-    ev.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     ev.add_argument(
         "--allow-unmeasured",
         action="store_true",
@@ -159,19 +121,6 @@ def add_evaluate_command(sub: Any) -> None:
         "estimate and a range, per metric); send nothing, write nothing",
     )
     cost.add_argument("--json", action="store_true", help="--dry-run's estimate as JSON")
-    cost.add_argument(
-        "--max-cost",
-        type=positive_float,
-        metavar="USD",
-        help="stop before the judge requests would cost more than USD (exit 5; what finished "
-        "is kept, --resume continues); needs the judge model's price (--price)",
-    )
-    cost.add_argument(
-        "--batch",
-        action="store_true",
-        help="send the judge requests through the endpoint's Batch API (about half the price, "
-        "results within 24 hours)",
-    )
     ev.set_defaults(func=run_evaluate)
 
 
@@ -223,9 +172,10 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     metrics = _own_metrics_by_name(_metric_names(args.metric) or settings.metrics)
     if stored is not None and any(":" in name for name, _, _ in stored.metrics):
         _import_from_cwd()  # the run used a metric of the user's own, recorded by its module
-    options = read_run_options(args, metrics, settings=settings, stored=stored)
+    options = read_run_options(
+        args, metrics, settings=settings, stored=stored, run_dir=run_dir, observe=not args.dry_run
+    )
     judge = options["llm"]
-    human_labels = name_value_pairs(args.human_labels, "--human-labels")
     if args.dry_run:
         return _dry_run(
             data,
@@ -236,7 +186,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
             metric_params=options["metric_params"],
             on_invalid=options["on_invalid"],
             repeats=args.repeats or 1,
-            batch=bool(_batch_settings(args.batch, settings.batch)),
+            batch=options["config"].batch_settings is not None,
             as_json=args.json,
         )
     gates = _gates(args.fail_under)
@@ -248,30 +198,13 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
         _require_a_judge_for(metrics)
     if args.format in _TRACE_FORMATS:
         data = _trace_rows(data, args.format, metrics)
-    observers = _observers(args.observer)
     if args.engine == "ray":
         _show_ray_notices()
     copy = _stdin_to(run_dir, args) if data == "-" else None
     interrupted = f"finished rows are kept in {run_dir}; continue with --resume {run_dir}"
     try:
         with sigterm_as_sigint() as signals:
-            result = evaluate(
-                copy or data,
-                metrics=metrics,
-                run_dir=run_dir,
-                resume=bool(args.resume),
-                overwrite=args.overwrite,
-                human_labels=human_labels or None,
-                repeats=args.repeats,
-                engine=args.engine,
-                ray_address=args.ray_address,
-                ray_actors=args.ray_actors,
-                max_cost=args.max_cost if args.max_cost is not None else settings.max_cost,
-                # resuming without --batch: as the run was started
-                batch=_batch_settings(args.batch, settings.batch),
-                observers=observers,
-                **options,
-            )
+            result = evaluate(copy or data, metrics=metrics, repeats=args.repeats, **options)
     except (
         InvalidDataError,
         RunConfigError,
@@ -380,18 +313,6 @@ def _trace_rows(data: Any, format: str, metrics: Sequence[Any] | None) -> Any:
         raise _UsageError(str(e)) from None
 
 
-def _observers(names: Sequence[str]) -> list[Any]:
-    """The observers --observer names, built from their entry points."""
-    from rageval.errors import MissingExtraError
-    from rageval.observers import load_observer
-    from rageval.runner import RunConfigError
-
-    try:
-        return [load_observer(name) for name in names]
-    except (RunConfigError, MissingExtraError) as e:
-        raise _UsageError(str(e)) from None
-
-
 def _data_argument(args: argparse.Namespace) -> str | None:
     """`evaluate`'s DATA: required unless resuming; not stdin when resuming."""
     data = positional_data(args)
@@ -472,22 +393,6 @@ def _after_refusal(status: int | None, run_dir: Path) -> str:
             f"refused the same way: change the command and start a new run{reuse}"
         )
     return f"{kept}; continue with --resume {run_dir}"
-
-
-def _batch_settings(
-    flag: bool, configured: bool | dict[str, int | float | str] | None
-) -> bool | BatchSettings | None:
-    """--batch or the config file's `batch = true` (True: the default settings, or resuming a
-    batched run, its own), the config file's table of BatchSettings, or None when neither asks
-    for batch mode (resuming: as the run was)."""
-    from rageval.judge import BatchSettings
-
-    if isinstance(configured, dict):
-        try:
-            return BatchSettings(**configured)  # type: ignore[arg-type]
-        except (TypeError, ValueError) as e:
-            raise _UsageError(f"the config file's batch settings: {e}") from None
-    return True if flag or configured else None
 
 
 def _check_gate_names(

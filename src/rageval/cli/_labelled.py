@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from rageval.cli._exit_codes import EXIT_FATAL, EXIT_IN_USE, EXIT_INTERRUPTED
+from rageval.cli._exit_codes import EXIT_BUDGET, EXIT_FATAL, EXIT_IN_USE, EXIT_INTERRUPTED
 from rageval.cli._shared import (
     CommandRunArguments,
     _UsageError,
@@ -42,8 +42,9 @@ def add_labelled_options(
 ) -> None:
     """The options of a command that runs on labelled rows: DATA and where its labels are
     (--labels, --dataset, --limit), how they are read (--label-kind, --threshold,
-    --kappa-weights), the metrics' -p, the judge and the run (as `evaluate` takes them),
-    --no-probe and -q; the help of those the commands use differently is theirs."""
+    --kappa-weights), the metrics' -p, the judge and how the run executes (as `evaluate`
+    takes them: the budget, batch mode, observers, engine...); the help of those the commands
+    use differently is theirs."""
     from rageval.calibration.datasets import DATASETS
 
     cmd.add_argument(
@@ -70,7 +71,6 @@ def add_labelled_options(
         help="weights of the weighted kappa of ordinal labels (default quadratic)",
     )
     add_run_options(cmd, param_help=param_help)
-    cmd.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
 
 @dataclass(frozen=True)
@@ -139,8 +139,6 @@ class LabelledArguments(CommandRunArguments):
     label_kinds: dict[str, LabelKind] | None
     threshold: float
     kappa_weights: Literal["linear", "quadratic"]
-    #: -o DIR, else a fresh run directory
-    run_dir: Path
 
 
 @dataclass(frozen=True)
@@ -149,31 +147,42 @@ class LabelledCommand:
 
     labelled: LabelledData
     arguments: LabelledArguments
+    #: -o DIR, else a fresh run directory (the RunConfig's)
+    run_dir: Path
 
 
 def read_labelled_command(args: argparse.Namespace) -> LabelledCommand:
     """The rows, labels and run arguments of the options :func:`add_labelled_options`
     added."""
     labelled = _labelled_data(args)
+    run_dir = run_dir_of(args)
     arguments = LabelledArguments(
-        **read_run_options(args, [metric for _, metric in labelled.labels]),
+        **read_run_options(args, [metric for _, metric in labelled.labels], run_dir=run_dir),
         label_kinds=labelled.kinds or None,
         threshold=args.threshold,
         kappa_weights=args.kappa_weights,
-        run_dir=run_dir_of(args),
     )
-    return LabelledCommand(labelled, arguments)
+    return LabelledCommand(labelled, arguments, run_dir)
 
 
 def run_on_labels(run: Callable[[], R], *, interrupted: str) -> R | int:
     """What `run` (a calibration or an alignment) returns, or the exit code of how it failed,
     said on stderr (`interrupted` after Ctrl-C); bad input is a usage error."""
+    from rageval.errors import BudgetReached
     from rageval.judge import FatalJudgeError
     from rageval.runner import RunConfigError, RunDirError, RunDirInUseError
     from rageval.samples import InvalidDataError
 
     try:
         return run()
+    except BudgetReached as e:
+        err(
+            f"stopped at the budget: ${e.spent_usd:.6f} spent of --max-cost "
+            f"${e.max_cost_usd:.6f} (the next request could have passed it); the requests made "
+            "so far are in the request cache, so a re-run with a larger --max-cost (or none) "
+            "pays only for the rest"
+        )
+        return EXIT_BUDGET
     except RunDirInUseError as e:
         err(str(e))
         return EXIT_IN_USE

@@ -3,6 +3,13 @@ option types, and the options of a command that scores data with what they confi
 metric parameters, the judge and embeddings); the exit codes are
 :mod:`rageval.cli._exit_codes`.
 
+The options of how a run executes are defined here once (:func:`add_run_options`) and read
+into one :class:`~rageval.runner.RunConfig` (:func:`read_run_options`), so every command that
+scores data -- evaluate, calibrate, align -- takes all of them: the run directory, --overwrite,
+the engine, the budget, batch mode, the endpoint check, the progress line, human labels,
+observers and the request cache. Each is read from the first layer that sets it: the command
+line, the environment, the config file, and when resuming the run's manifest.
+
 The command modules import this one, and it imports none of them. Like them, it imports only
 the standard library until a command runs.
 """
@@ -22,8 +29,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 if TYPE_CHECKING:
     from rageval._config import Settings
     from rageval.embeddings import Embeddings
-    from rageval.judge import Judge, PriceTable
-    from rageval.runner import Panel
+    from rageval.judge import BatchSettings, Judge, PriceTable
+    from rageval.observers import RunObserver
+    from rageval.runner import Panel, RunConfig
     from rageval.runner._stored import StoredRun
 
 
@@ -312,6 +320,64 @@ def add_run_options(parser: argparse.ArgumentParser, *, param_help: str) -> None
         help="do not check first, with one quick request, that each endpoint is reachable (the "
         "check also reads a llama.cpp server's slots, the requests it takes at once)",
     )
+    _add_execution_options(parser)
+
+
+def _add_execution_options(parser: argparse.ArgumentParser) -> None:
+    """The options of how the run executes, beside --output and --no-probe: what
+    :func:`read_run_options` makes the RunConfig of."""
+    run = parser.add_argument_group("how the run executes (every scoring command alike)")
+    run.add_argument(
+        "--overwrite", action="store_true", help="replace what is already in the -o DIR"
+    )
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    run.add_argument(
+        "--max-cost",
+        type=positive_float,
+        metavar="USD",
+        help="stop before the judge requests would cost more than USD (exit 5; what finished "
+        "is kept); needs the judge model's price (--price). A command of several runs "
+        "(align) spends it over all of them",
+    )
+    run.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the judge requests through the endpoint's Batch API (about half the price, "
+        "results within 24 hours)",
+    )
+    run.add_argument(
+        "--observer",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also tell this observer how the run goes (repeat for more): mlflow "
+        "(rageval[mlflow]; MLFLOW_TRACKING_URI), otel (rageval[otel]), or one a package "
+        "registers under the entry-point group rageval.observers",
+    )
+    add_pairs_option(
+        run,  # type: ignore[arg-type]  # a group takes arguments as its parser does
+        "--human-labels",
+        metavar="COLUMN=METRIC",
+        help="a column of human scores for METRIC (empty where not labelled): the summary adds "
+        "the PPI++ mean of the label, the judge's scores rectified by the labelled rows",
+    )
+    run.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where rows are scored: this process (default) or Ray Data (needs rageval[ray])",
+    )
+    run.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="with --engine ray: join this Ray cluster (host:port) instead of starting a local Ray",
+    )
+    run.add_argument(
+        "--ray-actors",
+        type=positive_int,
+        metavar="N",
+        help="with --engine ray: actors that score rows (default: from the cluster's CPUs)",
+    )
 
 
 class CommandRunArguments(TypedDict):
@@ -323,8 +389,8 @@ class CommandRunArguments(TypedDict):
     embeddings: Embeddings | None
     column_map: dict[str, str] | None
     on_invalid: Literal["raise", "skip"] | None
-    progress: bool | None
-    probe: bool
+    #: how the run executes
+    config: RunConfig
 
 
 def command_settings(args: argparse.Namespace) -> Settings:
@@ -343,6 +409,8 @@ def read_run_options(
     *,
     settings: Settings | None = None,
     stored: StoredRun | None = None,
+    run_dir: Path | None = None,
+    observe: bool = True,
 ) -> CommandRunArguments:
     """The options :func:`add_run_options` added, each over the config file's `settings` (by
     default :func:`command_settings`) where it has one:
@@ -351,8 +419,11 @@ def read_run_options(
       `metrics` (None: every metric may be), would do nothing and is refused;
     - the judge and embeddings of the command line, the environment and the config file
       (resuming, the run's own, `stored`, with what the command line changes);
-    - --column-map, --skip-invalid, -q and --no-probe (None for on_invalid: the run's
-      default)."""
+    - --column-map and --skip-invalid (None for on_invalid: the run's default);
+    - the RunConfig: `run_dir` (resumed when `stored` is its run), and the options of how the
+      run executes, over the config file's max_cost, batch and probe (resuming, None for
+      batch: as the run was); the observers are built only when `observe` (a dry run has
+      none)."""
     from rageval._config import merged_params, parse_params
 
     if settings is None:
@@ -370,9 +441,70 @@ def read_run_options(
         embeddings=embeddings,
         column_map=column_map or None,
         on_invalid="skip" if args.skip_invalid else settings.on_invalid,
-        progress=False if args.quiet else None,
-        probe=not args.no_probe and settings.probe is not False,
+        config=_run_config(args, settings, run_dir, resume=stored is not None, observe=observe),
     )
+
+
+def _run_config(
+    args: argparse.Namespace,
+    settings: Settings,
+    run_dir: Path | None,
+    *,
+    resume: bool,
+    observe: bool,
+) -> RunConfig:
+    """The RunConfig of the command line over the config file (see :func:`read_run_options`)."""
+    from rageval.errors import MissingExtraError
+    from rageval.runner import RunConfig
+
+    labels = name_value_pairs(args.human_labels, "--human-labels")
+    try:
+        return RunConfig(
+            run_dir=run_dir,
+            resume=resume,
+            overwrite=args.overwrite,
+            engine=args.engine,
+            ray_address=args.ray_address,
+            ray_actors=args.ray_actors,
+            max_cost=args.max_cost if args.max_cost is not None else settings.max_cost,
+            # resuming without --batch: as the run was started
+            batch=_batch_settings(args.batch, settings.batch),
+            probe=not args.no_probe and settings.probe is not False,
+            progress=False if args.quiet else None,
+            human_labels=labels or None,
+            observers=tuple(_observers(args.observer)) if observe else (),
+            cache=not args.no_cache,
+        )
+    except (ValueError, MissingExtraError) as e:  # RunConfigError: options that cannot go
+        raise _UsageError(str(e)) from None
+
+
+def _batch_settings(
+    flag: bool, configured: bool | dict[str, int | float | str] | None
+) -> bool | BatchSettings | None:
+    """--batch or the config file's `batch = true` (True: the default settings, or resuming a
+    batched run, its own), the config file's table of BatchSettings, or None when neither asks
+    for batch mode (resuming: as the run was)."""
+    from rageval.judge import BatchSettings
+
+    if isinstance(configured, dict):
+        try:
+            return BatchSettings(**configured)  # type: ignore[arg-type]
+        except (TypeError, ValueError) as e:
+            raise _UsageError(f"the config file's batch settings: {e}") from None
+    return True if flag or configured else None
+
+
+def _observers(names: Sequence[str]) -> list[RunObserver]:
+    """The observers --observer names, built from their entry points."""
+    from rageval.errors import MissingExtraError
+    from rageval.observers import load_observer
+    from rageval.runner import RunConfigError
+
+    try:
+        return [load_observer(name) for name in names]
+    except (RunConfigError, MissingExtraError) as e:
+        raise _UsageError(str(e)) from None
 
 
 def _judge(

@@ -246,6 +246,10 @@ class Manifest(_Versioned):
     #: the judges of a panel, in order (``judge`` is the first of them); written only for a
     #: run judged by a panel
     panel: list[PanelJudge] = Field(default_factory=list, exclude_if=lambda v: not v)
+    #: how the run was executed, whole: its RunConfig as ``RunConfig.record()`` states it
+    #: (run directory, resume, engine, budget, batch, endpoint check, progress, human labels,
+    #: observers by class, cache); absent in a log from before it was recorded
+    run_config: dict[str, Any] = Field(default_factory=dict, exclude_if=lambda v: not v)
 
 
 # ---------------------------------------------------------------------------- results.jsonl

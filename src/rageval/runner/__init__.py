@@ -7,6 +7,7 @@ from rageval.runner._estimate import CostEstimate, Range, UsageEstimate, estimat
 from rageval.runner._evaluate import aevaluate, evaluate
 from rageval.runner._panel import Panel
 from rageval.runner._prepare import RunSpec, embeddings_from_spec, judge_from_env, resolve_metrics
+from rageval.runner._runconfig import RunConfig
 from rageval.runner._schedule import NO_JUDGE_CAUSE
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "CostEstimate",
     "Panel",
     "Range",
+    "RunConfig",
     "RunConfigError",
     "RunDirError",
     "RunDirInUseError",

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import os
 import random
 import sys
 from collections.abc import Mapping, Sequence
@@ -64,6 +63,7 @@ from rageval.runner._calibrate import (
     labelled_spec,
     read_labels,
 )
+from rageval.runner._cost import limit_spending
 from rageval.runner._evaluate import aevaluate
 from rageval.runner._panel import Panel
 from rageval.runner._prepare import (
@@ -75,10 +75,13 @@ from rageval.runner._prepare import (
     resolve_metrics,
     run_judges,
 )
+from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
 from rageval.samples import InvalidDataError
 from rageval.stats import KappaWeights, agreement_difference, cohen_kappa
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from rageval.embeddings import Embeddings
 
 #: what the search may try, in the order it tries them (the threshold with every one)
@@ -135,12 +138,10 @@ async def aalign(
     kappa_weights: KappaWeights = "quadratic",
     column_map: Mapping[str, str] | None = None,
     on_invalid: OnInvalid | None = None,
-    run_dir: str | os.PathLike[str] | None = None,
-    overwrite: bool = False,
-    progress: bool | None = None,
     confidence: float = 0.95,
     n_resamples: int = 2000,
-    probe: bool = True,
+    config: RunConfig | None = None,
+    **run: Unpack[RunKeywords],
 ) -> AlignReport:
     """Choose, on a training split of the labelled rows, the configuration of each judge metric
     that agrees best with the people, and measure it against the metric as configured on the
@@ -157,8 +158,18 @@ async def aalign(
     `threshold` is the decision threshold of the metric as configured (when its parameters
     set none). The other arguments are :func:`rageval.calibrate`'s. With `run_dir` the held-out
     runs go into ``<metric>-before`` and ``<metric>-after`` under it, next to ``align.json``
-    and ``aligned.toml``.
+    and ``aligned.toml``. How its runs execute is one :class:`~rageval.runner.RunConfig`, as
+    :func:`rageval.evaluate` takes it (`run_dir`, `overwrite`, `engine`, `batch`, `observers`,
+    `progress`, `probe`...); `max_cost` is the budget of the whole alignment, which its runs
+    spend from in turn: the run that would pass it stops the alignment with BudgetReached.
     """
+    config = run_config(config, run)
+    if config.resume:
+        raise RunConfigError(
+            "align starts afresh (resume=True continues one run): run it again, and the "
+            "request cache answers what was asked before"
+        )
+    run_dir, overwrite, progress = config.run_dir, config.overwrite, config.progress
     unknown_steps = sorted(set(search) - set(SEARCH_STEPS))
     if unknown_steps:
         raise RunConfigError(
@@ -217,39 +228,40 @@ async def aalign(
     # every run of the alignment scores rows already read (no column map) with one metric
     # object, made here, and the judges made once (one request cache, one usage ledger)
     run_spec = dataclasses.replace(spec, llm=judges, column_map=None, metric_params=None)
-    runs = _Runs(labelled, run_spec, progress, overwrite, probe)
+    runs = _Runs(labelled, run_spec, config)
     alignments = []
-    for task in tasks:
-        rows = [i for i in keep if task.column.values[i] is not None]
-        train, heldout = stratified_split(rows, task.column.values, split, seed)
-        if not train or not heldout:
-            raise RunConfigError(
-                f"{task.column.name}: {len(rows)} labelled rows cannot be split into training "
-                "and held-out rows; give more rows or another split"
+    with limit_spending(config.max_cost):  # one budget for every run of the alignment
+        for task in tasks:
+            rows = [i for i in keep if task.column.values[i] is not None]
+            train, heldout = stratified_split(rows, task.column.values, split, seed)
+            if not train or not heldout:
+                raise RunConfigError(
+                    f"{task.column.name}: {len(rows)} labelled rows cannot be split into training "
+                    "and held-out rows; give more rows or another split"
+                )
+            if show:
+                print(
+                    f"rageval align: {task.metric.name} vs {task.column.name}: {len(train)} "
+                    f"training rows, {len(heldout)} held out",
+                    file=sys.stderr,
+                )
+            alignments.append(
+                await _align_one(
+                    task,
+                    runs,
+                    train,
+                    heldout,
+                    seed=seed,
+                    shots=shots,
+                    extra_instructions=extra,
+                    search=search,
+                    kappa_weights=kappa_weights,
+                    confidence=confidence,
+                    n_resamples=n_resamples,
+                    run_dir=run_dir,
+                    show=show,
+                )
             )
-        if show:
-            print(
-                f"rageval align: {task.metric.name} vs {task.column.name}: {len(train)} "
-                f"training rows, {len(heldout)} held out",
-                file=sys.stderr,
-            )
-        alignments.append(
-            await _align_one(
-                task,
-                runs,
-                train,
-                heldout,
-                seed=seed,
-                shots=shots,
-                extra_instructions=extra,
-                search=search,
-                kappa_weights=kappa_weights,
-                confidence=confidence,
-                n_resamples=n_resamples,
-                run_dir=Path(run_dir) if run_dir is not None else None,
-                show=show,
-            )
-        )
     report = AlignReport(
         rageval_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -366,16 +378,13 @@ class _Runs:
         self,
         labelled: LabelledData,
         spec: RunSpec,
-        progress: bool | None,
-        overwrite: bool,
-        probe: bool,
+        config: RunConfig,
     ) -> None:
         self.labelled = labelled
         #: what every run shares: the judges, the embeddings, `on_invalid`
         self.spec = spec
-        self.progress = progress
-        self.overwrite = overwrite
-        self.probe = probe
+        #: how every run executes (each with its own run directory, or none)
+        self.config = config
         self.usage: list[Usage] = []
         self.embeddings_name: str | None = None
 
@@ -397,10 +406,7 @@ class _Runs:
             data.append({**sample.model_dump(exclude_none=True), "id": self.labelled.ids[i]})
         result = await aevaluate(
             dataclasses.replace(self.spec, data=data, metrics=[configured]),
-            run_dir=run_dir,
-            overwrite=self.overwrite,
-            progress=self.progress,
-            probe=self.probe,
+            config=self.config.part(run_dir),
         )
         self.usage.append(result.usage)
         self.embeddings_name = self.embeddings_name or result.embeddings

@@ -8,7 +8,6 @@ by :mod:`rageval.calibration`. Every label is read and checked before the first 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,11 +24,14 @@ from rageval.log import CALIBRATION_FILE, CalibrationReport, write_atomic
 from rageval.metrics.base import Metric
 from rageval.runner._evaluate import _write_report, aevaluate
 from rageval.runner._prepare import LabelsArg, OnInvalid, RunSpec, label_pairs, load_data
+from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
 from rageval.runner._rundir import RunDir
 from rageval.samples import InvalidDataError, LoadedData, RowProblem, sample_ids
 from rageval.stats import KappaWeights
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from rageval.embeddings import Embeddings
     from rageval.judge import Judge
     from rageval.results import EvaluationResult
@@ -130,13 +132,11 @@ async def acalibrate(
     column_map: Mapping[str, str] | None = None,
     metric_params: Mapping[str, Mapping[str, Any]] | None = None,
     on_invalid: OnInvalid | None = None,
-    run_dir: str | os.PathLike[str] | None = None,
-    resume: bool = False,
-    progress: bool | None = None,
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
-    probe: bool = True,
+    config: RunConfig | None = None,
+    **run: Unpack[RunKeywords],
 ) -> CalibrationReport:
     """How well each metric agrees with the human labels in `data`; see docs/calibration.md.
 
@@ -152,8 +152,12 @@ async def acalibrate(
     with `run_dir` the run directory also gets ``calibration.json`` and a calibration section
     in its report. `metric_params` configures the metrics named in `labels` (by name, as
     :func:`rageval.evaluate`'s: e.g. the configuration ``rageval align`` chose), so the
-    agreement measured is that of the configuration that will score.
+    agreement measured is that of the configuration that will score. How the run executes
+    (`run_dir`, `resume`, `max_cost`, `batch`, `engine`, `observers`...) is a
+    :class:`~rageval.runner.RunConfig`, as :func:`rageval.evaluate` takes it.
     """
+    config = run_config(config, run)
+    run_dir = config.run_dir
     check_agreement_options(confidence, kappa_weights)
     pairs = label_pairs(labels)
     spec = labelled_spec(
@@ -167,7 +171,7 @@ async def acalibrate(
             "continuous (their agreement is a correlation)"
         )
 
-    result = await aevaluate(spec, run_dir=run_dir, resume=resume, progress=progress, probe=probe)
+    result = await aevaluate(spec, config=config)
     summary = result.summary()
     named = [(c, m if isinstance(m, str) else m.name) for c, m in pairs]
     agreements = [

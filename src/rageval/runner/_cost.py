@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from rageval._client._batch import BatchQueue, BatchSettings, RecordedBatch
 from rageval._client._budget import SpendingLimit
-from rageval._client._run import run_scope
+from rageval._client._run import current_run, run_scope
 from rageval.errors import BudgetReached, RunConfigError
 from rageval.log import BatchEvent, append_batch_event, read_batch_events
 
@@ -86,9 +86,14 @@ class Admission:
 @contextlib.contextmanager
 def limit_spending(max_cost: float | None) -> Iterator[SpendingLimit | None]:
     """`max_cost` USD shared by every judge of the run while the block runs (nothing when
-    None), in the run's context: the judges themselves are left as they are."""
+    None), in the run's context: the judges themselves are left as they are. A run made by a
+    command that holds a budget for all its runs (align's) spends from that one."""
     if max_cost is None:
         yield None
+        return
+    outer = current_run().spending
+    if outer is not None:
+        yield outer
         return
     limit = SpendingLimit(max_cost)
     with run_scope(spending=limit):
