@@ -18,7 +18,7 @@ from rageval._progress import ProgressLine
 from rageval.cli import EXIT_BUDGET, main
 from rageval.errors import BudgetReached
 from rageval.judge import Judge, PriceTable
-from rageval.results import EvaluationResult
+from rageval.results import EvaluationResult, load_run
 from rageval.runner import RunConfigError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest
 
@@ -122,6 +122,33 @@ def test_with_the_request_cache_a_resume_pays_nothing_twice(tmp_path: Path) -> N
                            resume=True, progress=False)  # fmt: skip
         assert len(server.chat_requests) == sent
     assert values(resumed) == values(whole)
+
+
+def test_after_a_budget_stop_and_resume_the_cost_prices_every_request_the_server_answered(
+    tmp_path: Path,
+) -> None:
+    # (issue 42: the rows in flight at the stop were answered and paid, and their answers
+    # cached, but no line held their usage: the resume got them free, and the run's cost left
+    # them out: 508 of 520 requests priced)
+    data = rows(20)
+    with FakeOpenAI(handle) as server:
+        whole = evaluate(data, METRICS, llm=judge(server), progress=False)
+        assert whole.usage.cost_usd is not None
+        server.reset()
+        run = tmp_path / "run"
+        with pytest.raises(BudgetReached) as stopped:
+            evaluate(data, METRICS, llm=judge(server, cache=True), run_dir=run,
+                     max_cost=whole.usage.cost_usd / 2, progress=False)  # fmt: skip
+        partial = stopped.value.result
+        assert isinstance(partial, EvaluationResult)
+        answered_at_stop = len(server.chat_requests)
+        assert partial.usage.requests == answered_at_stop  # the unfinished rows' too
+        resumed = evaluate(data, METRICS, llm=judge(server, cache=True), run_dir=run,
+                           resume=True, progress=False)  # fmt: skip
+        answered = len(server.chat_requests)
+    assert resumed.usage.requests == answered == whole.usage.requests
+    assert resumed.usage.cost_usd == pytest.approx(whole.usage.cost_usd)
+    assert load_run(run).usage == resumed.usage  # as summary.json holds it
 
 
 def test_a_budget_needs_a_known_price_and_the_cli_exits_5(

@@ -34,6 +34,7 @@ from rageval.log import (
     EMBEDDINGS_USAGE,
     RESULTS_FILE,
     SHARED_USAGE,
+    UNFINISHED_USAGE,
     Cell,
     Inputs,
     JudgeNoiseSummary,
@@ -170,6 +171,10 @@ class EvaluationResult:
         #: why: named, never silently dropped
         self.metrics_left_out = dict(metrics_left_out or {})
         self.duration_s: float | None = None
+        #: what the rows a stopped session had not finished used, in this session and the
+        #: earlier ones of a resumed run: paid for, though no line of the log holds it (a
+        #: resume finds those answers in the request cache, at no cost)
+        self.unfinished_usage = Usage()
         n = len(self.ids)
         self._columns = {m: _Column(n) for m in self.metrics}
         # per row: shared work (statement extraction) and remote embeddings booked on it
@@ -445,6 +450,7 @@ class EvaluationResult:
             shared={
                 SHARED_USAGE: sum_usage(u for u in self._shared if u is not None),
                 EMBEDDINGS_USAGE: self.embeddings_usage,
+                UNFINISHED_USAGE: self.unfinished_usage,
             },
             duration_s=self.duration_s,
             n_rows=len(self.ids),
@@ -778,6 +784,7 @@ def load_run(run_dir: str | Path) -> EvaluationResult:
     summary = read_summary(run_dir)
     if summary is not None:
         result.duration_s = summary.duration_s
+        result.unfinished_usage = summary.shared_usage.get(UNFINISHED_USAGE, Usage())
     return result
 
 

@@ -77,6 +77,7 @@ from rageval.log._models import (
 from rageval.log._summary import (
     EMBEDDINGS_USAGE,
     SHARED_USAGE,
+    UNFINISHED_USAGE,
     FailureTally,
     MetricTally,
     RunTally,
@@ -100,6 +101,7 @@ __all__ = [
     "SHARED_USAGE",
     "STATISTIC_TITLES",
     "SUMMARY_FILE",
+    "UNFINISHED_USAGE",
     "AlignCandidate",
     "AlignReport",
     "Alignment",

@@ -34,6 +34,8 @@ from rageval.metrics._statements import SHARED_TAG
 SHARED_USAGE = SHARED_TAG
 #: the summary's label for the usage of remote embeddings (not split by metric)
 EMBEDDINGS_USAGE = "embeddings"
+#: the summary's label for what rows a stopped run had not finished used: paid for, in no line
+UNFINISHED_USAGE = "unfinished rows"
 #: example causes kept per group of failures, and sample ids kept per example
 MAX_EXAMPLES = 3
 MAX_EXAMPLE_IDS = 3

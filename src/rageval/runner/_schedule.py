@@ -207,6 +207,8 @@ class Scheduler:
         self.on_cell = on_cell
         # the judges the repeats ask: the run's, without their request cache
         self._uncached_views: dict[int, Judge] = {}
+        # the usage of each row begun and not finished (see unfinished_usage)
+        self._meters: dict[int, _SampleMeter] = {}
 
     async def run(self, rows: Iterable[int]) -> None:
         """Score `rows`, handing each finished sample to `on_record` as soon as it is done.
@@ -254,6 +256,11 @@ class Scheduler:
         if failures:
             raise failures[0]  # type: ignore[misc]
 
+    def unfinished_usage(self) -> Usage:
+        """What the rows begun and not finished have used (their calls that ended): a run that
+        stops before they finish paid for it, and no line of its log holds it."""
+        return sum((u for m in self._meters.values() for u in m.by_metric.values()), Usage())
+
     async def score_row(self, row: int) -> SampleLine:
         sample, sid = self.samples[row], self.ids[row]
         plan = self.plans[spread(sid, len(self.plans))]
@@ -265,7 +272,7 @@ class Scheduler:
             sample = sample.model_copy(update={"id": sid})
         results: dict[str, MetricResult] = dict(skipped)
         to_run = [m for m in metrics if m.name not in skipped]
-        meter = _SampleMeter()
+        meter = self._meters[row] = _SampleMeter()
         # every call made for this sample, in this task and the tasks it starts, books to it
         # the row orders this sample's requests where they wait for a slot: rows finish in order
         with run_scope(meter=meter, row=row):
@@ -279,13 +286,15 @@ class Scheduler:
                     votes[name] = await self._score_plan(seat, judged, sample, sid, meter)
                 for m in judged:
                     results[m.name] = _combine_panel({n: v[m.name] for n, v in votes.items()})
-            return SampleLine(
+            line = SampleLine(
                 row=row,
                 id=sid,
                 inputs=Inputs.of(sample),
                 cells={m.name: Cell.of(results[m.name], meter.take(m.name)) for m in metrics},
                 shared_usage=meter.take(SHARED_TAG),
             )
+        del self._meters[row]  # finished: its usage is its line's
+        return line
 
     async def _score_plan(
         self,
