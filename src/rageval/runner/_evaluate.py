@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from rageval import _progress
 from rageval._client._cache import cache_location
 from rageval._client._run import StopSending, run_scope
-from rageval._extras import require
 from rageval._rundir_lock import one_writer
 from rageval._sync import first_interrupt, stop_main_now, synchronous
 from rageval._version import __version__
@@ -87,6 +86,7 @@ from rageval.runner._probe import (
     reported_windows,
     run_gates,
 )
+from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
 from rageval.runner._rundir import RunDir, data_fingerprint, json_normal
 from rageval.runner._schedule import (
     MIN_WINDOW,
@@ -96,7 +96,6 @@ from rageval.runner._schedule import (
     usage_since,
 )
 from rageval.runner._stored import read_stored_run
-from rageval.runner.engines import ENGINES, Engine
 from rageval.samples import (
     LoadedData,
     rows_json,
@@ -113,15 +112,13 @@ if TYPE_CHECKING:
 BATCH_WINDOW = 10_000
 
 
-def _check_engine(engine: str, ray_address: str | None, ray_actors: int | None) -> None:
-    if engine not in ENGINES:
-        raise RunConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    if engine != "ray" and (ray_address is not None or ray_actors is not None):
-        raise RunConfigError("ray_address and ray_actors need engine='ray'")
-    if ray_actors is not None and ray_actors < 1:
-        raise RunConfigError(f"ray_actors must be at least 1, got {ray_actors}")
-    if engine == "ray":
-        require("ray", "engine='ray'")
+class EvaluateKeywords(RunOptions, RunKeywords, total=False):
+    """The keyword arguments of :func:`aevaluate` beside the data, metrics, judge and
+    embeddings: those of its :class:`RunSpec` and those of its :class:`RunConfig`."""
+
+
+_SPEC_KEYS = RunOptions.__required_keys__ | RunOptions.__optional_keys__
+_KEYWORDS = _SPEC_KEYS | RunKeywords.__required_keys__ | RunKeywords.__optional_keys__
 
 
 def _manifest(
@@ -134,7 +131,8 @@ def _manifest(
     column_map: Mapping[str, str] | None,
     human_labels: Sequence[tuple[str, str]],
     repeats: int,
-    engine: str,
+    config: RunConfig,
+    batching: BatchSettings | None,
     panel: Panel | None,
 ) -> Manifest:
     judge = judges[0] if judges else None
@@ -175,7 +173,10 @@ def _manifest(
         on_invalid=on_invalid,
         human_labels=[HumanLabels(column=c, metric=m) for c, m in human_labels],
         repeats=repeats,
-        engine=engine,
+        engine=config.engine,
+        batch=batching is not None,
+        batch_settings=dataclasses.asdict(batching) if batching is not None else None,
+        run_config=config.record(),
     )
 
 
@@ -346,20 +347,9 @@ async def aevaluate(
     llm: Judge | str | Sequence[Judge] | Panel | None = None,
     embeddings: Embeddings | str | None = None,
     *,
-    run_dir: str | os.PathLike[str] | None = None,
-    resume: bool = False,
-    overwrite: bool = False,
-    progress: bool | None = None,
+    config: RunConfig | None = None,
     show_progress: bool | None = None,
-    probe: bool = True,
-    human_labels: LabelsArg | None = None,
-    engine: Engine = "local",
-    ray_address: str | None = None,
-    ray_actors: int | None = None,
-    max_cost: float | None = None,
-    batch: bool | BatchSettings | None = None,
-    observers: Sequence[RunObserver] = (),
-    **options: Unpack[RunOptions],
+    **options: Unpack[EvaluateKeywords],
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
@@ -416,23 +406,38 @@ async def aevaluate(
 
     `observers` are told how the run goes: its start, each finished sample, each judge call
     and its end (:mod:`rageval.observers`: the MLflow and OpenTelemetry sinks, or your own).
+    `cache=False` makes the judge of a model name without its request cache.
+
+    How the run executes -- `run_dir`, `resume`, `overwrite`, `engine`, `ray_address`,
+    `ray_actors`, `max_cost`, `batch`, `probe`, `progress`, `human_labels`, `observers`,
+    `cache` -- is one :class:`~rageval.runner.RunConfig`, which these keywords make, or which
+    `config` gives whole (then none of them is given); calibrate() and align() take the same.
     """
-    _check_engine(engine, ray_address, ray_actors)
-    if resume and run_dir is None:
-        raise RunConfigError("resume=True needs the run_dir of the run to continue")
-    if resume and overwrite:
-        raise RunConfigError("resume=True continues the run in run_dir; overwrite=True replaces it")
-    spec = spec_of(RunSpec(data, metrics, llm, embeddings, **options))
+    unknown = sorted(set(options) - _KEYWORDS)
+    if unknown:
+        raise TypeError(f"aevaluate() got an unexpected keyword argument {unknown[0]!r}")
+    config = run_config(config, options)
+    if show_progress is not None and config.progress is None:
+        config = dataclasses.replace(config, progress=show_progress)
+    given: dict[str, Any] = {k: v for k, v in options.items() if k in _SPEC_KEYS}
+    spec = spec_of(RunSpec(data, metrics, llm, embeddings, **given))
+    return await _evaluate(spec, config)
+
+
+async def _evaluate(spec: RunSpec, config: RunConfig) -> EvaluationResult:
+    """The run of `spec`, executed as `config` says: what :func:`aevaluate` does once its
+    arguments are these two objects."""
+    run_dir, resume, overwrite = config.run_dir, config.resume, config.overwrite
+    engine, max_cost, observers = config.engine, config.max_cost, config.observers
     own_judge = isinstance(spec.llm, str) or spec.llm is None
+    if not config.cache and isinstance(spec.llm, str):
+        spec = dataclasses.replace(spec, llm=judge_from_env(spec.llm, cache=False))
     if resume and run_dir is not None:
         spec = read_stored_run(run_dir).complete(spec)
     # checked here as well as in prepare(): the checks below this line need the values
     on_invalid, repeats = checked_options(spec.on_invalid, spec.repeats)
     column_map = spec.column_map
-    if max_cost is not None and not (
-        isinstance(max_cost, (int, float)) and not isinstance(max_cost, bool) and max_cost > 0
-    ):
-        raise RunConfigError(f"max_cost must be a positive number of USD, got {max_cost!r}")
+    batch = config.batch
     if resume and (batch is None or batch is True) and run_dir is not None:
         # as the run was batched (True: in batch mode, with its settings if it was)
         batch = _stored_batch(run_dir) or batch
@@ -446,7 +451,7 @@ async def aevaluate(
     run = prepare(spec, resume=resume)
     loaded, ids, metric_objs = run.loaded, run.ids, run.metrics
     run_judges, embedder, plans = run.judges, run.embedder, run.plans
-    human_pairs = human_label_pairs(human_labels, loaded, ids, metric_objs)
+    human_pairs = human_label_pairs(config.human_labels, loaded, ids, metric_objs)
     judges = run.all_judges()
     missing = unpriced(judges, batch=batching is not None)
     if max_cost is not None and missing:
@@ -468,7 +473,12 @@ async def aevaluate(
 
         try:  # whatever cannot be sent to the workers is refused before any work
             ray_run = RayRun(
-                plans, run_judges, loaded.samples, ids, address=ray_address, actors=ray_actors
+                plans,
+                run_judges,
+                loaded.samples,
+                ids,
+                address=config.ray_address,
+                actors=config.ray_actors,
             )
         except ShipError as e:
             raise RunConfigError(str(e)) from None
@@ -483,12 +493,11 @@ async def aevaluate(
         column_map,
         human_pairs,
         repeats,
-        engine,
+        config,
+        batching,
         run.panel,
     )
     manifest.metrics_left_out = run.left_out
-    manifest.batch = batching is not None
-    manifest.batch_settings = dataclasses.asdict(batching) if batching is not None else None
     rundir = RunDir(run_dir) if run_dir is not None else None
     result = EvaluationResult(
         [m.name for m in metric_objs],
@@ -512,7 +521,7 @@ async def aevaluate(
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
     # after every local check (bad data or the wrong run directory cost nothing), and only
     # when something is left to score: a finished run resumes without its endpoints
-    if probe and todo:
+    if config.probe and todo:
         await probe_endpoints(judges, embedder)
     # what this run's probe found, else an earlier one's (the pytest plugin probes once)
     server_slots = follow_server_slots(run_judges, known_server_slots())
@@ -535,7 +544,7 @@ async def aevaluate(
             rundir.create(manifest, overwrite=overwrite, rows_json=copy)
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
 
-    display = _progress.display(progress if progress is not None else show_progress)
+    display = _progress.display(config.progress)
     line = (
         _progress.ProgressLine(
             len(ids),
