@@ -399,19 +399,17 @@ async def test_a_cell_records_the_fallback_and_why(fake_openai: FakeOpenAI) -> N
 
 
 def test_a_cells_note_names_the_weakest_scoring_of_its_replies() -> None:
-    from rageval.metrics.base import MetricResult, note_scoring
+    from rageval.metrics.evidence import scoring_notes
 
-    cell = MetricResult.ok(0.5)
     both = ReplyScoring("probabilities")
-    assert note_scoring(cell, []).evidence.get("scoring") is None  # no verdict, no rating
-    assert note_scoring(cell, [both, both]).evidence["scoring"] == "probabilities"
-    mixed = note_scoring(cell, [both, ReplyScoring("sampled")]).evidence
-    assert (mixed["scoring"], mixed["scoring_why"]) == (
-        "sampled",
-        "1 of 2 replies by sampled values",
-    )
-    fell = note_scoring(cell, [both, ReplyScoring("sampled-fallback", "x")]).evidence
-    assert (fell["scoring"], fell["scoring_why"]) == ("sampled-fallback", "x")
+    assert scoring_notes([both, both]) == {"scoring": "probabilities"}
+    assert scoring_notes([both, ReplyScoring("sampled")]) == {
+        "scoring": "sampled",
+        "scoring_why": "1 of 2 replies by sampled values",
+    }
+    fell = scoring_notes([both, ReplyScoring("sampled-fallback", "x")])
+    assert fell == {"scoring": "sampled-fallback", "scoring_why": "x"}
+    assert scoring_notes([ReplyScoring("sampled", "none here")])["scoring_why"] == "none here"
 
 
 def test_config_file_and_command_line_set_the_scoring(

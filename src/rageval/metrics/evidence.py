@@ -24,13 +24,15 @@ at a threshold) and, with several references, ``reference_values`` / ``best_refe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeAlias
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+    from rageval.judge import ReplyScoring
 
 
 def _note() -> Any:
@@ -87,6 +89,24 @@ class EvidenceBase(EvidencePart):
     def noted(self, **notes: Any) -> Self:
         """This evidence with `notes` added (``truncated``, ``score``, ...), validated."""
         return self.model_validate({**self.model_dump(exclude_none=True), **notes})
+
+
+def scoring_notes(scorings: Sequence[ReplyScoring]) -> dict[str, Any]:
+    """The notes ``scoring`` and ``scoring_why`` of a cell whose value read the verdicts and
+    ratings of these replies: "probabilities" when every one was read from the token
+    log-probabilities, "sampled-fallback" (and why) when some were asked for and could not be,
+    "sampled" otherwise (why: how many were not, when the others were)."""
+    fallback = next((s for s in scorings if s.used == "sampled-fallback"), None)
+    sampled = sum(s.used == "sampled" for s in scorings)
+    if fallback is not None:
+        used, why = "sampled-fallback", fallback.why
+    elif 0 < sampled < len(scorings):
+        used, why = "sampled", f"{sampled} of {len(scorings)} replies by sampled values"
+    elif sampled:
+        used, why = "sampled", scorings[0].why
+    else:
+        used, why = "probabilities", None
+    return {"scoring": used} | ({"scoring_why": why} if why else {})
 
 
 class JudgedItem(EvidencePart):
