@@ -99,6 +99,20 @@ def add_evaluate_command(sub: Any) -> None:
         "conversations (tool_call_f1 ...)",
     )
     ev.add_argument(
+        "--qrels",
+        metavar="FILE",
+        help="TREC qrels (QUERY ITER DOC GRADE), with --run and no DATA: one row per judged "
+        "query, scored by the retrieval metrics on ids (map, mrr, ndcg_at_10 ...; "
+        "docs/retrieval.md)",
+    )
+    ev.add_argument(
+        "--run",
+        dest="trec_run",
+        metavar="FILE",
+        help="TREC run file (QUERY Q0 DOC RANK SCORE TAG), ranked by score as trec_eval "
+        "ranks it, with --qrels",
+    )
+    ev.add_argument(
         "--repeats",
         type=positive_int,
         default=None,
@@ -269,8 +283,31 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _trec_data(args: argparse.Namespace, data: str | None) -> list[dict[str, Any]]:
+    """The rows of --qrels and --run (rageval.samples.trec_rows); the run's queries that the
+    qrels do not judge are left out, as trec_eval leaves them out, and said so."""
+    from rageval.samples import InvalidDataError, trec_rows
+
+    if not (args.qrels and args.trec_run):
+        raise _UsageError("--qrels and --run go together: the judgements and the run")
+    if data is not None or args.resume or args.format:
+        raise _UsageError("--qrels and --run are the data: no DATA, --format or --resume")
+    try:
+        found = trec_rows(args.qrels, args.trec_run)
+    except (InvalidDataError, FileNotFoundError) as e:
+        raise _UsageError(str(e)) from None
+    if found.unjudged_queries:
+        shown = ", ".join(found.unjudged_queries[:10])
+        more = " ..." if len(found.unjudged_queries) > 10 else ""
+        err(
+            f"left out {len(found.unjudged_queries)} queries of the run that the qrels do not "
+            f"judge (as trec_eval does): {shown}{more}"
+        )
+    return found.rows
+
+
 def _dry_run(
-    data: str | None,
+    data: str | list[dict[str, Any]] | None,
     metrics: Sequence[str] | None,
     judge: Judge | list[Judge] | Panel | None,
     embeddings: Embeddings | None,
@@ -313,9 +350,12 @@ def _trace_rows(data: Any, format: str, metrics: Sequence[Any] | None) -> Any:
         raise _UsageError(str(e)) from None
 
 
-def _data_argument(args: argparse.Namespace) -> str | None:
-    """`evaluate`'s DATA: required unless resuming; not stdin when resuming."""
+def _data_argument(args: argparse.Namespace) -> str | list[dict[str, Any]] | None:
+    """`evaluate`'s DATA: required unless resuming or given as --qrels and --run; not stdin
+    when resuming."""
     data = positional_data(args)
+    if args.qrels or args.trec_run:
+        return _trec_data(args, data)
     if data is None and not args.resume:
         raise _UsageError("DATA is required (a data file, or - for stdin), or --resume DIR")
     if data == "-" and args.resume:
