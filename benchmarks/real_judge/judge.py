@@ -33,7 +33,7 @@ holds one of a 2-core machine's cores, a second thread mostly waits: generation 
 falls far below 1 thread. Prompts, and any batch of several tokens (several slots, or the ``n``
 generations of one request), run on the ``--threads-batch`` threads and collapse the same way.
 Hence the defaults ``--threads 1 --threads-batch 1 --poll 0`` (no busy-waiting); the numbers
-are in benchmarks/RESULTS.md (``bench_threads.py``).
+are in benchmarks/RESULTS.md (``bench_scale.py threads``).
 """
 
 from __future__ import annotations
