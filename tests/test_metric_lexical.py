@@ -37,7 +37,7 @@ PAIRS = [
 
 async def test_rouge_l_equals_rouge_score_on_generated_pairs() -> None:
     scorer = rouge_scorer.RougeScorer(["rougeL"])  # its defaults: no stemmer
-    metric = RougeL()
+    metric = RougeL(tokenizer="rouge_score")
     measured = 0
     for pair in PAIRS:
         response, reference = pair["response"], pair["reference"]
@@ -54,14 +54,14 @@ async def test_rouge_l_equals_rouge_score_on_generated_pairs() -> None:
 
 
 async def test_token_f1_equals_the_official_squad_f1_on_generated_pairs() -> None:
-    metric = TokenF1()
+    metric = TokenF1(tokenizer="squad")
     measured = 0
     for pair in PAIRS:
         response, reference = pair["response"], pair["reference"]
         ours = await metric.ascore(response=response, reference=reference)
         if ours.status == "ok":
             assert ours.value == squad_f1(response, reference), pair
-            assert token_f1_score(response, reference) == ours.value
+            assert token_f1_score(response, reference, tokenizer="squad") == ours.value
             measured += 1
         else:
             assert not reference.strip(), pair  # only a blank reference goes unmeasured
@@ -110,7 +110,8 @@ def test_scripts_without_spaces_are_read_character_by_character() -> None:
     assert unicode_rouge_tokens("กรุงเทพ") == ["ก", "รุ", "ง", "เ", "ท", "พ"]
     assert unicode_squad_tokens("か\u3099き") == ["か\u3099", "き"]
     # near-matches that whitespace tokens score 0 (or leave unmeasured)
-    assert token_f1_score("東京都", "東京") == 0.0
+    assert token_f1_score("東京都", "東京", tokenizer="squad") == 0.0
+    assert token_f1_score("東京都", "東京") == pytest.approx(0.8)  # the default reads them
     assert token_f1_score("東京都", "東京", tokenizer="unicode") == pytest.approx(0.8)
     assert rouge_l_score("서울에", "서울", tokenizer="unicode") == pytest.approx(0.8)
     assert token_f1_score("ภาษาไทย", "ภาษา", tokenizer="unicode") == pytest.approx(2 * 4 / 11)
@@ -133,24 +134,66 @@ def test_every_letter_of_the_documented_scripts_is_a_token(script: str) -> None:
 
 
 def test_a_reference_without_tokens_is_not_measured_by_rouge_l() -> None:
-    result = RougeL().score(response="東京", reference="東京")  # rouge-score: 0.0
+    result = RougeL(tokenizer="rouge_score").score(response="東京", reference="東京")  # its 0.0
     assert result.status == "not_measured" and result.cause_kind == "undefined"
     assert "tokenizer='unicode'" in str(result.cause)
     assert RougeL(tokenizer="unicode").score(response="東京", reference="東京").value == 1.0
+    # by default a text of a script written without spaces is read, character by character
+    assert RougeL().score(response="東京", reference="東京").value == 1.0
     assert RougeL().score(response="東京", reference="Tokyo").value == 0.0
+    # a spaced script outside a-z still has no rouge-score token: said, not scored 0
+    russian = RougeL().score(response="Москва", reference="Москва")
+    assert russian.status == "not_measured" and "tokenizer='unicode'" in str(russian.cause)
     with pytest.raises(ValueError, match="no token"):
         rouge_l_score("!!", "...")
 
 
 def test_the_tokenizer_is_a_recorded_parameter() -> None:
-    assert TokenF1().params() == {"tokenizer": "squad"}
-    assert RougeL().params() == {"tokenizer": "rouge_score"}
+    assert TokenF1().params() == {"tokenizer": "auto"}
+    assert RougeL().params() == {"tokenizer": "auto"}
     unicode = create_metric("rouge_l", {"tokenizer": "unicode"})
     assert isinstance(unicode, RougeL) and unicode.params() == {"tokenizer": "unicode"}
     with pytest.raises(
-        ValueError, match="tokenizer is one of 'squad', 'unicode', got 'rouge_score'"
+        ValueError, match="tokenizer is one of 'auto', 'squad', 'unicode', got 'rouge_score'"
     ):
         TokenF1(tokenizer="rouge_score")  # type: ignore[arg-type]
+
+
+async def test_the_default_is_the_reference_unless_a_text_has_an_unspaced_script() -> None:
+    # "auto": the reference's tokens on every generated pair without a character of a script
+    # written without spaces, "unicode" on the others (both texts of a pair alike)
+    by_reference = {TokenF1: "squad", RougeL: "rouge_score"}
+    unspaced = 0
+    for pair in PAIRS:
+        response, reference = pair["response"], pair["reference"]
+        has_unspaced = any(_unspaced_char(c) for c in response + reference)
+        unspaced += has_unspaced
+        for cls, own in by_reference.items():
+            expected = await cls(tokenizer="unicode" if has_unspaced else own).ascore(
+                response=response, reference=reference
+            )
+            got = await cls().ascore(response=response, reference=reference)
+            assert (got.status, got.value) == (expected.status, expected.value), pair
+    assert 0 < unspaced < len(PAIRS)
+
+
+def _unspaced_char(char: str) -> bool:
+    return any(a <= ord(char) <= b for blocks in UNSPACED_SCRIPTS.values() for a, b in blocks)
+
+
+@pytest.mark.parametrize(
+    ("same", "other"),
+    [
+        ("东京是日本的首都。", "北京是中国的首都。"),
+        ("日本語を話します", "日本語を読みます"),
+        ("서울은 한국의 수도입니다", "부산은 한국의 도시입니다"),
+        ("กรุงเทพเป็นเมืองหลวง", "เชียงใหม่เป็นเมือง"),
+    ],
+)
+def test_identical_unspaced_texts_score_one_and_different_ones_less(same: str, other: str) -> None:
+    for score in (token_f1_score, rouge_l_score):
+        assert score(same, same) == 1.0
+        assert 0.0 < score(other, same) < 1.0
 
 
 def test_token_f1_by_hand() -> None:

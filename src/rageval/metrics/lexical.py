@@ -15,6 +15,12 @@ Each baseline equals a reference implementation by default, tokens included (doc
   package (no stemming): lowercase, every character other than a–z and 0–9 separates words.
   "36.0" is two tokens, "state-of-the-art" four; letters of any other script (é, ж, 日) are
   separators too, so a text in them has no token.
+* ``"auto"`` (either baseline's default): the reference's tokenizer above, unless one of the
+  two texts compared has a character of a script written without spaces
+  (:data:`UNSPACED_SCRIPTS`: Chinese, Japanese, Korean, Thai...); then both are read by
+  ``"unicode"``. The references do not read such text (SQuAD's script takes a whole unspaced
+  sentence for one word, rouge-score finds no token in it), so the default equals them on
+  every pair of texts without such a character and reads the others.
 * ``"unicode"`` (either baseline, for text in any script): the default's rule extended to
   Unicode, and the scripts written without spaces between words cut into characters. For
   token_f1 every punctuation character (Unicode category P) is deleted as well, the articles
@@ -46,6 +52,8 @@ from rageval.metrics.evidence import OverlapEvidence
 from rageval.samples import Sample
 
 Tokenizer = Callable[[str], list[str]]
+#: the tokenizer name that picks, per pair of texts, the reference's tokenizer or "unicode"
+AUTO = "auto"
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _ASCII_PUNCT = frozenset(string.punctuation)
@@ -161,22 +169,34 @@ class LexicalMetric(Metric):
     required_fields = ("response", "reference")
     value_range = (0.0, 1.0)
     #: the tokenisers this baseline offers, by the name its `tokenizer` parameter takes
+    #: (besides "auto")
     tokenizers: ClassVar[Mapping[str, Tokenizer]]
+    #: the tokenizer of the reference implementation, which "auto" uses on texts it reads
+    reference_tokenizer: ClassVar[str]
     #: what the overlap counts (its evidence's ``counted``) and its wording in the reason
     overlap_key: ClassVar[str]
     overlap_text: ClassVar[str]
 
     def __init__(self, *, tokenizer: str, **kw: Any) -> None:
         super().__init__(**kw)
-        if tokenizer not in self.tokenizers:
-            raise ValueError(
-                f"tokenizer is one of {', '.join(map(repr, self.tokenizers))}, got {tokenizer!r}"
-            )
+        if tokenizer != AUTO and tokenizer not in self.tokenizers:
+            names = ", ".join(map(repr, [AUTO, *self.tokenizers]))
+            raise ValueError(f"tokenizer is one of {names}, got {tokenizer!r}")
         self.tokenizer = tokenizer
 
+    def tokenizer_for(self, *texts: str) -> str:
+        """The tokenizer that reads `texts` (the two compared): the one chosen, and under
+        "auto" "unicode" when one of them has a character of a script written without
+        spaces, else the reference's."""
+        if self.tokenizer != AUTO:
+            return self.tokenizer
+        if any(_ANY_UNSPACED.search(text) for text in texts):
+            return "unicode"
+        return self.reference_tokenizer
+
     def tokens(self, text: str) -> list[str]:
-        """`text`'s tokens by this metric's tokenizer."""
-        return self.tokenizers[self.tokenizer](text)
+        """`text`'s tokens by this metric's tokenizer (under "auto", as read alone)."""
+        return self.tokenizers[self.tokenizer_for(text)](text)
 
     @staticmethod
     @abc.abstractmethod
@@ -189,7 +209,8 @@ class LexicalMetric(Metric):
 
     def compare(self, response: str, reference: str) -> MetricResult:
         """This baseline's F-measure of two texts, with its evidence."""
-        r, g = self.tokens(response), self.tokens(reference)
+        tokenize = self.tokenizers[self.tokenizer_for(response, reference)]
+        r, g = tokenize(response), tokenize(reference)
         if not g:
             ruled = self.without_reference_tokens(reference)
             if ruled is not None:

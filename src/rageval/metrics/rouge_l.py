@@ -3,11 +3,14 @@ embeddings; a lexical baseline, not a semantic judgement: see :mod:`rageval.metr
 
 L = length of the longest common subsequence of the two token sequences, P = L/|response|,
 R = L/|reference|, F = 2PR/(P+R) (β = 1; 0 when L = 0). With the default tokenizer
-("rouge_score") the value equals Google's `rouge-score` package,
+("auto") the value equals Google's `rouge-score` package,
 ``RougeScorer(["rougeL"]).score(reference, response)["rougeL"].fmeasure`` (its defaults: no
-stemming), whenever the reference has a token; a reference without one (only punctuation, or
-only letters outside a–z such as a Chinese text) is not measured, where rouge-score says 0.
-``tokenizer="unicode"`` reads every script (see :mod:`rageval.metrics.lexical`).
+stemming), whenever the reference has a token, on every pair of texts without a character of
+a script written without spaces; a pair with one (Chinese, Japanese, Thai...: rouge-score
+finds no token in them) is read by "unicode", each such character a token. A reference
+without a token (only punctuation, or only letters outside a–z, such as a Russian text) is
+not measured, where rouge-score says 0. ``tokenizer="unicode"`` reads every script, and
+``"rouge_score"`` is rouge-score's tokens on every text (see :mod:`rageval.metrics.lexical`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from rageval.metrics.lexical import (
     unicode_rouge_tokens,
 )
 
-RougeTokenizer = Literal["rouge_score", "unicode"]
+RougeTokenizer = Literal["auto", "rouge_score", "unicode"]
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
@@ -46,19 +49,21 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
 @register
 class RougeL(LexicalMetric):
     """ROUGE-L F-measure of response vs reference: a lexical baseline, not a semantic judgement.
-    By default equal to the `rouge-score` package's rougeL F-measure."""
+    By default equal to the `rouge-score` package's rougeL F-measure on text with spaces
+    between words."""
 
     name = "rouge_l"
     tokenizers: ClassVar[Mapping[str, Tokenizer]] = {
         "rouge_score": rouge_score_tokens,
         "unicode": unicode_rouge_tokens,
     }
+    reference_tokenizer = "rouge_score"
     blank_rules = (NO_REFERENCE, zero_if_blank("response", "the response is empty"))
     overlap_key = "lcs_tokens"
     overlap_text = "in the longest common subsequence"
     summary = "lexical baseline: ROUGE-L (LCS) F-measure of response vs reference (no LLM)"
 
-    def __init__(self, *, tokenizer: RougeTokenizer = "rouge_score", **kw: Any) -> None:
+    def __init__(self, *, tokenizer: RougeTokenizer = "auto", **kw: Any) -> None:
         super().__init__(tokenizer=tokenizer, **kw)
 
     @staticmethod
@@ -68,7 +73,7 @@ class RougeL(LexicalMetric):
     def without_reference_tokens(self, reference: str) -> MetricResult:
         hint = (
             " (it keeps only a-z and 0-9: tokenizer='unicode' reads every script)"
-            if self.tokenizer == "rouge_score"
+            if self.tokenizer != "unicode"
             else ""
         )
         return MetricResult.not_measured(
@@ -77,9 +82,7 @@ class RougeL(LexicalMetric):
         )
 
 
-def rouge_l_score(
-    response: str, reference: str, *, tokenizer: RougeTokenizer = "rouge_score"
-) -> float:
+def rouge_l_score(response: str, reference: str, *, tokenizer: RougeTokenizer = "auto") -> float:
     """ROUGE-L F-measure (β = 1) of two texts. ValueError (with the cause) when the reference
     has no token under `tokenizer`."""
     return float(RougeL(tokenizer=tokenizer).compare(response, reference))
