@@ -9,6 +9,7 @@ import random
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rouge_score import rouge_scorer, tokenize
@@ -169,9 +170,8 @@ async def test_the_default_is_the_reference_unless_a_text_has_an_unspaced_script
         has_unspaced = any(_unspaced_char(c) for c in response + reference)
         unspaced += has_unspaced
         for cls, own in by_reference.items():
-            expected = await cls(tokenizer="unicode" if has_unspaced else own).ascore(
-                response=response, reference=reference
-            )
+            chosen: dict[str, Any] = {"tokenizer": "unicode" if has_unspaced else own}
+            expected = await cls(**chosen).ascore(response=response, reference=reference)
             got = await cls().ascore(response=response, reference=reference)
             assert (got.status, got.value) == (expected.status, expected.value), pair
     assert 0 < unspaced < len(PAIRS)
