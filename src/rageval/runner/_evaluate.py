@@ -353,65 +353,72 @@ async def aevaluate(
 ) -> EvaluationResult:
     """Score every sample of `data` with every metric; see the module docstring.
 
-    `data`: anything :func:`rageval.load_samples` reads, or a whole
-    :class:`~rageval.runner.RunSpec` (then the arguments it holds are not given again).
-    `metrics`: Metric instances, and
-    registry names, classes or metric modules (``from rageval.metrics import faithfulness``)
-    for a metric built here (default: every metric whose required fields the data has);
-    `metric_params` gives the constructor arguments of those built here, by registry name
-    (`{"answer_correctness": {"weights": [0.5, 0.5]}}`), else they have default settings.
-    `llm`: a Judge or a model name (default: RAGEVAL_LLM from the environment, else no judge:
-    metrics that need one are skipped with a hint); a list of Judges of one model on several
-    endpoints spreads
-    the rows over them (each row always to the same one); a :class:`~rageval.runner.Panel` of
-    judges has every judge score every judge cell, the cell keeping their mean, and the summary
-    their agreement (Krippendorff's α; docs/panels.md). `embeddings`: an Embeddings,
-    `"local"` or `"openai:MODEL"` (default: the local model, if a metric needs one).
-    `on_invalid="skip"` turns rows a metric cannot score into skipped cells instead of an
-    :class:`InvalidDataError` (default "raise"). `run_dir` writes the run log there;
-    `resume=True` continues the run in `run_dir`, and then whatever is not given (None: `data`
-    too, the metrics, the judge, the embeddings, `column_map`, `on_invalid`, `repeats`) is
-    what the run was started with, as its manifest records it. `progress` (alias
-    `show_progress`): None shows a progress line redrawn in place when stderr is a terminal
-    and elsewhere (a CI log, a notebook) a plain line a minute once the run has lasted one;
-    True the redrawn line wherever stderr goes; False none.
-    `overwrite=True` replaces a run already in `run_dir` (by default that is an error).
-    `probe` (on by default, as on the command line) first checks, with one quick request each
-    and no tokens, that every endpoint is there and takes its key, and reads a llama.cpp
-    server's slots (see :mod:`rageval.runner._probe`); `probe=False` skips it.
+    Args:
+        data: anything :func:`rageval.load_samples` reads, or a whole
+            :class:`~rageval.runner.RunSpec` (then the arguments it holds are not given again).
+        metrics: Metric instances, and registry names, classes or metric modules
+            (``from rageval.metrics import faithfulness``) for a metric built here (default:
+            every metric whose required fields the data has).
+        llm: a Judge or a model name (default: RAGEVAL_LLM from the environment, else no judge:
+            metrics that need one are skipped with a hint); a list of Judges of one model on
+            several endpoints spreads the rows over them (each row always to the same one); a
+            :class:`~rageval.runner.Panel` of judges has every judge score every judge cell, the
+            cell keeping their mean, and the summary their agreement (Krippendorff's α;
+            docs/panels.md).
+        embeddings: an Embeddings, ``"local"`` or ``"openai:MODEL"`` (default: the local model,
+            if a metric needs one).
+        config: how the run executes, whole: a :class:`~rageval.runner.RunConfig` (then none
+            of its keywords below is given); calibrate() and align() take the same.
+        show_progress: an alias of ``progress``.
+        **options: what to score beside the arguments above (``metric_params``,
+            ``column_map``, ``on_invalid``, ``repeats``) and the :class:`RunConfig`'s fields
+            as keywords (the others), each below.
 
-    `human_labels` pairs label columns of the data (people's scores, on the metric's scale;
-    empty where a row is not labelled) with metrics: ``{"human_faithful": "faithfulness"}``;
-    the summary then gives each label's PPI++ mean, the judge's scores on every row rectified
-    by the labelled rows (docs/calibration.md). `repeats=K` scores every judge cell K times
-    (default 1), bypassing the request cache for the repeats; a cell's value is the mean of
-    its scores and the summary reports how much of the interval the judge's own noise makes.
-
-    `engine="ray"` scores on Ray Data (the ``rageval[ray]`` extra): it joins the cluster at
-    `ray_address` (or the one this process is connected to), else starts a local Ray;
-    `ray_actors` overrides the number of actors (see docs/ray.md).
-
-    `max_cost` (USD) caps what the judges may spend in this call: a request is sent only if
-    its worst case fits beside what was spent and what is in flight; when the next request
-    cannot fit, the run stops with :class:`~rageval.errors.BudgetReached` (its ``result`` holds
-    what finished, kept in `run_dir` for a resume). A judge model of unknown price is refused
-    up front. See :mod:`rageval._client._budget` (local engine only).
-
-    `batch=True` (or a :class:`~rageval.judge.BatchSettings`) sends the judge requests through
-    the endpoint's Batch API, priced at the model's batch rates: every row is in flight at
-    once, the requests go out as batches, and `run_dir` keeps what was uploaded so that a
-    resumed run re-attaches to a batch in flight (:mod:`rageval._client._batch`; local engine
-    only). Resuming, None means as the run was started, and True batch mode with the settings
-    the run was batched with, if it was.
-
-    `observers` are told how the run goes: its start, each finished sample, each judge call
-    and its end (:mod:`rageval.observers`: the MLflow and OpenTelemetry sinks, or your own).
-    `cache=False` makes the judge of a model name without its request cache.
-
-    How the run executes -- `run_dir`, `resume`, `overwrite`, `engine`, `ray_address`,
-    `ray_actors`, `max_cost`, `batch`, `probe`, `progress`, `human_labels`, `observers`,
-    `cache` -- is one :class:`~rageval.runner.RunConfig`, which these keywords make, or which
-    `config` gives whole (then none of them is given); calibrate() and align() take the same.
+    Keyword Args:
+        metric_params: the constructor arguments of the metrics built here, by registry name
+            (``{"answer_correctness": {"weights": [0.5, 0.5]}}``), else default settings.
+        column_map: your column -> rageval's field.
+        on_invalid: ``"skip"`` turns rows a metric cannot score into skipped cells instead of
+            an :class:`InvalidDataError` (default ``"raise"``).
+        repeats: scores every judge cell K times (default 1), bypassing the request cache for
+            the repeats; a cell's value is the mean of its scores and the summary reports how
+            much of the interval the judge's own noise makes.
+        run_dir: writes the run log there.
+        resume: continues the run in `run_dir`; then whatever is not given (None: `data` too,
+            the metrics, the judge, the embeddings, `column_map`, `on_invalid`, `repeats`) is
+            what the run was started with, as its manifest records it.
+        overwrite: replaces a run already in `run_dir` (by default that is an error).
+        progress: None shows a progress line redrawn in place when stderr is a terminal and
+            elsewhere (a CI log, a notebook) a plain line a minute once the run has lasted one;
+            True the redrawn line wherever stderr goes; False none.
+        probe: (on by default, as on the command line) first checks, with one quick request
+            each and no tokens, that every endpoint is there and takes its key, and reads a
+            llama.cpp server's slots (see :mod:`rageval.runner._probe`); False skips it.
+        human_labels: pairs label columns of the data (people's scores, on the metric's scale;
+            empty where a row is not labelled) with metrics: ``{"human_faithful":
+            "faithfulness"}``; the summary then gives each label's PPI++ mean, the judge's
+            scores on every row rectified by the labelled rows (docs/calibration.md).
+        engine: ``"ray"`` scores on Ray Data (the ``rageval[ray]`` extra): it joins the cluster
+            at `ray_address` (or the one this process is connected to), else starts a local
+            Ray; `ray_actors` overrides the number of actors (see docs/ray.md).
+        ray_address: the Ray cluster to join.
+        ray_actors: the number of Ray actors.
+        max_cost: (USD) caps what the judges may spend in this call: a request is sent only if
+            its worst case fits beside what was spent and what is in flight; when the next
+            request cannot fit, the run stops with :class:`~rageval.errors.BudgetReached` (its
+            ``result`` holds what finished, kept in `run_dir` for a resume). A judge model of
+            unknown price is refused up front. See :mod:`rageval._client._budget` (local engine
+            only).
+        batch: True (or a :class:`~rageval.judge.BatchSettings`) sends the judge requests
+            through the endpoint's Batch API, priced at the model's batch rates: every row is in
+            flight at once, the requests go out as batches, and `run_dir` keeps what was
+            uploaded so that a resumed run re-attaches to a batch in flight
+            (:mod:`rageval._client._batch`; local engine only). Resuming, None means as the run
+            was started, and True batch mode with the settings the run was batched with.
+        observers: are told how the run goes: its start, each finished sample, each judge call
+            and its end (:mod:`rageval.observers`: the MLflow and OpenTelemetry sinks, or your
+            own).
+        cache: False makes the judge of a model name without its request cache.
     """
     unknown = sorted(set(options) - _KEYWORDS)
     if unknown:
