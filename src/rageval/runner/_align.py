@@ -147,21 +147,38 @@ async def aalign(
     that agrees best with the people, and measure it against the metric as configured on the
     held-out rows; see the module docstring and docs/calibration.md.
 
-    `labels` pairs label columns with the metrics they judge, as :func:`rageval.calibrate`
-    takes them (one label column per metric: a metric gets one configuration); each metric
-    is a :class:`~rageval.metrics.authoring.GuidedMetric` (answer_accuracy,
-    answer_correctness, faithfulness), built with `metric_params` when named. `split` is the
-    training share of each label's rows, `seed` fixes the split and the examples; `limit`
-    keeps a random sample of that many labelled rows first (the same every time). `shots`
-    examples are drawn for the examples step; `instructions` are guideline texts to try
-    besides the metric's own variants; `search` names the steps to run (:data:`SEARCH_STEPS`).
-    `threshold` is the decision threshold of the metric as configured (when its parameters
-    set none). The other arguments are :func:`rageval.calibrate`'s. With `run_dir` the held-out
-    runs go into ``<metric>-before`` and ``<metric>-after`` under it, next to ``align.json``
-    and ``aligned.toml``. How its runs execute is one :class:`~rageval.runner.RunConfig`, as
-    :func:`rageval.evaluate` takes it (`run_dir`, `overwrite`, `engine`, `batch`, `observers`,
-    `progress`, `probe`...); `max_cost` is the budget of the whole alignment, which its runs
-    spend from in turn: the run that would pass it stops the alignment with BudgetReached.
+    Args:
+        data: the rows with their label columns, as :func:`rageval.calibrate` takes them.
+        labels: label columns paired with the metrics they judge, as :func:`rageval.calibrate`
+            takes them (one label column per metric: a metric gets one configuration); each
+            metric is a :class:`~rageval.metrics.authoring.GuidedMetric` (answer_accuracy,
+            answer_correctness, faithfulness).
+        llm: the judge, as :func:`rageval.evaluate` takes it.
+        embeddings: the embeddings, as :func:`rageval.evaluate` takes them.
+        split: the training share of each label's rows.
+        seed: fixes the split and the examples.
+        limit: keeps a random sample of that many labelled rows first (the same every time).
+        shots: how many examples are drawn for the examples step.
+        instructions: guideline texts to try besides the metric's own variants.
+        search: the steps to run (:data:`SEARCH_STEPS`).
+        metric_params: the metrics' parameters, by name, as :func:`rageval.evaluate`'s.
+        label_kinds: as :func:`rageval.calibrate`'s.
+        label_levels: as :func:`rageval.calibrate`'s.
+        threshold: the decision threshold of the metric as configured (when its parameters set
+            none).
+        kappa_weights: as :func:`rageval.calibrate`'s.
+        column_map: as :func:`rageval.evaluate`'s.
+        on_invalid: as :func:`rageval.evaluate`'s.
+        confidence: as :func:`rageval.calibrate`'s.
+        n_resamples: as :func:`rageval.calibrate`'s.
+        config: how its runs execute, one :class:`~rageval.runner.RunConfig`, as
+            :func:`rageval.evaluate` takes it (`run_dir`, `overwrite`, `engine`, `batch`,
+            `observers`, `progress`, `probe`...). With `run_dir` the held-out runs go into
+            ``<metric>-before`` and ``<metric>-after`` under it, next to ``align.json`` and
+            ``aligned.toml``; `max_cost` is the budget of the whole alignment, which its runs
+            spend from in turn: the run that would pass it stops the alignment with
+            BudgetReached.
+        **run: the RunConfig's fields as keywords, instead of `config`.
     """
     config = run_config(config, run)
     if config.resume:

@@ -140,21 +140,32 @@ async def acalibrate(
 ) -> CalibrationReport:
     """How well each metric agrees with the human labels in `data`; see docs/calibration.md.
 
-    `labels` pairs label columns (extra columns of the data, e.g. ``human_correct``) with the
-    metric each one validates: ``{"human_correct": "answer_accuracy"}``. A label's kind
-    (binary, ordinal, continuous) is inferred from its values unless `label_kinds` says;
-    `label_levels` gives an ordinal column's whole scale when some level was never used.
-    Binary labels compare the judge's verdict `score ≥ threshold`; ordinal labels use the
-    weighted κ with `kappa_weights`. `min_kappa` sets a gate: every agreement that has a κ
-    (binary and ordinal labels) must reach it; failures are listed in `gate_failures`.
-    Intervals are percentile bootstraps over the labelled rows
-    (`confidence`, `n_resamples`, `seed`). The other arguments are :func:`rageval.evaluate`'s;
-    with `run_dir` the run directory also gets ``calibration.json`` and a calibration section
-    in its report. `metric_params` configures the metrics named in `labels` (by name, as
-    :func:`rageval.evaluate`'s: e.g. the configuration ``rageval align`` chose), so the
-    agreement measured is that of the configuration that will score. How the run executes
-    (`run_dir`, `resume`, `max_cost`, `batch`, `engine`, `observers`...) is a
-    :class:`~rageval.runner.RunConfig`, as :func:`rageval.evaluate` takes it.
+    Args:
+        data: the rows, as :func:`rageval.evaluate` takes them, with the label columns.
+        labels: label columns (extra columns of the data, e.g. ``human_correct``) paired with
+            the metric each one validates: ``{"human_correct": "answer_accuracy"}``.
+        llm: the judge, as :func:`rageval.evaluate` takes it.
+        embeddings: the embeddings, as :func:`rageval.evaluate` takes them.
+        label_kinds: a label's kind (binary, ordinal, continuous), else inferred from its
+            values.
+        label_levels: an ordinal column's whole scale, when some level was never used.
+        threshold: binary labels compare the judge's verdict ``score >= threshold``.
+        kappa_weights: the weighting of ordinal labels' κ.
+        min_kappa: a gate: every agreement that has a κ (binary and ordinal labels) must reach
+            it; failures are listed in ``gate_failures``.
+        column_map: as :func:`rageval.evaluate`'s.
+        metric_params: configures the metrics named in `labels` (by name, as
+            :func:`rageval.evaluate`'s: e.g. the configuration ``rageval align`` chose), so the
+            agreement measured is that of the configuration that will score.
+        on_invalid: as :func:`rageval.evaluate`'s.
+        confidence: the level of the intervals, percentile bootstraps over the labelled rows.
+        n_resamples: the bootstrap's resamples.
+        seed: the bootstrap's seed.
+        config: how the run executes (`run_dir`, `resume`, `max_cost`, `batch`, `engine`,
+            `observers`...), a :class:`~rageval.runner.RunConfig`, as :func:`rageval.evaluate`
+            takes it; with `run_dir` the run directory also gets ``calibration.json`` and a
+            calibration section in its report.
+        **run: the RunConfig's fields as keywords, instead of `config`.
     """
     config = run_config(config, run)
     run_dir = config.run_dir
