@@ -228,5 +228,5 @@ def test_csv_cells_hold_turns_as_json(tmp_path: Path) -> None:
     assert loaded.samples[0].reference_tool_calls == []
     assert [str(p) for p in loaded.problems] == [
         "line 3, id 'c2', field 'turns': turns in a CSV cell must be a JSON list of objects "
-        "(Expecting value)"
+        "(not JSON (Expecting value) nor a Python literal)"
     ]

@@ -20,6 +20,7 @@ from pydantic import (
 from pydantic_core import to_jsonable_python
 
 from rageval._extras import require
+from rageval.samples._ragas import from_ragas_row
 from rageval.samples._rows import (
     CONVERSATION_FIELDS,
     FIELD_ALIASES,
@@ -344,9 +345,9 @@ def _parse_list_cells(row: dict[str, Any]) -> dict[str, str]:
             continue
         if isinstance(cell, str) and field in ("turns", "reference_tool_calls"):
             try:
-                row[key] = json.loads(cell)
-            except json.JSONDecodeError as e:
-                bad[key] = f"{field} in a CSV cell must be a JSON list of objects ({e.msg})"
+                row[key] = json_or_literal(cell)
+            except ValueError as e:
+                bad[key] = f"{field} in a CSV cell must be a JSON list of objects ({e})"
             continue
         if not isinstance(cell, str) or field not in (*LIST_FIELDS, *ID_FIELDS, "reference_topics"):
             continue
@@ -373,6 +374,18 @@ def _reference_cell(cell: str) -> str | list[str]:
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             return value
     return cell
+
+
+def json_or_literal(cell: str) -> Any:
+    """A CSV cell's JSON, or the Python literal pandas writes for a list or a dict (ragas'
+    ``to_csv`` among others); ValueError saying why it is neither."""
+    try:
+        return json.loads(cell)
+    except json.JSONDecodeError as e:
+        try:
+            return _python_literal(cell)
+        except ValueError:
+            raise ValueError(f"not JSON ({e.msg}) nor a Python literal") from None
 
 
 def _python_literal(text: str) -> Any:
@@ -447,6 +460,7 @@ def load_samples(
             continue
         sid = None if raw.get("id") is None else str(raw.get("id"))
         row, bad_cells = _normalise_row(raw, column_map)
+        row = from_ragas_row(row, json_or_literal if cells_are_text else None)
         given.update(FIELD_ALIASES.get(k, k) for k, v in row.items() if v is not None)
         if cells_are_text:
             bad_cells.update(_parse_list_cells(row))
