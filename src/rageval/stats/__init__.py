@@ -10,6 +10,9 @@ One module per concern, their names imported from here:
   confusion matrix), used by :mod:`rageval.calibration`;
 * :mod:`~rageval.stats._ppi`: the mean of a human label powered by a judge (:func:`ppi_mean`,
   PPI++) and what the judge's own randomness adds (:func:`judge_noise`);
+* :mod:`~rageval.stats._active`: which rows to label where the judge is least certain
+  (:func:`selection_probabilities`) and the inverse-probability-weighted PPI++ mean of those
+  labels (:func:`active_ppi_mean`, active statistical inference);
 * :mod:`~rageval.stats._reliability`: how far the judges of a panel agree with each other
   (:func:`krippendorff_alpha`) and how often a judge's pass/fail flips across repeats
   (:func:`flip_rate`);
@@ -18,6 +21,12 @@ One module per concern, their names imported from here:
   percentile intervals).
 """
 
+from rageval.stats._active import (
+    ActivePPIEstimate,
+    active_ppi_mean,
+    judge_uncertainty,
+    selection_probabilities,
+)
 from rageval.stats._agreement import (
     AGREEMENT_STATISTICS,
     Estimate,
@@ -52,6 +61,7 @@ from rageval.stats._reliability import AlphaLevel, FlipRate, flip_rate, krippend
 __all__ = [
     "AGREEMENT_STATISTICS",
     "TIE_BELOW",
+    "ActivePPIEstimate",
     "AlphaLevel",
     "ConfidenceInterval",
     "Estimate",
@@ -63,6 +73,7 @@ __all__ = [
     "PPIDifference",
     "PPIEstimate",
     "PairedDifference",
+    "active_ppi_mean",
     "agreement",
     "agreement_difference",
     "auroc",
@@ -73,10 +84,12 @@ __all__ = [
     "confusion_matrix",
     "flip_rate",
     "judge_noise",
+    "judge_uncertainty",
     "krippendorff_alpha",
     "paired_difference",
     "pearson",
     "ppi_difference",
     "ppi_mean",
+    "selection_probabilities",
     "spearman",
 ]

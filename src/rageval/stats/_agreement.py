@@ -74,12 +74,14 @@ class _Counted:
     compute: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]
     #: why the statistic is undefined when the observed counts give NaN
     undefined_because: str
+    #: each row's weight (an inverse selection probability): a row counts that many times
+    row_weight: npt.NDArray[np.float64] | None = None
 
     def observed(self) -> float | None:
         import numpy as np
 
-        counts = np.bincount(self.unit_of_row, minlength=self.m).astype(np.float64)
-        value = float(self.compute(counts[None, :])[0])
+        counts = np.bincount(self.unit_of_row, self.row_weight, minlength=self.m)
+        value = float(self.compute(counts.astype(np.float64)[None, :])[0])
         return value if math.isfinite(value) else None
 
     def resampled(self, n_resamples: int, seed: int) -> npt.NDArray[np.float64]:
@@ -93,7 +95,9 @@ class _Counted:
         size = rows.shape[0]
         units = self.unit_of_row[rows]
         units += (np.arange(size, dtype=np.intp) * self.m)[:, None]
-        counts = np.bincount(units.ravel(), minlength=size * self.m).reshape(size, self.m)
+        weights = None if self.row_weight is None else self.row_weight[rows].ravel()
+        counts = np.bincount(units.ravel(), weights, minlength=size * self.m)
+        counts = counts.reshape(size, self.m)
         return self.compute(counts.astype(np.float64))
 
 
@@ -340,6 +344,7 @@ def agreement(
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
+    row_weights: Sequence[float] | None = None,
 ) -> Estimate:
     """`statistic` (one of :data:`AGREEMENT_STATISTICS`) of the paired `human` and `judge`
     values, with a percentile-bootstrap interval over the pairs (resampled with replacement).
@@ -347,9 +352,14 @@ def agreement(
     Categorical statistics (κ, balanced accuracy, accuracy) take both sides as category levels
     (`levels`: their order, needed by the weighted κ; default the sorted values seen). AUROC
     takes human labels 0/1 and judge scores. Spearman and Pearson take any numbers.
+    `row_weights` (one per pair, positive: 1/π of rows chosen with probability π) counts each
+    pair that many times, so the statistic is that of the rows the chosen ones stand for;
+    every statistic but Spearman's (whose ranks need whole counts) takes them.
     """
     check_resampling(confidence, n_resamples)
     counted = _counted(statistic, human, judge, levels)
+    if row_weights is not None:
+        counted = _weighted(counted, statistic, row_weights)
     n = len(counted.unit_of_row)
     method = f"percentile bootstrap over pairs, {n_resamples} resamples, seed {seed}"
     if n == 0:
@@ -359,6 +369,23 @@ def agreement(
         return Estimate(None, None, None, n, confidence, method, note=counted.undefined_because)
     draws = counted.resampled(n_resamples, seed)
     return _bootstrapped(value, draws, n, confidence, method)
+
+
+def _weighted(counted: _Counted, statistic: str, row_weights: Sequence[float]) -> _Counted:
+    import dataclasses
+
+    import numpy as np
+
+    if statistic == "spearman":
+        raise ValueError("spearman takes no row weights (its mid-ranks need whole counts)")
+    weights = finite_array(row_weights, "row weights")
+    if len(weights) != len(counted.unit_of_row):
+        raise ValueError(
+            f"one row weight per pair: got {len(weights)} for {len(counted.unit_of_row)} pairs"
+        )
+    if np.any(weights <= 0):
+        raise ValueError("row weights must be positive")
+    return dataclasses.replace(counted, row_weight=weights)
 
 
 def agreement_difference(
