@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from rageval.samples import Sample
+from rageval.samples import Sample, language_name
 
 SYSTEM = (
     "You are a strict, careful evaluator of question-answering systems. Text inside XML-style "
@@ -75,6 +75,23 @@ def numbered(items: Sequence[str], prefix: str = "", first: int = 1) -> str:
     are folded into spaces."""
     ids = item_ids(prefix, len(items), first)
     return "\n".join(f"[{i}] {' '.join(t.split())}" for i, t in zip(ids, items, strict=True))
+
+
+def in_language(chat: list[dict[str, str]], language: str | None) -> list[dict[str, str]]:
+    """`chat` with its system message stating the language of the material (a row's
+    ``language``, or the one detected: :func:`rageval.samples.sample_language`), so that the
+    statements, questions and reasons the judge writes are in it; as it is for English or an
+    unknown language (the prompts English users have always had)."""
+    if language is None or language.strip().lower() in ("en", "english"):
+        return chat
+    name = language_name(language)
+    line = (
+        f"The material is in {name}: write every statement, question and reason you produce "
+        f"in {name} (JSON keys and the values offered stay exactly as asked)."
+    )
+    if not chat or chat[0]["role"] != "system":
+        return [{"role": "system", "content": line}, *chat]
+    return [{**chat[0], "content": f"{chat[0]['content']}\n{line}"}, *chat[1:]]
 
 
 def messages(user: str, reply: str | None = None) -> list[dict[str, str]]:

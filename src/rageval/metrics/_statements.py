@@ -23,13 +23,14 @@ from rageval.metrics._prompting import (
     STATEMENT_RULES as RULES,
     PlannedRequest,
     ReplyModel,
+    in_language,
     messages,
     predicted_statements,
     reply_budget,
     tagged,
     text_tokens,
 )
-from rageval.samples import Conversation, Sample
+from rageval.samples import Conversation, Sample, sample_language
 
 if TYPE_CHECKING:
     from rageval.judge import Judge
@@ -97,6 +98,8 @@ class SharedStatements:
     def __init__(self, sample: Sample, judge: Judge | None) -> None:
         self._sample = sample
         self._judge = judge
+        #: the language the sample is judged in (its own, or detected; None: not said)
+        self.language = sample_language(sample)
         self._turn: int | None = None
         self._task: dict[str, asyncio.Task[list[str]]] = {}
 
@@ -108,6 +111,7 @@ class SharedStatements:
         view = SharedStatements(self._sample.turn_sample(turn), self._judge)
         view._turn = turn
         view._task = self._task
+        view.language = self.language  # the conversation's, not one turn's guess
         return view
 
     @property
@@ -134,7 +138,7 @@ class SharedStatements:
         s = self._sample
         text = s.text(which)
         reply = await self._judge.ask(
-            prompt(s.text("user_input"), text),
+            in_language(prompt(s.text("user_input"), text), self.language),
             Statements,
             tags={"metric": SHARED_TAG, "sample": s.id or "-"},
             max_tokens=reply_budget(text=text),

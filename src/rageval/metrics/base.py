@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field, model_validator
 from rageval._sync import run_sync
 from rageval.errors import CauseKind, NoJudgeError
 from rageval.metrics._capture import Captured, capture, capturing
+from rageval.metrics._prompting import in_language
 from rageval.metrics.evidence import Evidence, EvidenceBase, FreeformEvidence, scoring_notes
 from rageval.samples import Conversation, Sample, missing_fields, sample_of
 
@@ -263,7 +264,7 @@ class ScoringContext:
         """The judge's reply, its scoring recorded for the cell: the reply's, or (not `scored`:
         the metric reads the values written) sampled."""
         reply = await self.require_judge().ask(
-            messages,
+            in_language(messages, self.statements.language),
             response_model,
             tags=self.tags,
             check=check,
@@ -286,7 +287,7 @@ class ScoringContext:
         """``n`` independent validated replies at `temperature` (one request with ``n`` where
         the endpoint honours it, else one per reply); see :meth:`rageval.judge.Judge.ask_n`."""
         replies = await self.require_judge().ask_n(
-            messages,
+            in_language(messages, self.statements.language),
             response_model,
             n,
             tags=self.tags,
@@ -626,10 +627,8 @@ def metric_class(name: str) -> type[Metric]:
         close = difflib.get_close_matches(name, [*metrics, *_ALIASES], n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         cutoffs = ", ".join(f"{n}_at_K" for n, c in metrics.items() if c.takes_cutoff)
-        raise KeyError(
-            f"unknown metric {name!r}{hint}; known: {', '.join(metrics)}"
-            + (f"; with a cutoff K: {cutoffs}" if cutoffs else "")
-        )
+        cutoffs = f"; with a cutoff K: {cutoffs}" if cutoffs else ""
+        raise KeyError(f"unknown metric {name!r}{hint}; known: {', '.join(metrics)}{cutoffs}")
     return found[0]
 
 
@@ -686,11 +685,9 @@ def create_metric(name: str, params: Mapping[str, Any] | None = None) -> Metric:
     recorded): with a run manifest's ``MetricSpec``,
     ``create_metric(spec.registered_name or spec.name, spec.params)``. A name that implies
     arguments (``ndcg_at_10``) is built with them; `params` may repeat them, not change them."""
-    cls = metric_class(name)
+    cls, given = metric_class(name), dict(params or {})
     found = named_metric(name) if ":" not in name else None
-    implied = found[1] if found else {}
-    given = dict(params or {})
-    for key, value in implied.items():
+    for key, value in (found[1] if found else {}).items():
         if given.setdefault(key, value) != value:
             raise ValueError(f"{name} means {key}={value}, not {key}={given[key]!r}")
     return cls(**given)

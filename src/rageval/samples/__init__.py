@@ -8,6 +8,12 @@ fields are in :mod:`._rows`, the loaders in :mod:`._load`.
 
 from __future__ import annotations
 
+from rageval.samples._language import (
+    LANGUAGE_NAMES,
+    detect_language,
+    language_name,
+    sample_language,
+)
 from rageval.samples._load import (
     SUPPORTED_SUFFIXES,
     FileRows,
@@ -47,6 +53,7 @@ __all__ = [
     "CONVERSATION_FIELDS",
     "FIELD_ALIASES",
     "ID_FIELDS",
+    "LANGUAGE_NAMES",
     "LEGACY_ALIASES",
     "LIST_FIELDS",
     "ROW_FIELDS",
@@ -64,14 +71,17 @@ __all__ = [
     "ToolCall",
     "TrecRows",
     "Turn",
+    "detect_language",
     "is_conversation_row",
     "json_problem",
+    "language_name",
     "load_samples",
     "missing_fields",
     "read_qrels",
     "read_run",
     "rows_json",
     "sample_ids",
+    "sample_language",
     "sample_of",
     "transcript",
     "trec_rows",

@@ -1,0 +1,120 @@
+"""The language a row is judged in (docs/languages.md): detected from its texts by the small
+detector, or stated by a ``language`` column; every judge prompt of a non-English row says
+it (statements, generated questions and reasons in that language), English rows' prompts are
+as they were."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import embeddings_for, judge_for, keyed, route
+from rageval.metrics import AnswerRelevancy, Faithfulness
+from rageval.metrics.authoring import in_language
+from rageval.samples import Sample, detect_language, load_samples, sample_language
+from rageval.testing import FakeOpenAI, RecordedRequest, Reply
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("The cat sat on the mat and it was happy.", "en"),
+        ("Der Hund ist nicht in dem Haus, und die Katze auch nicht.", "de"),
+        ("El perro está en la casa y los gatos son del vecino.", "es"),
+        ("Le chat est dans la maison et les chiens sont au jardin.", "fr"),
+        ("Il gatto è nella casa e non con il cane della vicina.", "it"),
+        ("O gato está na casa e não com o cão da vizinha.", "pt"),
+        ("De kat is niet in het huis en de hond ook niet.", "nl"),
+        ("东京是日本的首都。", "zh"),
+        ("東京は日本の首都です。", "ja"),
+        ("서울은 한국의 수도입니다", "ko"),
+        ("กรุงเทพเป็นเมืองหลวงของประเทศไทย", "th"),
+        ("مرحبا بالعالم", "ar"),
+        ("שלום עולם", "he"),
+        ("Москва — столица России", "ru"),
+        ("Who won?", None),  # too few words to tell
+        ("12 345", None),
+    ],
+)
+def test_the_detector(text: str, language: str | None) -> None:
+    assert detect_language(text) == language
+
+
+def test_a_language_column_overrides_the_detector() -> None:
+    rows = [
+        {
+            "user_input": "Wer schrieb Dune und wann war das?",
+            "response": "Herbert.",
+            "language": "de",
+        },
+        {"user_input": "Wer schrieb Dune und wann war das nicht?", "language": "Swiss German"},
+        {"user_input": "Der Hund ist nicht in dem Haus, und die Katze auch nicht."},
+    ]
+    samples = load_samples(rows).samples
+    assert [sample_language(s) for s in samples if s is not None] == ["de", "Swiss German", "de"]
+
+
+def test_the_system_message_states_a_language_other_than_english() -> None:
+    chat = [{"role": "system", "content": "SYSTEM"}, {"role": "user", "content": "x"}]
+    assert in_language(chat, None) == chat
+    assert in_language(chat, "en") == chat  # English prompts are as they always were
+    german = in_language(chat, "de")
+    assert german[0]["content"].startswith("SYSTEM\n")
+    assert "The material is in German" in german[0]["content"]
+    assert german[1:] == chat[1:]
+    assert "in Swiss German" in in_language(chat, "Swiss German")[0]["content"]
+
+
+GERMAN = Sample(
+    user_input="Wer hat Dune geschrieben und wann ist das Buch erschienen?",
+    response="Frank Herbert hat Dune geschrieben. Das Buch ist 1965 erschienen.",
+    retrieved_contexts=["Der Wüstenplanet ist ein Roman von Frank Herbert aus dem Jahr 1965."],
+)
+
+
+def _systems(server: FakeOpenAI) -> list[str]:
+    return [str(r.messages[0]["content"]) for r in server.requests if r.messages]
+
+
+async def test_faithfulness_asks_every_request_in_the_rows_language(
+    fake_openai: FakeOpenAI,
+) -> None:
+    statements = ["Frank Herbert hat Dune geschrieben.", "Dune ist 1965 erschienen."]
+    fake_openai.handler = route(
+        (("text",), Reply.json({"statements": statements})),
+        (("contexts", "statements"), keyed("s", "supported", True, True)),
+    )
+    result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(GERMAN)
+    assert result.value == 1.0
+    systems = _systems(fake_openai)
+    assert len(systems) == 2  # the statements, then their verdicts
+    assert all("The material is in German" in s for s in systems)
+
+
+async def test_answer_relevancys_questions_are_asked_in_the_rows_language(
+    fake_openai: FakeOpenAI,
+) -> None:
+    question = GERMAN.user_input or ""
+    fake_openai.embedder = lambda text: (1.0, 0.0)
+
+    def generated(req: RecordedRequest) -> Reply:
+        return Reply.choices(*[Reply.json({"question": question, "noncommittal": 0})] * 3)
+
+    fake_openai.handler = generated
+    metric = AnswerRelevancy(llm=judge_for(fake_openai), embeddings=embeddings_for(fake_openai))
+    result = await metric.single_turn_ascore(GERMAN)
+    assert result.value == pytest.approx(1.0)
+    assert _systems(fake_openai) and all("in German" in s for s in _systems(fake_openai))
+
+
+async def test_an_english_rows_prompts_do_not_change(fake_openai: FakeOpenAI) -> None:
+    fake_openai.handler = route(
+        (("text",), Reply.json({"statements": ["Dune is by Frank Herbert."]})),
+        (("contexts", "statements"), keyed("s", "supported", True)),
+    )
+    english = Sample(
+        user_input="Who wrote the novel Dune, and when was it first published?",
+        response="Dune was written by Frank Herbert and it was published in 1965.",
+        retrieved_contexts=["Dune is a 1965 novel by Frank Herbert."],
+    )
+    await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(english)
+    assert _systems(fake_openai) and not any("material is in" in s for s in _systems(fake_openai))
