@@ -28,7 +28,10 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("endpoint client", frozenset({"_client"})),
     ("judges and embeddings", frozenset({"judge", "embeddings"})),
     ("metrics", frozenset({"metrics"})),
-    ("out", frozenset({"log", "stats", "results", "report", "calibration", "observers"})),
+    (
+        "out",
+        frozenset({"log", "stats", "results", "report", "calibration", "observers", "labelling"}),
+    ),
     ("runner", frozenset({"runner"})),
     ("front ends", frozenset({"_config", "pytest_plugin", "cli", "__main__"})),
     ("the package root", frozenset({"__init__"})),

@@ -1,0 +1,338 @@
+"""`rageval label`: the labels file (appended, synced, one writer, a cut line left out), the
+plan (which rows, with what probability), the session (label, skip, undo, a stale page) and
+the server (127.0.0.1 only, the token, the Host), in process; then the command as a process:
+a label survives ``kill -9``, reopening continues, a second server on the same file is
+refused (exit 6) and nothing is lost or doubled."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rageval.labelling import (
+    LabellingRows,
+    LabellingServer,
+    LabelsFile,
+    LabelsFileInUseError,
+    RowView,
+    Scale,
+    Session,
+    make_plan,
+    read_label_values,
+    read_records,
+    read_rows,
+)
+from rageval.labelling._rows import MetricView
+from rageval.labelling._session import shared
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "rag_sample.jsonl"
+
+
+def _rows(scores: list[float | None]) -> LabellingRows:
+    views = [
+        RowView(
+            f"r{i}", i, f"question {i}", [f"context {i}"], f"answer {i}", None,
+            {"faithfulness": MetricView(s, "ok" if s is not None else "not_measured")},
+        )
+        for i, s in enumerate(scores)
+    ]  # fmt: skip
+    return LabellingRows("memory", views, ["faithfulness"])
+
+
+def _session(tmp_path: Path, labels: LabelsFile, **plan: Any) -> Session:
+    rows = _rows([0.5, 0.9, 0.1, 1.0, 0.0, 0.6])
+    made = make_plan(rows, **{"order": "file", "column": "human", "metric": "faithfulness",
+                              "budget": 3, "seed": 0, **plan})  # fmt: skip
+    labels.append(made)
+    return Session(rows, labels, made, annotator="ann", scale=Scale((0.0, 1.0)))
+
+
+def test_the_plan_in_file_order_chooses_every_row() -> None:
+    plan = make_plan(_rows([0.5, 0.9, 0.1]), order="file", column="h", metric=None, budget=1,
+                     seed=0)  # fmt: skip
+    assert [(r.id, r.probability, r.chosen) for r in plan.rows] == [
+        ("r0", 1.0, True), ("r1", 1.0, True), ("r2", 1.0, True),
+    ]  # fmt: skip
+
+
+def test_the_uncertain_plan_records_probabilities_that_follow_the_judge() -> None:
+    rows = _rows([0.5, 1.0, 0.0, 0.5, None, 0.9])
+    plan = make_plan(rows, order="uncertain", column="h", metric="faithfulness", budget=2, seed=3)
+    p = {r.id: r.probability for r in plan.rows}
+    # uncertainty √(p(1-p)): 0.5 -> 0.5, 1 and 0 -> 0, 0.9 -> 0.3, missing -> the largest (0.5);
+    # shape 0.2/6 + 0.8·u/1.8, times the budget 2
+    for row_id, u in (("r0", 0.5), ("r1", 0.0), ("r2", 0.0), ("r4", 0.5), ("r5", 0.3)):
+        assert p[row_id] == pytest.approx(2 * (0.2 / 6 + 0.8 * u / 1.8)), row_id
+    assert sorted(p) == [f"r{i}" for i in range(6)]
+    again = make_plan(rows, order="uncertain", column="h", metric="faithfulness", budget=2, seed=3)
+    assert again.rows == plan.rows  # the seed fixes order and choices
+    with pytest.raises(ValueError, match="needs a judge metric"):
+        make_plan(rows, order="uncertain", column="h", metric=None, budget=2, seed=3)
+
+
+def test_label_skip_undo_and_the_next_row(tmp_path: Path) -> None:
+    with LabelsFile.open(tmp_path / "l.jsonl") as labels:
+        session = _session(tmp_path, labels)
+        assert session.state()["row"]["id"] == "r0"
+        session.label("r0", 1.0, "clear")
+        session.skip("r1")
+        assert session.state()["row"]["id"] == "r2"
+        session.undo()  # takes back the skip
+        state = session.state()
+        assert state["row"]["id"] == "r1" and state["done"] == 1
+        assert state["last"] == {"id": "r0", "value": 1.0}
+        with pytest.raises(ValueError, match="not on the scale"):
+            session.label("r1", 2.0, None)
+    records = read_records(tmp_path / "l.jsonl")
+    assert [r.kind for r in records] == ["plan", "label", "skip", "undo"]
+    label = records[1]
+    assert label.model_dump(exclude={"time"}) == {
+        "kind": "label", "id": "r0", "column": "human", "value": 1.0, "annotator": "ann",
+        "probability": 1.0, "note": "clear",
+    }  # fmt: skip
+    assert read_label_values(tmp_path / "l.jsonl") == {"human": {"r0": (1.0, 1.0)}}
+
+
+def test_statistics_weigh_the_labels(tmp_path: Path) -> None:
+    with LabelsFile.open(tmp_path / "l.jsonl") as labels:
+        session = _session(tmp_path, labels)
+        for row_id, value in (("r0", 1.0), ("r1", 1.0), ("r2", 0.0)):
+            session.label(row_id, value, None)
+        stats = session.state()["statistics"]
+    # every π = 1, rows r0-r2 visited: a = y = [1, 1, 0], b = f = [0.5, 0.9, 0.1]; over all
+    # six judge values f̄ = 3.1/6, s²(f) = 0.828333/5; s(a, b) = 0.2, s²(b) = 0.16;
+    # λ = 0.2 / (0.16 + (3/6)·s²(f)), θ̂ = λ·f̄ + mean(a) − λ·mean(b)
+    var_f = 0.8283333333 / 5
+    lam = 0.2 / (0.16 + 0.5 * var_f)
+    assert stats["labelled_rows"] == 3
+    assert stats["ppi"]["lam"] == pytest.approx(lam)
+    assert stats["ppi"]["mean"] == pytest.approx(lam * 3.1 / 6 + 2 / 3 - lam * 0.5)
+    # judge >= 0.5 as 1: (1,1), (1,1), (0,0) -> κ = 1
+    assert stats["judge_kappa"]["value"] == pytest.approx(1.0)
+    assert stats["annotators"] is None
+
+
+def test_two_annotators_share_the_overlap_and_get_a_kappa(tmp_path: Path) -> None:
+    rows = _rows([0.5, 0.9, 0.1, 1.0, 0.0, 0.6])
+    with LabelsFile.open(tmp_path / "l.jsonl") as labels:
+        plan = make_plan(rows, order="file", column="h", metric=None, budget=6, seed=0,
+                         overlap=1.0)  # fmt: skip
+        labels.append(plan)
+        ann = Session(rows, labels, plan, annotator="ann", scale=Scale((0.0, 1.0)))
+        bob = Session(rows, labels, plan, annotator="bob", scale=Scale((0.0, 1.0)))
+        for row_id, a, b in (("r0", 1, 1), ("r1", 1, 0), ("r2", 0, 0), ("r3", 0, 0)):
+            ann.label(row_id, a, None)
+            assert bob.state()["row"]["id"] == row_id  # overlap 1: bob labels it too
+            bob.label(row_id, b, None)
+        people = ann.state()["statistics"]["annotators"]
+    # (1,1), (1,0), (0,0), (0,0): agreement 3/4, chance 0.5·0.25 + 0.5·0.75 = 0.5 -> κ = 0.5
+    assert people["pair"] == ["ann", "bob"] and people["rows"] == 4
+    assert people["kappa"]["value"] == pytest.approx(0.5)
+    assert read_label_values(tmp_path / "l.jsonl")["h"]["r1"] == (0.5, 1.0)  # their mean
+
+
+def test_without_overlap_a_row_labelled_by_one_annotator_is_not_offered_to_another(
+    tmp_path: Path,
+) -> None:
+    rows = _rows([0.5, 0.9])
+    with LabelsFile.open(tmp_path / "l.jsonl") as labels:
+        plan = make_plan(rows, order="file", column="h", metric=None, budget=2, seed=0)
+        labels.append(plan)
+        Session(rows, labels, plan, annotator="ann", scale=Scale((0.0, 1.0))).label("r0", 1, None)
+        bob = Session(rows, labels, plan, annotator="bob", scale=Scale((0.0, 1.0)))
+        assert bob.state()["row"]["id"] == "r1"
+    assert shared("r0", 1.0) and not shared("r0", 0.0)
+
+
+def test_a_line_cut_short_is_left_out_and_the_next_record_starts_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    with LabelsFile.open(path) as labels:
+        _session(tmp_path, labels)
+    with path.open("ab") as f:
+        f.write(b'{"kind":"label","id":"r0"')  # a writer killed mid-line
+    assert [r.kind for r in read_records(path)] == ["plan"]
+    with LabelsFile.open(path) as labels:
+        session = Session(_rows([0.5] * 6), labels, read_records(path)[0],  # type: ignore[arg-type]
+                          annotator="ann", scale=Scale((0.0, 1.0)))  # fmt: skip
+        session.label("r0", 0.0, None)
+    assert [r.kind for r in read_records(path)] == ["plan", "label"]
+
+
+def test_a_second_writer_of_the_labels_file_is_refused(tmp_path: Path) -> None:
+    refused: list[BaseException] = []
+
+    def second() -> None:  # another thread: the lock's table refuses it as another process
+        try:
+            with LabelsFile.open(tmp_path / "l.jsonl"):
+                pass
+        except LabelsFileInUseError as e:
+            refused.append(e)
+
+    with LabelsFile.open(tmp_path / "l.jsonl"):
+        thread = threading.Thread(target=second)
+        thread.start()
+        thread.join(10)
+    assert len(refused) == 1 and "another `rageval label`" in str(refused[0])
+    with LabelsFile.open(tmp_path / "l.jsonl"):  # given up on the way out
+        pass
+
+
+def test_rows_of_a_run_directory_carry_the_metrics(tmp_path: Path) -> None:
+    rows = read_rows(Path(__file__).parent / "data" / "runlog_format3")
+    assert rows.metrics == ["faithfulness", "answer_accuracy", "token_f1"]
+    first = rows.rows[0].payload()
+    assert first["id"] == "s000" and first["metrics"]["faithfulness"]["value"] == 0.5
+    assert first["metrics"]["faithfulness"]["evidence"]["data"]["statements"][0]["id"] == "s1"
+
+
+# ---------------------------------------------------------------------------- the server
+
+
+def _request(url: str, *, token: str | None = None, body: Any = None,
+             host: str | None = None) -> tuple[int, Any]:  # fmt: skip
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["X-Rageval-Token"] = token
+    if host is not None:
+        headers["Host"] = host
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as response:
+            raw = response.read()
+            status = response.status
+    except urllib.error.HTTPError as e:
+        raw, status = e.read(), e.code
+    try:
+        return status, json.loads(raw)
+    except ValueError:
+        return status, raw.decode()
+
+
+@contextmanager
+def _served(tmp_path: Path) -> Iterator[LabellingServer]:
+    with LabelsFile.open(tmp_path / "l.jsonl") as labels:
+        server = LabellingServer(_session(tmp_path, labels))
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield server
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(5)
+
+
+def test_the_server_listens_on_loopback_and_wants_its_token(tmp_path: Path) -> None:
+    with _served(tmp_path) as server:
+        assert server.server_address[0] == "127.0.0.1"
+        base = f"http://127.0.0.1:{server.server_port}"
+        assert _request(f"{base}/")[0] == 403
+        assert _request(f"{base}/?token=wrong")[0] == 403
+        assert _request(f"{base}/api/state", token="wrong")[0] == 403
+        status, page = _request(server.url)
+        assert status == 200 and "Content-Security-Policy" in page
+        # another Host (a page elsewhere reaching the port by DNS rebinding): refused
+        assert _request(server.url, host="evil.example:80")[0] == 403
+        # a POST with the token in the address only (a form on another site could): refused
+        action = {"action": "label", "id": "r0", "value": 1}
+        assert _request(f"{base}/api/action?token={server.token}", body=action)[0] == 403
+        assert not any(r.kind == "label" for r in read_records(tmp_path / "l.jsonl"))
+
+
+def test_the_server_labels_and_refuses_a_stale_page(tmp_path: Path) -> None:
+    with _served(tmp_path) as server:
+        url = f"http://127.0.0.1:{server.server_port}/api/action"
+        status, state = _request(url, token=server.token,
+                                 body={"action": "label", "id": "r0", "value": 1})  # fmt: skip
+        assert status == 200 and state["row"]["id"] == "r1"
+        # the same key press sent twice: the second names a row no longer next
+        status, state = _request(url, token=server.token,
+                                 body={"action": "label", "id": "r0", "value": 1})  # fmt: skip
+        assert status == 409 and state["row"]["id"] == "r1"
+        status, state = _request(url, token=server.token,
+                                 body={"action": "label", "id": "r1", "value": 7})  # fmt: skip
+        assert status == 400 and "not on the scale" in state["error"]
+        assert _request(url, token=server.token, body={"action": "fly"})[0] == 400
+    labels = [r for r in read_records(tmp_path / "l.jsonl") if r.kind == "label"]
+    assert [(r.id, r.value) for r in labels] == [("r0", 1.0)]  # nothing doubled
+
+
+# ---------------------------------------------------------------------- the command
+
+
+def _start(data: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rageval", "label", str(data), "--annotator", "ann", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line.startswith("open: "):
+            return proc, line.split("open: ", 1)[1].strip()
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    raise AssertionError(f"no URL printed: {proc.stderr.read() if proc.stderr else ''}")
+
+
+def _label_next(url: str, value: int) -> str:
+    base, token = url.split("/?token=")
+    _, state = _request(f"{base}/api/state", token=token)
+    row_id: str = state["row"]["id"]
+    status, _ = _request(f"{base}/api/action", token=token,
+                         body={"action": "label", "id": row_id, "value": value})  # fmt: skip
+    assert status == 200
+    return row_id
+
+
+def test_a_label_survives_kill_9_and_a_second_server_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    shutil.copy(EXAMPLE, data)
+    labels_file = tmp_path / "data.jsonl.labels.jsonl"
+    proc, url = _start(data)
+    try:
+        first = _label_next(url, 1)
+        second = subprocess.run(
+            [sys.executable, "-m", "rageval", "label", str(data)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert second.returncode == 6, second.stderr
+        assert "being written by another `rageval label`" in second.stderr
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert read_label_values(labels_file) == {"human": {first: (1.0, 1.0)}}
+    proc, url = _start(data)  # reopened: the same plan, the next row
+    try:
+        base, token = url.split("/?token=")
+        _, state = _request(f"{base}/api/state", token=token)
+        assert state["done"] == 1 and state["row"]["id"] != first
+        second_id = _label_next(url, 0)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert read_label_values(labels_file) == {"human": {first: (1.0, 1.0), second_id: (0.0, 1.0)}}
+    assert sum(r.kind == "plan" for r in read_records(labels_file)) == 1
