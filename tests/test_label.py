@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from helpers import BINARY_GRADES, BINARY_LABELS, grader, labelled_rows, write_jsonl
+from rageval.cli import main
 from rageval.labelling import (
     LabellingRows,
     LabellingServer,
@@ -38,6 +40,7 @@ from rageval.labelling import (
 )
 from rageval.labelling._rows import MetricView
 from rageval.labelling._session import shared
+from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "rag_sample.jsonl"
 
@@ -336,3 +339,47 @@ def test_a_label_survives_kill_9_and_a_second_server_is_refused(tmp_path: Path) 
             proc.wait(10)
     assert read_label_values(labels_file) == {"human": {first: (1.0, 1.0), second_id: (0.0, 1.0)}}
     assert sum(r.kind == "plan" for r in read_records(labels_file)) == 1
+
+
+# ------------------------------------------------------------ the labels file beside the data
+
+
+def test_calibrate_reads_the_labels_file_beside_the_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rows and labels of test_calibrate's κ-gate test, the labels from a labels file:
+    the same κ (0.400)."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    data = tmp_path / "data.jsonl"
+    rows = labelled_rows(BINARY_GRADES, BINARY_LABELS)
+    write_jsonl(data, [{k: v for k, v in r.items() if k != "human"} for r in rows])
+    read = read_rows(data)
+    with LabelsFile.open(tmp_path / "l.jsonl") as labels:
+        plan = make_plan(read, order="file", column="human", metric=None, budget=10, seed=0)
+        labels.append(plan)
+        session = Session(read, labels, plan, annotator="ann", scale=Scale((0.0, 1.0)))
+        for row in rows:
+            session.label(row["id"], 1.0 if row["human"] == "yes" else 0.0, None)
+    with FakeOpenAI(grader) as server:
+        code = main(
+            ["calibrate", str(data), "--labels-file", str(tmp_path / "l.jsonl"), "--labels",
+             "human=answer_accuracy", "--llm", "m", "--base-url", server.base_url, "-o",
+             str(tmp_path / "run"), "-q"]
+        )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "labels from" in err and "human (10 rows)" in err
+    assert "Cohen's κ          0.400" in out
+
+
+def test_a_labels_file_of_other_rows_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.jsonl"
+    shutil.copy(EXAMPLE, data)
+    with LabelsFile.open(tmp_path / "l.jsonl") as labels:
+        _session(tmp_path, labels).label("r0", 1.0, None)  # rows r0...: not the data's q1...
+    code = main(["calibrate", str(data), "--labels-file", str(tmp_path / "l.jsonl"),
+                 "--labels", "human=faithfulness"])  # fmt: skip
+    assert code == 2
+    assert "labels rows the data" in capsys.readouterr().err

@@ -14,6 +14,7 @@ from rageval.cli._exit_codes import EXIT_BUDGET, EXIT_FATAL, EXIT_IN_USE, EXIT_I
 from rageval.cli._shared import (
     CommandRunArguments,
     _UsageError,
+    add_labels_file_option,
     add_pairs_option,
     add_run_options,
     err,
@@ -22,6 +23,7 @@ from rageval.cli._shared import (
     positive_int,
     read_run_options,
     run_dir_of,
+    with_labels_file,
 )
 
 if TYPE_CHECKING:
@@ -62,6 +64,7 @@ def add_labelled_options(
         "label column against the metric it validates most closely)",
     )
     cmd.add_argument("--limit", type=positive_int, metavar="N", help=limit_help)
+    add_labels_file_option(cmd)
     add_pairs_option(cmd, "--label-kind", metavar="COLUMN=KIND", help=label_kind_help)
     cmd.add_argument("--threshold", type=float, default=0.5, metavar="X", help=threshold_help)
     cmd.add_argument(
@@ -103,6 +106,9 @@ def _labelled_data(args: argparse.Namespace) -> LabelledData:
     if data is None:
         raise _UsageError("DATA is required (a data file, or with --dataset its folder)")
     limit = args.limit
+    if args.dataset is not None and args.labels_file is not None:
+        raise _UsageError("--labels-file labels a data file: use it without --dataset")
+    data = with_labels_file(args, data)
     if args.dataset is not None:
         dataset = _read_dataset(args.dataset, data, limit)
         data, limit = dataset.rows, None

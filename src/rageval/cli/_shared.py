@@ -167,6 +167,45 @@ def positional_data(args: argparse.Namespace) -> str | None:
     return args.data if args.data is not None else (spilled[0] if spilled else None)
 
 
+def add_labels_file_option(parser: argparse.ArgumentParser) -> None:
+    """--labels-file: the labels `rageval label` wrote, read as columns of DATA."""
+    parser.add_argument(
+        "--labels-file",
+        metavar="FILE",
+        help="the labels file `rageval label` wrote on DATA: its label columns are read as "
+        "columns of DATA (empty where a row has no label)",
+    )
+
+
+def with_labels_file(
+    args: argparse.Namespace, data: str | None
+) -> str | list[dict[str, Any]] | None:
+    """DATA, or with --labels-file its rows with the file's label columns put in (said on
+    stderr, with a warning when the rows were not chosen uniformly)."""
+    if getattr(args, "labels_file", None) is None:
+        return data
+    from rageval.labelling import LabelsFileError, rows_with_labels
+    from rageval.samples import InvalidDataError
+
+    if data is None or data == "-":
+        raise _UsageError("--labels-file needs DATA as a file (the data that was labelled)")
+    if not Path(args.labels_file).exists():
+        raise _UsageError(f"--labels-file: {args.labels_file} does not exist")
+    try:
+        merged = rows_with_labels(data, args.labels_file)
+    except (InvalidDataError, LabelsFileError, ValueError, FileNotFoundError) as e:
+        raise _UsageError(str(e)) from None
+    counts = ", ".join(f"{c} ({n} rows)" for c, n in merged.labelled.items()) or "none"
+    err(f"labels from {args.labels_file}: {counts}")
+    for column in merged.unequal:
+        err(
+            f"warning: the rows of {column!r} were chosen where the judge was least certain "
+            "(rageval label --order uncertain): statistics here take them for a uniform "
+            "sample; the unbiased, weighted ones are on the labelling page"
+        )
+    return merged.rows
+
+
 def run_dir_of(args: argparse.Namespace) -> Path:
     """The run directory of a new run: -o DIR, else a fresh one."""
     return Path(args.output) if args.output else _fresh_run_dir()

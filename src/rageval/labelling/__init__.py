@@ -8,6 +8,7 @@ that ``calibrate``, ``align`` and ``evaluate --human-labels`` read beside the da
 * :mod:`~rageval.labelling._rows`: the rows of a data file or a run directory, as shown;
 * :mod:`~rageval.labelling._session`: the plan (which row next, with what probability), the
   labels, skips and undos, and the statistics (:mod:`rageval.stats`' active PPI mean, κ);
+* :mod:`~rageval.labelling._merge`: a data file's rows with a labels file's columns put in;
 * :mod:`~rageval.labelling._server`: the web server (127.0.0.1, a token) and the page.
 """
 
@@ -20,6 +21,7 @@ from rageval.labelling._file import (
     read_label_values,
     read_records,
 )
+from rageval.labelling._merge import LabelledRows, rows_with_labels
 from rageval.labelling._rows import LabellingRows, RowView, read_rows
 from rageval.labelling._server import HOST, TOKEN_HEADER, LabellingServer
 from rageval.labelling._session import ORDERS, Order, Scale, Session, make_plan
@@ -29,6 +31,7 @@ __all__ = [
     "ORDERS",
     "TOKEN_HEADER",
     "LabelRecord",
+    "LabelledRows",
     "LabellingRows",
     "LabellingServer",
     "LabelsFile",
@@ -43,4 +46,5 @@ __all__ = [
     "read_label_values",
     "read_records",
     "read_rows",
+    "rows_with_labels",
 ]

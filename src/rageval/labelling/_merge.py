@@ -1,0 +1,69 @@
+"""A data file's rows with the labels of a labels file put in as columns, for the commands that
+read human labels from the data (``calibrate``, ``align``, ``evaluate --human-labels``:
+``--labels-file``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from rageval.labelling._file import read_label_values
+from rageval.samples import InvalidDataError, load_samples, sample_ids
+
+
+@dataclass(frozen=True)
+class LabelledRows:
+    """The rows (dicts, as rageval reads data given in memory) and what was put in them."""
+
+    rows: list[dict[str, Any]]
+    #: column -> how many rows got a label
+    labelled: dict[str, int]
+    #: columns some of whose rows were chosen with a probability below 1 (``--order
+    #: uncertain``): a statistic that takes the labelled rows for a uniform sample is biased
+    unequal: list[str]
+
+
+def rows_with_labels(
+    data: str | os.PathLike[str], labels_file: str | os.PathLike[str]
+) -> LabelledRows:
+    """The rows of the data file `data`, each label column of `labels_file` added (empty where
+    a row has no label; a row labelled by several annotators gets their mean).
+
+    Args:
+        data: a data file rageval reads.
+        labels_file: a labels file written by ``rageval label`` on those rows.
+    """
+    loaded = load_samples(data)
+    unread = [p for p in loaded.problems if p.row is None or loaded.samples[p.row] is None]
+    if unread:
+        raise InvalidDataError(unread, source=loaded.source)
+    values = read_label_values(labels_file)
+    ids = sample_ids(loaded.samples)
+    known = set(ids)
+    for column, by_id in values.items():
+        stray = sorted(set(by_id) - known)
+        if stray:
+            raise ValueError(
+                f"{labels_file}: column {column!r} labels rows the data {data} does not have "
+                f"({', '.join(stray[:3])}{'...' if len(stray) > 3 else ''})"
+            )
+    rows = []
+    for row_id, sample in zip(ids, loaded.samples, strict=True):
+        assert sample is not None  # rows that could not be read were refused above
+        row = sample.model_dump(exclude_none=True)
+        meta = dict(row.get("metadata") or {})
+        for column, by_id in values.items():
+            got = by_id.get(row_id)
+            meta[column] = None if got is None else got[0]
+        row["metadata"] = meta
+        row.setdefault("id", row_id)
+        rows.append(row)
+    return LabelledRows(
+        rows,
+        {column: len(by_id) for column, by_id in values.items()},
+        [c for c, by_id in values.items() if any(p < 1.0 for _, p in by_id.values())],
+    )
+
+
+__all__ = ["LabelledRows", "rows_with_labels"]
