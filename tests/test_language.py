@@ -5,11 +5,15 @@ as they were."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from helpers import embeddings_for, judge_for, keyed, route
+from rageval import aevaluate
 from rageval.metrics import AnswerRelevancy, Faithfulness
 from rageval.metrics.authoring import in_language
+from rageval.runner._stored import read_stored_run
 from rageval.samples import Sample, detect_language, load_samples, sample_language
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
 
@@ -118,3 +122,33 @@ async def test_an_english_rows_prompts_do_not_change(fake_openai: FakeOpenAI) ->
     )
     await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(english)
     assert _systems(fake_openai) and not any("material is in" in s for s in _systems(fake_openai))
+
+
+async def test_a_run_wide_language_for_rows_without_their_own(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake_openai.handler = route(
+        (("text",), Reply.json({"statements": ["Dune is by Frank Herbert."]})),
+        (("contexts", "statements"), keyed("s", "supported", True)),
+    )
+    rows = [
+        {"id": "a", "user_input": "Qui a écrit Dune ?", "response": "Frank Herbert.",
+         "retrieved_contexts": ["Dune est un roman de Frank Herbert."]},
+        {"id": "b", "user_input": "Wer schrieb Dune?", "response": "Frank Herbert.",
+         "retrieved_contexts": ["Dune ist ein Roman von Frank Herbert."], "language": "de"},
+    ]  # fmt: skip
+    result = await aevaluate(
+        rows, metrics=["faithfulness"], llm=judge_for(fake_openai), language="fr",
+        run_dir=tmp_path / "run",
+    )  # fmt: skip
+    assert result["faithfulness"] == [1.0, 1.0]
+    systems: dict[str, set[str]] = {"a": set(), "b": set()}
+    for request in fake_openai.requests:
+        text = " ".join(str(m["content"]) for m in request.messages)
+        row = "a" if "Qui a" in text or "Dune est" in text else "b"
+        systems[row].add(str(request.messages[0]["content"]))
+    assert len(systems["a"]) == len(systems["b"]) == 2  # each row: extraction and verdicts
+    assert all("in French" in s for s in systems["a"])
+    assert all("in German" in s for s in systems["b"])  # a row's own column wins
+    # recorded, so that --resume DIR alone asks as the run did
+    assert read_stored_run(tmp_path / "run").language == "fr"

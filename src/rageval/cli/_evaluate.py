@@ -99,6 +99,13 @@ def add_evaluate_command(sub: Any) -> None:
         "conversations (tool_call_f1 ...)",
     )
     ev.add_argument(
+        "--language",
+        metavar="LANG",
+        help="the language of every row without a language column of its own, which every "
+        "judge prompt states: a code (de, es, fr, ja ...) or a name (default: detected per "
+        "row; resuming, the run's; docs/languages.md)",
+    )
+    ev.add_argument(
         "--qrels",
         metavar="FILE",
         help="TREC qrels (QUERY ITER DOC GRADE), with --run and no DATA: one row per judged "
@@ -200,6 +207,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
             metric_params=options["metric_params"],
             on_invalid=options["on_invalid"],
             repeats=args.repeats or 1,
+            language=args.language,
             batch=options["config"].batch_settings is not None,
             as_json=args.json,
         )
@@ -218,7 +226,13 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     interrupted = f"finished rows are kept in {run_dir}; continue with --resume {run_dir}"
     try:
         with sigterm_as_sigint() as signals:
-            result = evaluate(copy or data, metrics=metrics, repeats=args.repeats, **options)
+            result = evaluate(
+                copy or data,
+                metrics=metrics,
+                repeats=args.repeats,
+                language=args.language,
+                **options,
+            )
     except (
         InvalidDataError,
         RunConfigError,

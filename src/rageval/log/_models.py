@@ -198,6 +198,8 @@ class DataInfo(_LogModel):
     column_map: dict[str, str] | None = None
     fingerprint: str | None = None
     n_rows: int | None = None
+    #: the run's language for rows without a language column (None: each row's, or detected)
+    language: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class HumanLabels(_LogModel):
@@ -268,6 +270,9 @@ class Inputs(_LogModel):
     reference_tool_calls: list[ToolCall] | None = None
     reference_goal: str | None = None
     reference_topics: list[str] | None = None
+    #: the retrieval metrics' ids (format 9 on): ranked, and relevant or graded
+    retrieved_context_ids: list[str] | None = None
+    reference_context_ids: list[str] | dict[str, int] | None = None
     metadata: dict[str, Any] | None = None
 
     @model_serializer(mode="wrap")

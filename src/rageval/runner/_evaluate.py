@@ -129,6 +129,7 @@ def _manifest(
     embeddings: Embeddings | None,
     on_invalid: str,
     column_map: Mapping[str, str] | None,
+    language: str | None,
     human_labels: Sequence[tuple[str, str]],
     repeats: int,
     config: RunConfig,
@@ -167,6 +168,7 @@ def _manifest(
             path=str(loaded.path.resolve()) if loaded.path is not None else None,
             rows_file=ROWS_FILE if loaded.rows is not None else None,
             column_map=dict(column_map) if column_map else None,
+            language=language,
             fingerprint=data_fingerprint(loaded),
             n_rows=len(loaded.samples),
         ),
@@ -378,6 +380,9 @@ async def aevaluate(
         metric_params: the constructor arguments of the metrics built here, by registry name
             (``{"answer_correctness": {"weights": [0.5, 0.5]}}``), else default settings.
         column_map: your column -> rageval's field.
+        language: the language of every row without a ``language`` column of its own, which
+            every judge prompt states (a code, ``"de"``, or a name; None: detected per row;
+            docs/languages.md).
         on_invalid: ``"skip"`` turns rows a metric cannot score into skipped cells instead of
             an :class:`InvalidDataError` (default ``"raise"``).
         repeats: scores every judge cell K times (default 1), bypassing the request cache for
@@ -498,6 +503,7 @@ async def _evaluate(spec: RunSpec, config: RunConfig) -> EvaluationResult:
         embedder,
         on_invalid,
         column_map,
+        spec.language,
         human_pairs,
         repeats,
         config,

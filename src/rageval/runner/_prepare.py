@@ -364,6 +364,7 @@ class RunOptions(TypedDict, total=False):
     metric_params: Mapping[str, Mapping[str, Any]] | None
     on_invalid: OnInvalid | None
     repeats: int | None
+    language: str | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -382,6 +383,8 @@ class RunSpec:
     metric_params: Mapping[str, Mapping[str, Any]] | None = None
     on_invalid: OnInvalid | None = None
     repeats: int | None = None
+    #: the language of every row without a language column of its own (None: detected)
+    language: str | None = None
 
 
 def spec_of(given: RunSpec) -> RunSpec:
@@ -418,7 +421,7 @@ def checked_options(on_invalid: str | None, repeats: int | None) -> tuple[OnInva
 def load_data(spec: RunSpec) -> LoadedData:
     """The rows of `spec`'s data, its column map applied; InvalidDataError when the input as a
     whole cannot be read (a bad row is reported with the cells it stops: :func:`cell_problems`)."""
-    loaded = load_samples(spec.data, column_map=spec.column_map)
+    loaded = load_samples(spec.data, column_map=spec.column_map, language=spec.language)
     whole_input = [p for p in loaded.problems if p.row is None]
     if whole_input:
         raise InvalidDataError(whole_input, source=loaded.source)

@@ -84,6 +84,8 @@ class StoredRun:
     embeddings_cache: str | bool
     column_map: dict[str, str] | None
     on_invalid: str
+    #: the run's language for rows without their own (None: detected per row)
+    language: str | None = None
 
     def data_file(self) -> Path:
         """The data file, which must still be where the run found it; for data given in
@@ -161,6 +163,7 @@ class StoredRun:
             embeddings=spec.embeddings if spec.embeddings is not None else self.make_embeddings(),
             on_invalid=spec.on_invalid or stored_on_invalid,  # type: ignore[arg-type]
             repeats=spec.repeats if spec.repeats is not None else self.manifest.repeats,
+            language=spec.language if spec.language is not None else self.language,
         )
 
     def make_embeddings(self) -> Embeddings | None:
@@ -191,6 +194,7 @@ def read_stored_run(run_dir: str | os.PathLike[str]) -> StoredRun:
         embeddings_cache=_embeddings_cache(embeddings.cache if embeddings else None),
         column_map=dict(data.column_map) if data.column_map else None,
         on_invalid=str(manifest.on_invalid or "raise"),
+        language=data.language,
     )
 
 

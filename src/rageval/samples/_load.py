@@ -412,13 +412,15 @@ def load_samples(
     data: Any,
     *,
     column_map: Mapping[str, str] | None = None,
+    language: str | None = None,
 ) -> LoadedData:
     """Parse any supported input into Samples, collecting every row's problems.
 
     `data` may be a path (JSONL/JSON/CSV/TSV/Parquet), a list of dicts, a dict of lists,
     a pandas DataFrame or a Hugging Face `datasets.Dataset`. `column_map` renames the user's
     columns to rageval's (`{"query": "user_input"}`); a name in it that the data or rageval
-    does not know is an error.
+    does not know is an error. `language` is the language of every row without a
+    ``language`` column of its own (kept in its metadata; docs/languages.md).
     """
     problems: list[RowProblem] = []
     lines: list[int] | None = None
@@ -468,6 +470,8 @@ def load_samples(
             problems.append(RowProblem(i, field, message, sid, line=line))
         samples.append(_validated(row, i, line, sid, set(bad_cells), problems))
     _check_duplicate_ids(samples, lines, problems)
+    if language and language.strip():
+        samples = [_in_language(s, language.strip()) for s in samples]
     return LoadedData(
         samples,
         problems,
@@ -478,6 +482,13 @@ def load_samples(
         given_fields=frozenset(given & set(ROW_FIELDS)),
         rows=raw_rows if path is None else None,
     )
+
+
+def _in_language(sample: Sample | None, language: str) -> Sample | None:
+    """`sample` with `language` as its language, unless its own column states one."""
+    if sample is None or sample.metadata.get("language"):
+        return sample
+    return sample.model_copy(update={"metadata": {**sample.metadata, "language": language}})
 
 
 def rows_json(rows: Sequence[Any]) -> str:
