@@ -5,6 +5,7 @@ Python keywords make the same RunConfig; the manifest records it whole."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from pathlib import Path
@@ -13,9 +14,9 @@ from typing import Any
 import pytest
 
 from helpers import grader, labelled_rows, rows, write_jsonl
-from rageval import align, calibrate, evaluate
+from rageval import aevaluate, align, calibrate, evaluate
 from rageval.cli import main
-from rageval.errors import BudgetReached, RunConfigError
+from rageval.errors import BudgetReached, RunConfigError, RunDirInUseError
 from rageval.judge import Judge
 from rageval.log import read_manifest
 from rageval.observers import RunEnd, RunObserver
@@ -185,3 +186,37 @@ def test_calibrate_takes_the_run_config_and_its_budget(tmp_path: Path) -> None:
                                        progress=False))  # fmt: skip
     assert stopped.value.spent_usd <= budget
     assert read_manifest(tmp_path / "run").run_config["max_cost"] == budget
+
+
+async def test_the_run_dir_of_a_config_is_held_for_the_run_as_the_keyword_is(
+    tmp_path: Path,
+) -> None:
+    config = RunConfig(run_dir=tmp_path / "run", progress=False)
+    with FakeOpenAI(grader, latency=0.2) as server:
+        first = asyncio.create_task(
+            aevaluate(rows(2), ["answer_accuracy"], llm=judge(server), config=config)
+        )
+        await asyncio.sleep(0.1)  # the first run holds the directory, waiting on the judge
+        with pytest.raises(RunDirInUseError):
+            await aevaluate(rows(2), ["answer_accuracy"], llm=judge(server), config=config)
+        result = await first
+    assert result.complete
+
+
+def test_rageval_calibrate_takes_the_run_options_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    data = tmp_path / "labelled.jsonl"
+    write_jsonl(data, labelled())
+    with FakeOpenAI(grader) as server:
+        args = ["calibrate", str(data), "--labels", "human=answer_accuracy", "--llm",
+                "gpt-4o-mini", "--base-url", server.base_url, "--no-cache", "-q",
+                "--observer", "otel", "--engine", "local"]  # fmt: skip
+        assert main([*args, "-o", str(tmp_path / "full")]) == 0
+        total = read_manifest(tmp_path / "full").run_config
+        assert total["observers"] == ["rageval.observers.otel.OpenTelemetryObserver"]
+        capsys.readouterr()
+        code = main([*args, "-o", str(tmp_path / "tiny"), "--max-cost", "0.0000001"])
+    assert code == 5
+    assert "stopped at the budget" in capsys.readouterr().err
