@@ -383,3 +383,27 @@ def test_a_labels_file_of_other_rows_is_refused(
                  "--labels", "human=faithfulness"])  # fmt: skip
     assert code == 2
     assert "labels rows the data" in capsys.readouterr().err
+
+
+def test_a_run_directory_in_uncertain_order(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "data" / "runlog_format3", run)
+    proc, url = _start(run, "--order", "uncertain", "--budget", "2")
+    try:
+        base, token = url.split("/?token=")
+        _, state = _request(f"{base}/api/state", token=token)
+        assert (state["order"], state["metric"], state["column"]) == (
+            "uncertain", "faithfulness", "human_faithfulness",
+        )  # fmt: skip
+        chosen = state["chosen"]
+        assert (state["row"] is None) == (chosen == 0)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    plan = read_records(run / "labels.jsonl")[0]
+    # every faithfulness value is 0.5: the same uncertainty, so 2 of 5 rows' worth each
+    assert plan.kind == "plan" and [r.probability for r in plan.rows] == pytest.approx([0.4] * 5)
+    assert sum(r.chosen for r in plan.rows) == chosen

@@ -17,9 +17,10 @@ answer and reference, and from a run directory each metric's value and evidence.
 label's key (y/n or its digit), s skip, u undo, t write a note. Every label is appended to the
 labels file and synced to disk at once; Ctrl-C (or kill -9, or a closed tab) loses nothing
 written, and running the command again continues where it stopped. Rows come in the order
---order says: by default, from a run directory, where the judge is least certain (each row's
-probability of being chosen is recorded, and the judge-powered mean weighs the labels by it,
-so it stays unbiased); else at random."""
+--order says: by default at random (a uniform sample at every point, which calibrate, align and
+evaluate --human-labels take the labels for); with --order uncertain from a run directory,
+where the judge is least certain (each row's probability of being chosen is recorded, and the
+page's judge-powered mean weighs the labels by it, so it stays unbiased)."""
 
 
 def add_label_command(sub: Any) -> None:
@@ -47,8 +48,9 @@ def add_label_command(sub: Any) -> None:
     cmd.add_argument(
         "--order",
         choices=("file", "random", "uncertain"),
-        help="which row next: file order, random, or where the judge is least certain "
-        "(default: uncertain from a run directory, else random)",
+        help="which row next: file order, random (default), or where the judge is least "
+        "certain (from a run directory; narrower intervals only when the judge's scores are "
+        "calibrated probabilities: docs/labelling.md)",
     )
     cmd.add_argument(
         "--budget",
@@ -132,7 +134,9 @@ def run_label(args: argparse.Namespace) -> int:
         with LabelsFile.open(path) as labels:
             plan = next((r for r in labels.records() if isinstance(r, PlanRecord)), None)
             if plan is None:
-                order: Order = args.order or ("uncertain" if metric else "random")
+                # random by default: the judge's certainty pays only where it is calibrated,
+                # and calibrate/align/evaluate take the labelled rows for a uniform sample
+                order: Order = args.order or "random"
                 plan = make_plan(
                     rows, order=order, column=column, metric=metric,
                     budget=args.budget, seed=args.seed, overlap=args.overlap,
