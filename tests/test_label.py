@@ -23,7 +23,15 @@ from typing import Any
 
 import pytest
 
-from helpers import BINARY_GRADES, BINARY_LABELS, grader, labelled_rows, write_jsonl
+from helpers import (
+    BINARY_GRADES,
+    BINARY_LABELS,
+    PPI_GRADES,
+    PPI_LABELS,
+    grader,
+    labelled_rows,
+    write_jsonl,
+)
 from rageval.cli import main
 from rageval.labelling import (
     LabellingRows,
@@ -40,6 +48,7 @@ from rageval.labelling import (
 )
 from rageval.labelling._rows import MetricView
 from rageval.labelling._session import shared
+from rageval.results import load_run
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "rag_sample.jsonl"
@@ -407,3 +416,32 @@ def test_a_run_directory_in_uncertain_order(tmp_path: Path) -> None:
     # every faithfulness value is 0.5: the same uncertainty, so 2 of 5 rows' worth each
     assert plan.kind == "plan" and [r.probability for r in plan.rows] == pytest.approx([0.4] * 5)
     assert sum(r.chosen for r in plan.rows) == chosen
+
+
+def test_evaluate_reads_human_labels_from_the_labels_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tests/helpers.py's PPI rows, the labels of four rows from a labels file: the PPI++ mean
+    worked by hand there, θ̂ = 0.5 + 0.125·λ with λ = (1/6) / (1/6 + 0.2291667)."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    data = tmp_path / "data.jsonl"
+    write_jsonl(data, [{k: v for k, v in r.items() if k != "human"}
+                       for r in labelled_rows(PPI_GRADES, PPI_LABELS)])  # fmt: skip
+    read = read_rows(data)
+    with LabelsFile.open(tmp_path / "l.jsonl") as labels:
+        plan = make_plan(read, order="file", column="human", metric=None, budget=8, seed=0)
+        labels.append(plan)
+        session = Session(read, labels, plan, annotator="ann", scale=Scale((0.0, 1.0)))
+        for row_id, value in (("r0", 1.0), ("r1", 0.0), ("r2", 1.0), ("r3", 0.0)):
+            session.label(row_id, value, None)
+    with FakeOpenAI(grader) as server:
+        code = main(
+            ["evaluate", str(data), "--labels-file", str(tmp_path / "l.jsonl"), "-m",
+             "answer_accuracy", "--human-labels", "human=answer_accuracy", "--llm", "m",
+             "--base-url", server.base_url, "-o", str(tmp_path / "run"), "-q"]
+        )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    ppi = load_run(tmp_path / "run").summary()["answer_accuracy"].ppi["human"]
+    lam = (1 / 6) / (1 / 6 + 0.2291666667)
+    assert ppi.lam == pytest.approx(lam) and ppi.mean == pytest.approx(0.5 + 0.125 * lam)
+    assert ppi.n_labelled == 4

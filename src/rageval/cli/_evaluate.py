@@ -23,6 +23,7 @@ from rageval.cli._exit_codes import (
 )
 from rageval.cli._shared import (
     _UsageError,
+    add_labels_file_option,
     add_pairs_option,
     add_run_options,
     command_settings,
@@ -34,6 +35,7 @@ from rageval.cli._shared import (
     read_run_options,
     run_dir_of,
     sigterm_as_sigint,
+    with_labels_file,
 )
 
 if TYPE_CHECKING:
@@ -77,6 +79,7 @@ def add_evaluate_command(sub: Any) -> None:
         param_help="a metric's constructor argument, e.g. answer_correctness.weights=[0.5,0.5] "
         "(VALUE read as TOML: numbers, true/false, lists, quoted text; else text)",
     )
+    add_labels_file_option(ev)  # the --human-labels columns from `rageval label`'s file
     ev.add_argument(
         "--resume",
         metavar="DIR",
@@ -377,7 +380,7 @@ def _data_argument(args: argparse.Namespace) -> str | list[dict[str, Any]] | Non
             f"a run read from stdin keeps a copy of its data: resume it with --resume "
             f"{args.resume} alone"
         )
-    return data
+    return with_labels_file(args, data)
 
 
 def _metric_names(values: Sequence[str]) -> list[str] | None:
