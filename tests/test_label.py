@@ -154,7 +154,7 @@ def test_two_annotators_share_the_overlap_and_get_a_kappa(tmp_path: Path) -> Non
     # (1,1), (1,0), (0,0), (0,0): agreement 3/4, chance 0.5·0.25 + 0.5·0.75 = 0.5 -> κ = 0.5
     assert people["pair"] == ["ann", "bob"] and people["rows"] == 4
     assert people["kappa"]["value"] == pytest.approx(0.5)
-    assert read_label_values(tmp_path / "l.jsonl")["h"]["r1"] == (0.5, 1.0)  # their mean
+    assert read_label_values(tmp_path / "l.jsonl")["h"]["r1"] == (1.0, 1.0)  # ann's: the first
 
 
 def test_without_overlap_a_row_labelled_by_one_annotator_is_not_offered_to_another(
@@ -369,6 +369,11 @@ def test_calibrate_reads_the_labels_file_beside_the_data(
         session = Session(read, labels, plan, annotator="ann", scale=Scale((0.0, 1.0)))
         for row in rows:
             session.label(row["id"], 1.0 if row["human"] == "yes" else 0.0, None)
+        # a second person on four rows, after ann: ann 1 1 0 0, bob 1 0 0 0 -> agreement 3/4,
+        # chance 0.5·0.25 + 0.5·0.75 = 0.5, κ = 0.5; calibrate uses ann's labels (the first)
+        bob = Session(read, labels, plan, annotator="bob", scale=Scale((0.0, 1.0)))
+        for row_id, value in (("r4", 1.0), ("r5", 0.0), ("r6", 0.0), ("r7", 0.0)):
+            bob.label(row_id, value, None)
     with FakeOpenAI(grader) as server:
         code = main(
             ["calibrate", str(data), "--labels-file", str(tmp_path / "l.jsonl"), "--labels",
@@ -378,6 +383,8 @@ def test_calibrate_reads_the_labels_file_beside_the_data(
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "labels from" in err and "human (10 rows)" in err
+    assert "the annotators ann and bob agree with each other at Cohen's κ 0.500" in err
+    assert "on 4 rows" in err
     assert "Cohen's κ          0.400" in out
 
 

@@ -197,6 +197,16 @@ def with_labels_file(
         raise _UsageError(str(e)) from None
     counts = ", ".join(f"{c} ({n} rows)" for c, n in merged.labelled.items()) or "none"
     err(f"labels from {args.labels_file}: {counts}")
+    for column, people in merged.people.items():
+        kappa = people["kappa"]
+        shown = "undefined" if kappa["value"] is None else f"{kappa['value']:.3f}"
+        if kappa["low"] is not None:
+            shown += f" [{kappa['low']:.3f}, {kappa['high']:.3f}]"
+        err(
+            f"{column}: the annotators {' and '.join(people['pair'])} agree with each other at "
+            f"Cohen's κ {shown} on {people['rows']} rows (a judge's κ near it is as good as a "
+            "second person's; the first annotator's label of each row is used)"
+        )
     for column in merged.unequal:
         err(
             f"warning: the rows of {column!r} were chosen where the judge was least certain "

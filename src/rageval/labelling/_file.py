@@ -109,7 +109,11 @@ def now() -> str:
 def read_records(path: str | os.PathLike[str]) -> list[Record]:
     """Every record of the labels file at `path` in file order ([] when it does not exist); a
     last line cut short by a killed writer is left out, any other bad line raises
-    :class:`LabelsFileError` naming its line."""
+    :class:`LabelsFileError` naming its line.
+
+    Args:
+        path: a labels file.
+    """
     path = Path(path)
     if not path.exists():
         return []
@@ -149,7 +153,8 @@ class Standing:
                 self.done.append(record)
 
     def labels(self, column: str | None = None) -> list[LabelRecord]:
-        """The labels standing (of `column`), the last one of each (row, annotator) only."""
+        """The labels standing (of `column`), the last one of each (row, annotator) only, in
+        the order each (row, annotator) was first labelled."""
         last: dict[tuple[str, str, str], LabelRecord] = {}
         for record in self.done:
             if isinstance(record, LabelRecord) and column in (None, record.column):
@@ -211,17 +216,19 @@ def _drop_cut_line(path: Path) -> None:
 def read_label_values(
     path: str | os.PathLike[str],
 ) -> dict[str, dict[str, tuple[float, float]]]:
-    """The labels of the file at `path` as ``{column: {row id: (value, probability)}}``: a row
-    labelled by several annotators gets the mean of their labels."""
-    values: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    """The labels of the file at `path` as ``{column: {row id: (value, probability)}}``.
+
+    A row labelled by several annotators (the overlap) takes the label of the one who labelled
+    it first: a mean of 0 and 1 would be no binary label; how far the annotators agree is
+    measured apart (:func:`~rageval.labelling._session.annotators_kappa`).
+
+    Args:
+        path: a labels file.
+    """
+    values: dict[str, dict[str, tuple[float, float]]] = {}
     for label in Standing(read_records(path)).labels():
-        values.setdefault(label.column, {}).setdefault(label.id, []).append(
-            (label.value, label.probability)
-        )
-    return {
-        column: {row: (sum(v for v, _ in got) / len(got), got[0][1]) for row, got in by_row.items()}
-        for column, by_row in values.items()
-    }
+        values.setdefault(label.column, {}).setdefault(label.id, (label.value, label.probability))
+    return values
 
 
 __all__ = [

@@ -8,7 +8,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from rageval.labelling._file import read_label_values
+from rageval.labelling._file import Standing, read_label_values, read_records
+from rageval.labelling._session import annotators_kappa
 from rageval.samples import InvalidDataError, load_samples, sample_ids
 
 
@@ -22,13 +23,16 @@ class LabelledRows:
     #: columns some of whose rows were chosen with a probability below 1 (``--order
     #: uncertain``): a statistic that takes the labelled rows for a uniform sample is biased
     unequal: list[str]
+    #: column -> the κ of its two annotators with the most rows in common (columns labelled
+    #: by two or more people): what the judge's κ is to be weighed against
+    people: dict[str, dict[str, Any]]
 
 
 def rows_with_labels(
     data: str | os.PathLike[str], labels_file: str | os.PathLike[str]
 ) -> LabelledRows:
     """The rows of the data file `data`, each label column of `labels_file` added (empty where
-    a row has no label; a row labelled by several annotators gets their mean).
+    a row has no label; a row labelled by several annotators takes the first one's label).
 
     Args:
         data: a data file rageval reads.
@@ -59,10 +63,13 @@ def rows_with_labels(
         row["metadata"] = meta
         row.setdefault("id", row_id)
         rows.append(row)
+    standing = Standing(read_records(labels_file))
+    people = {column: annotators_kappa(standing.labels(column)) for column in values}
     return LabelledRows(
         rows,
         {column: len(by_id) for column, by_id in values.items()},
         [c for c, by_id in values.items() if any(p < 1.0 for _, p in by_id.values())],
+        {column: kappa for column, kappa in people.items() if kappa is not None},
     )
 
 

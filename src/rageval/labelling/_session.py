@@ -224,7 +224,7 @@ class Session:
             kappa = self._judge_kappa(by_row)
             if kappa is not None:
                 out["judge_kappa"] = kappa
-        out["annotators"] = self._annotators(labels)
+        out["annotators"] = annotators_kappa(labels)
         return out
 
     def _judge_kappa(self, by_row: dict[str, list[float]]) -> dict[str, Any] | None:
@@ -251,24 +251,33 @@ class Session:
             )
         )  # fmt: skip
 
-    def _annotators(self, labels: Sequence[LabelRecord]) -> dict[str, Any] | None:
-        """The κ of the two annotators with the most rows labelled by both."""
-        names = sorted({label.annotator for label in labels})
-        if len(names) < 2:
-            return None
-        value: dict[tuple[str, str], float] = {(lb.annotator, lb.id): lb.value for lb in labels}
-        best = max(
-            ((a, b) for i, a in enumerate(names) for b in names[i + 1 :]),
-            key=lambda ab: sum((ab[0], i) in value and (ab[1], i) in value for i in self.order),
-        )
-        both = [i for i in self.order if (best[0], i) in value and (best[1], i) in value]
-        people = agreement(
-            "cohen_kappa",
-            [value[(best[0], i)] for i in both],
-            [value[(best[1], i)] for i in both],
-            n_resamples=1000,
-        )
-        return {"pair": list(best), "rows": len(both), "kappa": _estimate(people)}
+
+def annotators_kappa(labels: Sequence[LabelRecord]) -> dict[str, Any] | None:
+    """The κ (with its bootstrap interval) of the two annotators with the most rows labelled by
+    both; None with fewer than two annotators.
+
+    Args:
+        labels: the labels standing (:meth:`Standing.labels`) of one column.
+    """
+    names = sorted({label.annotator for label in labels})
+    if len(names) < 2:
+        return None
+    value: dict[tuple[str, str], float] = {(lb.annotator, lb.id): lb.value for lb in labels}
+    rows = list(dict.fromkeys(lb.id for lb in labels))
+
+    def both(pair: tuple[str, str]) -> list[str]:
+        return [i for i in rows if (pair[0], i) in value and (pair[1], i) in value]
+
+    best = max(((a, b) for i, a in enumerate(names) for b in names[i + 1 :]),
+               key=lambda pair: len(both(pair)))  # fmt: skip
+    shared_rows = both(best)
+    people = agreement(
+        "cohen_kappa",
+        [value[(best[0], i)] for i in shared_rows],
+        [value[(best[1], i)] for i in shared_rows],
+        n_resamples=1000,
+    )
+    return {"pair": list(best), "rows": len(shared_rows), "kappa": _estimate(people)}
 
 
 def _mean(values: Sequence[float] | None) -> float | None:
@@ -279,4 +288,4 @@ def _estimate(e: Estimate) -> dict[str, Any]:
     return {"value": e.value, "low": e.low, "high": e.high, "n": e.n, "note": e.note}
 
 
-__all__ = ["ORDERS", "Order", "Scale", "Session", "make_plan", "shared"]
+__all__ = ["ORDERS", "Order", "Scale", "Session", "annotators_kappa", "make_plan", "shared"]
