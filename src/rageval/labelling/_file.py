@@ -133,7 +133,11 @@ def read_records(path: str | os.PathLike[str]) -> list[Record]:
 
 
 class Standing:
-    """The labels and skips still standing after the undos, in the order they were made."""
+    """The labels and skips still standing after the undos, in the order they were made.
+
+    Args:
+        records: a labels file's records, in file order.
+    """
 
     def __init__(self, records: list[Record]) -> None:
         self.plan: PlanRecord | None = None
@@ -154,7 +158,11 @@ class Standing:
 
     def labels(self, column: str | None = None) -> list[LabelRecord]:
         """The labels standing (of `column`), the last one of each (row, annotator) only, in
-        the order each (row, annotator) was first labelled."""
+        the order each (row, annotator) was first labelled.
+
+        Args:
+            column: the label column (None: every column).
+        """
         last: dict[tuple[str, str, str], LabelRecord] = {}
         for record in self.done:
             if isinstance(record, LabelRecord) and column in (None, record.column):
@@ -163,7 +171,11 @@ class Standing:
 
 
 class LabelsFile:
-    """A labels file held for writing: :meth:`append` writes and syncs one record."""
+    """A labels file held for writing: :meth:`append` writes and syncs one record.
+
+    Args:
+        path: the labels file (made by :meth:`open`, which holds it).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -173,7 +185,11 @@ class LabelsFile:
     @contextlib.contextmanager
     def open(cls, path: str | os.PathLike[str]) -> Iterator[LabelsFile]:
         """Hold the labels file at `path` for writing (its records checked first);
-        :class:`LabelsFileInUseError` at once when another process holds it."""
+        :class:`LabelsFileInUseError` at once when another process holds it.
+
+        Args:
+            path: the labels file (created on the first record).
+        """
         path = Path(path)
         read_records(path)
         try:
@@ -192,7 +208,11 @@ class LabelsFile:
         return read_records(self.path)
 
     def append(self, record: Record) -> None:
-        """Write `record` as the file's last line and sync it to disk before returning."""
+        """Write `record` as the file's last line and sync it to disk before returning.
+
+        Args:
+            record: the plan, a label, a skip or an undo.
+        """
         text = _RECORD.dump_json(record, exclude_none=True) + b"\n"
         with self._write:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

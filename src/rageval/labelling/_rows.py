@@ -64,7 +64,11 @@ class LabellingRows:
     metrics: list[str]
 
     def judge_values(self, metric: str) -> list[float | None]:
-        """`metric`'s value on each row (None where not measured or absent)."""
+        """`metric`'s value on each row (None where not measured or absent).
+
+        Args:
+            metric: a metric of the run.
+        """
         return [r.metrics[metric].value if metric in r.metrics else None for r in self.rows]
 
 

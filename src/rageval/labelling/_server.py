@@ -58,7 +58,13 @@ def render_page() -> str:
 
 
 class LabellingServer(ThreadingHTTPServer):
-    """Serves one :class:`Session` on 127.0.0.1 at `port` (0: a free one)."""
+    """Serves one :class:`Session` on 127.0.0.1 at `port` (0: a free one).
+
+    Args:
+        session: the labelling session.
+        port: the port (0: a free one).
+        token: the token requests must carry (None: a random one).
+    """
 
     daemon_threads = True
 
@@ -76,7 +82,11 @@ class LabellingServer(ThreadingHTTPServer):
 
     def act(self, action: Action) -> tuple[HTTPStatus, dict[str, Any]]:
         """Do `action` and return the new state (409 with the state when the page was stale,
-        400 for a value off the scale)."""
+        400 for a value off the scale).
+
+        Args:
+            action: what the page asked.
+        """
         session = self.session
         with self.actions:  # one action at a time: a check and its write together
             if action.action == "undo":

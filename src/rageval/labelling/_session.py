@@ -86,7 +86,12 @@ def make_plan(
 
 
 def shared(row_id: str, overlap: float) -> bool:
-    """Whether every annotator labels the row (the same answer in every session)."""
+    """Whether every annotator labels the row (the same answer in every session).
+
+    Args:
+        row_id: the row's id.
+        overlap: the share of rows every annotator labels, in [0, 1].
+    """
     digest = hashlib.sha256(row_id.encode("utf-8")).digest()
     return int.from_bytes(digest[:4], "big") / 2**32 < overlap
 
@@ -106,7 +111,16 @@ class Scale:
 
 
 class Session:
-    """One annotator labelling one column of `rows` into `file` along `plan`."""
+    """One annotator labelling one column of `rows` into `file` along `plan`.
+
+    Args:
+        rows: the rows the plan visits.
+        file: the labels file, held for writing.
+        plan: the plan (the file's first record).
+        annotator: who labels.
+        scale: the label values offered.
+        threshold: a judge score at or above it counts as 1 in the judge's κ.
+    """
 
     def __init__(
         self,
@@ -139,7 +153,11 @@ class Session:
         return Standing(self.file.records())
 
     def next_row(self, standing: Standing) -> str | None:
-        """The id of the next row this annotator should label (None: the plan is done)."""
+        """The id of the next row this annotator should label (None: the plan is done).
+
+        Args:
+            standing: the labels file's records, undos applied.
+        """
         mine = {r.id for r in standing.done if r.annotator == self.annotator}
         anyone = {r.id for r in standing.done}
         for planned in self.plan.rows:
@@ -151,7 +169,13 @@ class Session:
         return None
 
     def label(self, row_id: str, value: float, note: str | None) -> None:
-        """Record the annotator's label of row `row_id` (ValueError: unknown row or value)."""
+        """Record the annotator's label of row `row_id` (ValueError: unknown row or value).
+
+        Args:
+            row_id: the row's id.
+            value: a value of the scale.
+            note: the annotator's note, if any.
+        """
         self._check(row_id)
         if value not in self.scale.values:
             raise ValueError(f"{value:g} is not on the scale {self.scale.values}")
@@ -163,7 +187,11 @@ class Session:
         )  # fmt: skip
 
     def skip(self, row_id: str) -> None:
-        """Pass over row `row_id` without a label."""
+        """Pass over row `row_id` without a label.
+
+        Args:
+            row_id: the row's id.
+        """
         self._check(row_id)
         self.file.append(
             SkipRecord(id=row_id, column=self.plan.column, annotator=self.annotator, time=now())
@@ -203,7 +231,11 @@ class Session:
 
     def statistics(self, standing: Standing) -> dict[str, Any]:
         """The judge-powered mean of the labels, the judge's κ against them and the
-        annotators' κ with each other (each with its interval; None where undefined)."""
+        annotators' κ with each other (each with its interval; None where undefined).
+
+        Args:
+            standing: the labels file's records, undos applied.
+        """
         labels = standing.labels(self.plan.column)
         by_row: dict[str, list[float]] = {}
         for label in labels:

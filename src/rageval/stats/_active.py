@@ -27,7 +27,11 @@ UNIFORM_SHARE = 0.2
 def judge_uncertainty(value: float) -> float:
     """How much a label can correct the judge's `value` (a score in [0, 1]): √(p(1 − p)), the
     standard deviation of a 0/1 label that the judge calls true with probability p. Zrnic and
-    Candès' optimal selection probability is proportional to it."""
+    Candès' optimal selection probability is proportional to it.
+
+    Args:
+        value: the judge's score (clipped to [0, 1]).
+    """
     p = min(1.0, max(0.0, value))
     return math.sqrt(p * (1.0 - p))
 
