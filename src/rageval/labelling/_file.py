@@ -180,18 +180,21 @@ class LabelsFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._write = threading.Lock()
+        # the holder is the file's only writer: what it read at the start and what it has
+        # written since is the file, so no request reads the file again
+        self._records = read_records(path)
 
     @classmethod
     @contextlib.contextmanager
     def open(cls, path: str | os.PathLike[str]) -> Iterator[LabelsFile]:
-        """Hold the labels file at `path` for writing (its records checked first);
-        :class:`LabelsFileInUseError` at once when another process holds it.
+        """Hold the labels file at `path` for writing and read its records
+        (:class:`LabelsFileError` for a broken one); :class:`LabelsFileInUseError` at once
+        when another process holds it.
 
         Args:
             path: the labels file (created on the first record).
         """
         path = Path(path)
-        read_records(path)
         try:
             with hold_run_dir(path.with_name(path.name + ".writer")):
                 _drop_cut_line(path)
@@ -205,7 +208,8 @@ class LabelsFile:
 
     def records(self) -> list[Record]:
         """Every record written so far."""
-        return read_records(self.path)
+        with self._write:
+            return list(self._records)
 
     def append(self, record: Record) -> None:
         """Write `record` as the file's last line and sync it to disk before returning.
@@ -221,6 +225,7 @@ class LabelsFile:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            self._records.append(record)
 
 
 def _drop_cut_line(path: Path) -> None:
