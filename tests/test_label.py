@@ -38,6 +38,7 @@ from rageval.labelling import (
     LabellingServer,
     LabelsFile,
     LabelsFileInUseError,
+    PlanRecord,
     RowView,
     Scale,
     Session,
@@ -46,9 +47,11 @@ from rageval.labelling import (
     read_records,
     read_rows,
 )
+from rageval.labelling._file import PlannedRow
 from rageval.labelling._rows import MetricView
 from rageval.labelling._session import shared
 from rageval.results import load_run
+from rageval.stats import active_ppi_mean
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "rag_sample.jsonl"
@@ -452,3 +455,55 @@ def test_evaluate_reads_human_labels_from_the_labels_file(
     lam = (1 / 6) / (1 / 6 + 0.2291666667)
     assert ppi.lam == pytest.approx(lam) and ppi.mean == pytest.approx(0.5 + 0.125 * lam)
     assert ppi.n_labelled == 4
+
+
+def test_calibrate_weighs_rows_chosen_with_unequal_probabilities(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows r0-r4 had probability 1/2 (r0, r2, r4 chosen), r5-r9 probability 1. Judge (grade/4
+    >= 0.5) and labels of the chosen rows, weighted 1/π: (1,1) r0 r2 -> 4, (1,0) r4 r5 -> 3,
+    (0,1) r6 -> 1, (0,0) r7-r9 -> 3; agreement 7/11, chance (7·5 + 4·6)/121 = 59/121, κ =
+    18/62. Unweighted (the run's own, on the 8 rows as a uniform sample): κ = 0.25."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    data = tmp_path / "data.jsonl"
+    rows = labelled_rows(BINARY_GRADES, BINARY_LABELS)
+    write_jsonl(data, [{k: v for k, v in r.items() if k != "human"} for r in rows])
+    plan = PlanRecord(
+        order="uncertain", column="human", metric="answer_accuracy", seed=0, budget=8,
+        rows=[PlannedRow(id=f"r{i}", probability=0.5 if i < 5 else 1.0,
+                         chosen=i not in (1, 3)) for i in range(10)],
+        time="2026-12-07T00:00:00+00:00",
+    )  # fmt: skip
+    with LabelsFile.open(tmp_path / "l.jsonl") as labels:
+        labels.append(plan)
+        session = Session(read_rows(data), labels, plan, annotator="ann", scale=Scale((0.0, 1.0)))
+        for i, row in enumerate(rows):
+            if i not in (1, 3):
+                session.label(row["id"], 1.0 if row["human"] == "yes" else 0.0, None)
+    with FakeOpenAI(grader) as server:
+        code = main(
+            ["calibrate", str(data), "--labels-file", str(tmp_path / "l.jsonl"), "--labels",
+             "human=answer_accuracy", "--llm", "m", "--base-url", server.base_url, "-o",
+             str(tmp_path / "run"), "-q"]
+        )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "Cohen's κ          0.250" in out
+    assert "chosen where the judge was least certain" in err
+    weighted = next(line for line in out.splitlines() if "weighted for the rows'" in line)
+    assert weighted.startswith("answer_accuracy <- human")
+    assert f"Cohen's κ {18 / 62:.3f} [" in weighted
+    y = [1.0, None, 1.0, None, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    f = [g / 4 for g in BINARY_GRADES]  # type: ignore[operator]
+    ppi = active_ppi_mean(y, f, [0.5] * 5 + [1.0] * 5)
+    assert ppi.mean is not None and f"PPI mean {ppi.mean:.3f} [" in weighted
+    # evaluate --human-labels prints the same weighted line under its summary
+    with FakeOpenAI(grader) as server:
+        code = main(
+            ["evaluate", str(data), "--labels-file", str(tmp_path / "l.jsonl"), "-m",
+             "answer_accuracy", "--human-labels", "human=answer_accuracy", "--llm", "m",
+             "--base-url", server.base_url, "-o", str(tmp_path / "ev"), "-q"]
+        )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert weighted in out.splitlines()

@@ -7,7 +7,7 @@ from typing import Any
 
 from rageval.cli._exit_codes import EXIT_CALIBRATION_GATE, EXIT_OK
 from rageval.cli._labelled import add_labelled_options, read_labelled_command, run_on_labels
-from rageval.cli._shared import _UsageError, err
+from rageval.cli._shared import _UsageError, err, print_weighted_labels
 
 _DESCRIPTION = """\
 Score rows that carry human labels with the judge's metrics, and measure how well each metric
@@ -62,6 +62,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if isinstance(report, int):
         return report
     print(report.table())
+    print_weighted_labels(args, run_dir, labelled.labels)
     report_file = run_dir / "report.html"
     print(
         f"\nrun directory: {run_dir}  (calibration.json"

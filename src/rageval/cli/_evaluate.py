@@ -32,6 +32,7 @@ from rageval.cli._shared import (
     out,
     positional_data,
     positive_int,
+    print_weighted_labels,
     read_run_options,
     run_dir_of,
     sigterm_as_sigint,
@@ -277,6 +278,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
             err(how)
         return EXIT_TERMINATED if signals else EXIT_INTERRUPTED
     out(result.summary_table())
+    print_weighted_labels(args, run_dir, name_value_pairs(args.human_labels, "--human-labels"))
     _print_retries(result)
     _print_causes(result)
     _print_batches(run_dir)

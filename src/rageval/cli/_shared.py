@@ -199,9 +199,7 @@ def with_labels_file(
     err(f"labels from {args.labels_file}: {counts}")
     for column, people in merged.people.items():
         kappa = people["kappa"]
-        shown = "undefined" if kappa["value"] is None else f"{kappa['value']:.3f}"
-        if kappa["low"] is not None:
-            shown += f" [{kappa['low']:.3f}, {kappa['high']:.3f}]"
+        shown = _interval(kappa["value"], kappa["low"], kappa["high"])
         err(
             f"{column}: the annotators {' and '.join(people['pair'])} agree with each other at "
             f"Cohen's κ {shown} on {people['rows']} rows (a judge's κ near it is as good as a "
@@ -210,10 +208,45 @@ def with_labels_file(
     for column in merged.unequal:
         err(
             f"warning: the rows of {column!r} were chosen where the judge was least certain "
-            "(rageval label --order uncertain): statistics here take them for a uniform "
-            "sample; the unbiased, weighted ones are on the labelling page"
+            "(rageval label --order uncertain): the run's statistics take them for a uniform "
+            "sample; the PPI mean and kappa weighted for their probabilities follow the table"
         )
     return merged.rows
+
+
+def print_weighted_labels(
+    args: argparse.Namespace, run_dir: Path, pairs: Sequence[tuple[str, str]]
+) -> None:
+    """With --labels-file of rows chosen with unequal probabilities (rageval label --order
+    uncertain): each (column, metric)'s PPI mean and judge κ weighted by 1/π, which stand for
+    all the rows (the run's own take the labelled rows for a uniform sample)."""
+    if getattr(args, "labels_file", None) is None:
+        return
+    from rageval.labelling import read_rows, weighted_statistics
+
+    run = read_rows(run_dir)
+    threshold = getattr(args, "threshold", 0.5)
+    for column, metric in pairs:
+        if metric not in run.metrics:
+            continue
+        judge = dict(zip((r.id for r in run.rows), run.judge_values(metric), strict=True))
+        found = weighted_statistics(args.labels_file, column, judge, threshold=threshold)
+        if found is None:
+            continue
+        ppi, kappa = found.get("ppi"), found.get("judge_kappa")
+        parts = [f"PPI mean {_interval(ppi['mean'], ppi['low'], ppi['high'])}"] if ppi else []
+        if kappa:
+            parts.append(f"Cohen's κ {_interval(kappa['value'], kappa['low'], kappa['high'])}")
+        out(
+            f"{metric} <- {column}, weighted for the rows' selection probabilities "
+            f"(rageval label --order uncertain): {'; '.join(parts) or 'too few labels'}"
+        )
+
+
+def _interval(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None:
+        return "undefined"
+    return f"{value:.3f}" + ("" if low is None or high is None else f" [{low:.3f}, {high:.3f}]")
 
 
 def run_dir_of(args: argparse.Namespace) -> Path:

@@ -21,7 +21,7 @@ from rageval.labelling._file import (
     read_label_values,
     read_records,
 )
-from rageval.labelling._merge import LabelledRows, rows_with_labels
+from rageval.labelling._merge import LabelledRows, rows_with_labels, weighted_statistics
 from rageval.labelling._rows import LabellingRows, RowView, read_rows
 from rageval.labelling._server import HOST, TOKEN_HEADER, LabellingServer
 from rageval.labelling._session import ORDERS, Order, Scale, Session, make_plan
@@ -47,4 +47,5 @@ __all__ = [
     "read_records",
     "read_rows",
     "rows_with_labels",
+    "weighted_statistics",
 ]

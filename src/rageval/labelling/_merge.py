@@ -5,11 +5,12 @@ read human labels from the data (``calibrate``, ``align``, ``evaluate --human-la
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rageval.labelling._file import Standing, read_label_values, read_records
-from rageval.labelling._session import annotators_kappa
+from rageval.labelling._session import annotators_kappa, label_statistics
 from rageval.samples import InvalidDataError, load_samples, sample_ids
 
 
@@ -73,4 +74,29 @@ def rows_with_labels(
     )
 
 
-__all__ = ["LabelledRows", "rows_with_labels"]
+def weighted_statistics(
+    labels_file: str | os.PathLike[str],
+    column: str,
+    judge: Mapping[str, float | None],
+    *,
+    threshold: float = 0.5,
+) -> dict[str, Any] | None:
+    """The page's statistics of `column` (:func:`label_statistics`: the PPI mean and the
+    judge's κ weighted for the rows' selection probabilities) against a run's judge values;
+    None when the labels file's plan is of another column, or chose every row (then the
+    run's own statistics are already right).
+
+    Args:
+        labels_file: a labels file written by ``rageval label``.
+        column: the label column.
+        judge: the judge's value of each row by id.
+        threshold: a judge score at or above it counts as 1 in the judge's κ.
+    """
+    standing = Standing(read_records(labels_file))
+    plan = standing.plan
+    if plan is None or plan.column != column or all(r.probability >= 1.0 for r in plan.rows):
+        return None
+    return label_statistics(plan, standing, judge, threshold=threshold)
+
+
+__all__ = ["LabelledRows", "rows_with_labels", "weighted_statistics"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -230,58 +230,85 @@ class Session:
         }  # fmt: skip
 
     def statistics(self, standing: Standing) -> dict[str, Any]:
-        """The judge-powered mean of the labels, the judge's κ against them and the
-        annotators' κ with each other (each with its interval; None where undefined).
+        """:func:`label_statistics` of the labels so far.
 
         Args:
             standing: the labels file's records, undos applied.
         """
-        labels = standing.labels(self.plan.column)
-        by_row: dict[str, list[float]] = {}
-        for label in labels:
-            by_row.setdefault(label.id, []).append(label.value)
-        # every row up to the furthest one anybody has labelled or skipped was visited
-        done_ids = {r.id for r in standing.done if r.column == self.plan.column}
-        reached = max((i for i, r in enumerate(self.plan.rows) if r.id in done_ids), default=-1)
-        visited = {r.id: r.probability for r in self.plan.rows[: reached + 1]}
-        out: dict[str, Any] = {"labelled_rows": len(by_row)}
-        if self.judge:
-            estimate = active_ppi_mean(
-                [_mean(by_row.get(i)) for i in self.order],
-                [self.judge[i] for i in self.order],
-                [visited.get(i) for i in self.order],
-            )
-            out["ppi"] = {"mean": estimate.mean, "low": estimate.low, "high": estimate.high,
-                          "lam": estimate.lam, "method": estimate.method}  # fmt: skip
-            kappa = self._judge_kappa(by_row)
-            if kappa is not None:
-                out["judge_kappa"] = kappa
-        out["annotators"] = annotators_kappa(labels)
-        return out
+        return label_statistics(self.plan, standing, self.judge, threshold=self.threshold)
 
-    def _judge_kappa(self, by_row: dict[str, list[float]]) -> dict[str, Any] | None:
-        """The judge's κ (score >= threshold as 1) against 0/1 labels the annotators agree on,
-        each row weighted by 1/π: the κ of all the rows, not of the uncertain ones chosen."""
-        if not all(set(v) <= {0.0, 1.0} for v in by_row.values()):
-            return None
-        human: list[float] = []
-        judged: list[float] = []
-        weights: list[float] = []
-        for row_id, values in by_row.items():
-            score = self.judge.get(row_id)
-            if score is None or len(set(values)) != 1:
-                continue
-            human.append(values[0])
-            judged.append(float(score >= self.threshold))
-            weights.append(1.0 / self._probability[row_id])
-        if not human:
-            return None
-        return _estimate(
-            agreement(
-                "cohen_kappa", human, judged, row_weights=weights, levels=[0.0, 1.0],
-                n_resamples=1000,
-            )
-        )  # fmt: skip
+
+def label_statistics(
+    plan: PlanRecord,
+    standing: Standing,
+    judge: Mapping[str, float | None],
+    *,
+    threshold: float = 0.5,
+) -> dict[str, Any]:
+    """The judge-powered mean of the plan column's labels, the judge's κ against them (both
+    weighted by 1/π for the rows' selection probabilities) and the annotators' κ with each
+    other, each with its interval (None where undefined).
+
+    Args:
+        plan: the labels file's plan.
+        standing: the labels file's records, undos applied.
+        judge: the judge's value of each row by id (empty: no judge; None: not measured).
+        threshold: a judge score at or above it counts as 1 in the judge's κ.
+    """
+    labels = standing.labels(plan.column)
+    by_row: dict[str, list[float]] = {}
+    for label in labels:
+        by_row.setdefault(label.id, []).append(label.value)
+    # every row up to the furthest one anybody has labelled or skipped was visited
+    done_ids = {r.id for r in standing.done if r.column == plan.column}
+    reached = max((i for i, r in enumerate(plan.rows) if r.id in done_ids), default=-1)
+    visited = {r.id: r.probability for r in plan.rows[: reached + 1]}
+    out: dict[str, Any] = {"labelled_rows": len(by_row)}
+    if judge:
+        order = [r.id for r in plan.rows]
+        estimate = active_ppi_mean(
+            [_mean(by_row.get(i)) for i in order],
+            [judge.get(i) for i in order],
+            [visited.get(i) for i in order],
+        )
+        out["ppi"] = {"mean": estimate.mean, "low": estimate.low, "high": estimate.high,
+                      "lam": estimate.lam, "method": estimate.method}  # fmt: skip
+        probability = {r.id: r.probability for r in plan.rows}
+        kappa = _judge_kappa(by_row, judge, probability, threshold)
+        if kappa is not None:
+            out["judge_kappa"] = kappa
+    out["annotators"] = annotators_kappa(labels)
+    return out
+
+
+def _judge_kappa(
+    by_row: dict[str, list[float]],
+    judge: Mapping[str, float | None],
+    probability: Mapping[str, float],
+    threshold: float,
+) -> dict[str, Any] | None:
+    """The judge's κ (score >= threshold as 1) against 0/1 labels the annotators agree on,
+    each row weighted by 1/π: the κ of all the rows, not of the uncertain ones chosen."""
+    if not all(set(v) <= {0.0, 1.0} for v in by_row.values()):
+        return None
+    human: list[float] = []
+    judged: list[float] = []
+    weights: list[float] = []
+    for row_id, values in by_row.items():
+        score = judge.get(row_id)
+        if score is None or len(set(values)) != 1:
+            continue
+        human.append(values[0])
+        judged.append(float(score >= threshold))
+        weights.append(1.0 / probability[row_id])
+    if not human:
+        return None
+    return _estimate(
+        agreement(
+            "cohen_kappa", human, judged, row_weights=weights, levels=[0.0, 1.0],
+            n_resamples=1000,
+        )
+    )  # fmt: skip
 
 
 def annotators_kappa(labels: Sequence[LabelRecord]) -> dict[str, Any] | None:
@@ -320,4 +347,13 @@ def _estimate(e: Estimate) -> dict[str, Any]:
     return {"value": e.value, "low": e.low, "high": e.high, "n": e.n, "note": e.note}
 
 
-__all__ = ["ORDERS", "Order", "Scale", "Session", "annotators_kappa", "make_plan", "shared"]
+__all__ = [
+    "ORDERS",
+    "Order",
+    "Scale",
+    "Session",
+    "annotators_kappa",
+    "label_statistics",
+    "make_plan",
+    "shared",
+]
