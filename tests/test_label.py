@@ -507,3 +507,22 @@ def test_calibrate_weighs_rows_chosen_with_unequal_probabilities(
     out, err = capsys.readouterr()
     assert code == 0, err
     assert weighted in out.splitlines()
+
+
+def test_reopening_with_another_plan_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data.jsonl"
+    shutil.copy(EXAMPLE, data)
+    rows = read_rows(data)
+    with LabelsFile.open(tmp_path / "l.jsonl") as labels:
+        labels.append(make_plan(rows, order="random", column="human", metric=None, budget=8,
+                                seed=0))  # fmt: skip
+    args = ["label", str(data), "--labels-file", str(tmp_path / "l.jsonl")]
+    assert main([*args, "--order", "file"]) == 2
+    assert "--order file (the plan's: random)" in capsys.readouterr().err
+    assert main([*args, "--order", "uncertain"]) == 2  # the same message, the option differs
+    assert main(["label", str(data), "--metric", "faithfulness"]) == 2
+    assert "--metric faithfulness: the metrics are none" in capsys.readouterr().err
+    assert main(["label", str(data), "--scale", "1"]) == 2
+    assert "--scale needs at least two values" in capsys.readouterr().err

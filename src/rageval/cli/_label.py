@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import getpass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rageval.cli._exit_codes import EXIT_IN_USE, EXIT_OK
 from rageval.cli._shared import _UsageError, err, out, positive_int
+
+if TYPE_CHECKING:
+    from rageval.labelling import PlanRecord, Session
 
 _DESCRIPTION = """\
 Label rows one at a time in a web page served on 127.0.0.1 only (the URL printed carries a
@@ -160,7 +163,7 @@ def run_label(args: argparse.Namespace) -> int:
         raise _UsageError(str(e)) from None
 
 
-def _serve(session: Any, port: int, path: Path, n_rows: int) -> int:
+def _serve(session: Session, port: int, path: Path, n_rows: int) -> int:
     from rageval.labelling import LabellingServer
 
     try:
@@ -184,7 +187,7 @@ def _serve(session: Any, port: int, path: Path, n_rows: int) -> int:
     return EXIT_OK
 
 
-def _check_same_plan(args: argparse.Namespace, plan: Any, path: Path) -> None:
+def _check_same_plan(args: argparse.Namespace, plan: PlanRecord, path: Path) -> None:
     """The options that made the plan cannot change once it is written."""
     asked = {"order": args.order, "column": args.column, "metric": args.metric}
     differ = [f"--{k} {v} (the plan's: {getattr(plan, k)})" for k, v in asked.items()
