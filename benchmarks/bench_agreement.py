@@ -429,7 +429,6 @@ def report(results: list[dict[str, Any]]) -> str:
         header = ["setup", "metric", "measured", f"κ (cut {CUT})", f"bal. acc. (cut {CUT})",
                   "AUROC", "requests", "server s"]  # fmt: skip
         lines.append(markdown_table(header, table))
-    lines.append("\n### The bars (paired bootstrap 95% CIs, rows both measured)\n")
     rows = []
     for kind, stat, after, before, metric, margin in BARS:
         datasets = CORRECTNESS if kind == "correctness" else GROUNDING
@@ -441,9 +440,10 @@ def report(results: list[dict[str, Any]]) -> str:
             d["signed"] = True
             met = "–" if d["value"] is None else ("met" if d["value"] >= margin else "not met")
             rows.append([dataset, metric, stat, f"{after} − {before}", cell(d), f"≥ {margin}", met])
-    lines.append(markdown_table(["dataset", "metric", "statistic", "difference", "value",
-                                 "bar", "point estimate"], rows))  # fmt: skip
-    lines.append("\n### Cost: probabilities against sampled (same rows)\n")
+    if rows:
+        lines.append("\n### The bars (paired bootstrap 95% CIs, rows both measured)\n")
+        lines.append(markdown_table(["dataset", "metric", "statistic", "difference", "value",
+                                     "bar", "point estimate"], rows))  # fmt: skip
     cost = []
     for (dataset, setup), r in by.items():
         if setup != "rageval" or (dataset, "rageval-sampled") not in by:
@@ -453,15 +453,26 @@ def report(results: list[dict[str, Any]]) -> str:
             continue
         ps = (p["prompt_ms"] + p["predicted_ms"]) / 1000
         ss = (s["prompt_ms"] + s["predicted_ms"]) / 1000
+        read = [x["prompt_tokens"] - x["cached_prompt_tokens"] for x in (p, s)]
+        # the server's milliseconds per token move with the machine's load: shown, so that a
+        # ratio of seconds on the same tokens can be read for what it is
+        rates = [f"{x['prompt_ms'] / max(1, n):.1f} / {x['predicted_ms'] / max(1, x['completion_tokens']):.1f}"
+                 for x, n in zip((p, s), read, strict=True)]  # fmt: skip
         cost.append([dataset, f"{p['chat_requests']} / {s['chat_requests']}",
+                     f"{read[0]:,} / {read[1]:,}",
                      f"{p['completion_tokens']:,} / {s['completion_tokens']:,}",
+                     f"{rates[0]}; {rates[1]}",
                      f"{ps:,.0f} / {ss:,.0f}", f"{ps / ss:.2f}×" if ss else "–"])  # fmt: skip
-    lines.append(markdown_table(["dataset", "requests (prob. / sampled)", "generated tokens",
-                                 "server s", "ratio"], cost))  # fmt: skip
+    if cost:
+        lines.append("\n### Cost: probabilities against sampled (same rows)\n")
+        lines.append(markdown_table(["dataset", "requests (prob. / sampled)",
+                                     "prompt tokens read (not cached)", "generated tokens",
+                                     "ms per token read / generated (prob.; sampled)",
+                                     "server s", "ratio"], cost))  # fmt: skip
     checks = [
         f"- {r['dataset']} {r['setup']}: {r['claims_with_probability']}"
         for r in results
-        if r.get("claims_with_probability")
+        if (r.get("claims_with_probability") or {}).get("measured")
     ]
     if checks:
         lines += ["\nRun logs, faithfulness cells whose every claim has a probability:", *checks]
