@@ -22,10 +22,11 @@ from rageval.errors import RunConfigError
 from rageval.labels import LabelColumn, LabelKind, read_label_column
 from rageval.log import CALIBRATION_FILE, CalibrationReport, write_atomic
 from rageval.metrics.base import Metric
-from rageval.runner._evaluate import _write_report, aevaluate
+from rageval.runner._evaluate import aevaluate
 from rageval.runner._prepare import LabelsArg, OnInvalid, RunSpec, label_pairs, load_data
 from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
 from rageval.runner._rundir import RunDir
+from rageval.runner._session import _write_report
 from rageval.samples import InvalidDataError, LoadedData, RowProblem, sample_ids
 from rageval.stats import KappaWeights
 
