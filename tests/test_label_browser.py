@@ -79,6 +79,10 @@ def test_labels_by_keyboard_survive_a_reload(
     page.goto(server.url)
     page.locator("#row-id").wait_for()
     assert _row_id(page) == "a"
+    shortcuts = page.locator(".actions button").evaluate_all(
+        "buttons => buttons.map(b => b.getAttribute('aria-keyshortcuts'))"
+    )
+    assert shortcuts == ["0 n", "1 y", "s", "u"]  # one button a value, each naming its keys
     # right to left: the Arabic question takes its own direction
     direction = page.locator("#question").evaluate("e => getComputedStyle(e).direction")
     assert direction == "rtl"

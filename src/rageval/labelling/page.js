@@ -95,6 +95,13 @@
     return h("p", { class: "stats", id: "statistics" }, lines.join(" · "));
   }
 
+  // One button per value, naming every key that gives it (1: "1" and "y").
+  function keysByValue(keys) {
+    const grouped = new Map();
+    for (const [key, value] of keys) grouped.set(value, [...(grouped.get(value) || []), key]);
+    return [...grouped.entries()];
+  }
+
   function draw() {
     app.replaceChildren();
     app.removeAttribute("aria-busy");
@@ -118,8 +125,9 @@
     if (table) app.append(...table);
     app.append(...section("Note", h("textarea", { id: "note", dir: "auto", "aria-label": "note (t to write, Escape to leave)" })));
     app.append(h("div", { class: "actions", role: "group", "aria-label": "label this row" },
-      s.keys.map(([key, value]) => h("button", { onclick: () => label(value), "aria-keyshortcuts": key },
-        `${value} (`, h("kbd", {}, key), ")")),
+      keysByValue(s.keys).map(([value, keys]) => h("button",
+        { onclick: () => label(value), "aria-keyshortcuts": keys.join(" ") },
+        `${value} (`, keys.map((k, i) => [i ? ", " : "", h("kbd", {}, k)]), ")")),
       h("button", { onclick: skip, "aria-keyshortcuts": "s" }, "Skip (", h("kbd", {}, "s"), ")"),
       h("button", { onclick: undo, "aria-keyshortcuts": "u" }, "Undo (", h("kbd", {}, "u"), ")"),
       h("span", {}, "Note: ", h("kbd", {}, "t"))));
