@@ -8,9 +8,10 @@ import pytest
 from rageval.stats import flip_rate, krippendorff_alpha
 
 N = None
+Row = list[float | None]
 # the paper's example C: four observers, twelve units, values 1..5, gaps; the paper gives
 # nominal 0.743 and interval 0.849 (unit 12 has one value and is not pairable)
-EXAMPLE_C = [
+EXAMPLE_C: list[Row] = [
     [1, 1, N, 1],
     [2, 2, 3, 2],
     [3, 3, 3, 3],
@@ -32,7 +33,7 @@ def test_the_papers_example_with_gaps() -> None:
     assert nominal.value == pytest.approx(0.743, abs=5e-4)
     assert interval.value == pytest.approx(0.849, abs=5e-4)
     assert nominal.n == interval.n == 11  # the unit with one value is not pairable
-    assert nominal.low is not None and nominal.high is not None
+    assert nominal.low is not None and nominal.high is not None and nominal.value is not None
     assert nominal.low <= nominal.value <= nominal.high
 
 
@@ -64,7 +65,8 @@ def test_perfect_agreement_is_one_and_the_interval_is_seeded() -> None:
 def test_undefined_cases_say_why() -> None:
     same = krippendorff_alpha([[1, 1], [1, 1], [1, 1]])
     assert same.value is None and "same" in (same.note or "")
-    lone = krippendorff_alpha([[1, 0], [N, 1]])
+    lone_table: list[Row] = [[1, 0], [N, 1]]
+    lone = krippendorff_alpha(lone_table)
     assert lone.value is None and lone.n == 1
     with pytest.raises(ValueError, match="level"):
         krippendorff_alpha(EXAMPLE_C, level="ordinal")  # type: ignore[arg-type]
