@@ -56,6 +56,9 @@ JUDGE_METRICS = sorted(
 # judged MEMERAG worse than at chance (faithfulness.prompt); a rubric, the user's own long
 # instruction, keeps its place first: no labelled data here to check it last against
 TASK_BEFORE_CONTEXTS = {"faithfulness", "rubric_score"}
+# a pair's two orders begin with the same data (question, reference) and differ from the
+# answers on, which they show in turn first: their shared start is what a prompt cache reuses
+ORDERS_SHARE_START = {"pairwise"}
 # the data of a request: tagged blocks made by rageval.metrics.authoring.tagged, nothing else
 _DATA = re.compile(r"(?:<(\w+)>\n.*?\n</\1>\n?)+", re.DOTALL)
 _FIRST_TAG = re.compile(r"^<\w+>$", re.MULTILINE)
@@ -86,6 +89,8 @@ def _requests(metric: str, sample: dict[str, Any], mode: Mode) -> list[RecordedR
         judge = Judge(
             "judge-model", base_url=server.base_url, api_key=FAKE_API_KEY, cache=False, mode=mode
         )
+        if metric in ORDERS_SHARE_START:  # a second answer to compare with
+            sample = {**sample, "metadata": {"response_b": "Nobody can tell. It is unknown."}}
         result = evaluate([sample], [metric], llm=judge, progress=False)
         assert result.statuses(metric) == ["ok"], result.sample(0).cells[metric]
         return server.chat_requests
@@ -108,6 +113,9 @@ def test_every_request_is_fixed_text_and_one_block_of_the_samples_data(
             if where == "first":  # only where other requests of the sample share its start
                 shared = data.startswith(_contexts_block(sample))
                 shared = shared or [d for _, d, _ in parts].count(data) > 1
+                if metric in ORDERS_SHARE_START:
+                    starts = {d[: d.index("<answer_1>")] for _, d, _ in parts}
+                    shared = shared or (len(parts) == 2 and len(starts) == 1)
                 assert shared, f"{metric}: data first, shared with no other request"
             elif "<contexts>" in data and metric not in TASK_BEFORE_CONTEXTS:
                 raise AssertionError(f"{metric}: the contexts shown, not first: {data!r}")

@@ -31,6 +31,7 @@ from rageval.metrics import (
     map,
     mrr,
     ndcg,
+    pairwise,
     precision,
     r_precision,
     recall,
@@ -75,6 +76,7 @@ from rageval.metrics.knowledge_retention import KnowledgeRetention
 from rageval.metrics.map import MAP
 from rageval.metrics.mrr import MRR
 from rageval.metrics.ndcg import NDCG
+from rageval.metrics.pairwise import Pairwise
 from rageval.metrics.precision import Precision
 from rageval.metrics.r_precision import RPrecision
 from rageval.metrics.recall import Recall
@@ -113,6 +115,7 @@ __all__ = [
     "MetricLike",
     "MetricResult",
     "NoJudgeError",
+    "Pairwise",
     "Precision",
     "RPrecision",
     "Recall",
@@ -151,6 +154,7 @@ __all__ = [
     "module_metric",
     "mrr",
     "ndcg",
+    "pairwise",
     "precision",
     "r_precision",
     "recall",

@@ -6,7 +6,8 @@ statements, sentences or contexts (:class:`VerdictEvidence`), claims checked one
 (:class:`RatingEvidence`), generated questions with their cosines (:class:`QuestionsEvidence`),
 each turn's value in a conversation (:class:`PerTurnEvidence`), tool calls matched against the
 reference (:class:`ToolCallEvidence`), the facts a user stated and each turn's verdicts on them
-(:class:`RetentionEvidence`), each question's topic and answer (:class:`TopicEvidence`), ...
+(:class:`RetentionEvidence`), each question's topic and answer (:class:`TopicEvidence`), the
+winner of two answers asked in both orders (:class:`PairwiseEvidence`), ...
 The run log writes the ``kind`` with them and the report draws each kind in its own way (a
 verdict table, a rating, questions, per-turn values).
 
@@ -321,6 +322,32 @@ class TopicEvidence(EvidenceBase):
     answered: VerdictTable
 
 
+class PairwiseReading(EvidencePart):
+    """One order of a pairwise comparison, read back as a verdict on A and B: the winner the
+    judge wrote, and the probabilities of A, B and a tie (from its log-probabilities; the
+    written verdict's is 1 where there were none)."""
+
+    winner: Literal["a", "b", "tie"]
+    p_a: float
+    p_b: float
+    p_tie: float
+
+
+class PairwiseEvidence(EvidenceBase):
+    """pairwise: the winner of two answers (A: response, B: response_b) and both orders'
+    readings (A shown first, B shown first); a `flip` when their verdicts differ (read from
+    the verdicts, the winner is then a tie; see :func:`rageval.metrics.pairwise.combine`)."""
+
+    kind: Literal["pairwise"] = "pairwise"
+    winner: Literal["a", "b", "tie"]
+    a_first: PairwiseReading
+    b_first: PairwiseReading
+    flip: bool
+    criterion: str
+    #: how the winner was read: from the written verdicts, or the mean probabilities
+    winner_from: Literal["verdicts", "probabilities"] = "verdicts"
+
+
 class TurnScore(EvidencePart):
     """One scored assistant turn of a conversation: its index in ``turns``, its value, the
     single-turn metric's reason and evidence."""
@@ -392,6 +419,7 @@ KINDS: dict[str, type[EvidenceBase]] = {
         RetentionEvidence,
         TopicEvidence,
         PerTurnEvidence,
+        PairwiseEvidence,
         FreeformEvidence,
     )
 }
@@ -419,6 +447,7 @@ _Kinds: TypeAlias = (
     | RetentionEvidence
     | TopicEvidence
     | PerTurnEvidence
+    | PairwiseEvidence
     | FreeformEvidence
 )
 

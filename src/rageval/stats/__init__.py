@@ -17,6 +17,10 @@ One module per concern, their names imported from here:
   (:func:`krippendorff_alpha`) and how often a judge's pass/fail flips across repeats
   (:func:`flip_rate`);
 * :mod:`~rageval.stats._compare`: two runs metric by metric (:func:`compare`);
+* :mod:`~rageval.stats._pairwise`: pairwise preferences (``rageval pairwise``): the win rate
+  with the flip rate and the sign test (:func:`pairwise_summary`, :func:`sign_test`),
+  Bradley–Terry strengths with bootstrap intervals (:func:`bradley_terry`), the agreement
+  with people's preferences and the PPI++ win rate (:func:`human_preferences`);
 * :mod:`~rageval.stats._resampling`: what they share (argument checks, chunked resampling,
   percentile intervals).
 """
@@ -48,6 +52,17 @@ from rageval.stats._bootstrap import (
     paired_difference,
 )
 from rageval.stats._compare import MetricComparison, PPIComparison, compare
+from rageval.stats._pairwise import (
+    BradleyTerry,
+    HumanPreferences,
+    PairwiseSummary,
+    Strength,
+    bradley_terry,
+    human_preferences,
+    pairwise_summary,
+    sign_test,
+    winner_score,
+)
 from rageval.stats._ppi import (
     JudgeNoise,
     PPIDifference,
@@ -63,9 +78,11 @@ __all__ = [
     "TIE_BELOW",
     "ActivePPIEstimate",
     "AlphaLevel",
+    "BradleyTerry",
     "ConfidenceInterval",
     "Estimate",
     "FlipRate",
+    "HumanPreferences",
     "JudgeNoise",
     "KappaWeights",
     "MetricComparison",
@@ -73,23 +90,30 @@ __all__ = [
     "PPIDifference",
     "PPIEstimate",
     "PairedDifference",
+    "PairwiseSummary",
+    "Strength",
     "active_ppi_mean",
     "agreement",
     "agreement_difference",
     "auroc",
     "balanced_accuracy",
     "bootstrap_ci",
+    "bradley_terry",
     "cohen_kappa",
     "compare",
     "confusion_matrix",
     "flip_rate",
+    "human_preferences",
     "judge_noise",
     "judge_uncertainty",
     "krippendorff_alpha",
     "paired_difference",
+    "pairwise_summary",
     "pearson",
     "ppi_difference",
     "ppi_mean",
     "selection_probabilities",
+    "sign_test",
     "spearman",
+    "winner_score",
 ]

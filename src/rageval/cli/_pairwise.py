@@ -1,0 +1,239 @@
+"""`rageval pairwise`: two (or more) systems' answers to the same questions judged side by
+side, each pair in both orders; the win rate, flips, sign test, Bradley–Terry strengths."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rageval.cli._exit_codes import EXIT_OK
+from rageval.cli._labelled import run_on_labels
+from rageval.cli._shared import (
+    _UsageError,
+    add_run_options,
+    command_settings,
+    out,
+    read_run_options,
+    run_dir_of,
+    text_table,
+)
+
+if TYPE_CHECKING:
+    from rageval.log._pairwise import Interval, PairwiseReport
+
+_DESCRIPTION = """\
+Judge which of two answers to each question is better, asking the judge twice per pair (A
+shown first, then B shown first; a disagreement is a tie and counts as a flip). SOURCES are
+two or more run directories or data files answering the same questions (matched by id; with
+three or more, every two systems are compared and ranked by Bradley-Terry), or one data file
+whose rows hold response_a and response_b. Prints B's win rate over A (ties half) with a
+bootstrap 95% CI, the flip rate and a sign test; writes a run directory like `evaluate`
+(resumable, cached, --max-cost) with pairwise.json."""
+
+
+def add_pairwise_command(sub: Any) -> None:
+    """Add `pairwise` to the subcommands `sub`."""
+    pw = sub.add_parser(
+        "pairwise",
+        help="which of two systems' answers is better: win rate, flips, Bradley-Terry",
+        description=_DESCRIPTION,
+    )
+    pw.add_argument(
+        "sources",
+        nargs="*",
+        metavar="SOURCE",
+        help="run directories or data files of the systems (two or more), or one file with "
+        "response_a and response_b columns (none with --resume)",
+    )
+    pw.add_argument(
+        "--criterion",
+        choices=("correctness", "completeness", "faithfulness", "rubric"),
+        default=None,
+        help="what 'better' means (default correctness; faithfulness: to the retrieved "
+        "contexts; rubric: your own words in --rubric)",
+    )
+    pw.add_argument(
+        "--winner-from",
+        choices=("verdicts", "probabilities"),
+        default=None,
+        help="a pair's winner: the verdicts of both orders (default; differing verdicts are a "
+        "tie) or the option most probable on average over both orders (by the judge's "
+        "log-probabilities)",
+    )
+    pw.add_argument("--rubric", metavar="TEXT", help="with --criterion rubric: what to judge by")
+    pw.add_argument(
+        "--human",
+        metavar="COLUMN",
+        help="one-file form: a column of people's verdicts (a, b or tie; blank where not "
+        "judged): adds the judge's agreement with them and the PPI++ win rate",
+    )
+    pw.add_argument("--resume", metavar="DIR", help="continue the pairwise run in DIR")
+    pw.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="validate, plan and price the run: send nothing, write nothing",
+    )
+    add_run_options(
+        pw, param_help="the pairwise metric's constructor argument, e.g. pairwise.criterion=..."
+    )
+    pw.set_defaults(func=run_pairwise)
+
+
+def run_pairwise(args: argparse.Namespace) -> int:
+    from rageval.runner._stored import read_stored_run
+
+    if args.resume and (args.sources or args.output or args.dry_run):
+        raise _UsageError("--resume DIR continues a run: no SOURCE, -o or --dry-run")
+    if not args.resume and not args.sources:
+        raise _UsageError("give the SOURCEs to compare (or --resume DIR)")
+    if args.human and len(args.sources) != 1:
+        raise _UsageError("--human reads a column of the one-file form (response_a/response_b)")
+    try:
+        stored = read_stored_run(args.resume) if args.resume else None
+    except ValueError as e:  # not a run directory
+        raise _UsageError(str(e)) from None
+    run_dir = Path(args.resume) if args.resume else run_dir_of(args)
+    settings = command_settings(args)
+    options = read_run_options(
+        args,
+        ["pairwise"],
+        settings=settings,
+        stored=stored,
+        run_dir=run_dir,
+        observe=not args.dry_run,
+    )
+    params = dict((options["metric_params"] or {}).get("pairwise", {}))
+    if args.criterion:
+        params["criterion"] = args.criterion
+    if args.rubric:
+        params["rubric"] = args.rubric
+    if args.winner_from:
+        params["winner_from"] = args.winner_from
+    options["metric_params"] = {"pairwise": params} if params and stored is None else None
+    rows = None if stored is not None else _rows(args)
+    if args.dry_run:
+        return _dry_run(rows, options)
+    if options["llm"] is None:
+        raise _UsageError("pairwise needs a judge: --llm MODEL (or $RAGEVAL_LLM)")
+    criterion = str(params.get("criterion", "correctness"))
+    if stored is not None:  # the run's own metric, as its manifest records it
+        found = [p for name, p, _ in stored.metrics if name == "pairwise"]
+        if not found:
+            raise _UsageError(f"{run_dir} is not a pairwise run (it has no pairwise metric)")
+        criterion = str(found[0].get("criterion", criterion))
+    report = run_on_labels(
+        lambda: _run(rows, options, run_dir, criterion),
+        interrupted=f"interrupted; finished pairs are kept in {run_dir}; continue with "
+        f"rageval pairwise --resume {run_dir}",
+    )
+    if isinstance(report, int):
+        return report
+    _print(report)
+    out(f"\nrun directory: {run_dir}  (pairwise.json, report.html)")
+    return EXIT_OK
+
+
+def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from rageval.runner._pairwise import file_rows, read_answers, system_rows
+    from rageval.samples import InvalidDataError
+
+    try:
+        if len(args.sources) == 1:
+            return file_rows(args.sources[0], human=args.human)
+        return system_rows({_name(p, args.sources): read_answers(p) for p in args.sources})
+    except (InvalidDataError, FileNotFoundError, ValueError) as e:
+        raise _UsageError(str(e)) from None
+
+
+def _name(path: str, every: list[str]) -> str:
+    """A system's name: its file's or directory's name without suffix, or the path as given
+    when two sources share that name."""
+    stem = Path(path).stem
+    same = [p for p in every if Path(p).stem == stem]
+    if len(set(every)) != len(every):
+        raise _UsageError(f"{path} is given twice")
+    return stem if len(same) == 1 else path
+
+
+def _run(
+    rows: list[dict[str, Any]] | None, options: Any, run_dir: Path, criterion: str
+) -> PairwiseReport:
+    from rageval.runner import evaluate
+    from rageval.runner._pairwise import pairwise_report
+
+    # resuming (no rows), the run's own metric with its parameters
+    evaluate(rows, metrics=None if rows is None else ["pairwise"], **options)
+    return pairwise_report(run_dir, criterion)
+
+
+def _dry_run(rows: list[dict[str, Any]] | None, options: Any) -> int:
+    from rageval.runner import RunConfigError, estimate
+    from rageval.samples import InvalidDataError
+
+    kept = {k: options[k] for k in ("metric_params", "column_map", "on_invalid")}
+    try:
+        found = estimate(rows, ["pairwise"], options["llm"], options["embeddings"], **kept)
+    except (InvalidDataError, RunConfigError) as e:
+        raise _UsageError(str(e)) from None
+    out(found.table())
+    return EXIT_OK
+
+
+def _print(report: PairwiseReport) -> None:
+    out(f"criterion: {report.criterion}; each pair judged in both orders (A first, B first)\n")
+    header = ("A", "B", "pairs", "A wins", "B wins", "ties", "B win rate [95% CI]", "flips", "p")
+    rows = [
+        (
+            p.system_a,
+            p.system_b,
+            str(p.n) + (f" (+{p.not_measured} not measured)" if p.not_measured else ""),
+            str(p.wins_a),
+            str(p.wins_b),
+            str(p.ties),
+            _interval(p.win_rate),
+            f"{p.flips} ({_num(p.flip_rate.value)})",
+            f"{p.sign_test_p:.4f}",
+        )
+        for p in report.pairs
+    ]
+    out(text_table(header, rows))
+    out(
+        "\nwin rate: B's share of the pairs, ties counted half; flips: pairs whose two orders "
+        "disagreed (counted as ties); p: two-sided sign test on the pairs with a winner"
+    )
+    if report.strengths:
+        out("\nBradley-Terry strengths (log scale, mean 0), strongest first:")
+        header_bt = ("system", "strength [95% CI]", "wins", "losses", "ties", "compared with")
+        table = [
+            (
+                s.system,
+                _interval(s.strength, signed=True),
+                str(s.wins),
+                str(s.losses),
+                str(s.ties),
+                ", ".join(f"{o} {n}" for o, n in s.opponents.items()),
+            )
+            for s in report.strengths
+        ]
+        out(text_table(header_bt, table))
+        out(f"({report.strengths_method})")
+    for h in report.human or []:
+        out(
+            f"\npeople's verdicts on {h.n_labelled} pairs: the judge agrees on "
+            f"{_interval(h.agreement)}; B's win rate by PPI++ {_interval(h.ppi_win_rate)} "
+            f"(the labelled pairs alone: {_interval(h.labelled_win_rate)})"
+        )
+
+
+def _num(value: float | None, *, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _interval(i: Interval, *, signed: bool = False) -> str:
+    if i.low is None or i.high is None:
+        return _num(i.value, signed=signed) + (f" ({i.why})" if i.why else "")
+    low, high = _num(i.low, signed=signed), _num(i.high, signed=signed)
+    return f"{_num(i.value, signed=signed)} [{low}, {high}]"

@@ -1,0 +1,254 @@
+"""The pairwise metric and `rageval pairwise`, on the test server with scripted verdicts.
+
+The judge reads the two answers of each prompt: an answer marked GOOD beats one marked BAD,
+two answers marked BIASED make it pick whichever is shown first (a position flip), SAME is a
+tie. So every pair's winner, every flip and every statistic is known by hand.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import make_judge, user_text, write_jsonl
+from rageval import evaluate
+from rageval.cli import main
+from rageval.log import read_lines
+from rageval.log._pairwise import read_pairwise
+from rageval.metrics import Pairwise
+from rageval.metrics.evidence import PairwiseEvidence, PairwiseReading
+from rageval.metrics.pairwise import Winner, combine
+from rageval.samples import InvalidDataError
+from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
+from rageval.testing.records import ScriptedToken
+
+_ANSWER = re.compile(r"<answer_([12])>\n(.*?)\n</answer_\1>", re.S)
+
+
+def pair_judge(req: RecordedRequest) -> Reply:
+    answers = dict(_ANSWER.findall(user_text(req)))
+    first, second = answers["1"], answers["2"]
+    biased = "BIASED" in first and "BIASED" in second  # picks whichever is shown first
+    if biased or ("GOOD" in first and "BAD" in second):
+        better = "1"
+    elif "BAD" in first and "GOOD" in second:
+        better = "2"
+    else:
+        better = "tie"
+    return Reply.json({"better": better})
+
+
+def pair_rows() -> list[dict[str, Any]]:
+    """Six pairs: B wins 3 (q1, q2, q3), A wins 1 (q4), a tie (q5), a flip (q6)."""
+    answers = [
+        ("BAD one", "GOOD one"),
+        ("BAD two", "GOOD two"),
+        ("BAD three", "GOOD three"),
+        ("GOOD four", "BAD four"),
+        ("SAME five", "SAME five too"),
+        ("BIASED six", "BIASED six too"),
+    ]
+    return [
+        {"id": f"q{i}", "user_input": f"question {i}?", "reference": f"ref {i}",
+         "response_a": a, "response_b": b, "human": h}
+        for i, ((a, b), h) in enumerate(zip(answers, ["b", "b", "a", "a", "", "tie"], strict=True), start=1)
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def judge_server(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    with FakeOpenAI(pair_judge) as s:
+        yield s
+
+
+def run_cli(*args: str | Path) -> int:
+    return main([str(a) for a in args])
+
+
+def test_both_orders_are_asked_and_read_back(judge_server: FakeOpenAI) -> None:
+    judge = make_judge(judge_server)
+    result = Pairwise(llm=judge).single_turn_score(
+        {
+            "user_input": "q?",
+            "response": "BAD a",
+            "reference": "r",
+            "metadata": {"response_b": "GOOD b"},
+        }
+    )
+    ev = result.evidence
+    assert isinstance(ev, PairwiseEvidence)
+    assert (result.value, ev.winner, ev.flip) == (1.0, "b", False)
+    assert (ev.a_first.winner, ev.b_first.winner) == ("b", "b")
+    texts = [user_text(r) for r in judge_server.chat_requests]
+    assert len(texts) == 2
+    # A first, then B first; the reference is shown
+    assert texts[0].index("BAD a") < texts[0].index("GOOD b")
+    assert texts[1].index("GOOD b") < texts[1].index("BAD a")
+    assert all("<reference>\nr\n</reference>" in t for t in texts)
+    flipped = Pairwise(llm=judge).single_turn_score(
+        {"user_input": "q?", "response": "BIASED a", "metadata": {"response_b": "BIASED b"}}
+    )
+    assert flipped.value == 0.5 and flipped.evidence["flip"] is True
+    assert flipped.evidence["a_first"].winner == "a" and flipped.evidence["b_first"].winner == "b"
+
+
+def test_the_winner_from_probabilities_cancels_the_lean_to_a_position() -> None:
+    def reading(winner: Winner, p_a: float, p_b: float) -> PairwiseReading:
+        return PairwiseReading(winner=winner, p_a=p_a, p_b=p_b, p_tie=1 - p_a - p_b)
+
+    # each order picks the answer shown first, but B is the more probable on average
+    a_first, b_first = reading("a", 0.5, 0.4), reading("b", 0.3, 0.6)
+    assert combine(a_first, b_first) == ("tie", True)
+    assert combine(a_first, b_first, by="probabilities") == ("b", True)
+    # written verdicts alone (probability 1 each): the two rules agree
+    assert combine(reading("a", 1, 0), reading("b", 0, 1), by="probabilities") == ("tie", True)
+    assert combine(reading("a", 1, 0), reading("a", 1, 0), by="probabilities") == ("a", False)
+
+
+def test_scripted_probabilities_are_kept_with_each_reading(judge_server: FakeOpenAI) -> None:
+    tokens: list[ScriptedToken] = [
+        ('{"better": "', 0.0),
+        ("1", math.log(0.6), {"2": math.log(0.3)}),
+        ('"}', 0.0),
+    ]
+    judge_server.script(Reply.json({"better": "1"}, logprobs=tokens))
+    judge_server.script(Reply.json({"better": "1"}, logprobs=tokens))
+    result = Pairwise(llm=make_judge(judge_server), winner_from="probabilities").single_turn_score(
+        {"user_input": "q?", "response": "x", "metadata": {"response_b": "y"}}
+    )
+    ev = result.evidence
+    assert isinstance(ev, PairwiseEvidence)
+    # the options' probabilities, renormalised over the options: 0.6 / 0.9 and 0.3 / 0.9;
+    # A first, P(A) is P("1"); B first, P(A) is P("2")
+    assert (ev.a_first.p_a, ev.a_first.p_b, ev.a_first.p_tie) == pytest.approx((2 / 3, 1 / 3, 0))
+    assert (ev.b_first.p_a, ev.b_first.p_b) == pytest.approx((1 / 3, 2 / 3))
+    assert ev.flip is True and ev.winner == "tie"  # symmetric leaning: a tie either way
+
+
+def test_bad_input_names_row_and_field_before_any_request(
+    judge_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    rows = [{"id": "q1", "user_input": "q", "response": "a"}]
+    with pytest.raises(InvalidDataError, match="response_b"):
+        evaluate(rows, metrics=[Pairwise()], llm=make_judge(judge_server),
+                 run_dir=tmp_path / "r", progress=False)  # fmt: skip
+    with pytest.raises(ValueError, match="rubric"):
+        Pairwise(criterion="rubric")
+    with pytest.raises(ValueError, match="rubric goes only"):
+        Pairwise(rubric="be nice")
+    with pytest.raises(ValueError, match="winner_from"):
+        Pairwise(winner_from="coin")  # type: ignore[arg-type]
+    faithful = Pairwise(criterion="faithfulness")
+    from rageval.samples import Sample
+
+    problems = faithful.input_problems(
+        Sample(user_input="q", response="a", metadata={"response_b": 3})
+    )
+    assert ("response_b", "must be a text, got int") in problems
+    assert any(f == "retrieved_contexts" for f, _ in problems)
+    # the CLI: a bad human verdict is a usage error naming its row and column
+    data = tmp_path / "pairs.jsonl"
+    write_jsonl(data, [{**pair_rows()[0], "human": "maybe"}])
+    assert run_cli("pairwise", data, "--human", "human", "--llm", "test-model",
+                   "--base-url", judge_server.base_url, "-o", tmp_path / "run") == 2  # fmt: skip
+    assert judge_server.chat_requests == []
+
+
+def test_cli_one_file_win_rate_flips_sign_test_and_people(
+    judge_server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "pairs.jsonl"
+    write_jsonl(data, pair_rows())
+    run = tmp_path / "run"
+    code = run_cli("pairwise", data, "--human", "human", "--llm", "test-model",
+                   "--base-url", judge_server.base_url, "-o", run, "-q")  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert len(judge_server.chat_requests) == 12  # six pairs, two orders each
+    report = read_pairwise(run)
+    assert report is not None and report.criterion == "correctness"
+    (p,) = report.pairs
+    assert (p.n, p.wins_a, p.wins_b, p.ties, p.flips) == (6, 1, 3, 2, 1)
+    assert p.win_rate.value == pytest.approx((3 + 0.5 * 2) / 6)
+    # sign test on 4 pairs with a winner, 3 to 1: 2 * (1 + 4) / 16
+    assert p.sign_test_p == pytest.approx(10 / 16)
+    assert p.flip_rate.value == pytest.approx(1 / 6)
+    # people: q1 b=b, q2 b=b, q3 a≠b, q4 a=a, q6 tie=tie (the flip); q5 not judged
+    (h,) = report.human or []
+    assert h.n_labelled == 5 and h.agreement.value == pytest.approx(4 / 5)
+    assert h.labelled_win_rate.value == pytest.approx((1 + 1 + 0 + 0 + 0.5) / 5)
+    # the run log: each pair's winner with both orders' readings
+    cells = {e.line.id: e.line.cells["pairwise"] for e in read_lines(run / "results.jsonl")}
+    assert {k: c.evidence["winner"] for k, c in cells.items()} == {
+        "q1": "b", "q2": "b", "q3": "b", "q4": "a", "q5": "tie", "q6": "tie"
+    }  # fmt: skip
+    assert cells["q6"].evidence["a_first"].winner == "a"
+    out = capsys.readouterr().out
+    assert "0.667" in out and "1 (0.167)" in out and "0.6250" in out
+    assert '"pairwise"' in (run / "report.html").read_text(encoding="utf-8")
+    # run again with --resume: nothing left to ask, the same statistics
+    assert run_cli("pairwise", "--resume", run, "-q") == 0
+    assert len(judge_server.chat_requests) == 12
+    assert read_pairwise(run) == report
+
+
+def test_cli_three_systems_rank_by_bradley_terry(
+    judge_server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # good beats ok-ish (BAD) always; ok and meh (both SAME) tie; good vs meh: GOOD vs SAME tie
+    systems = {"good": "GOOD", "bad": "BAD", "meh": "SAME"}
+    paths = []
+    for name, mark in systems.items():
+        path = tmp_path / f"{name}.jsonl"
+        write_jsonl(path, [{"id": f"q{i}", "user_input": f"question {i}?",
+                            "response": f"{mark} {i}"} for i in range(4)])  # fmt: skip
+        paths.append(path)
+    run = tmp_path / "run"
+    code = run_cli("pairwise", *paths, "--llm", "test-model", "--base-url",
+                   judge_server.base_url, "-o", run, "-q")  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert len(judge_server.chat_requests) == 3 * 4 * 2
+    report = read_pairwise(run)
+    assert report is not None and report.strengths is not None
+    assert report.strengths[0].system == "good"
+    by_name = {s.system: s for s in report.strengths}
+    assert (by_name["good"].wins, by_name["good"].ties, by_name["good"].losses) == (4, 4, 0)
+    assert by_name["good"].opponents == {"bad": 4, "meh": 4}
+    for s in report.strengths:
+        assert s.strength.low is not None and s.strength.high is not None
+    ids = {e.line.id for e in read_lines(run / "results.jsonl")}
+    assert "q0|good|bad" in ids and len(ids) == 12
+    assert "Bradley-Terry" in capsys.readouterr().out
+
+
+def test_cli_systems_must_ask_the_same_question(judge_server: FakeOpenAI, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    write_jsonl(a, [{"id": "q1", "user_input": "one?", "response": "x"}])
+    write_jsonl(b, [{"id": "q1", "user_input": "two?", "response": "y"}])
+    assert run_cli("pairwise", a, b, "--llm", "m", "--base-url", judge_server.base_url,
+                   "-o", tmp_path / "r") == 2  # fmt: skip
+    write_jsonl(b, [{"id": "q9", "user_input": "one?", "response": "y"}])
+    assert run_cli("pairwise", a, b, "--llm", "m", "--base-url", judge_server.base_url,
+                   "-o", tmp_path / "r2") == 2  # fmt: skip
+    assert judge_server.chat_requests == []
+
+
+def test_run_directories_are_read_as_systems(
+    judge_server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, mark in (("one", "GOOD"), ("two", "BAD")):
+        rows = [{"id": f"q{i}", "user_input": f"question {i}?", "response": f"{mark} {i}",
+                 "reference": "r"} for i in range(2)]  # fmt: skip
+        evaluate(rows, metrics=["token_f1"], run_dir=tmp_path / name, progress=False)
+    code = run_cli("pairwise", tmp_path / "one", tmp_path / "two", "--llm", "test-model",
+                   "--base-url", judge_server.base_url, "-o", tmp_path / "run", "-q")  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    report = read_pairwise(tmp_path / "run")
+    assert report is not None
+    (p,) = report.pairs
+    assert (p.system_a, p.system_b, p.wins_a, p.wins_b) == ("one", "two", 2, 0)
+    assert report.strengths is None  # two systems: the win rate says it all
