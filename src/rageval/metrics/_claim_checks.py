@@ -5,9 +5,9 @@ supported.
 
 * The claims are the response's own sentences (:func:`~rageval.metrics._prompting.
   split_sentences`), never reworded: a judge asked to extract statements may restate one
-  ("Newton and Leibniz are both credited with independently developing the basics of
-  calculus" came back from a 1.5B judge as "Isaac Newton is the father of calculus", which the
-  contexts then did not support), a split cannot.
+  (issue 41: "Newton and Leibniz are both credited with independently developing the basics
+  of calculus" came back from a 1.5B judge as "Isaac Newton is the father of calculus", which
+  the contexts then did not support), a split cannot.
 * The answer is read as P(supported): P("yes") from the token log-probabilities of the same
   request where the judge scores by probability (its ``scoring``; the endpoint returns them:
   vLLM, llama.cpp, OpenAI), else 1 for yes and 0 for no.
@@ -59,8 +59,8 @@ if TYPE_CHECKING:
 
 #: how a claim check is answered
 CHECK_REPLY = 'Reply as {"supported": "yes"} or {"supported": "no"}.'
-#: what the checker is asked, after the claim (the words were chosen on MEMERAG's tuning rows:
-#: docs/metrics.md, "Claim checks")
+#: what the checker is asked, after the claim (tried on 20 MEMERAG tuning rows with both
+#: layouts of the contexts: docs/metrics.md, "Claim checks")
 CHECK_TASK = (
     "Is the claim supported by the {noun}: stated in {them}, or following directly from {them}? "
     "Anything the {noun} {do} not give is unsupported, even if it is true. "
@@ -90,8 +90,8 @@ def check_messages(contexts: Sequence[str], claim: str, first: int = 1) -> list[
     contexts, the claim, how to reply, and the question, last."""
     one = len(contexts) == 1
     shown = tagged("context" if one else "contexts", numbered(contexts, "c", first))
-    words = {"noun": "context", "them": "it", "do": "does"} if one else {}
-    task = CHECK_TASK.format(**(words or {"noun": "contexts", "them": "them", "do": "do"}))
+    noun, them, do = ("context", "it", "does") if one else ("contexts", "them", "do")
+    task = CHECK_TASK.format(noun=noun, them=them, do=do)
     return data_first_messages(f"{shown}\n{tagged('claim', claim)}", task, CHECK_REPLY)
 
 
