@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from browser_helpers import Opened
 from helpers import make_judge, user_text, write_jsonl
 from rageval import evaluate
 from rageval.cli import main
@@ -25,6 +26,9 @@ from rageval.metrics.pairwise import Winner, combine
 from rageval.samples import InvalidDataError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
 from rageval.testing.records import ScriptedToken
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 _ANSWER = re.compile(r"<answer_([12])>\n(.*?)\n</answer_\1>", re.S)
 
@@ -252,3 +256,26 @@ def test_run_directories_are_read_as_systems(
     (p,) = report.pairs
     assert (p.system_a, p.system_b, p.wins_a, p.wins_b) == ("one", "two", 2, 0)
     assert report.strengths is None  # two systems: the win rate says it all
+
+
+def test_the_report_shows_the_pairwise_section_and_each_pairs_readings(
+    judge_server: FakeOpenAI, tmp_path: Path, browser: Browser
+) -> None:
+    data = tmp_path / "pairs.jsonl"
+    write_jsonl(data, pair_rows())
+    run = tmp_path / "run"
+    assert run_cli("pairwise", data, "--human", "human", "--llm", "test-model",
+                   "--base-url", judge_server.base_url, "-o", run, "-q") == 0  # fmt: skip
+    view = Opened(browser, run / "report.html")
+    section = view.page.locator("#pairwise")
+    assert section.locator("h2").inner_text() == "Pairwise: correctness"
+    cells = section.locator("table.pairwise tbody tr").first.locator("td").all_inner_texts()
+    assert cells[:6] == ["A", "B", "6", "1", "3", "2"]
+    assert cells[6].startswith("0.6667 [") and cells[8] == "0.625"
+    assert "judge agrees on 0.8" in section.inner_text()
+    # a pair's evidence: the winner and both orders' verdicts
+    view.page.locator("#samples-table tbody tr[data-i]").last.click()
+    evidence = view.page.locator('.evidence[data-kind="pairwise"]')
+    assert "the two orders disagreed" in evidence.inner_text()
+    assert "A shown first: verdict" in evidence.inner_text()
+    view.close()

@@ -5,12 +5,12 @@ row), ``results.jsonl`` (one :class:`SampleLine` per finished sample, appended a
 and ``summary.json`` (:class:`Summary`, written at the end), plus ``report.html`` and, for
 data given in memory, ``data.json`` (a copy of its rows, for a resume); a calibration run adds
 ``calibration.json`` (:class:`CalibrationReport`), an alignment ``align.json``
-(:class:`AlignReport`). The models here are the
+(:class:`AlignReport`), a pairwise run ``pairwise.json`` (:class:`PairwiseReport`). The models here are the
 one schema the runner writes and the runner (resume), ``load_run``, the report, ``compare`` and
 ``calibrate`` read; every file carries a ``format_version`` (see :mod:`rageval.log._models` for
 the formats and the NaN rule). Reading: :func:`read_manifest`, :func:`read_lines` (a torn last
 line is left out), :func:`read_line_at`, :func:`read_summary`, :func:`read_calibration`,
-:func:`read_align`.
+:func:`read_align`, :func:`read_pairwise`.
 Writing: :class:`ResultsWriter`, :func:`write_atomic`, :func:`write_text_atomic`.
 """
 
@@ -74,6 +74,7 @@ from rageval.log._models import (
     SampleLine,
     Summary,
 )
+from rageval.log._pairwise import PAIRWISE_FILE, PairwiseReport, read_pairwise
 from rageval.log._summary import (
     EMBEDDINGS_USAGE,
     SHARED_USAGE,
@@ -95,6 +96,7 @@ __all__ = [
     "EMBEDDINGS_USAGE",
     "FORMAT_VERSION",
     "MANIFEST_FILE",
+    "PAIRWISE_FILE",
     "RESULTS_FILE",
     "RESUMABLE_FORMAT",
     "ROWS_FILE",
@@ -126,6 +128,7 @@ __all__ = [
     "MetricSummary",
     "MetricTally",
     "PPISummary",
+    "PairwiseReport",
     "PanelJudge",
     "PanelSummary",
     "PanelVote",
@@ -150,6 +153,7 @@ __all__ = [
     "read_line_at",
     "read_lines",
     "read_manifest",
+    "read_pairwise",
     "read_summary",
     "sum_usage",
     "toml_value",

@@ -101,6 +101,7 @@ def _payload(run: RunData) -> dict[str, Any]:
         "samples_left_out": run.samples_left_out,
         "cause_kinds": dict(CAUSE_KINDS),
         "calibration": _calibration(run),
+        "pairwise": None if run.pairwise is None else run.pairwise.model_dump(mode="json"),
     }
 
 

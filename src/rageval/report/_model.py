@@ -4,7 +4,8 @@ The summary comes from ``summary.json`` when the run wrote one; a run that never
 killed) is summed up line by line while its log is read, with the same aggregation the runner
 uses, so the totals -- cost included -- are those ``load_run(...).summary()`` gives. Only the
 confidence intervals (and the PPI++ means of human labels, and the judge noise) are missing
-then: they need every value at once. A calibration run's ``calibration.json`` is read too.
+then: they need every value at once. A calibration run's ``calibration.json`` is read too, and a pairwise run's
+``pairwise.json``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from rageval.log import (
     RESULTS_FILE,
     CalibrationReport,
     Manifest,
+    PairwiseReport,
     RunTally,
     Summary,
     read_calibration,
     read_lines,
     read_manifest,
+    read_pairwise,
     read_summary,
 )
 
@@ -47,6 +50,8 @@ class RunData:
     samples_left_out: int = 0
     #: agreement with human labels, when the run was a calibration (calibration.json)
     calibration: CalibrationReport | None = None
+    #: what a pairwise run's verdicts add up to (pairwise.json)
+    pairwise: PairwiseReport | None = None
 
     @classmethod
     def load(cls, run_dir: str | Path, *, max_samples: int | None = None) -> RunData:
@@ -96,6 +101,7 @@ class RunData:
             has_summary=tally is None,
             samples_left_out=len(left_out),
             calibration=read_calibration(run_dir),
+            pairwise=read_pairwise(run_dir),
         )
 
     def metric_names(self) -> list[str]:
