@@ -279,3 +279,24 @@ def test_the_report_shows_the_pairwise_section_and_each_pairs_readings(
     assert "the two orders disagreed" in evidence.inner_text()
     assert "A shown first: verdict" in evidence.inner_text()
     view.close()
+
+
+def test_dry_run_and_budget_are_those_of_every_run(
+    judge_server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "pairs.jsonl"
+    write_jsonl(data, pair_rows())
+    judge = ("--llm", "test-model", "--base-url", judge_server.base_url)
+    assert run_cli("pairwise", data, *judge, "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "pairwise" in out and "12" in out  # six pairs, two requests each
+    assert judge_server.chat_requests == [] and not (tmp_path / "rageval-runs").exists()
+    # a budget too small for all the pairs stops the run; a resume with room finishes it
+    run = tmp_path / "run"
+    price = ("--price", "test-model=20,20")
+    code = run_cli("pairwise", data, *judge, *price, "--max-cost", "0.05", "-o", run, "-q")
+    assert code == 5, capsys.readouterr().err
+    assert 0 < len(judge_server.chat_requests) < 12 and read_pairwise(run) is None
+    assert run_cli("pairwise", "--resume", run, *price, "-q") == 0
+    report = read_pairwise(run)
+    assert report is not None and report.pairs[0].n == 6

@@ -43,7 +43,7 @@ from rageval.stats import (
 
 #: the metadata keys a pairwise row carries beside answer B
 SYSTEM_A, SYSTEM_B, QUESTION, HUMAN = "system_a", "system_b", "question_id", "human_winner"
-_VERDICTS = {"a": "a", "b": "b", "tie": "tie"}
+_VERDICTS = ("a", "b", "tie")
 
 
 def read_answers(path: str | Path) -> list[Sample]:
@@ -140,8 +140,10 @@ def _human_verdict(value: Any) -> tuple[str | None, str | None]:
     """A person's verdict (a, b or tie, any case) or None when blank; else why it is not one."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None, None
-    found = _VERDICTS.get(str(value).strip().lower())
-    return (found, None) if found else (None, f"a verdict is a, b or tie (or blank), got {value!r}")
+    found = str(value).strip().lower()
+    if found in _VERDICTS:
+        return found, None
+    return None, f"a verdict is a, b or tie (or blank), got {value!r}"
 
 
 def pairwise_report(
