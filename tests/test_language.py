@@ -152,3 +152,13 @@ async def test_a_run_wide_language_for_rows_without_their_own(
     assert all("in German" in s for s in systems["b"])  # a row's own column wins
     # recorded, so that --resume DIR alone asks as the run did
     assert read_stored_run(tmp_path / "run").language == "fr"
+
+
+def test_the_dry_runs_plan_states_the_language_as_the_run_does() -> None:
+    planned = Faithfulness().plan(GERMAN)
+    assert planned  # statement extraction, then the verdicts
+    assert all("The material is in German" in r.messages[0]["content"] for r in planned)
+    english = Sample(user_input="Who wrote Dune?", response="Frank Herbert wrote it in 1965.")
+    assert not any(
+        "material is in" in r.messages[0]["content"] for r in Faithfulness().plan(english) or []
+    )

@@ -29,7 +29,7 @@ from rageval.errors import CauseKind, NoJudgeError
 from rageval.metrics._capture import Captured, capture, capturing
 from rageval.metrics._prompting import in_language
 from rageval.metrics.evidence import Evidence, EvidenceBase, FreeformEvidence, scoring_notes
-from rageval.samples import Conversation, Sample, missing_fields, sample_of
+from rageval.samples import Conversation, Sample, missing_fields, sample_language, sample_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -489,7 +489,9 @@ class Metric(abc.ABC):
         :meth:`planned_requests`."""
         if self.blank_result(sample) is not None:
             return []
-        return self.planned_requests(sample)
+        planned, language = self.planned_requests(sample), sample_language(sample)
+        # the prompts state the row's language as ScoringContext's asks do
+        return planned and [replace(r, messages=in_language(r.messages, language)) for r in planned]
 
     async def score_sample(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         """Score one validated sample: the cell a blank rule decides, else :meth:`measure`. A
