@@ -300,3 +300,31 @@ def test_dry_run_and_budget_are_those_of_every_run(
     assert run_cli("pairwise", "--resume", run, *price, "-q") == 0
     report = read_pairwise(run)
     assert report is not None and report.pairs[0].n == 6
+
+
+def test_criteria_change_the_question_and_what_is_shown(
+    judge_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    from rageval.metrics.pairwise import CRITERIA, prompt
+    from rageval.samples import Sample
+
+    sample = Sample(
+        user_input="q?", response="x", retrieved_contexts=["ctx one"], metadata={"response_b": "y"}
+    )
+    faithful = prompt(sample, "x", "y", criterion="faithfulness")[1]["content"]
+    assert faithful.startswith("<contexts>\n[c1] ctx one") and CRITERIA["faithfulness"] in faithful
+    correct = prompt(sample, "x", "y", criterion="correctness")[1]["content"]
+    assert "<contexts>" not in correct and "<reference>" not in correct
+    own = prompt(sample, "x", "y", criterion="rubric", rubric="The kinder answer wins.")
+    assert "The kinder answer wins." in own[1]["content"] and "<contexts>" in own[1]["content"]
+    # the CLI passes the criterion on, and a resumed run keeps its own
+    data = tmp_path / "pairs.jsonl"
+    write_jsonl(data, pair_rows()[:1])
+    run = tmp_path / "run"
+    assert run_cli("pairwise", data, "--criterion", "completeness", "--llm", "test-model",
+                   "--base-url", judge_server.base_url, "-o", run, "-q") == 0  # fmt: skip
+    texts = [user_text(r) for r in judge_server.chat_requests]
+    assert len(texts) == 2 and all(CRITERIA["completeness"] in t for t in texts)
+    report = read_pairwise(run)
+    assert report is not None and report.criterion == "completeness"
+    assert run_cli("pairwise", "--resume", run, "--criterion", "correctness") == 2

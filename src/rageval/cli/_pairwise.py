@@ -85,6 +85,11 @@ def run_pairwise(args: argparse.Namespace) -> int:
 
     if args.resume and (args.sources or args.output or args.dry_run):
         raise _UsageError("--resume DIR continues a run: no SOURCE, -o or --dry-run")
+    if args.resume and (args.criterion or args.rubric or args.winner_from or args.param):
+        raise _UsageError(
+            "a resumed run keeps its metric's settings (see its manifest): no --criterion, "
+            "--rubric, --winner-from or -p"
+        )
     if not args.resume and not args.sources:
         raise _UsageError("give the SOURCEs to compare (or --resume DIR)")
     if args.human and len(args.sources) != 1:
