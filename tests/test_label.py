@@ -526,3 +526,25 @@ def test_reopening_with_another_plan_is_refused(
     assert "--metric faithfulness: the metrics are none" in capsys.readouterr().err
     assert main(["label", str(data), "--scale", "1"]) == 2
     assert "--scale needs at least two values" in capsys.readouterr().err
+
+
+def test_two_annotators_share_one_server(tmp_path: Path) -> None:
+    with _served(tmp_path) as server:
+        base = f"http://127.0.0.1:{server.server_port}"
+
+        def act(annotator: str | None, body: dict[str, Any]) -> tuple[int, Any]:
+            query = f"?annotator={annotator}" if annotator else ""
+            return _request(f"{base}/api/action{query}", token=server.token, body=body)
+
+        status, state = act(None, {"action": "label", "id": "r0", "value": 1})
+        assert status == 200 and state["annotator"] == "ann"
+        _, bob = _request(f"{base}/api/state?annotator=bob", token=server.token)
+        assert bob["annotator"] == "bob" and bob["row"]["id"] == "r1"  # r0 is ann's (no overlap)
+        status, bob = act("bob", {"action": "label", "id": "r1", "value": 0})
+        assert status == 200 and bob["row"]["id"] == "r2" and bob["done"] == 1
+        _, ann = _request(f"{base}/api/state", token=server.token)
+        assert ann["row"]["id"] == "r2" and ann["done"] == 1
+        status, refused = act("bad%20name", {"action": "undo"})
+        assert status == 400 and "annotator" in refused["error"]
+    labels = [r for r in read_records(tmp_path / "l.jsonl") if r.kind == "label"]
+    assert [(r.id, r.annotator) for r in labels] == [("r0", "ann"), ("r1", "bob")]

@@ -174,7 +174,8 @@ def _serve(session: Session, port: int, path: Path, n_rows: int) -> int:
     out(
         f"labelling {plan.column!r} of {n_rows} rows ({plan.order} order, "
         f"{sum(r.chosen for r in plan.rows)} chosen) into {path}\n"
-        f"open: {server.url}\n(Ctrl-C to stop: every label is already on disk)"
+        f"open: {server.url}\n(another annotator: the same address with &annotator=NAME; "
+        "Ctrl-C to stop: every label is already on disk)"
     )
     try:
         server.serve_forever()

@@ -2,7 +2,9 @@
 
 Every request must carry the session's token (a random string printed in the URL, as Jupyter
 does): the page's address has it as ``?token=``, the page's own requests send it in the
-``X-Rageval-Token`` header. A request without it, or with a ``Host`` other than the loopback
+``X-Rageval-Token`` header. Several annotators may share one server (its one writer): each
+opens the address with ``&annotator=NAME``, which the page's requests send in
+``X-Rageval-Annotator``. A request without it, or with a ``Host`` other than the loopback
 address the server listens on (a page elsewhere reaching it by DNS rebinding), is refused
 (403). The page is one document, its script allowed by hash alone (Content-Security-Policy);
 it builds every element from JSON with ``textContent``, as the report does.
@@ -14,6 +16,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import threading
 import urllib.parse
@@ -28,6 +31,9 @@ from rageval.labelling._session import Session
 
 HOST = "127.0.0.1"
 TOKEN_HEADER = "X-Rageval-Token"
+ANNOTATOR_HEADER = "X-Rageval-Annotator"
+#: an annotator's name: letters, digits and . _ @ -, at most 64 (it is written in every label)
+_ANNOTATOR = re.compile(r"[\w.@-]{1,64}")
 #: the largest request body read (a label and its note)
 _MAX_BODY = 64 * 1024
 
@@ -71,6 +77,7 @@ class LabellingServer(ThreadingHTTPServer):
     def __init__(self, session: Session, *, port: int = 0, token: str | None = None) -> None:
         super().__init__((HOST, port), _Handler)
         self.session = session
+        self._sessions = {session.annotator: session}
         self.token = token or secrets.token_urlsafe(24)
         self.page = render_page().encode("utf-8")
         self.actions = threading.Lock()
@@ -80,14 +87,30 @@ class LabellingServer(ThreadingHTTPServer):
         """The page's address, token included."""
         return f"http://{HOST}:{self.server_port}/?token={self.token}"
 
-    def act(self, action: Action) -> tuple[HTTPStatus, dict[str, Any]]:
-        """Do `action` and return the new state (409 with the state when the page was stale,
-        400 for a value off the scale).
+    def session_for(self, annotator: str | None) -> Session | None:
+        """The session of `annotator` (None: the server's own); None for a name that is not
+        one (see :data:`_ANNOTATOR`).
 
         Args:
+            annotator: the name the page sent, if any.
+        """
+        if annotator is None:
+            return self.session
+        if not _ANNOTATOR.fullmatch(annotator):
+            return None
+        with self.actions:
+            if annotator not in self._sessions:
+                self._sessions[annotator] = self.session.as_annotator(annotator)
+            return self._sessions[annotator]
+
+    def act(self, session: Session, action: Action) -> tuple[HTTPStatus, dict[str, Any]]:
+        """Do `action` as `session`'s annotator and return the new state (409 with the state
+        when the page was stale, 400 for a value off the scale).
+
+        Args:
+            session: the annotator's session.
             action: what the page asked.
         """
-        session = self.session
         with self.actions:  # one action at a time: a check and its write together
             if action.action == "undo":
                 session.undo()
@@ -150,8 +173,11 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/":
             return self._send(HTTPStatus.OK, self.server.page, "text/html; charset=utf-8")
         if path == "/api/state":
+            session = self._session()
+            if session is None:
+                return self._bad_annotator()
             with self.server.actions:
-                return self._json(HTTPStatus.OK, self.server.session.state())
+                return self._json(HTTPStatus.OK, session.state())
         self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
 
     def do_POST(self) -> None:
@@ -167,8 +193,22 @@ class _Handler(BaseHTTPRequestHandler):
             action = Action.model_validate_json(self.rfile.read(length))
         except ValidationError as e:
             return self._json(HTTPStatus.BAD_REQUEST, {"error": str(e.errors()[0]["msg"])})
-        status, payload = self.server.act(action)
+        session = self._session()
+        if session is None:
+            return self._bad_annotator()
+        status, payload = self.server.act(session, action)
         self._json(status, payload)
 
+    def _session(self) -> Session | None:
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        name = self.headers.get(ANNOTATOR_HEADER) or next(iter(query.get("annotator", [])), None)
+        return self.server.session_for(name)
 
-__all__ = ["HOST", "TOKEN_HEADER", "Action", "LabellingServer", "render_page"]
+    def _bad_annotator(self) -> None:
+        self._json(
+            HTTPStatus.BAD_REQUEST,
+            {"error": "an annotator's name is 1-64 letters, digits, '.', '_', '@' or '-'"},
+        )
+
+
+__all__ = ["ANNOTATOR_HEADER", "HOST", "TOKEN_HEADER", "Action", "LabellingServer", "render_page"]

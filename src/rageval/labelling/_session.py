@@ -11,6 +11,7 @@ The plan is the labels file's first record, so reopening the file continues the 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import random
 from collections.abc import Mapping, Sequence
@@ -148,6 +149,16 @@ class Session:
                 f"the labels file's plan has rows these data do not ({', '.join(unknown[:3])}"
                 f"{'...' if len(unknown) > 3 else ''}): is it the labels file of other data?"
             )
+
+    def as_annotator(self, annotator: str) -> Session:
+        """The same session for another annotator (the same file, plan and rows).
+
+        Args:
+            annotator: who labels.
+        """
+        other = copy.copy(self)
+        other.annotator = annotator
+        return other
 
     def standing(self) -> Standing:
         return Standing(self.file.records())

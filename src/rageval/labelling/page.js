@@ -4,7 +4,10 @@
 // characters are shown as visible markers, never applied; each element holding text from the
 // data has dir="auto", so a right-to-left text runs right to left.
 (() => {
-  const TOKEN = new URLSearchParams(location.search).get("token") || "";
+  const QUERY = new URLSearchParams(location.search);
+  const TOKEN = QUERY.get("token") || "";
+  // another annotator on the same server: &annotator=NAME in the address
+  const ANNOTATOR = QUERY.get("annotator");
   const app = document.getElementById("app");
   const status = document.getElementById("status");
   let state = null;
@@ -35,7 +38,11 @@
   async function call(method, path, body) {
     const response = await fetch(path, {
       method,
-      headers: { "X-Rageval-Token": TOKEN, "Content-Type": "application/json" },
+      headers: {
+        "X-Rageval-Token": TOKEN,
+        "Content-Type": "application/json",
+        ...(ANNOTATOR ? { "X-Rageval-Annotator": ANNOTATOR } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const payload = await response.json();
