@@ -89,7 +89,8 @@ def test_the_plugged_backend_judges_a_run_as_the_openai_backend_does(
     # its price: 0.20 / 0.80 USD per million tokens, the OpenAI judge's model has none
     total = through_acme.usage
     expected = (total.prompt_tokens * 0.20 + total.completion_tokens * 0.80) / 1e6
-    assert total.cost_usd == pytest.approx(expected) and total.cost_usd > 0
+    assert total.cost_usd is not None and total.cost_usd > 0
+    assert total.cost_usd == pytest.approx(expected)
     # recorded and made again on resume
     info = read_manifest(run).judge
     assert info is not None and info.backend == "acme"

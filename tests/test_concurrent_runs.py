@@ -112,7 +112,8 @@ async def test_the_otel_sink_shared_by_two_runs_parents_each_call_on_its_own_run
         assert call.parent is not None and call.parent.span_id in runs
         samples_under[call.parent.span_id].add(str((call.attributes or {})["rageval.sample"]))
     assert sorted(samples_under.values(), key=len) == [ids_of(first), ids_of(second)]
-    assert sorted(r.attributes["rageval.rows_finished"] for r in runs.values()) == [3, 5]  # type: ignore[index]
+    finished = [(r.attributes or {}).get("rageval.rows_finished") for r in runs.values()]
+    assert sorted(f for f in finished if isinstance(f, int)) == [3, 5]
 
 
 async def test_the_mlflow_sink_shared_by_two_runs_logs_each_to_its_own_mlflow_run(
