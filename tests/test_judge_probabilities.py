@@ -436,3 +436,23 @@ def test_config_file_and_command_line_set_the_scoring(
     assert main([*base, "-o", "b", "--judge-scoring", "probabilities"]) == 0
     # the test server's synthetic judge returns no log-probabilities: recorded as a fallback
     assert scoring_of("b") == ("probabilities", "sampled-fallback")
+
+
+def test_a_null_logprob_is_a_probability_of_zero() -> None:
+    # llama.cpp writes log(0) as null: a token its grammar forced that the model gave no chance
+    from rageval.judge._openai import _read_logprobs
+
+    tokens = _read_logprobs(
+        {
+            "content": [
+                {"token": "4", "logprob": None, "top_logprobs": [{"token": "2", "logprob": -0.1}]},
+                {"token": "}", "logprob": -0.5, "top_logprobs": [{"token": "x", "logprob": None}]},
+            ]
+        }
+    )
+    assert tokens is not None
+    assert [(t.token, t.logprob, t.top) for t in tokens] == [
+        ("4", -math.inf, (("2", -0.1),)),
+        ("}", -0.5, (("x", -math.inf),)),
+    ]
+    assert _read_logprobs({"content": [{"token": "4"}]}) is None  # no logprob at all

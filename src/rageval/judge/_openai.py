@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -255,26 +256,31 @@ def _read_logprobs(logprobs: Any) -> tuple[TokenLogprob, ...] | None:
     out = []
     for entry in content:
         token = entry.get("token") if isinstance(entry, dict) else None
-        logprob = entry.get("logprob") if isinstance(entry, dict) else None
-        if not isinstance(token, str) or not isinstance(logprob, (int, float)):
+        logprob = (
+            _logprob(entry["logprob"]) if isinstance(entry, dict) and "logprob" in entry else None
+        )
+        if not isinstance(token, str) or logprob is None:
             return None
         top = entry.get("top_logprobs")
+        alternatives = []
+        for alt in top if isinstance(top, list) else ():
+            value = _logprob(alt["logprob"]) if isinstance(alt, dict) and "logprob" in alt else None
+            if value is not None and isinstance(alt.get("token"), str):
+                alternatives.append((alt["token"], value))
         raw = entry.get("bytes")
-        out.append(
-            TokenLogprob(
-                token,
-                float(logprob),
-                tuple(
-                    (alt["token"], float(alt["logprob"]))
-                    for alt in (top if isinstance(top, list) else ())
-                    if isinstance(alt, dict)
-                    and isinstance(alt.get("token"), str)
-                    and isinstance(alt.get("logprob"), (int, float))
-                ),
-                bytes(raw) if isinstance(raw, list) and all(_is_byte(b) for b in raw) else None,
-            )
-        )
+        whole = isinstance(raw, list) and all(_is_byte(b) for b in raw)
+        out.append(TokenLogprob(token, logprob, tuple(alternatives), bytes(raw) if whole else None))
     return tuple(out)
+
+
+def _logprob(value: Any) -> float | None:
+    """A log-probability as sent: a number, or null for a probability of 0 (llama.cpp writes
+    log(0) = -inf as null: a token its grammar forced that the model gave no chance)."""
+    if value is None:
+        return -math.inf
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def _is_byte(value: Any) -> bool:
