@@ -20,7 +20,7 @@ from rageval._version import __version__
 from rageval.calibration._agreement import measure_agreement
 from rageval.errors import RunConfigError
 from rageval.labels import LabelColumn, LabelKind, read_label_column
-from rageval.log import CALIBRATION_FILE, CalibrationReport, write_atomic
+from rageval.log import CALIBRATION_FILE, CalibrationReport, LabelAgreement, Usage, write_atomic
 from rageval.metrics.base import Metric
 from rageval.runner._evaluate import aevaluate
 from rageval.runner._prepare import LabelsArg, OnInvalid, RunSpec, label_pairs, load_data
@@ -186,24 +186,12 @@ async def acalibrate(
     result = await aevaluate(spec, config=config)
     summary = result.summary()
     named = [(c, m if isinstance(m, str) else m.name) for c, m in pairs]
-    agreements = [
-        measure_agreement(
-            columns[column],
-            name,
-            result[name],
-            levels=(label_levels or {}).get(column),
-            threshold=threshold,
-            kappa_weights=kappa_weights,
-            confidence=confidence,
-            n_resamples=n_resamples,
-            seed=seed,
-            usage=summary[name].usage,
-        )
-        for column, name in named
-    ]
-    # a panel's run: each judge's own values against the labels too
-    judge_agreements = [
-        measure_agreement(
+
+    def agreement(
+        column: str, name: str, values: Sequence[float | None], usage: Usage | None = None
+    ) -> LabelAgreement:
+        """`values` against the labels of `column`, measured as every agreement here is."""
+        return measure_agreement(
             columns[column],
             name,
             values,
@@ -213,7 +201,15 @@ async def acalibrate(
             confidence=confidence,
             n_resamples=n_resamples,
             seed=seed,
-        ).model_copy(update={"judge": judge})
+            usage=usage,
+        )
+
+    agreements = [
+        agreement(column, name, result[name], summary[name].usage) for column, name in named
+    ]
+    # a panel's run: each judge's own values against the labels too
+    judge_agreements = [
+        agreement(column, name, values).model_copy(update={"judge": judge})
         for column, name in named
         for judge, values in _judge_values(result, name).items()
     ]
