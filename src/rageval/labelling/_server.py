@@ -12,8 +12,6 @@ it builds every element from JSON with ``textContent``, as the report does.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import hmac
 import json
 import re
@@ -22,12 +20,12 @@ import threading
 import urllib.parse
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from importlib.resources import files
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rageval.labelling._session import Session
+from rageval.report._page import render_page as report_page
 
 HOST = "127.0.0.1"
 TOKEN_HEADER = "X-Rageval-Token"
@@ -51,16 +49,17 @@ class Action(BaseModel):
 
 
 def render_page() -> str:
-    """The labelling page: its template with the stylesheet and script inlined."""
-    assets = files(__package__)
-    script = assets.joinpath("page.js").read_text(encoding="utf-8")
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    page = assets.joinpath("page.html").read_text(encoding="utf-8")
-    # one replacement each, the script last: text put in is never searched again
-    page = page.replace("{{SCRIPT_HASH}}", f"sha256-{digest}", 1)
-    page = page.replace("{{STYLE}}", assets.joinpath("page.css").read_text(encoding="utf-8"), 1)
-    head, tail = page.split("{{SCRIPT}}", 1)
-    return head + script + tail
+    """The labelling page: its body in the report's page shell, stylesheet and script
+    inlined; it may call its own server, and sends no referrer (the token is in its URL)."""
+    return report_page(
+        __package__,
+        body="page.html",
+        style="page.css",
+        script="page.js",
+        title="rageval label",
+        csp="connect-src 'self'; ",
+        meta=("referrer", "no-referrer"),
+    )
 
 
 class LabellingServer(ThreadingHTTPServer):

@@ -9,18 +9,16 @@ Content-Security-Policy allows only the page's own script (by hash) and no netwo
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import re
 from collections.abc import Sequence
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from rageval.errors import CAUSE_KINDS
 from rageval.log import STATISTIC_TITLES, MetricSummary, plain_json
 from rageval.report._model import RunData
+from rageval.report._page import render_page
 
 __all__ = ["REPORT_FILE", "RunData", "render_report", "write_report"]
 
@@ -39,23 +37,20 @@ _JSON_ESCAPES = {
     "\u2029": "\\u2029",
 }
 _JSON_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
-_PLACEHOLDER_RE = re.compile(r"\{\{([A-Z_]+)\}\}")
 
 
 def render_report(run: RunData) -> str:
     """The report of `run` as one self-contained HTML document."""
-    assets = files(__package__)
-    template = assets.joinpath("template.html").read_text(encoding="utf-8")
-    script = assets.joinpath("report.js").read_text(encoding="utf-8")
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    values = {
-        "STYLE": assets.joinpath("report.css").read_text(encoding="utf-8"),
-        "SCRIPT": script,
-        "SCRIPT_HASH": f"sha256-{digest}",
-        "RUN_DATA": _script_json(_payload(run), samples_json=run.results_json),
-    }
-    # One pass over the template only: text inserted for a placeholder is never rescanned.
-    return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], template)
+    return render_page(
+        __package__,
+        body="template.html",
+        style="report.css",
+        script="report.js",
+        title="rageval report",
+        csp="img-src data:; ",
+        meta=("generator", "rageval"),
+        values={"RUN_DATA": _script_json(_payload(run), samples_json=run.results_json)},
+    )
 
 
 def write_report(run_dir: Path, *, max_samples: int = MAX_REPORT_SAMPLES) -> Path:
