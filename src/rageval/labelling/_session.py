@@ -16,7 +16,7 @@ import hashlib
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from rageval.labelling._file import (
     LabelRecord,
@@ -38,7 +38,7 @@ from rageval.stats import (
 )
 
 Order = Literal["file", "random", "uncertain"]
-ORDERS: tuple[Order, ...] = ("file", "random", "uncertain")
+ORDERS: tuple[Order, ...] = get_args(Order)
 
 
 def make_plan(
