@@ -53,9 +53,7 @@ def render_page() -> str:
     inlined; it may call its own server, and sends no referrer (the token is in its URL)."""
     return report_page(
         __package__,
-        body="page.html",
-        style="page.css",
-        script="page.js",
+        "page",
         title="rageval label",
         csp="connect-src 'self'; ",
         meta=("referrer", "no-referrer"),

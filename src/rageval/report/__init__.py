@@ -43,9 +43,7 @@ def render_report(run: RunData) -> str:
     """The report of `run` as one self-contained HTML document."""
     return render_page(
         __package__,
-        body="template.html",
-        style="report.css",
-        script="report.js",
+        "report",
         title="rageval report",
         csp="img-src data:; ",
         meta=("generator", "rageval"),

@@ -19,23 +19,19 @@ _PLACEHOLDER_RE = re.compile(r"\{\{([A-Z_]+)\}\}")
 
 def render_page(
     package: str,
+    stem: str,
     *,
-    body: str,
-    style: str,
-    script: str,
     title: str,
     csp: str,
     meta: tuple[str, str],
     values: Mapping[str, str] | None = None,
 ) -> str:
-    """The page whose body, stylesheet and script are the files `body`, `style` and `script`
-    of `package`, as one HTML document.
+    """The page of `package`'s files `stem`.html (its body), `stem`.css and `stem`.js, as one
+    HTML document.
 
     Args:
         package: the package holding the page's files.
-        body: the file of the page's body (what goes between <body> and its script).
-        style: the stylesheet's file.
-        script: the script's file.
+        stem: their name without its suffix.
         title: the document's title.
         csp: the policy's directives beyond the shell's, each ending in "; " (e.g. a page
             that calls its server: "connect-src 'self'; ").
@@ -43,13 +39,13 @@ def render_page(
         values: text for the body's own ``{{NAME}}`` placeholders (inserted as given).
     """
     assets = files(package)
-    code = assets.joinpath(script).read_text(encoding="utf-8")
+    code = assets.joinpath(f"{stem}.js").read_text(encoding="utf-8")
     digest = base64.b64encode(hashlib.sha256(code.encode("utf-8")).digest()).decode("ascii")
     own = dict(values or {})
     # one pass over each template only: text inserted for a placeholder is never rescanned
     text = _PLACEHOLDER_RE.sub(
         lambda m: own[m.group(1)],
-        assets.joinpath(body).read_text(encoding="utf-8").rstrip("\n"),
+        assets.joinpath(f"{stem}.html").read_text(encoding="utf-8").rstrip("\n"),
     )
     shell = files(__package__).joinpath("shell.html").read_text(encoding="utf-8")
     fill = {
@@ -58,7 +54,7 @@ def render_page(
         "META_NAME": meta[0],
         "META_CONTENT": meta[1],
         "TITLE": title,
-        "STYLE": assets.joinpath(style).read_text(encoding="utf-8"),
+        "STYLE": assets.joinpath(f"{stem}.css").read_text(encoding="utf-8"),
         "BODY": text,
         "SCRIPT": code,
     }
