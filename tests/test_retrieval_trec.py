@@ -130,3 +130,11 @@ def test_qrels_and_run_go_together_without_data(
     out, err = capsys.readouterr()
     assert "left out 1 queries" in err and "q4" in err
     assert "ndcg" in out and "map" in out
+
+
+def test_rageval_metrics_shows_what_a_name_with_a_cutoff_means(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["metrics", "ndcg_at_10"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ndcg_at_10: nDCG@k") and "k = 10" in out

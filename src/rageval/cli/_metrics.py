@@ -19,14 +19,16 @@ def add_metrics_command(sub: Any) -> None:
 def run_metrics(args: argparse.Namespace) -> int:
     import json
 
-    from rageval.metrics.base import metric_class, registered_metrics
+    from rageval.metrics.base import create_metric, metric_class, registered_metrics
 
     if args.name:
         try:
             cls = metric_class(args.name)
         except KeyError as e:
             raise _UsageError(str(e.args[0])) from None
-        out(f"{cls.name}: {cls.summary}")
+        # a name may imply parameters (ndcg_at_10: ndcg with k = 10), shown as its defaults
+        made = create_metric(args.name) if ":" not in args.name else cls()
+        out(f"{made.name}: {cls.summary}")
         out(f"required fields: {', '.join(cls.required_fields)}")
         out(
             f"judge: {'yes' if cls.needs_llm else 'no'}; "
@@ -34,7 +36,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         )
         if cls.value_range is not None:
             out(f"range: {cls.value_range[0]:g}..{cls.value_range[1]:g}")
-        params = cls().params()
+        params = made.params()
         if not params:
             out("parameters: none")
             return EXIT_OK
