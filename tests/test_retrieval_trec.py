@@ -138,3 +138,12 @@ def test_rageval_metrics_shows_what_a_name_with_a_cutoff_means(
     assert main(["metrics", "ndcg_at_10"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("ndcg_at_10: nDCG@k") and "k = 10" in out
+
+
+def test_a_gate_outside_a_cutoff_metrics_range_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels, run = _files(tmp_path, QRELS, RUN)
+    code = main(["evaluate", "--qrels", str(qrels), "--run", str(run), "-m", "ndcg_at_10",
+                 "--fail-under", "ndcg_at_10=80", "-o", str(tmp_path / "g")])  # fmt: skip
+    assert code == 2 and "ranges over 0..1" in capsys.readouterr().err

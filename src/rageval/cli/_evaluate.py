@@ -474,11 +474,11 @@ def _check_gate_names(
 def _check_gate_ranges(gates: Sequence[tuple[str, float]], where: str) -> None:
     """A threshold outside the metric's documented range could never pass (or never fail):
     a typo (1.5, 80 for 0.8), refused before any work."""
-    from rageval.metrics.base import registered_metrics
+    from rageval.metrics.base import named_metric
 
-    known = registered_metrics()
     for metric, threshold in gates:
-        bounds = known[metric].value_range if metric in known else None
+        found = named_metric(metric)  # ndcg_at_10 is ndcg's range
+        bounds = found[0].value_range if found is not None else None
         if bounds is not None and not bounds[0] <= threshold <= bounds[1]:
             raise _UsageError(
                 f"{where} {metric}={threshold:g}: {metric} ranges over {bounds[0]:g}..{bounds[1]:g}, "
