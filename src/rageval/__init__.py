@@ -25,6 +25,9 @@ _EXPORTS: dict[str, str] = {
     "Panel": "rageval.runner",
     "CalibrationReport": "rageval.calibration",
     "EvaluationResult": "rageval.results",
+    # test sets from documents
+    "generate": "rageval.generate",
+    "agenerate": "rageval.generate",
     # data
     "Sample": "rageval.samples",
     "SingleTurnSample": "rageval.samples",
@@ -92,6 +95,10 @@ if TYPE_CHECKING:
         embedding_factory as embedding_factory,
     )
     from rageval.errors import RagevalError as RagevalError
+    from rageval.generate import (
+        agenerate as agenerate,
+        generate as generate,
+    )
     from rageval.judge import (
         FatalJudgeError as FatalJudgeError,
         Judge as Judge,

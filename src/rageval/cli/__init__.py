@@ -31,6 +31,7 @@ from rageval.cli._compare import add_compare_command
 from rageval.cli._evaluate import add_evaluate_command
 from rageval.cli._exit_codes import *  # noqa: F403 -- the exit codes are this package's API
 from rageval.cli._exit_codes import EXIT_INTERRUPTED, EXIT_USAGE, exit_codes_help
+from rageval.cli._generate import add_generate_command
 from rageval.cli._label import add_label_command
 from rageval.cli._metrics import add_metrics_command
 from rageval.cli._pairwise import add_pairwise_command
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_report_command,
         add_compare_command,
         add_pairwise_command,
+        add_generate_command,
         add_metrics_command,
         add_cache_command,
     ):

@@ -1,0 +1,255 @@
+"""Test sets generated from documents (``rageval generate``; docs/generate.md).
+
+A corpus (a folder of documents chunked at their headings, or the user's own chunks with their
+ids) becomes a set of items -- a question, its reference answer, the reference contexts with
+their ids, its type and style, and the checks it passed -- written and checked by the judge in
+a resumable run (:mod:`rageval.generate._run`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rageval._sync import run_sync
+from rageval.embeddings import Embeddings
+from rageval.generate._asks import (
+    EXPECTED_WRITE_TOKENS,
+    Written,
+    answerable_messages,
+    support_metric,
+    support_sample,
+    write_messages,
+)
+from rageval.generate._corpus import DEFAULT_MAX_CHARS, Chunk, CorpusError, load_corpus
+from rageval.generate._plan import STYLES, TYPES, ItemType, Style, slot_types
+from rageval.generate._run import (
+    GenerateError,
+    GenerateRequest,
+    GenerateResult,
+    read_questions,
+    run_generation,
+)
+from rageval.judge import Judge
+from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = [
+    "STYLES",
+    "TYPES",
+    "Chunk",
+    "CorpusError",
+    "GenerateError",
+    "GenerateEstimate",
+    "GenerateResult",
+    "agenerate",
+    "estimate_generation",
+    "generate",
+    "load_corpus",
+]
+
+#: the claims the support check is expected to find in a reference answer, by type
+_EXPECTED_CLAIMS: dict[str, int] = {"summary": 3, "unanswerable": 0}
+#: the words of a written question, as the estimate assumes them
+_PREDICTED_QUESTION = "What does the documentation say about this particular detail here?"
+
+
+@dataclass(frozen=True)
+class GenerateEstimate:
+    """The requests and tokens a run is expected to send when no attempt is dropped (each
+    drop adds an attempt's requests)."""
+
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+
+    def table(self) -> str:
+        """The estimate as the dry run prints it."""
+        return (
+            f"requests: {self.requests}\nprompt tokens: {self.prompt_tokens}\n"
+            f"completion tokens: {self.completion_tokens}\n"
+            "(no attempt dropped; each dropped attempt adds its requests again)"
+        )
+
+
+def _request(
+    n: int,
+    mix: Mapping[str, float] | None,
+    styles: Sequence[str] | None,
+    seed: int,
+    language: str | None,
+    min_support: float,
+    max_duplicate_cosine: float,
+    max_attempts: int,
+    existing: str | os.PathLike[str] | Sequence[str] | None,
+) -> tuple[GenerateRequest, list[ItemType]]:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise GenerateError(f"n must be a positive whole number, got {n!r}")
+    if max_attempts < 1:
+        raise GenerateError(f"max_attempts must be at least 1, got {max_attempts}")
+    if not 0 < min_support <= 1 or not 0 < max_duplicate_cosine <= 1:
+        raise GenerateError("min_support and max_duplicate_cosine must be in (0, 1]")
+    chosen = tuple(styles) if styles else STYLES
+    bad = [s for s in chosen if s not in STYLES]
+    if bad:
+        raise GenerateError(f"unknown style {bad[0]!r}; expected one of {', '.join(STYLES)}")
+    try:
+        types = slot_types(n, dict.fromkeys(TYPES, 1.0) if mix is None else mix, seed)
+    except ValueError as e:
+        raise GenerateError(str(e)) from None
+    if existing is None:
+        old: list[str] = []
+    elif isinstance(existing, (str, os.PathLike)):
+        old = read_questions(existing)
+    else:
+        old = list(existing)
+    request = GenerateRequest(
+        n=n,
+        types=tuple(sorted(set(types), key=TYPES.index)),
+        styles=chosen,
+        seed=seed,
+        language=language,
+        min_support=min_support,
+        max_duplicate_cosine=max_duplicate_cosine,
+        max_attempts=max_attempts,
+        existing=tuple(old),
+    )
+    return request, types
+
+
+def _chunks(corpus: str | os.PathLike[str] | Sequence[Chunk], max_chars: int) -> list[Chunk]:
+    if isinstance(corpus, (str, os.PathLike)):
+        return load_corpus(Path(corpus), max_chars=max_chars)
+    return list(corpus)
+
+
+async def agenerate(
+    corpus: str | os.PathLike[str] | Sequence[Chunk],
+    n: int,
+    *,
+    llm: Judge,
+    embeddings: Embeddings | None = None,
+    mix: Mapping[str, float] | None = None,
+    styles: Sequence[Style] | None = None,
+    seed: int = 0,
+    language: str | None = None,
+    existing: str | os.PathLike[str] | Sequence[str] | None = None,
+    min_support: float = 0.8,
+    max_duplicate_cosine: float = 0.9,
+    max_attempts: int = 3,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    config: RunConfig | None = None,
+    **run: Unpack[RunKeywords],
+) -> GenerateResult:
+    """Generate a test set of `n` items from `corpus` (see docs/generate.md).
+
+    Args:
+        corpus: a folder of documents, a JSONL file of ``{"id", "text"}`` chunks, or chunks.
+        n: the items wanted.
+        llm: the judge that writes the items and checks them.
+        embeddings: the model duplicates and linked chunks are found with (default: the local
+            all-MiniLM-L6-v2).
+        mix: the weight of each question type (default: every type alike).
+        styles: the styles drawn from (default: all).
+        seed: the plan's seed: the same seed, corpus and settings plan the same items.
+        language: the language the items are written in (None: the corpus's own, as written).
+        existing: an existing test set (a JSONL file, or its questions): a new question too
+            close to one of them is dropped as a duplicate.
+        min_support: the least faithfulness of a reference answer to its contexts.
+        max_duplicate_cosine: a question this close (embedding cosine) to one kept is dropped.
+        max_attempts: attempts per item before its slot is left empty.
+        max_chars: the longest chunk cut from a document.
+        config: how the run executes (or its fields as keywords: run_dir, resume, overwrite,
+            max_cost, progress, cache); engine, batch, observers and human_labels do not apply.
+        **run: the fields of `config`, given one by one.
+    """
+    config = run_config(config, run)
+    if config.engine != "local" or config.batch or config.observers or config.human_labels:
+        raise GenerateError(
+            "generate runs locally: engine, batch, observers and human_labels do not apply"
+        )
+    request, types = _request(
+        n, mix, styles, seed, language, min_support, max_duplicate_cosine, max_attempts, existing
+    )
+    chunks = _chunks(corpus, max_chars)
+    return await run_generation(
+        chunks, request, types, llm=llm, embeddings=embeddings, config=config
+    )
+
+
+def generate(
+    corpus: str | os.PathLike[str] | Sequence[Chunk],
+    n: int,
+    *,
+    llm: Judge,
+    config: RunConfig | None = None,
+    **kw: object,
+) -> GenerateResult:
+    """:func:`agenerate`, run to the end from synchronous code.
+
+    Args:
+        corpus: as :func:`agenerate`.
+        n: as :func:`agenerate`.
+        llm: as :func:`agenerate`.
+        config: as :func:`agenerate`.
+        **kw: the other keyword arguments of :func:`agenerate`.
+    """
+    return run_sync(agenerate(corpus, n, llm=llm, config=config, **kw))  # type: ignore[arg-type]
+
+
+def estimate_generation(
+    corpus: str | os.PathLike[str] | Sequence[Chunk],
+    n: int,
+    *,
+    model: str,
+    mix: Mapping[str, float] | None = None,
+    seed: int = 0,
+    language: str | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> GenerateEstimate:
+    """The requests and tokens of generating `n` items when every first attempt is kept: per
+    item, the request that writes it, the answerability check and the support check's claims
+    (one, three for a summary, none for an unanswerable item). Sends nothing.
+
+    Args:
+        corpus: as :func:`agenerate`.
+        n: as :func:`agenerate`.
+        model: the judge's model (its tokenizer counts the prompts where it is known).
+        mix: as :func:`agenerate`.
+        seed: as :func:`agenerate`.
+        language: as :func:`agenerate`.
+        max_chars: as :func:`agenerate`.
+    """
+    from rageval.generate._plan import TWO_CHUNKS, plan_attempt
+    from rageval.runner._tokens import counter_for
+
+    _, types = _request(n, mix, None, seed, language, 0.8, 0.9, 1, None)
+    chunks = _chunks(corpus, max_chars)
+    counter = counter_for(model)
+    # the linked pairs need the embeddings; for counting, the first two chunks stand in
+    pairs = [(0, 1)] if len(chunks) > 1 and any(t in TWO_CHUNKS for t in types) else []
+    requests = prompt = completion = 0
+    for slot, item_type in enumerate(types):
+        attempt = plan_attempt(
+            slot, 0, item_type, corpus_size=len(chunks), pairs=pairs, styles=STYLES, seed=seed
+        )
+        texts = [chunks[i].text for i in attempt.chunks]
+        prompt += counter.prompt_tokens(write_messages(attempt, texts, language), "")
+        completion += EXPECTED_WRITE_TOKENS
+        prompt += counter.prompt_tokens(answerable_messages(_PREDICTED_QUESTION, texts), "")
+        completion += 8
+        requests += 2
+        claims = _EXPECTED_CLAIMS.get(item_type, 1)
+        if claims:
+            answer = " ".join(["The documentation states this detail."] * claims)
+            sample = support_sample(Written(_PREDICTED_QUESTION, answer), texts)
+            for planned in support_metric(None).planned_requests(sample):
+                prompt += counter.prompt_tokens(planned.messages, "")
+                completion += planned.reply_tokens
+                requests += 1
+    return GenerateEstimate(requests, prompt, completion)

@@ -1,0 +1,417 @@
+"""`rageval generate` / rageval.generate: chunking with stable ids, the seeded plan, each check
+with a scripted judge, the run directory (resume after kill -9 without a repeated request),
+the dry run's estimate against the run, and the set read back by `evaluate`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from helpers import (
+    cli_child_command,
+    embeddings_for,
+    handle,
+    make_judge,
+    resume_env,
+    user_text,
+    wait_for_child,
+)
+from rageval.generate import (
+    TYPES,
+    Chunk,
+    CorpusError,
+    GenerateError,
+    estimate_generation,
+    generate,
+    load_corpus,
+)
+from rageval.generate._asks import REFUSAL, leaks
+from rageval.generate._corpus import chunk_document
+from rageval.generate._plan import link_pairs, plan_attempt, slot_types
+from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
+
+CORPUS = Path(__file__).parent / "data" / "generate_corpus"
+
+
+class Scripted:
+    """A judge that writes items from the FACT-n marks of the passages and answers the checks
+    as told: `same_question` writes one question for every item; `answerable` and `supported`
+    are the checks' answers ("unanswerable" questions are found answerable from nothing
+    unless `answerable_unanswerable`)."""
+
+    def __init__(
+        self,
+        *,
+        same_question: bool = False,
+        answerable: bool = True,
+        supported: bool = True,
+        answerable_unanswerable: bool = False,
+        leak: bool = False,
+    ) -> None:
+        self.same_question, self.answerable, self.supported = same_question, answerable, supported
+        self.answerable_unanswerable, self.leak = answerable_unanswerable, leak
+        self.answered: list[str] = []
+
+    def __call__(self, req: RecordedRequest) -> Reply:
+        text = user_text(req)
+        self.answered.append(json.dumps(req.messages, sort_keys=True))
+        if "<passages>" in text:
+            return Reply.json(self.write(text))
+        if "Can the question be answered" in text:
+            unanswerable = "cannot-be-known" in text
+            yes = self.answerable_unanswerable if unanswerable else self.answerable
+            return Reply.json({"answerable": "yes" if yes else "no"})
+        if "Is the claim supported" in text:
+            return Reply.json({"supported": "yes" if self.supported else "no"})
+        raise AssertionError(f"unexpected request: {text[:200]}")
+
+    def write(self, text: str) -> dict[str, str]:
+        facts = "+".join(re.findall(r"FACT-\d+", text.split("</passages>")[0]))
+        mark = str(zlib.crc32(text.encode()) % 100_000)
+        answer = f"The record {facts} holds the value {mark}."
+        question = f"What value does record {facts} hold, case {mark}?"
+        if self.same_question:
+            question = "What value does the record hold?"
+        if self.leak:
+            question = f"{question} {answer}"
+        if "does NOT answer" in text:
+            return {
+                "question": f"What is cannot-be-known about {facts}, case {mark}?",
+                "answer": "",
+            }
+        if "summary" in text:
+            answer = f"{answer} It is described. It is kept."
+        if "Write a short conversation" in text:
+            return {
+                "question": f"What is {facts}?",
+                "answer": f"It is a record, case {mark}.",
+                "follow_up": question,
+                "follow_up_answer": answer,
+            }
+        return {"question": question, "answer": answer}
+
+
+def _run(server: FakeOpenAI, n: int, tmp_path: Path, **kw: Any) -> Any:
+    kw.setdefault("progress", False)
+    return generate(CORPUS, n, llm=make_judge(server), embeddings=embeddings_for(server), **kw)
+
+
+# ---------------------------------------------------------------------- chunks
+def test_markdown_is_cut_at_headings_with_ids_of_file_and_heading() -> None:
+    text = (
+        "Intro line.\n\n# Guide\n\n## Setup\n\nFirst para.\n\n```\n# not a heading\n```\n\n"
+        "## Setup\n\nAgain.\n\n## Long\n\n" + "\n\n".join(["x" * 50] * 3)
+    )
+    chunks = chunk_document(text, "a/b.md", max_chars=110)
+    assert [c.id for c in chunks] == [
+        "a/b.md#top",
+        "a/b.md#setup",
+        "a/b.md#setup-2",
+        "a/b.md#long",
+        "a/b.md#long-2",
+    ]
+    assert "# not a heading" in chunks[1].text  # a fenced line is no heading
+    assert chunks[1].heading == "Guide > Setup"
+    assert chunks[3].text == "Long\n\n" + "x" * 50 + "\n\n" + "x" * 50
+    assert [c.id for c in chunk_document(text, "a/b.md", max_chars=110)] == [c.id for c in chunks]
+
+
+def test_a_folder_gives_the_same_ids_each_time_and_reads_html_headings() -> None:
+    first, again = load_corpus(CORPUS), load_corpus(CORPUS)
+    assert [c.id for c in first] == [c.id for c in again]
+    ids = [c.id for c in first]
+    assert "notes.html#history" in ids and "pumps.md#care" in ids and len(ids) == 6
+    history = next(c for c in first if c.id == "notes.html#history")
+    assert "river Sallen" in history.text and "<p>" not in history.text
+
+
+def test_a_jsonl_of_chunks_keeps_its_ids_and_bad_lines_are_named(tmp_path: Path) -> None:
+    good = tmp_path / "chunks.jsonl"
+    good.write_text('{"id": "doc-7", "text": "Seven."}\n{"id": 8, "text": "Eight."}\n')
+    assert [(c.id, c.text) for c in load_corpus(good)] == [("doc-7", "Seven."), ("8", "Eight.")]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "text": "A."}\n{"id": "b"}\n')
+    with pytest.raises(CorpusError, match=r"bad.jsonl line 2: field 'text'"):
+        load_corpus(bad)
+    bad.write_text('{"id": "a", "text": "A."}\n{"id": "a", "text": "B."}\n')
+    with pytest.raises(CorpusError, match=r"line 2: field 'id': 'a' is given twice"):
+        load_corpus(bad)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "x.pdf").write_bytes(b"%PDF")
+    with pytest.raises(CorpusError, match="PDF"):
+        load_corpus(tmp_path / "docs")
+
+
+# ---------------------------------------------------------------------- plan
+def test_the_mix_is_met_every_type_present_and_the_seed_fixes_the_order() -> None:
+    types = slot_types(12, dict.fromkeys(TYPES, 1.0), seed=3)
+    assert sorted(types) == sorted(TYPES * 2)
+    assert types == slot_types(12, dict.fromkeys(TYPES, 1.0), seed=3)
+    assert types != slot_types(12, dict.fromkeys(TYPES, 1.0), seed=4)
+    # a weight of 10 against 1s: still one of each small type
+    skewed = slot_types(8, {"single_hop": 10, "summary": 1, "multi_hop": 1}, seed=0)
+    assert {t: skewed.count(t) for t in set(skewed)} == {
+        "single_hop": 6,
+        "summary": 1,
+        "multi_hop": 1,
+    }
+    with pytest.raises(ValueError, match="unknown question type 'trivia'"):
+        slot_types(3, {"trivia": 1}, seed=0)
+
+
+def test_an_attempt_is_planned_from_the_seed_slot_and_attempt_alone() -> None:
+    pairs = [(0, 1), (2, 3)]
+    kw: dict[str, Any] = {"corpus_size": 5, "pairs": pairs, "styles": ("plain", "terse"), "seed": 9}
+    plans = [plan_attempt(s, a, "multi_hop", **kw) for s in range(6) for a in range(3)]
+    assert plans == [plan_attempt(s, a, "multi_hop", **kw) for s in range(6) for a in range(3)]
+    assert all(p.chunks in pairs for p in plans)
+    assert len({(p.chunks, p.style) for p in plans}) > 1
+    single = plan_attempt(0, 0, "single_hop", **kw)
+    assert len(single.chunks) == 1 and 0 <= single.chunks[0] < 5
+
+
+def test_chunks_are_linked_by_a_shared_name_and_by_their_nearest_neighbour() -> None:
+    chunks = [
+        Chunk("a", "Lorvik makes pumps.", "x"),
+        Chunk("b", "the pumps hum. The valves too.", "x"),
+        Chunk("c", "Made in Lorvik.", "x"),
+        Chunk("d", "Nothing shared.", "x"),
+    ]
+    vectors = np.array([[1, 0], [0.9, 0.1], [0, 1], [0.1, 1]], dtype=np.float32)
+    # a and c share "Lorvik"; "The" is not a name (the corpus writes "the"); neighbours:
+    # a-b, b-a, c-d, d-c
+    assert link_pairs(chunks, vectors) == [(0, 1), (0, 2), (2, 3)]
+
+
+# ---------------------------------------------------------------------- checks
+def test_the_leak_check_finds_the_answer_inside_the_question() -> None:
+    assert not leaks("Is Mira Kessel the designer?", "Mira Kessel.").passed
+    assert leaks("Who designed the pump?", "Mira Kessel.").passed
+    assert leaks("Who is Kesselring?", "Kessel").passed  # a word, not a part of one
+
+
+def test_a_run_keeps_checked_items_of_every_type_with_real_corpus_ids(tmp_path: Path) -> None:
+    judge = Scripted()
+    with FakeOpenAI(judge) as server:
+        result = _run(server, 6, tmp_path, run_dir=tmp_path / "run", seed=1)
+    assert len(result.items) == 6 and not result.dropped
+    ids = {c.id for c in load_corpus(CORPUS)}
+    assert {i["metadata"]["type"] for i in result.items} == set(TYPES)
+    for item in result.items:
+        assert set(item["reference_context_ids"]) <= ids
+        assert set(item["metadata"]["source_chunk_ids"]) <= ids
+        names = [c["name"] for c in item["metadata"]["checks"]]
+        if item["metadata"]["type"] == "unanswerable":
+            assert item["reference"] == REFUSAL and item["reference_context_ids"] == []
+            assert names == ["not_duplicate", "unanswerable"]
+        elif item["metadata"]["type"] == "summary":
+            assert names == ["not_duplicate", "answerable", "supported"]
+        else:
+            assert names == ["no_leak", "not_duplicate", "answerable", "supported"]
+        assert all(c["passed"] for c in item["metadata"]["checks"])
+    multi = [i for i in result.items if i["metadata"]["type"] in ("multi_hop", "comparison")]
+    assert all(len(i["reference_context_ids"]) == 2 for i in multi)
+    follow = next(i for i in result.items if i["metadata"]["type"] == "follow_up")
+    assert [t["role"] for t in follow["metadata"]["history"]] == ["user", "assistant"]
+    run = tmp_path / "run"
+    written = [json.loads(x) for x in (run / "testset.jsonl").read_text().splitlines()]
+    assert written == result.items
+    report = (run / "report.md").read_text()
+    assert "6 of 6 items kept; 0 attempt(s) dropped" in report
+    assert "| summary | 1 | 0 |" in report
+
+
+@pytest.mark.parametrize(
+    ("script", "check", "reason"),
+    [
+        ({"leak": True}, "no_leak", "the question contains its answer"),
+        ({"answerable": False}, "answerable", "not answerable from the 1 context(s)"),
+        ({"supported": False}, "supported", "faithfulness 0.00 to the reference contexts"),
+    ],
+)
+def test_an_item_failing_a_check_is_dropped_with_its_reason(
+    tmp_path: Path, script: dict[str, bool], check: str, reason: str
+) -> None:
+    with FakeOpenAI(Scripted(**script)) as server:
+        result = _run(server, 2, tmp_path, mix={"single_hop": 1}, max_attempts=2)
+    assert result.items == [] and result.unfilled == [0, 1]
+    assert len(result.dropped) == 4
+    for record in result.dropped:
+        failed = record["checks"][-1]
+        assert failed["name"] == check and not failed["passed"] and reason in failed["reason"]
+
+
+def test_an_unanswerable_question_the_corpus_answers_is_dropped(tmp_path: Path) -> None:
+    with FakeOpenAI(Scripted(answerable_unanswerable=True)) as server:
+        result = _run(server, 1, tmp_path, mix={"unanswerable": 1}, max_attempts=1)
+    (record,) = result.dropped
+    assert record["checks"][-1]["name"] == "unanswerable"
+    assert "answerable from the 3 context(s)" in record["checks"][-1]["reason"]
+
+
+def test_near_duplicates_are_dropped_against_the_set_and_an_existing_one(tmp_path: Path) -> None:
+    with FakeOpenAI(Scripted(same_question=True)) as server:
+        result = _run(server, 3, tmp_path, mix={"single_hop": 1}, max_attempts=2)
+        # the first item is kept; every later attempt writes the same question
+        assert [i["id"] for i in result.items] == ["g0001"] and result.unfilled == [1, 2]
+        assert len(result.dropped) == 4
+        for record in result.dropped:
+            failed = record["checks"][-1]
+            assert failed["name"] == "not_duplicate"
+            assert failed["reason"].startswith("cosine 1.000 with item g0001")
+        again = _run(
+            server,
+            1,
+            tmp_path,
+            mix={"single_hop": 1},
+            max_attempts=1,
+            existing=[result.items[0]["user_input"]],
+        )
+    assert again.items == []
+    assert "existing question" in again.dropped[0]["checks"][-1]["reason"]
+
+
+# ---------------------------------------------------------------------- the run
+def test_a_resumed_run_refuses_other_settings_and_a_used_directory_is_refused(
+    tmp_path: Path,
+) -> None:
+    with FakeOpenAI(Scripted()) as server:
+        _run(server, 2, tmp_path, run_dir=tmp_path / "run")
+        with pytest.raises(GenerateError, match="holds a run already"):
+            _run(server, 2, tmp_path, run_dir=tmp_path / "run")
+        with pytest.raises(GenerateError, match="started with another request"):
+            _run(server, 3, tmp_path, run_dir=tmp_path / "run", resume=True)
+
+
+def test_resume_after_a_cut_line_finishes_the_same_set_without_a_request(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    with FakeOpenAI(Scripted()) as server:
+        full = generate(
+            CORPUS,
+            6,
+            llm=make_judge(server, cache=cache),
+            embeddings=embeddings_for(server),
+            run_dir=tmp_path / "run",
+            progress=False,
+        )
+        log = tmp_path / "run" / "attempts.jsonl"
+        lines = log.read_text().splitlines(keepends=True)
+        log.write_text("".join(lines[:3]) + lines[3][:20])  # a kill in the middle of a line
+        sent = len(server.chat_requests)
+        again = generate(
+            CORPUS,
+            6,
+            llm=make_judge(server, cache=cache),
+            embeddings=embeddings_for(server),
+            run_dir=tmp_path / "run",
+            resume=True,
+            progress=False,
+        )
+        assert len(server.chat_requests) == sent  # the cache answered every request
+    assert again.items == full.items
+    assert again.usage.requests == 0 and again.usage.cache_hits > 0
+    records = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [r["slot"] for r in records] == list(range(6))
+
+
+def test_kill_9_halfway_then_resume_sends_no_answered_request_twice(tmp_path: Path) -> None:
+    judge = Scripted()
+    state = {"answered": 0, "hold": 9, "killed": 0}
+
+    async def gated(req: RecordedRequest) -> Reply | Fault:
+        import asyncio
+
+        if state["answered"] >= state["hold"]:  # held until the child is killed: never answered
+            while not state["killed"]:
+                await asyncio.sleep(0.01)
+            return Fault.status(500, "the client is gone")
+        state["answered"] += 1
+        return judge(req)
+
+    run = tmp_path / "run"
+    env = {**resume_env(tmp_path / "cache"), "RAGEVAL_EMBEDDINGS": "local"}
+    with FakeOpenAI(gated) as server:
+        args: list[str | Path] = ["generate", CORPUS, "-n", "6", "-o", run, "--llm", "test-model"]
+        args += ["--base-url", server.base_url, "--no-probe", "-q"]
+        proc = subprocess.Popen(cli_child_command(*args), env=env, stderr=subprocess.PIPE)
+        wait_for_child(lambda: len(server.chat_requests) > state["hold"], "held", proc)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        kept_before = sum(1 for x in (run / "attempts.jsonl").read_text().splitlines() if x)
+        assert 0 < kept_before < 6
+        state["hold"], state["killed"] = 10**6, 1
+        done = subprocess.run(
+            cli_child_command(*args, "--resume"), env=env, capture_output=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr.decode()
+    items = [json.loads(x) for x in (run / "testset.jsonl").read_text().splitlines()]
+    assert len(items) == 6 and len({i["id"] for i in items}) == 6
+    assert len({i["user_input"] for i in items}) == 6
+    # every request the server answered, it answered once (the held one was never answered)
+    assert len(judge.answered) == len(set(judge.answered))
+
+
+def test_the_dry_run_estimate_counts_the_requests_of_a_run_without_drops(
+    tmp_path: Path,
+) -> None:
+    found = estimate_generation(CORPUS, 6, model="test-model", seed=5)
+    with FakeOpenAI(Scripted()) as server:
+        result = _run(server, 6, tmp_path, seed=5)
+    assert not result.dropped
+    # per item: write + answerable + one claim (three for the summary, none unanswerable)
+    assert found.requests == result.usage.requests == 6 * 2 + 4 + 3
+    assert found.prompt_tokens > 0
+
+
+def test_the_cli_dry_run_prints_the_estimate_and_sends_nothing(tmp_path: Path) -> None:
+    from rageval.cli import main
+
+    with FakeOpenAI(Scripted()) as server:
+        code = main(
+            [
+                "generate",
+                str(CORPUS),
+                "-n",
+                "6",
+                "--dry-run",
+                "--llm",
+                "test-model",
+                "--base-url",
+                server.base_url,
+                "-o",
+                str(tmp_path / "run"),
+            ]
+        )
+        assert code == 0 and server.chat_requests == []
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_set_evaluates_with_a_response_column_and_no_column_map(tmp_path: Path) -> None:
+    from rageval import evaluate
+
+    with FakeOpenAI(Scripted()) as server:
+        result = _run(server, 6, tmp_path, seed=1)
+    rows = [{**item, "response": item["reference"]} for item in result.items]
+    path = tmp_path / "with_responses.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAI(handle) as server:
+        scored = evaluate(
+            str(path),
+            metrics=["token_f1", "answer_correctness"],
+            llm=make_judge(server),
+            progress=False,
+            probe=False,
+        )
+    frame = scored.to_pandas()
+    assert len(frame) == 6
+    assert list(frame["token_f1"]) == [1.0] * 6  # the response is the reference
+    assert scored.statuses("answer_correctness") == ["ok"] * 6
