@@ -12,10 +12,10 @@ unbiased however unequal the π are; with every π = 1 it is the PPI++ mean of a
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rageval.stats._ppi import power_tuned
 from rageval.stats._resampling import finite_array
 
 #: the share of every row's selection probability spread evenly over the rows: however wrong
@@ -133,7 +133,6 @@ def active_ppi_mean(
         confidence: the interval's level.
         lam: a fixed weight for the judge in [0, 1] (None: power-tuned).
     """
-    import numpy as np
 
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
@@ -166,15 +165,8 @@ def active_ppi_mean(
             None, None, None, None, n_labelled, k, big_n, confidence,
             method + "; needs at least 2 labelled rows with a judge value",
         )  # fmt: skip
-    var_f = float(np.var(f_all, ddof=1))
-    var_a, var_b = float(np.var(a, ddof=1)), float(np.var(b, ddof=1))
-    cov = float(np.cov(a, b, ddof=1)[0, 1])
-    if lam is None:
-        denominator = var_b + (k / big_n) * var_f
-        lam = min(1.0, max(0.0, cov / denominator)) if denominator > 0 else 0.0
-    estimate = lam * float(f_all.mean()) + float((a - lam * b).mean())
-    variance = lam * lam * var_f / big_n + (var_a - 2 * lam * cov + lam * lam * var_b) / k
-    half = statistics.NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt(max(variance, 0.0))
+    # PPI++ over the k visited rows' weighted terms (a, b) and the N judged rows (N >= k >= 2)
+    estimate, half, lam = power_tuned(a, b, f_all, lam, confidence)
     return ActivePPIEstimate(
         estimate, estimate - half, estimate + half, lam, n_labelled, k, big_n, confidence, method
     )

@@ -10,8 +10,13 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rageval.stats._resampling import finite_array
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 @dataclass(frozen=True)
@@ -88,26 +93,58 @@ def ppi_mean(
             None, None, None, None, None, None, None, n, big_n, without_judge, confidence,
             method + "; needs at least 2 rows with both a human label and a judge value",
         )  # fmt: skip
-    var_y = float(np.var(y_l, ddof=1))
-    var_fl = float(np.var(f_l, ddof=1))
-    cov = float(np.cov(y_l, f_l, ddof=1)[0, 1])
-    var_fu = float(np.var(f_u, ddof=1)) if big_n >= 2 else 0.0
-    if lam is None:
-        denominator = var_fl + (n / big_n) * var_fu if big_n >= 2 else 0.0
-        lam = min(1.0, max(0.0, cov / denominator)) if denominator > 0 else 0.0
-    mean_u = float(f_u.mean()) if big_n else 0.0
-    estimate = lam * mean_u + float((y_l - lam * f_l).mean())
-    variance = (var_y - 2 * lam * cov + lam * lam * var_fl) / n
-    if big_n >= 2:
-        variance += lam * lam * var_fu / big_n
-    half = z * math.sqrt(max(variance, 0.0))
+    estimate, half, lam = power_tuned(y_l, f_l, f_u, lam, confidence)
     classical = float(y_l.mean())
-    classical_half = z * math.sqrt(var_y / n)
+    classical_half = z * math.sqrt(float(np.var(y_l, ddof=1)) / n)
     return PPIEstimate(
         estimate, estimate - half, estimate + half,
         classical, classical - classical_half, classical + classical_half,
         lam, n, big_n, without_judge, confidence, method,
     )  # fmt: skip
+
+
+def power_tuned(
+    y: npt.NDArray[np.float64],
+    f: npt.NDArray[np.float64],
+    f_all: npt.NDArray[np.float64],
+    lam: float | None,
+    confidence: float,
+) -> tuple[float, float, float]:
+    """The PPI++ estimate of a mean, its normal-approximation interval's half-width and λ, from
+    the n labelled rows' label terms `y` and judge terms `f` (row-matched, n >= 2) and the
+    judge's values `f_all` on the N rows its term averages over:
+
+        θ̂(λ) = λ·mean_N(f_all) + mean_n(y − λ·f)
+        Var̂(λ) = λ²·s²_N(f_all)/N + s²_n(y − λ·f)/n
+
+    λ (unless `lam` fixes it) minimises Var̂: s_n(y, f) / (s²_n(f) + (n/N)·s²_N(f_all)),
+    clipped to [0, 1]; with N < 2 the judge's term has no variance to weigh and λ is 0.
+    :func:`ppi_mean` and the active (inverse-probability weighted) mean both estimate this way.
+
+    Args:
+        y: the labelled rows' label terms.
+        f: the labelled rows' judge terms.
+        f_all: the judge's values on the rows its term averages over.
+        lam: a fixed λ in [0, 1] (None: power-tuned).
+        confidence: the interval's level.
+    """
+    import numpy as np
+
+    n, big_n = len(y), len(f_all)
+    var_y = float(np.var(y, ddof=1))
+    var_f = float(np.var(f, ddof=1))
+    cov = float(np.cov(y, f, ddof=1)[0, 1])
+    var_all = float(np.var(f_all, ddof=1)) if big_n >= 2 else 0.0
+    if lam is None:
+        denominator = var_f + (n / big_n) * var_all if big_n >= 2 else 0.0
+        lam = min(1.0, max(0.0, cov / denominator)) if denominator > 0 else 0.0
+    mean_all = float(f_all.mean()) if big_n else 0.0
+    estimate = lam * mean_all + float((y - lam * f).mean())
+    variance = (var_y - 2 * lam * cov + lam * lam * var_f) / n
+    if big_n >= 2:
+        variance += lam * lam * var_all / big_n
+    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
+    return estimate, z * math.sqrt(max(variance, 0.0)), lam
 
 
 @dataclass(frozen=True)
