@@ -2,13 +2,14 @@
 
 Each page's blocks are taken in order, as a reader would type them, in a fresh directory that
 holds the files the pages name (``data.jsonl``: the bundled example; ``labelled.jsonl``: a few
-rows with a ``human_correct`` label), with the judge the project's test server on 127.0.0.1
-reached through the environment (OPENAI_BASE_URL, OPENAI_API_KEY, RAGEVAL_LLM) as a user's
-would be, and MLflow pointed at a local file store:
+rows with a ``human_correct`` label; ``examples/`` and ``docs/examples/`` as in a checkout),
+with the judge the project's test server on 127.0.0.1 reached through the environment
+(OPENAI_BASE_URL, OPENAI_API_KEY, RAGEVAL_LLM) as a user's would be, and MLflow pointed at a
+local file store:
 
 - ``python``: executed as a script would run it (a top-level ``await`` is a SyntaxError), the
-  page's blocks in one namespace, which starts with ``data`` (the data file) and ``judge`` (a Judge of the
-  test server) for the fragments that use the reader's own;
+  page's blocks in one namespace, which starts with ``data`` (the data file) and ``judge`` (a
+  Judge of the test server) for the fragments that use the reader's own;
 - ``bash``, ``console``: must be marked, on the line before the fence, ``<!-- run -->`` (run
   with bash in that directory, ``$`` prompts dropped; it must exit 0) or
   ``<!-- not run: REASON -->``;
@@ -88,6 +89,9 @@ def reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpen
     monkeypatch.chdir(tmp_path)
     shutil.copy(ROOT / "examples" / "rag_sample.jsonl", tmp_path / "data.jsonl")
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    # the files the pages' examples read, where a reader in a checkout finds them
+    if (DOCS / "examples").is_dir():
+        shutil.copytree(DOCS / "examples", tmp_path / "docs" / "examples")
     (tmp_path / "labelled.jsonl").write_text(
         "".join(json.dumps(row) + "\n" for row in LABELLED), encoding="utf-8"
     )
