@@ -331,7 +331,10 @@ def test_the_api_reference_documents_every_public_name_once() -> None:
 
 def test_links_to_repository_files_lead_to_their_page_or_become_their_path() -> None:
     rewrite = _hook("repo_links").rewrite
-    page = "Numbers: [RESULTS](../benchmarks/RESULTS.md#speed), [code](../src/rageval/cli), [m](metrics.md)."
+    page = (
+        "Numbers: [RESULTS](../benchmarks/RESULTS.md#speed), [code](../src/rageval/cli), "
+        "[m](metrics.md)."
+    )
     assert rewrite(page, "cost.md") == (
         "Numbers: [RESULTS](results.md), code (`src/rageval/cli` in the repository), "
         "[m](metrics.md)."
