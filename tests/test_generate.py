@@ -415,3 +415,41 @@ def test_the_set_evaluates_with_a_response_column_and_no_column_map(tmp_path: Pa
     assert len(frame) == 6
     assert list(frame["token_f1"]) == [1.0] * 6  # the response is the reference
     assert scored.statuses("answer_correctness") == ["ok"] * 6
+
+
+def test_max_cost_stops_the_run_and_a_resume_finishes_it(tmp_path: Path) -> None:
+    from rageval.errors import BudgetReached
+    from rageval.judge import PriceTable
+
+    cache = tmp_path / "cache"
+    prices = PriceTable({"test-model": (100.0, 100.0)})  # USD per million tokens
+
+    def judge(server: FakeOpenAI) -> Any:
+        return make_judge(server, cache=cache, prices=prices)
+
+    with FakeOpenAI(Scripted()) as server:
+        with pytest.raises(BudgetReached):
+            generate(
+                CORPUS,
+                6,
+                llm=judge(server),
+                embeddings=embeddings_for(server),
+                run_dir=tmp_path / "run",
+                max_cost=0.2,
+                progress=False,
+            )
+        stopped = [
+            json.loads(x) for x in (tmp_path / "run" / "attempts.jsonl").read_text().splitlines()
+        ]
+        assert 0 < len(stopped) < 6
+        done = generate(
+            CORPUS,
+            6,
+            llm=judge(server),
+            embeddings=embeddings_for(server),
+            run_dir=tmp_path / "run",
+            resume=True,
+            progress=False,
+        )
+    assert len(done.items) == 6
+    assert [i["id"] for i in done.items[: len(stopped)]] == [r["item"]["id"] for r in stopped]
