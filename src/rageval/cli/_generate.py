@@ -59,7 +59,10 @@ def add_generate_command(sub: Any) -> None:
         "--existing", metavar="FILE", help="a test set (JSONL): its questions count as duplicates"
     )
     gen.add_argument(
-        "--min-support", type=float, default=0.8, help="least faithfulness of an answer (0.8)"
+        "--min-support",
+        type=float,
+        default=None,
+        help="least faithfulness of an answer (default 0.5, a claim check's own bar)",
     )
     gen.add_argument(
         "--max-duplicate-cosine",
@@ -141,7 +144,7 @@ def run_generate(args: argparse.Namespace) -> int:
                     seed=args.seed,
                     language=args.language,
                     existing=args.existing,
-                    min_support=args.min_support,
+                    **({} if args.min_support is None else {"min_support": args.min_support}),
                     max_duplicate_cosine=args.max_duplicate_cosine,
                     max_attempts=args.max_attempts,
                     config=config,

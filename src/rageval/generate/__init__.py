@@ -27,6 +27,7 @@ from rageval.generate._asks import (
 from rageval.generate._corpus import DEFAULT_MAX_CHARS, Chunk, CorpusError, load_corpus
 from rageval.generate._plan import STYLES, TYPES, ItemType, Style, slot_types
 from rageval.generate._run import (
+    MIN_SUPPORT,
     GenerateError,
     GenerateRequest,
     GenerateResult,
@@ -139,7 +140,7 @@ async def agenerate(
     seed: int = 0,
     language: str | None = None,
     existing: str | os.PathLike[str] | Sequence[str] | None = None,
-    min_support: float = 0.8,
+    min_support: float = MIN_SUPPORT,
     max_duplicate_cosine: float = 0.9,
     max_attempts: int = 3,
     max_chars: int = DEFAULT_MAX_CHARS,
@@ -160,7 +161,8 @@ async def agenerate(
         language: the language the items are written in (None: the corpus's own, as written).
         existing: an existing test set (a JSONL file, or its questions): a new question too
             close to one of them is dropped as a duplicate.
-        min_support: the least faithfulness of a reference answer to its contexts.
+        min_support: the least faithfulness of a reference answer to its contexts (default:
+            the claim checks' own bar, P(supported) 0.5).
         max_duplicate_cosine: a question this close (embedding cosine) to one kept is dropped.
         max_attempts: attempts per item before its slot is left empty.
         max_chars: the longest chunk cut from a document.
@@ -228,7 +230,7 @@ def estimate_generation(
     from rageval.generate._plan import TWO_CHUNKS, plan_attempt
     from rageval.runner._tokens import counter_for
 
-    _, types = _request(n, mix, None, seed, language, 0.8, 0.9, 1, None)
+    _, types = _request(n, mix, None, seed, language, MIN_SUPPORT, 0.9, 1, None)
     chunks = _chunks(corpus, max_chars)
     counter = counter_for(model)
     # the linked pairs need the embeddings; for counting, the first two chunks stand in

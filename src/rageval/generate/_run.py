@@ -42,6 +42,7 @@ from rageval.generate._corpus import Chunk
 from rageval.generate._plan import TWO_CHUNKS, Attempt, ItemType, link_pairs, plan_attempt
 from rageval.generate._report import report_markdown
 from rageval.judge import Judge, Usage
+from rageval.metrics._claim_checks import SUPPORTED_AT
 from rageval.runner._cost import limit_spending
 from rageval.runner._runconfig import RunConfig
 
@@ -55,6 +56,10 @@ MANIFEST, ATTEMPTS, TESTSET, REPORT = (
 )
 #: chunks shown to the unanswerable check: the ones nearest the question
 NEAREST = 3
+#: the least faithfulness of a kept answer: the bar at which a claim check counts a claim as
+#: supported. (0.8 dropped a correct answer of Qwen2.5-1.5B, whose checker gave its one claim
+#: P(yes) 0.63, on the example corpus: docs/generate.md)
+MIN_SUPPORT = SUPPORTED_AT
 
 
 class GenerateError(ValueError):
