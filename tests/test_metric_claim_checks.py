@@ -4,13 +4,14 @@ by hand."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
 
 import pytest
 
-from helpers import chat_count, make_judge, user_text
+from helpers import chat_count, make_judge, run_cli_in_child, user_text
 from rageval import evaluate
 from rageval._config import parse_params
 from rageval.log import read_manifest
@@ -205,6 +206,37 @@ async def test_a_checker_of_its_own_through_the_config_names(
     (spec,) = read_manifest(tmp_path / "run").metrics
     assert spec.judge is not None and spec.judge["model"] == "minicheck"
     assert spec.params["mode"] == "checker" and spec.params["checker"]["model"] == "minicheck"
+
+
+def test_the_command_line_runs_a_checker_without_a_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checker given with -p is the metric's judge: no --llm is needed for it (without one,
+    the same command is refused before it starts)."""
+    monkeypatch.setenv("CHECKER_KEY", "sk-checker")
+    data = tmp_path / "one.jsonl"
+    data.write_text(json.dumps(SAMPLE.model_dump()) + "\n")
+    checker_mode = ("-m", "faithfulness", "-p", "faithfulness.mode=checker")
+    with FakeOpenAI(checker) as server:
+        done = run_cli_in_child(
+            "evaluate",
+            data,
+            *checker_mode,
+            "-p",
+            "faithfulness.checker.model=minicheck",
+            "-p",
+            f'faithfulness.checker.base_url="{server.base_url}"',
+            "-p",
+            "faithfulness.checker.api_key_env=CHECKER_KEY",
+            "-o",
+            tmp_path / "run",
+            "-q",
+        )
+        assert done.returncode == 0, done.stderr
+        assert len(server.chat_requests) == 6
+    assert load_run(tmp_path / "run")["faithfulness"] == [pytest.approx(2 / 3)]
+    refused = run_cli_in_child("evaluate", data, *checker_mode, "-o", tmp_path / "no")
+    assert refused.returncode == 2 and "faithfulness needs an LLM judge" in refused.stderr
 
 
 def test_settings_that_cannot_work_are_refused() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -221,7 +221,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     _check_gate_names(gates, metrics, stored)
     _check_gate_ranges(list(file_gates.items()), "the config file's fail_under")
     if judge is None and metrics:
-        _require_a_judge_for(metrics)
+        _require_a_judge_for(metrics, options["metric_params"] or {})
     if args.format in _TRACE_FORMATS:
         data = _trace_rows(data, args.format, metrics)
     if args.engine == "ray":
@@ -486,14 +486,19 @@ def _check_gate_ranges(gates: Sequence[tuple[str, float]], where: str) -> None:
             )
 
 
-def _require_a_judge_for(names: Sequence[str]) -> None:
+def _require_a_judge_for(names: Sequence[str], params: Mapping[str, Mapping[str, Any]]) -> None:
     """Metrics named on the command line that need a judge, with none configured, would all
-    be skipped and the command would pass having measured nothing: refuse instead."""
+    be skipped and the command would pass having measured nothing: refuse instead. A metric
+    whose parameters give it a judge of its own (`checker`: mode "checker") needs no other."""
     from rageval.metrics.base import registered_metrics
     from rageval.runner import NO_JUDGE_CAUSE
 
     known = registered_metrics()
-    judged = [n for n in names if n in known and known[n].needs_llm]
+    judged = [
+        n
+        for n in names
+        if n in known and known[n].needs_llm and not params.get(n, {}).get("checker")
+    ]
     if judged:
         offline = ", ".join(n for n, cls in known.items() if not cls.needs_llm)
         raise _UsageError(
