@@ -19,6 +19,7 @@ from rageval.judge import FatalJudgeError, Judge
 from rageval.log import (
     FORMAT_VERSION,
     RESULTS_FILE,
+    UNFINISHED_USAGE,
     RunLogError,
     SampleLine,
     read_lines,
@@ -406,11 +407,20 @@ def test_an_interrupted_run_reports_the_total_of_what_finished(tmp_path: Path) -
     assert in_report == in_summary and in_summary["cost_usd"] > 0
     # the summary is the sum of the finished lines: nothing booked twice, nothing lost
     assert in_summary == load_run(run).usage.to_dict()
-    # a run killed before it could write its summary: the report sums the log the same way
+    # what the rows begun and not finished used lives in the summary alone (the log has lines
+    # of finished rows only): a run killed before it could write its summary loses it, and the
+    # report sums the finished lines
+    unfinished = summary.shared_usage[UNFINISHED_USAGE]
+    assert unfinished.requests > 0
     (run / "summary.json").unlink()
     payload = report_payload(run)
     assert payload["has_summary"] is False
-    assert payload["usage"] == in_summary
+    for field in ("requests", "prompt_tokens", "completion_tokens", "total_tokens"):
+        assert payload["usage"][field] == in_summary[field] - getattr(unfinished, field)
+    assert unfinished.cost_usd is not None
+    assert payload["usage"]["cost_usd"] == pytest.approx(
+        in_summary["cost_usd"] - unfinished.cost_usd
+    )
 
 
 def test_the_report_of_a_killed_run_sums_every_row_not_only_those_it_shows(
