@@ -25,7 +25,7 @@ from helpers import (
     user_text,
     wait_for_child,
 )
-from rageval.generate import (
+from rageval.generation import (
     TYPES,
     Chunk,
     CorpusError,
@@ -34,9 +34,9 @@ from rageval.generate import (
     generate,
     load_corpus,
 )
-from rageval.generate._asks import REFUSAL, leaks
-from rageval.generate._corpus import chunk_document
-from rageval.generate._plan import link_pairs, plan_attempt, slot_types
+from rageval.generation._asks import REFUSAL, leaks
+from rageval.generation._corpus import chunk_document
+from rageval.generation._plan import link_pairs, plan_attempt, slot_types
 from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
 
 CORPUS = Path(__file__).parent / "data" / "generate_corpus"
@@ -453,3 +453,12 @@ def test_max_cost_stops_the_run_and_a_resume_finishes_it(tmp_path: Path) -> None
         )
     assert len(done.items) == 6
     assert [i["id"] for i in done.items[: len(stopped)]] == [r["item"]["id"] for r in stopped]
+
+
+def test_rageval_generate_is_the_function_even_after_its_package_is_imported() -> None:
+    import rageval
+    import rageval.generation
+
+    assert callable(rageval.generation.generate)
+    assert rageval.generate is rageval.generation.generate
+    assert rageval.agenerate is rageval.generation.agenerate

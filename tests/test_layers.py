@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         frozenset({"log", "stats", "results", "report", "calibration", "observers", "labelling"}),
     ),
     ("runner", frozenset({"runner"})),
-    ("commands on the runner", frozenset({"generate"})),
+    ("commands on the runner", frozenset({"generation"})),
     ("front ends", frozenset({"_config", "pytest_plugin", "cli", "__main__"})),
     ("the package root", frozenset({"__init__"})),
 ]

@@ -26,8 +26,8 @@ _EXPORTS: dict[str, str] = {
     "CalibrationReport": "rageval.calibration",
     "EvaluationResult": "rageval.results",
     # test sets from documents
-    "generate": "rageval.generate",
-    "agenerate": "rageval.generate",
+    "generate": "rageval.generation",
+    "agenerate": "rageval.generation",
     # data
     "Sample": "rageval.samples",
     "SingleTurnSample": "rageval.samples",
@@ -95,7 +95,7 @@ if TYPE_CHECKING:
         embedding_factory as embedding_factory,
     )
     from rageval.errors import RagevalError as RagevalError
-    from rageval.generate import (
+    from rageval.generation import (
         agenerate as agenerate,
         generate as generate,
     )

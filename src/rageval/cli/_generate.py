@@ -96,7 +96,7 @@ def _mix(values: list[str]) -> dict[str, float] | None:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from rageval.generate import (
+    from rageval.generation import (
         CorpusError,
         GenerateError,
         agenerate,

@@ -19,7 +19,7 @@ from typing import Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
-from rageval.generate._corpus import Chunk
+from rageval.generation._corpus import Chunk
 
 __all__ = ["STYLES", "TYPES", "Attempt", "ItemType", "Style", "link_pairs", "plan_attempt"]
 

@@ -29,7 +29,7 @@ from rageval._rundir_lock import hold_run_dir
 from rageval._version import __version__
 from rageval.embeddings import Embeddings, LocalEmbeddings
 from rageval.errors import JudgeCallFailed
-from rageval.generate._asks import (
+from rageval.generation._asks import (
     Check,
     Written,
     answerable,
@@ -38,9 +38,9 @@ from rageval.generate._asks import (
     supported,
     write_item,
 )
-from rageval.generate._corpus import Chunk
-from rageval.generate._plan import TWO_CHUNKS, Attempt, ItemType, link_pairs, plan_attempt
-from rageval.generate._report import report_markdown
+from rageval.generation._corpus import Chunk
+from rageval.generation._plan import TWO_CHUNKS, Attempt, ItemType, link_pairs, plan_attempt
+from rageval.generation._report import report_markdown
 from rageval.judge import Judge, Usage
 from rageval.metrics._claim_checks import SUPPORTED_AT
 from rageval.runner._cost import limit_spending
@@ -345,7 +345,7 @@ async def run_generation(
     Args:
         chunks: the corpus.
         request: what to generate.
-        slot_types: each slot's type (:func:`rageval.generate._plan.slot_types`).
+        slot_types: each slot's type (:func:`rageval.generation._plan.slot_types`).
         llm: the judge that writes and checks the items.
         embeddings: the model the duplicates and the links are found with (None: the local
             MiniLM).

@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from rageval.generate._plan import Attempt, ItemType, Style
+from rageval.generation._plan import Attempt, ItemType, Style
 from rageval.judge import Judge
 from rageval.metrics._prompting import (
     ReplyModel,

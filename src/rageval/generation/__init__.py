@@ -3,7 +3,7 @@
 A corpus (a folder of documents chunked at their headings, or the user's own chunks with their
 ids) becomes a set of items -- a question, its reference answer, the reference contexts with
 their ids, its type and style, and the checks it passed -- written and checked by the judge in
-a resumable run (:mod:`rageval.generate._run`).
+a resumable run (:mod:`rageval.generation._run`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from rageval._sync import run_sync
 from rageval.embeddings import Embeddings
-from rageval.generate._asks import (
+from rageval.generation._asks import (
     EXPECTED_WRITE_TOKENS,
     Written,
     answerable_messages,
@@ -24,9 +24,9 @@ from rageval.generate._asks import (
     support_sample,
     write_messages,
 )
-from rageval.generate._corpus import DEFAULT_MAX_CHARS, Chunk, CorpusError, load_corpus
-from rageval.generate._plan import STYLES, TYPES, ItemType, Style, slot_types
-from rageval.generate._run import (
+from rageval.generation._corpus import DEFAULT_MAX_CHARS, Chunk, CorpusError, load_corpus
+from rageval.generation._plan import STYLES, TYPES, ItemType, Style, slot_types
+from rageval.generation._run import (
     MIN_SUPPORT,
     GenerateError,
     GenerateRequest,
@@ -227,7 +227,7 @@ def estimate_generation(
         language: as :func:`agenerate`.
         max_chars: as :func:`agenerate`.
     """
-    from rageval.generate._plan import TWO_CHUNKS, plan_attempt
+    from rageval.generation._plan import TWO_CHUNKS, plan_attempt
     from rageval.runner._tokens import counter_for
 
     _, types = _request(n, mix, None, seed, language, MIN_SUPPORT, 0.9, 1, None)

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from rageval.generate._corpus import Chunk
+from rageval.generation._corpus import Chunk
 
 
 def _words(text: str) -> int:
