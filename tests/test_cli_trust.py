@@ -93,8 +93,9 @@ def test_metrics_left_out_of_the_default_selection_are_named_with_why(
     assert "note: not run: faithfulness (no row has 'user_input' (or 'question')" in (
         capsys.readouterr().out
     )
-    # all the fields: nothing left out, and no manifest key
-    evaluate(rows(1), run_dir=tmp_path / "all", progress=False)
+    # all the fields (the retrieval metrics' document ids too): nothing left out, no manifest key
+    ids = {"retrieved_context_ids": ["d1", "d2"], "reference_context_ids": ["d2"]}
+    evaluate([{**row, **ids} for row in rows(1)], run_dir=tmp_path / "all", progress=False)
     assert "metrics_left_out" not in json.loads((tmp_path / "all" / "manifest.json").read_text())
 
 
