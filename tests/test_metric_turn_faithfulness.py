@@ -119,7 +119,12 @@ async def test_a_one_exchange_conversation_is_its_single_turn_sample(
         )
     )
     assert per_turn.value == single.value == 0.5
-    assert per_turn.evidence["turns"][0].evidence == single.evidence
+    # which scoring the cell's replies used is noted once, on the conversation's cell
+    notes = {"scoring", "scoring_why"}
+    turn_evidence = per_turn.evidence["turns"][0].evidence
+    assert turn_evidence.model_dump() == single.evidence.model_dump(exclude=notes)
+    assert per_turn.evidence.model_dump(include=notes) == single.evidence.model_dump(include=notes)
+    assert single.evidence.model_dump(include=notes)["scoring"] == "sampled"
     assert [r.messages for r in fake_openai.chat_requests[len(turn_prompts) :]] == turn_prompts
 
 
