@@ -16,8 +16,8 @@ from rageval import evaluate
 from rageval._config import parse_params
 from rageval.log import read_manifest
 from rageval.metrics import Faithfulness, ResponseGroundedness
-from rageval.metrics._claim_checks import CHECK_REPLY, claims_of, claims_score
 from rageval.metrics.base import MetricResult, create_metric
+from rageval.metrics.claim_checks import CHECK_REPLY, claims_of, claims_score
 from rageval.metrics.evidence import ClaimsEvidence
 from rageval.results import load_run
 from rageval.samples import Sample

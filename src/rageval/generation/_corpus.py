@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from rageval.errors import RagevalError
+
 __all__ = ["Chunk", "CorpusError", "chunk_document", "load_corpus"]
 
 #: the file types a folder is read for, by suffix
@@ -28,7 +30,7 @@ DEFAULT_MAX_CHARS = 1200
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 
 
-class CorpusError(ValueError):
+class CorpusError(RagevalError, ValueError):
     """The corpus cannot be read: the message names the file, line and field."""
 
 

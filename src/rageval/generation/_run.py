@@ -28,7 +28,7 @@ from rageval._progress import ProgressLine, display
 from rageval._rundir_lock import hold_run_dir
 from rageval._version import __version__
 from rageval.embeddings import Embeddings, LocalEmbeddings
-from rageval.errors import JudgeCallFailed
+from rageval.errors import JudgeCallFailed, RunConfigError
 from rageval.generation._asks import (
     Check,
     Written,
@@ -42,7 +42,7 @@ from rageval.generation._corpus import Chunk
 from rageval.generation._plan import TWO_CHUNKS, Attempt, ItemType, link_pairs, plan_attempt
 from rageval.generation._report import report_markdown
 from rageval.judge import Judge, Usage
-from rageval.metrics._claim_checks import SUPPORTED_AT
+from rageval.metrics.claim_checks import SUPPORTED_AT
 from rageval.runner._cost import limit_spending
 from rageval.runner._runconfig import RunConfig
 
@@ -62,7 +62,7 @@ NEAREST = 3
 MIN_SUPPORT = SUPPORTED_AT
 
 
-class GenerateError(ValueError):
+class GenerateError(RunConfigError):
     """A generation run that cannot start: bad settings, or a run directory that holds another
     run."""
 

@@ -11,7 +11,7 @@ Judge requests: 1 for the verdicts (+ the shared statement extraction).
 
 ``mode="checker"`` checks the response's own sentences one by one instead, each request a
 short yes/no answer read as the probability that the contexts support the sentence; the score
-is the mean probability (:mod:`rageval.metrics._claim_checks`; `checker` sends the checks to
+is the mean probability (:mod:`rageval.metrics.claim_checks`; `checker` sends the checks to
 another endpoint and model; guidelines and examples do not apply there).
 Judge requests in that mode: sentences x contexts (sentences with ``per_context=False``).
 """
@@ -22,7 +22,6 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from rageval.metrics._claim_checks import ClaimCheckMetric
 from rageval.metrics.authoring import (
     Guidance,
     GuidedMetric,
@@ -40,6 +39,7 @@ from rageval.metrics.authoring import (
     verdict_prompt,
 )
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.claim_checks import ClaimCheckMetric
 from rageval.samples import Sample
 
 SUPPORTED = "true only if the contexts state it or it follows directly from them"

@@ -11,7 +11,7 @@ Judge requests: 2 (more only for re-asks).
 
 ``mode="checker"`` checks the response's own sentences one by one instead, each request a
 short yes/no answer read as the probability that the contexts support the sentence; the score
-is the mean probability (:mod:`rageval.metrics._claim_checks`; `checker` sends the checks to
+is the mean probability (:mod:`rageval.metrics.claim_checks`; `checker` sends the checks to
 another endpoint and model). Judge requests in that mode: sentences x contexts (sentences with
 ``per_context=False``).
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rageval.metrics._claim_checks import ClaimCheckMetric
 from rageval.metrics.authoring import (
     PlannedRequest,
     RatingMetric,
@@ -31,6 +30,7 @@ from rageval.metrics.authoring import (
     zero_if_blank,
 )
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
+from rageval.metrics.claim_checks import ClaimCheckMetric
 from rageval.samples import Sample
 
 SCALE = (0, 1, 2)

@@ -197,7 +197,7 @@ class ClaimCheckMetric(Metric):
         """`mode`: how the metric judges (None: its default, the first of :attr:`modes`);
         ``"checker"``: each claim on its own. `checker`: the judge the claim checks go to
         (None: the run's judge); `per_context`: each claim checked against each context on
-        its own (see :mod:`rageval.metrics._claim_checks`)."""
+        its own (see :mod:`rageval.metrics.claim_checks`)."""
         super().__init__(**kw)
         self.mode = self.modes[0] if mode is None else mode
         if self.mode not in self.modes:
