@@ -42,7 +42,8 @@ def judge(server: FakeOpenAI, model: str = "gpt-4o-mini", **kw: Any) -> Judge:
 def edge_rows() -> list[dict[str, Any]]:
     """Ordinary rows and the edges where a metric sends fewer requests or none: blank
     fields, no context, 120 contexts (two verdict requests of at most 100 items)."""
-    base = rows(3)
+    # every row answers twice, for pairwise's second answer (response_b)
+    base = [{**row, "response_b": f"Answer B to {row['id']}: the sky is green."} for row in rows(3)]
     many = [f"Passage {i} says the sky is blue on day {i}." for i in range(120)]
     return [
         *base,
