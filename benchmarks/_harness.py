@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -367,3 +367,19 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def run_subcommand(
+    commands: Mapping[str, tuple[Callable[[list[str]], int], str]],
+    doc: str | None,
+    argv: list[str] | None = None,
+) -> int:
+    """The entry point of a benchmark made of subcommands: run the one ``argv``'s first word
+    names with the rest of it; without one, print the module's ``doc`` (which lists them) and
+    return 2."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] not in commands:
+        print(doc)
+        return 2
+    command, _ = commands[args[0]]
+    return command(args[1:])

@@ -46,6 +46,7 @@ from _harness import (
     child_env,
     load_average,
     markdown_table,
+    run_subcommand,
 )
 from rageval.cli import EXIT_UNMEASURED
 from rageval.metrics.base import registered_metrics, scores_conversations
@@ -705,12 +706,7 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] not in COMMANDS:
-        print(__doc__)
-        return 2
-    command, _ = COMMANDS[args[0]]
-    return command(args[1:])
+    return run_subcommand(COMMANDS, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ from _harness import (
     markdown_table,
     rageval_cmd,
     run_driver,
+    run_subcommand,
 )
 from synthetic_data import make_sample, write_jsonl
 
@@ -749,12 +750,7 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] not in COMMANDS:
-        print(__doc__)
-        return 2
-    command, _ = COMMANDS[args[0]]
-    return command(args[1:])
+    return run_subcommand(COMMANDS, __doc__, argv)
 
 
 if __name__ == "__main__":
