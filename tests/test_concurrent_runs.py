@@ -17,33 +17,14 @@ from helpers import make_judge, rows
 from rageval import aevaluate
 from rageval.embeddings.openai import OpenAIEmbeddings
 from rageval.log import SampleLine
-from rageval.observers import JudgeCall, RunEnd, RunObserver, RunStart
+from rageval.observers import JudgeCall
 from rageval.results import EvaluationResult
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest
 from rageval.testing._wire import estimate_tokens
 from synthetic_judge import handle
+from test_observers import Recorder
 
 METRICS = ["faithfulness", "answer_accuracy"]
-
-
-class Recorder(RunObserver):
-    def __init__(self) -> None:
-        self.events: list[tuple[str, Any]] = []
-
-    def on_start(self, start: RunStart) -> None:
-        self.events.append(("start", start))
-
-    def on_sample(self, line: SampleLine) -> None:
-        self.events.append(("sample", line))
-
-    def on_judge_call(self, call: JudgeCall) -> None:
-        self.events.append(("call", call))
-
-    def on_end(self, end: RunEnd) -> None:
-        self.events.append(("end", end))
-
-    def of(self, kind: str) -> list[Any]:
-        return [event for k, event in self.events if k == kind]
 
 
 def two_datasets() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
