@@ -126,6 +126,30 @@ def test_tokens_may_hold_whitespace_the_content_was_trimmed_of() -> None:
     assert scoring.choice("rating").probabilities == pytest.approx({2: 0.75, 4: 0.25})
 
 
+def test_tokens_may_hold_a_code_fence_the_content_was_stripped_of() -> None:
+    # llama.cpp (Qwen2.5-Coder-1.5B, German MEMERAG rows) sends the content without the
+    # ```json fence the model wrote around the object; the tokens still have it
+    tokens = toks(
+        ("```json\n", 0.0),
+        ("{\n", 0.0),
+        ('"rating": ', 0.0),
+        ("2", ln(0.6), {"4": ln(0.2)}),
+        ("\n}\n```", 0.0),
+    )
+    scoring = score_reply('{\n"rating": 2\n}', {"rating": 2}, tokens, RATING)
+    assert scoring.used == "probabilities"
+    assert scoring.choice("rating").probabilities == pytest.approx({2: 0.75, 4: 0.25})
+
+
+def test_tokens_with_prose_around_the_content_are_not_read() -> None:
+    tokens = toks(
+        ("Here it is: ", 0.0), ('{"rating": ', 0.0), ("2", ln(0.6), {"4": ln(0.2)}), ("}", 0.0)
+    )
+    scoring = score_reply('{"rating": 2}', {"rating": 2}, tokens, RATING)
+    assert scoring.used == "sampled-fallback"
+    assert scoring.why == "the reply's tokens do not spell its text"
+
+
 def test_verdicts_per_item_with_reasons_before_them() -> None:
     tokens = toks(
         ('{"s1": {"reason": "', 0.0),

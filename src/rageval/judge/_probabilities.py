@@ -279,14 +279,17 @@ def score_reply(
     # in bytes: a token may hold part of a character (its text then lacks that part)
     pieces = [t.raw if t.raw is not None else t.token.encode() for t in tokens]
     data = b"".join(pieces)
-    # the content may come without the whitespace the model wrote around it (llama.cpp trims
-    # what follows the object): offsets in the text shift by what was trimmed before it
+    # the content may come without the whitespace or the code fence the model wrote around
+    # the object (llama.cpp trims what follows it, and leaves out a ```json fence): offsets in
+    # the text shift by what was left out before it
     text_data = text.encode()
-    if data.strip() != text_data.strip():
+    body = text_data.strip()
+    at = data.find(body)
+    if at < 0 or not _only_wrapping(data[:at], data[at + len(body) :]):
         return fallback_scoring(
             obj, leaves, "sampled-fallback", "the reply's tokens do not spell its text"
         )
-    shift = (len(data) - len(data.lstrip())) - (len(text_data) - len(text_data.lstrip()))
+    shift = at - (len(text_data) - len(text_data.lstrip()))
     spans = value_spans(text)
     if spans is None:
         return fallback_scoring(
@@ -316,6 +319,16 @@ def score_reply(
     first = fallbacks[0]
     why = f"{len(fallbacks)} of {len(choices)} choices: {'/'.join(first.path)}: {first.why}"
     return ReplyScoring("sampled-fallback", why, choices)
+
+
+def _only_wrapping(before: bytes, after: bytes) -> bool:
+    """Whether the tokens' bytes around the content are whitespace and a markdown code fence
+    at most: what a server may leave out of a reply's content, not text the model wrote."""
+    return before.strip() in _FENCE_OPENINGS and after.strip() in (b"", b"```")
+
+
+#: what may come before the object in a reply's tokens and not in its content
+_FENCE_OPENINGS = (b"", b"```", b"```json", b"```JSON")
 
 
 def _values_at(obj: Mapping[str, Any], leaves: Mapping[Path, Sequence[Any]]) -> dict[Path, Any]:
