@@ -35,6 +35,8 @@ ROW: dict[str, Any] = {
         "The Green Bay Packers defeated the Kansas City Chiefs 35-10 in that game.",
     ],
     "reference": "Super Bowl I was played on January 15, 1967; Green Bay beat Kansas City 35-10.",
+    # a second system's answer, for pairwise (a column no field takes lands in the metadata)
+    "metadata": {"response_b": "Super Bowl I took place in 1967."},
 }
 #: the same exchange as a conversation, for the metrics that score conversations
 CONVERSATION: dict[str, Any] = {
