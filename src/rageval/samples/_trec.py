@@ -16,11 +16,14 @@ A document given twice for one query, in either file, is an error, as in trec_ev
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rageval.samples._rows import InvalidDataError, RowProblem
+
+_Value = TypeVar("_Value", int, float)
 
 
 @dataclass(frozen=True)
@@ -66,48 +69,56 @@ def _twice(number: int, query: str, doc: str) -> RowProblem:
     )
 
 
-def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
-    """Each query's judgements, ``{query: {document: grade}}``, from a TREC qrels file."""
-    qrels: dict[str, dict[str, int]] = {}
-    problems = []
-    for number, (query, _, doc, grade) in _fields(Path(path), 4, "qrels"):
-        try:
-            value = int(grade)
-        except ValueError:
-            problems.append(
-                RowProblem(None, None, f"line {number}: the grade {grade!r} is not an integer")
-            )
-            continue
-        judged = qrels.setdefault(query, {})
-        if doc in judged:
-            problems.append(_twice(number, query, doc))
-        judged[doc] = value
-    if problems:
-        raise InvalidDataError(problems, source=str(path))
-    return qrels
+def _number(text: str) -> float:
+    """`text` as a float; ValueError for NaN too (it has no place in a ranking)."""
+    value = float(text)
+    if value != value:
+        raise ValueError(text)
+    return value
 
 
-def read_run(path: str | os.PathLike[str]) -> dict[str, list[str]]:
-    """Each query's ranking, ``{query: [document, ...]}`` best first, from a TREC run file:
-    by score, highest first, ties by document id in reverse order (trec_eval's sort)."""
-    scored: dict[str, dict[str, float]] = {}
+def _per_query(
+    path: str | os.PathLike[str],
+    what: str,
+    count: int,
+    column: int,
+    name: str,
+    parse: Callable[[str], _Value],
+    kind: str,
+) -> dict[str, dict[str, _Value]]:
+    """Each query's documents and their value, the `column` field (the `name`) read by `parse`,
+    from a `what` file of `count` fields a line (query first, document third): InvalidDataError
+    naming every line whose value `parse` refuses ("... is not `kind`") or whose document is
+    given twice for its query."""
+    values: dict[str, dict[str, _Value]] = {}
     problems = []
-    for number, (query, _, doc, _, score, _) in _fields(Path(path), 6, "run"):
+    for number, fields in _fields(Path(path), count, what):
+        query, doc, text = fields[0], fields[2], fields[column]
         try:
-            value = float(score)
-            if value != value:  # NaN: no place in the ranking
-                raise ValueError
+            value = parse(text)
         except ValueError:
             problems.append(
-                RowProblem(None, None, f"line {number}: the score {score!r} is not a number")
+                RowProblem(None, None, f"line {number}: the {name} {text!r} is not {kind}")
             )
             continue
-        docs = scored.setdefault(query, {})
+        docs = values.setdefault(query, {})
         if doc in docs:
             problems.append(_twice(number, query, doc))
         docs[doc] = value
     if problems:
         raise InvalidDataError(problems, source=str(path))
+    return values
+
+
+def read_qrels(path: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
+    """Each query's judgements, ``{query: {document: grade}}``, from a TREC qrels file."""
+    return _per_query(path, "qrels", 4, 3, "grade", int, "an integer")
+
+
+def read_run(path: str | os.PathLike[str]) -> dict[str, list[str]]:
+    """Each query's ranking, ``{query: [document, ...]}`` best first, from a TREC run file:
+    by score, highest first, ties by document id in reverse order (trec_eval's sort)."""
+    scored = _per_query(path, "run", 6, 4, "score", _number, "a number")
     # Python orders texts by code point, which is the byte order of their UTF-8 (C's strcmp)
     return {
         query: sorted(docs, key=lambda d: (docs[d], d), reverse=True)
