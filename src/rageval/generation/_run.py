@@ -45,6 +45,7 @@ from rageval.judge import Judge, Usage
 from rageval.metrics.claim_checks import SUPPORTED_AT
 from rageval.runner._cost import limit_spending
 from rageval.runner._runconfig import RunConfig
+from rageval.runner._schedule import usage_since
 
 __all__ = ["GenerateError", "GenerateRequest", "GenerateResult", "run_generation"]
 
@@ -407,22 +408,8 @@ async def _session(generation: _Generation, log: _Log | None, config: RunConfig)
         if shown:
             progress.close()
     items = sorted((r["item"] for r in attempts if r["kept"]), key=lambda i: str(i["id"]))
-    usage = _spent(generation.judge.usage.total, start)
+    usage = usage_since(generation.judge.usage.total, start)
     return GenerateResult(request.n, items, attempts, usage, config.run_dir, unfilled)
-
-
-def _spent(now: Usage, start: Usage) -> Usage:
-    cost = None if now.cost_usd is None or start.cost_usd is None else now.cost_usd - start.cost_usd
-    return Usage(
-        prompt_tokens=now.prompt_tokens - start.prompt_tokens,
-        completion_tokens=now.completion_tokens - start.completion_tokens,
-        requests=now.requests - start.requests,
-        retries=now.retries - start.retries,
-        reasks=now.reasks - start.reasks,
-        cache_hits=now.cache_hits - start.cache_hits,
-        cost_usd=cost,
-        cached_tokens=now.cached_tokens - start.cached_tokens,
-    )
 
 
 def _write_outputs(run_dir: Path, result: GenerateResult, chunks: Sequence[Chunk]) -> None:
