@@ -10,7 +10,7 @@ from rageval.metrics.base import MetricResult
 from rageval.metrics.evidence import JudgedItem, VerdictEvidence
 from rageval.metrics.faithfulness import faithfulness_score
 from rageval.samples import Sample
-from rageval.testing import FakeOpenAI, RecordedRequest, Reply
+from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
 
 CONTEXTS = ["Dune is a 1965 novel by Frank Herbert.", "Dune won the Hugo Award."]
 SAMPLE = Sample(
@@ -99,11 +99,101 @@ async def test_empty_response_is_not_measured_without_a_request(fake_openai: Fak
     assert chat_count(fake_openai) == 0
 
 
-async def test_response_without_statements_is_not_measured(fake_openai: FakeOpenAI) -> None:
-    fake_openai.handler = route((("text",), Reply.json({"statements": []})))
+REFUSAL = Sample(
+    user_input="Who translated Dune into French?",
+    response="The passages do not mention a French translation. They only say Dune won a Hugo.",
+    retrieved_contexts=CONTEXTS,
+)
+
+
+async def test_a_response_the_judge_extracts_nothing_from_has_its_sentences_verified(
+    fake_openai: FakeOpenAI,
+) -> None:
+    # (before: not measured, "no factual statement", as ragas gives NaN: a refusal such as
+    # this one dropped out of the mean; MEMERAG's French refusals, labelled faithful by people)
+    fake_openai.handler = route(
+        (("text",), Reply.json({"statements": []})),
+        (("contexts", "statements"), verdicts(True, False)),
+    )
+    result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(REFUSAL)
+    # the two sentences, unchanged, verified in the verdict request: 1 supported of 2 → 1/2
+    assert result.status == "ok"
+    assert result.value == pytest.approx(0.5)
+    assert isinstance(result.evidence, VerdictEvidence)
+    assert result.evidence.items == "sentences"
+    assert [v.text for v in result.evidence.verdicts] == [
+        "The passages do not mention a French translation.",
+        "They only say Dune won a Hugo.",
+    ]
+    assert result.evidence.fallback == (
+        "the response's own sentences are verified: the statement extraction returned no statement"
+    )
+    assert result.reason == "1 of 2 sentences are supported by the contexts"
+    (verdict_prompt,) = prompts_with(fake_openai, "contexts", "statements")
+    assert "[s1] The passages do not mention a French translation." in verdict_prompt
+    assert chat_count(fake_openai) == 2  # the extraction + the verdicts
+
+
+async def test_extracted_statements_leave_no_fallback_note(fake_openai: FakeOpenAI) -> None:
+    fake_openai.handler = route(
+        (("text",), Reply.json({"statements": STATEMENTS})),
+        (("contexts", "statements"), verdicts(True, True, False, True)),
+    )
     result = await Faithfulness(llm=judge_for(fake_openai)).single_turn_ascore(SAMPLE)
-    assert result.status == "not_measured" and result.cause_kind == "undefined"
-    assert chat_count(fake_openai) == 1  # the extraction only
+    assert isinstance(result.evidence, VerdictEvidence)
+    assert result.evidence.fallback is None
+    assert "fallback" not in result.evidence.model_dump()
+
+
+#: an extraction reply cut at its limit while repeating one item (Qwen2.5-Coder-1.5B on a
+#: German MEMERAG answer): not asked again, its statements unusable
+LOOPING = '{"statements": ["Frank Herbert wrote Dune.", ' + '"Dune came out in 1965.", ' * 40
+
+
+@pytest.mark.parametrize(
+    ("extraction", "kind"),
+    [
+        (Reply.text(LOOPING, finish_reason="length"), "truncated"),
+        (Reply.text("Sure, here are the statements."), "invalid_reply"),
+    ],
+)
+async def test_an_extraction_that_fails_has_the_sentences_verified_instead(
+    fake_openai: FakeOpenAI, extraction: Reply, kind: str
+) -> None:
+    fake_openai.handler = route(
+        (("text",), extraction),
+        (("contexts", "statements"), verdicts(True, True, False, True)),
+    )
+    judge = judge_for(fake_openai, max_reasks=1)
+    result = await Faithfulness(llm=judge).single_turn_ascore(SAMPLE)
+    # SAMPLE's 4 sentences as written ("It came out in 1965.", not "Dune came out..."), 3
+    # supported → 3/4
+    assert result.status == "ok", result.cause
+    assert result.value == pytest.approx(0.75)
+    assert isinstance(result.evidence, VerdictEvidence)
+    assert [v.text for v in result.evidence.verdicts] == [
+        "Frank Herbert wrote Dune.",
+        "It came out in 1965.",
+        "He was Canadian.",
+        "It won a Hugo.",
+    ]
+    fallback = result.evidence.fallback or ""
+    assert fallback.startswith(
+        f"the response's own sentences are verified: the statement extraction failed ({kind}): "
+    )
+    extractions = len(fake_openai.chat_requests) - 1
+    assert extractions == (1 if kind == "truncated" else 2)  # a loop is not asked again
+
+
+async def test_an_extraction_the_endpoint_refuses_leaves_the_cell_unmeasured(
+    fake_openai: FakeOpenAI,
+) -> None:
+    # (the endpoint keeps failing: a verdict request would fail too; no fallback)
+    fake_openai.handler = lambda _: Fault.status(500)
+    judge = judge_for(fake_openai, max_retries=0)
+    result = await Faithfulness(llm=judge).single_turn_ascore(SAMPLE)
+    assert result.status == "not_measured" and result.cause_kind == "transport"
+    assert chat_count(fake_openai) == 1
 
 
 @pytest.mark.parametrize(

@@ -139,6 +139,9 @@ class VerdictEvidence(VerdictTable, EvidenceBase):
     precision)."""
 
     kind: Literal["verdicts"] = "verdicts"
+    #: why the items are not the ones the metric usually judges (faithfulness: its response's
+    #: own sentences, verified when the statement extraction gave none or its reply failed)
+    fallback: str | None = _note()
 
 
 class CheckedClaim(EvidencePart):

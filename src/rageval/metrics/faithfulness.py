@@ -2,7 +2,13 @@
 
 score = supported / total over the response's atomic statements (extracted once per sample and
 shared with answer_correctness). One request shows the (non-blank) contexts and the statements
-``[s1] …`` and gets one verdict per statement id. A response with no statements is not
+``[s1] …`` and gets one verdict per statement id. Every non-blank response is measured: when
+the extraction gives no statement, or its reply is cut or never valid (a small judge looping
+on a list), the response's own sentences (:func:`~rageval.metrics.claim_checks.claims_of`,
+never reworded) are verified instead and the evidence says so and why (``fallback``). So an
+answer that only says the contexts do not give something ("the passages do not mention X")
+is a claim about the contexts, supported when they indeed do not, rather than a cell without
+a value (ragas: NaN) that would drop every such answer from the mean. A blank response is not
 measured (0/0); with no non-blank context nothing can be supported, so the score is 0 without
 a verdict request. People's guidance (`instructions`, `examples`, `reasons`, `threshold`:
 :class:`GuidedMetric`) goes into the verdict request: an example shows its contexts and its
@@ -22,6 +28,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from rageval.errors import CauseKind, JudgeCallFailed
 from rageval.metrics.authoring import (
     Guidance,
     GuidedMetric,
@@ -39,7 +46,7 @@ from rageval.metrics.authoring import (
     verdict_prompt,
 )
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
-from rageval.metrics.claim_checks import ClaimCheckMetric
+from rageval.metrics.claim_checks import ClaimCheckMetric, claims_of
 from rageval.samples import Sample
 
 SUPPORTED = "true only if the contexts state it or it follows directly from them"
@@ -74,6 +81,28 @@ def _example(sample: Sample) -> str:
 
 #: the score from the verdicts: supported / total; None when there is nothing to judge
 faithfulness_score = share_true
+#: the extraction failures after which the response's sentences are verified instead: the
+#: judge answered, but not with a usable list (an endpoint that fails, a prompt too long or a
+#: refusal would fail the verdict request too, and the cell stays unmeasured with its cause)
+SENTENCES_AFTER: frozenset[CauseKind] = frozenset({"truncated", "invalid_reply"})
+
+
+async def statements_to_verify(sample: Sample, ctx: ScoringContext) -> tuple[list[str], str | None]:
+    """The response's statements from the shared extraction, or its own sentences when the
+    extraction gave none or its reply was cut or never valid (:data:`SENTENCES_AFTER`), with
+    why (None: the extracted statements). Empty only for a blank response."""
+    try:
+        statements = await ctx.statements.get("response")
+    except JudgeCallFailed as e:
+        if e.kind not in SENTENCES_AFTER:
+            raise
+        why = f"the statement extraction failed ({e.kind}): {e.cause}"
+    else:
+        if statements:
+            return statements, None
+        why = "the statement extraction returned no statement"
+    sentences = claims_of(sample.text("response"))
+    return sentences, (f"the response's own sentences are verified: {why}" if sentences else None)
 
 
 @register
@@ -129,18 +158,24 @@ class Faithfulness(ClaimCheckMetric, GuidedMetric, VerdictMetric):
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         if self.checking:
             return await self.check(sample, ctx)
-        statements = await ctx.statements.get("response")
+        statements, fallback = await statements_to_verify(sample, ctx)
         if not statements:
-            return MetricResult.not_measured("the response makes no factual statement to check")
+            return MetricResult.not_measured(
+                "the response is blank: it makes no factual statement to check"
+            )
+        items = "statements" if fallback is None else "sentences"
         contexts = nonblank(sample.retrieved_contexts)
         if contexts:
             verdicts, _ = await self.question(contexts).ask(ctx, statements)
             supported = sum(v.verdict for v in verdicts)
-            reason = f"{supported} of {len(verdicts)} statements are supported by the contexts"
+            reason = f"{supported} of {len(verdicts)} {items} are supported by the contexts"
         else:
             verdicts = unjudged(statements, "s")
-            reason = "no context was retrieved, so none of the statements is supported"
-        return self.share_result(verdicts, reason)
+            reason = f"no context was retrieved, so none of the {items} is supported"
+        result = self.share_result(verdicts, reason)
+        if fallback is None:
+            return result
+        return result.with_evidence(result.evidence.noted(items=items, fallback=fallback))
 
 
 #: names this module lacks are read from its default metric: ``faithfulness.score(...)``
