@@ -23,7 +23,9 @@ tuned on besides (one id a line).
 **Setups** (``--setups``): ``rageval`` (the defaults: answer_accuracy on the correctness sets,
 faithfulness and response_groundedness on the grounding sets), ``rageval-sampled`` (the same
 with the judge's ``scoring="sampled"``), ``rageval-checker`` (faithfulness with
-``mode="checker"``), ``ragas`` (AnswerAccuracy, or Faithfulness and ResponseGroundedness, in
+``mode="checker"``), ``rageval-language`` and ``rageval-no-language`` (faithfulness with
+``language=`` the dataset's own, ``de`` for ``memerag-de``..., or ``en``: no language line in
+any prompt; issue 44), ``ragas`` (AnswerAccuracy, or Faithfulness and ResponseGroundedness, in
 the ragas venv: ``ragas_driver.py --rows-out``) and ``lexical`` (token_f1 and rouge_l against
 the reference; on the grounding sets the share of the response's SQuAD tokens found in the
 contexts, the "unigram coverage" floor MEMERAG and BEGIN publish). Every judge setup talks to
@@ -78,6 +80,8 @@ class Setup:
     metrics: tuple[str, ...]
     scoring: str | None = None  # the judge's scoring setting (None: its default)
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the run's language: True the dataset's own, False "en" (no language line), None detected
+    language: bool | None = None
 
 
 def setups(kind: str) -> dict[str, Setup]:
@@ -96,6 +100,8 @@ def setups(kind: str) -> dict[str, Setup]:
     if kind == "grounding":
         checker = {"faithfulness": {"mode": "checker"}}
         found.append(Setup("rageval-checker", "rageval", ("faithfulness",), params=checker))
+        found.append(Setup("rageval-language", "rageval", ("faithfulness",), language=True))
+        found.append(Setup("rageval-no-language", "rageval", ("faithfulness",), language=False))
     return {s.name: s for s in found}
 
 
@@ -186,11 +192,24 @@ def score_lexical(rows: list[dict[str, Any]], setup: Setup) -> dict[str, list[fl
     return {m: list(result[m]) for m in setup.metrics}
 
 
+def run_language(dataset: str, setup: Setup) -> str | None:
+    """The ``language=`` of `setup`'s run on `dataset` (None: each row's detected)."""
+    if setup.language is None:
+        return None
+    return _LANGUAGES.get(dataset, "en") if setup.language else "en"
+
+
 def score_rageval(
-    rows: list[dict[str, Any]], setup: Setup, base_url: str, model: str, slots: int, work: Path
+    rows: list[dict[str, Any]],
+    setup: Setup,
+    base_url: str,
+    model: str,
+    slots: int,
+    work: Path,
+    language: str | None = None,
 ) -> tuple[dict[str, list[float | None]], dict[str, dict[str, int]], dict[str, int]]:
     """(values, causes of the cells without one by kind, claims with a probability) of a
-    rageval run; the run log in `work`/run."""
+    rageval run in `language` (None: detected); the run log in `work`/run."""
     from rageval import Judge, evaluate
 
     extra: dict[str, Any] = {} if setup.scoring is None else {"scoring": setup.scoring}
@@ -198,7 +217,8 @@ def score_rageval(
                   max_concurrency=slots, **extra)  # fmt: skip
     run_dir = work / "run"
     result = evaluate(rows, metrics=list(setup.metrics), llm=judge, run_dir=run_dir,
-                      overwrite=True, progress=False, metric_params=setup.params)  # fmt: skip
+                      overwrite=True, progress=False, metric_params=setup.params,
+                      language=language)  # fmt: skip
     values = {m: list(result[m]) for m in setup.metrics}
     causes: dict[str, dict[str, int]] = {}
     for m in setup.metrics:
@@ -332,7 +352,7 @@ def run_setup(
             scored.values, scored.causes = score_ragas(rows, setup, base_url, model, slots, work)
         else:
             scored.values, scored.causes, scored.claims_with_probability = score_rageval(
-                rows, setup, base_url, model, slots, work
+                rows, setup, base_url, model, slots, work, run_language(name, setup)
             )
     except Exception as error:  # a setup that cannot run (e.g. a setting not built yet)
         scored.note = f"{type(error).__name__}: {str(error)[:300]}"
@@ -402,6 +422,15 @@ BARS: tuple[tuple[str, str, str, str, str, float], ...] = (
     ("correctness", "auroc", "rageval", "rageval-sampled", "answer_accuracy", 0.02),
     ("correctness", "cohen_kappa", "rageval", "ragas", "answer_accuracy", 0.0),
     ("grounding", "auroc", "rageval-checker", "ragas", "faithfulness", 0.0),
+    # issue 44: the language line does not cost balanced accuracy
+    (
+        "grounding",
+        "balanced_accuracy",
+        "rageval-language",
+        "rageval-no-language",
+        "faithfulness",
+        0.0,
+    ),
 )
 
 

@@ -15,6 +15,8 @@ from bench_agreement import (
     half_of,
     pick,
     ragas_row,
+    run_language,
+    setups,
     statistics,
     unigram_coverage,
 )
@@ -48,6 +50,17 @@ def test_ragas_is_given_its_own_fields_and_several_gold_answers_as_one_text() ->
                               "reference": "Paris / City of Light"}  # fmt: skip
     grounded = {"user_input": "q", "response": "a", "retrieved_contexts": ["c"], "human": 0}
     assert ragas_row(grounded) == {"user_input": "q", "response": "a", "retrieved_contexts": ["c"]}
+
+
+def test_the_language_setups_state_the_datasets_language_or_none() -> None:
+    grounding = setups("grounding")
+    with_line, without = grounding["rageval-language"], grounding["rageval-no-language"]
+    assert with_line.metrics == without.metrics == ("faithfulness",)
+    assert run_language("memerag-es", with_line) == "es"
+    assert run_language("memerag-de", with_line) == "de"
+    assert run_language("memerag", with_line) == "en"  # English: no line either way
+    assert run_language("memerag-es", without) == "en"  # English: prompts without the line
+    assert run_language("memerag-es", grounding["rageval"]) is None  # each row's detected
 
 
 def test_unigram_coverage_is_the_share_of_the_responses_words_in_the_contexts() -> None:
