@@ -290,21 +290,30 @@ def test_the_server_labels_and_refuses_a_stale_page(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- the command
 
 
-def _start(data: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+@contextmanager
+def _label_server(data: Path, *extra: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``rageval label DATA --annotator ann *extra`` in a child: the process and the URL it
+    prints; the child is killed on the way out if it still runs."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "rageval", "label", str(data), "--annotator", "ann", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if line.startswith("open: "):
-            return proc, line.split("open: ", 1)[1].strip()
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise AssertionError(f"no URL printed: {proc.stderr.read() if proc.stderr else ''}")
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if line.startswith("open: "):
+                yield proc, line.split("open: ", 1)[1].strip()
+                return
+            if not line and proc.poll() is not None:
+                break
+        proc.kill()
+        raise AssertionError(f"no URL printed: {proc.stderr.read() if proc.stderr else ''}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
 
 
 def _label_next(url: str, value: int) -> str:
@@ -321,8 +330,7 @@ def test_a_label_survives_kill_9_and_a_second_server_is_refused(tmp_path: Path) 
     data = tmp_path / "data.jsonl"
     shutil.copy(EXAMPLE, data)
     labels_file = tmp_path / "data.jsonl.labels.jsonl"
-    proc, url = _start(data)
-    try:
+    with _label_server(data) as (proc, url):
         first = _label_next(url, 1)
         second = subprocess.run(
             [sys.executable, "-m", "rageval", "label", str(data)],
@@ -332,28 +340,33 @@ def test_a_label_survives_kill_9_and_a_second_server_is_refused(tmp_path: Path) 
         assert "being written by another `rageval label`" in second.stderr
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
     assert read_label_values(labels_file) == {"human": {first: (1.0, 1.0)}}
-    proc, url = _start(data)  # reopened: the same plan, the next row
-    try:
+    with _label_server(data) as (proc, url):  # reopened: the same plan, the next row
         base, token = url.split("/?token=")
         _, state = _request(f"{base}/api/state", token=token)
         assert state["done"] == 1 and state["row"]["id"] != first
         second_id = _label_next(url, 0)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
     assert read_label_values(labels_file) == {"human": {first: (1.0, 1.0), second_id: (0.0, 1.0)}}
     assert sum(r.kind == "plan" for r in read_records(labels_file)) == 1
 
 
 # ------------------------------------------------------------ the labels file beside the data
+
+
+def _without_labels(rows: list[dict[str, Any]], path: Path) -> Path:
+    """`rows` written to `path` without their ``human`` column (the labels go to a labels
+    file)."""
+    write_jsonl(path, [{k: v for k, v in r.items() if k != "human"} for r in rows])
+    return path
+
+
+def _graded(*args: str | Path) -> int:
+    """``rageval *args``, judged by the tests' grader (``--llm m`` on a fake server); its exit
+    code."""
+    with FakeOpenAI(grader) as server:
+        return main([*map(str, args), "--llm", "m", "--base-url", server.base_url, "-q"])
 
 
 def test_calibrate_reads_the_labels_file_beside_the_data(
@@ -362,9 +375,8 @@ def test_calibrate_reads_the_labels_file_beside_the_data(
     """The rows and labels of test_calibrate's κ-gate test, the labels from a labels file:
     the same κ (0.400)."""
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
-    data = tmp_path / "data.jsonl"
     rows = labelled_rows(BINARY_GRADES, BINARY_LABELS)
-    write_jsonl(data, [{k: v for k, v in r.items() if k != "human"} for r in rows])
+    data = _without_labels(rows, tmp_path / "data.jsonl")
     read = read_rows(data)
     with LabelsFile.open(tmp_path / "l.jsonl") as labels:
         plan = make_plan(read, order="file", column="human", metric=None, budget=10, seed=0)
@@ -377,12 +389,8 @@ def test_calibrate_reads_the_labels_file_beside_the_data(
         bob = Session(read, labels, plan, annotator="bob", scale=Scale((0.0, 1.0)))
         for row_id, value in (("r4", 1.0), ("r5", 0.0), ("r6", 0.0), ("r7", 0.0)):
             bob.label(row_id, value, None)
-    with FakeOpenAI(grader) as server:
-        code = main(
-            ["calibrate", str(data), "--labels-file", str(tmp_path / "l.jsonl"), "--labels",
-             "human=answer_accuracy", "--llm", "m", "--base-url", server.base_url, "-o",
-             str(tmp_path / "run"), "-q"]
-        )  # fmt: skip
+    code = _graded("calibrate", data, "--labels-file", tmp_path / "l.jsonl",
+                   "--labels", "human=answer_accuracy", "-o", tmp_path / "run")  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "labels from" in err and "human (10 rows)" in err
@@ -407,8 +415,7 @@ def test_a_labels_file_of_other_rows_is_refused(
 def test_a_run_directory_in_uncertain_order(tmp_path: Path) -> None:
     run = tmp_path / "run"
     shutil.copytree(Path(__file__).parent / "data" / "runlog_format3", run)
-    proc, url = _start(run, "--order", "uncertain", "--budget", "2")
-    try:
+    with _label_server(run, "--order", "uncertain", "--budget", "2") as (proc, url):
         base, token = url.split("/?token=")
         _, state = _request(f"{base}/api/state", token=token)
         assert (state["order"], state["metric"], state["column"]) == (
@@ -418,10 +425,6 @@ def test_a_run_directory_in_uncertain_order(tmp_path: Path) -> None:
         assert (state["row"] is None) == (chosen == 0)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
     plan = read_records(run / "labels.jsonl")[0]
     # every faithfulness value is 0.5: the same uncertainty, so 2 of 5 rows' worth each
     assert plan.kind == "plan" and [r.probability for r in plan.rows] == pytest.approx([0.4] * 5)
@@ -434,9 +437,7 @@ def test_evaluate_reads_human_labels_from_the_labels_file(
     """tests/helpers.py's PPI rows, the labels of four rows from a labels file: the PPI++ mean
     worked by hand there, θ̂ = 0.5 + 0.125·λ with λ = (1/6) / (1/6 + 0.2291667)."""
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
-    data = tmp_path / "data.jsonl"
-    write_jsonl(data, [{k: v for k, v in r.items() if k != "human"}
-                       for r in labelled_rows(PPI_GRADES, PPI_LABELS)])  # fmt: skip
+    data = _without_labels(labelled_rows(PPI_GRADES, PPI_LABELS), tmp_path / "data.jsonl")
     read = read_rows(data)
     with LabelsFile.open(tmp_path / "l.jsonl") as labels:
         plan = make_plan(read, order="file", column="human", metric=None, budget=8, seed=0)
@@ -444,12 +445,9 @@ def test_evaluate_reads_human_labels_from_the_labels_file(
         session = Session(read, labels, plan, annotator="ann", scale=Scale((0.0, 1.0)))
         for row_id, value in (("r0", 1.0), ("r1", 0.0), ("r2", 1.0), ("r3", 0.0)):
             session.label(row_id, value, None)
-    with FakeOpenAI(grader) as server:
-        code = main(
-            ["evaluate", str(data), "--labels-file", str(tmp_path / "l.jsonl"), "-m",
-             "answer_accuracy", "--human-labels", "human=answer_accuracy", "--llm", "m",
-             "--base-url", server.base_url, "-o", str(tmp_path / "run"), "-q"]
-        )  # fmt: skip
+    code = _graded("evaluate", data, "--labels-file", tmp_path / "l.jsonl", "-m",
+                   "answer_accuracy", "--human-labels", "human=answer_accuracy",
+                   "-o", tmp_path / "run")  # fmt: skip
     assert code == 0, capsys.readouterr().err
     ppi = load_run(tmp_path / "run").summary()["answer_accuracy"].ppi["human"]
     lam = (1 / 6) / (1 / 6 + 0.2291666667)
@@ -465,9 +463,8 @@ def test_calibrate_weighs_rows_chosen_with_unequal_probabilities(
     (0,1) r6 -> 1, (0,0) r7-r9 -> 3; agreement 7/11, chance (7·5 + 4·6)/121 = 59/121, κ =
     18/62. Unweighted (the run's own, on the 8 rows as a uniform sample): κ = 0.25."""
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
-    data = tmp_path / "data.jsonl"
     rows = labelled_rows(BINARY_GRADES, BINARY_LABELS)
-    write_jsonl(data, [{k: v for k, v in r.items() if k != "human"} for r in rows])
+    data = _without_labels(rows, tmp_path / "data.jsonl")
     plan = PlanRecord(
         order="uncertain", column="human", metric="answer_accuracy", seed=0, budget=8,
         rows=[PlannedRow(id=f"r{i}", probability=0.5 if i < 5 else 1.0,
@@ -480,12 +477,8 @@ def test_calibrate_weighs_rows_chosen_with_unequal_probabilities(
         for i, row in enumerate(rows):
             if i not in (1, 3):
                 session.label(row["id"], 1.0 if row["human"] == "yes" else 0.0, None)
-    with FakeOpenAI(grader) as server:
-        code = main(
-            ["calibrate", str(data), "--labels-file", str(tmp_path / "l.jsonl"), "--labels",
-             "human=answer_accuracy", "--llm", "m", "--base-url", server.base_url, "-o",
-             str(tmp_path / "run"), "-q"]
-        )  # fmt: skip
+    code = _graded("calibrate", data, "--labels-file", tmp_path / "l.jsonl",
+                   "--labels", "human=answer_accuracy", "-o", tmp_path / "run")  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "Cohen's κ          0.250" in out
@@ -498,12 +491,9 @@ def test_calibrate_weighs_rows_chosen_with_unequal_probabilities(
     ppi = active_ppi_mean(y, f, [0.5] * 5 + [1.0] * 5)
     assert ppi.mean is not None and f"PPI mean {ppi.mean:.3f} [" in weighted
     # evaluate --human-labels prints the same weighted line under its summary
-    with FakeOpenAI(grader) as server:
-        code = main(
-            ["evaluate", str(data), "--labels-file", str(tmp_path / "l.jsonl"), "-m",
-             "answer_accuracy", "--human-labels", "human=answer_accuracy", "--llm", "m",
-             "--base-url", server.base_url, "-o", str(tmp_path / "ev"), "-q"]
-        )  # fmt: skip
+    code = _graded("evaluate", data, "--labels-file", tmp_path / "l.jsonl", "-m",
+                   "answer_accuracy", "--human-labels", "human=answer_accuracy",
+                   "-o", tmp_path / "ev")  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
     assert weighted in out.splitlines()
