@@ -66,7 +66,7 @@ def test_claims_are_the_sentences_unchanged() -> None:
 
 async def test_each_sentence_against_each_context(fake_openai: FakeOpenAI) -> None:
     fake_openai.handler = checker
-    metric = Faithfulness(mode="checker", llm=make_judge(fake_openai))
+    metric = Faithfulness(mode="checker", per_context=True, llm=make_judge(fake_openai))
     result = await metric.single_turn_ascore(SAMPLE)
     # sentences 1 and 3 supported (by c1, c2), sentence 2 by neither: (1 + 0 + 1) / 3
     assert result.value == pytest.approx(2 / 3)
@@ -120,9 +120,8 @@ def weighed(req: RecordedRequest) -> Reply:
 
 async def test_probabilities_from_the_answers_log_probabilities(fake_openai: FakeOpenAI) -> None:
     fake_openai.handler = weighed
-    result = await Faithfulness(mode="checker", llm=make_judge(fake_openai)).single_turn_ascore(
-        SAMPLE
-    )
+    metric = Faithfulness(mode="checker", per_context=True, llm=make_judge(fake_openai))
+    result = await metric.single_turn_ascore(SAMPLE)
     # each sentence keeps its best context: 0.9 (c1), 0.45 (c2, below 0.5: no support named),
     # 0.7 (c2); the value is their mean, (0.9 + 0.45 + 0.7) / 3
     assert result.value == pytest.approx(2.05 / 3)
@@ -134,12 +133,13 @@ async def test_probabilities_from_the_answers_log_probabilities(fake_openai: Fak
     assert ev.get("scoring") == "probabilities"
 
 
-async def test_all_contexts_in_one_request(fake_openai: FakeOpenAI) -> None:
+async def test_by_default_all_contexts_in_one_request(fake_openai: FakeOpenAI) -> None:
     fake_openai.handler = checker
-    metric = ResponseGroundedness(mode="checker", per_context=False, llm=make_judge(fake_openai))
+    metric = ResponseGroundedness(mode="checker", llm=make_judge(fake_openai))
     result = await metric.single_turn_ascore(SAMPLE)
     assert result.value == pytest.approx(2 / 3)
     ev = claims_evidence(result)
+    assert not ev.per_context
     # no single context is named: each claim was read against both at once
     assert [c.context for c in ev.claims] == [None, None, None] and ev.contexts == {}
     assert chat_count(fake_openai) == 3
@@ -175,6 +175,7 @@ async def test_a_checker_of_its_own_through_the_config_names(
         params = parse_params(
             [
                 "faithfulness.mode=checker",
+                "faithfulness.per_context=true",
                 "faithfulness.checker.model=minicheck",
                 f'faithfulness.checker.base_url="{checker_server.base_url}"',
                 "faithfulness.checker.api_key_env=CHECKER_KEY",
@@ -233,7 +234,7 @@ def test_the_command_line_runs_a_checker_without_a_judge(
             "-q",
         )
         assert done.returncode == 0, done.stderr
-        assert len(server.chat_requests) == 6
+        assert len(server.chat_requests) == 3  # one per sentence, all contexts in each
     assert load_run(tmp_path / "run")["faithfulness"] == [pytest.approx(2 / 3)]
     refused = run_cli_in_child("evaluate", data, *checker_mode, "-o", tmp_path / "no")
     assert refused.returncode == 2 and "faithfulness needs an LLM judge" in refused.stderr

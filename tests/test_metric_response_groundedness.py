@@ -85,7 +85,7 @@ def test_max_retries_default_and_validation() -> None:
         "max_retries": 5,
         "mode": "ratings",
         "checker": None,
-        "per_context": True,
+        "per_context": False,
     }
     with pytest.raises(ValueError, match="max_retries"):
         ResponseGroundedness(max_retries=-3)

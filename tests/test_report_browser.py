@@ -566,7 +566,7 @@ def test_claim_checks_show_each_claim_its_probability_and_context(
     fake_openai.handler = claim_checks.checker
     evaluate(
         [claim_checks.SAMPLE.model_dump()],
-        [Faithfulness(mode="checker")],
+        [Faithfulness(mode="checker", per_context=True)],
         llm=make_judge(fake_openai),
         run_dir=tmp_path / "checks",
     )

@@ -14,13 +14,14 @@ supported.
 * A request shows the contexts first and the claim last (:func:`check_messages`): the claims
   of a sample checked against the same contexts begin with the same text, which a server's
   prompt cache (llama.cpp, vLLM, a provider's) serves to every claim after the first.
-* `per_context` (the default) checks a claim against each context on its own and takes the
-  largest probability, as MiniCheck scores a long document by its chunks: the context that
-  gave it is the one that supports the claim, and a checker model with a short window
-  (HHEM, MiniCheck) reads one passage at a time; it costs claims x contexts requests, and a
-  claim that only two contexts together support is not supported. ``per_context=False``
-  checks a claim against all the contexts in one request (claims requests; no context is
-  named as its support).
+* By default a claim is checked against all the contexts in one request (claims requests; no
+  context is named as its support). `per_context` checks it against each context on its own
+  and takes the largest probability, as MiniCheck scores a long document by its chunks: the
+  context that gave it is the one that supports the claim, and a checker model with a short
+  window (HHEM, MiniCheck) reads one passage at a time; it costs claims x contexts requests,
+  and a claim that only two contexts together support is not supported. On MEMERAG's tuning
+  rows with Qwen2.5-Coder-1.5B the two read people's labels alike, per context for five
+  times the requests (docs/metrics.md, "Claim checks").
 * The checker is a :class:`~rageval.judge.Judge`: the run's judge, or the ``checker`` given
   (a Judge, a :class:`~rageval.judge.JudgeSpec`, or its settings as a mapping, as a config
   file or ``-p METRIC.checker.model=...`` gives them), which becomes the metric's own judge:
@@ -191,13 +192,14 @@ class ClaimCheckMetric(Metric):
         *,
         mode: str | None = None,
         checker: Judge | JudgeSpec | Mapping[str, Any] | None = None,
-        per_context: bool = True,
+        per_context: bool = False,
         **kw: Any,
     ) -> None:
         """`mode`: how the metric judges (None: its default, the first of :attr:`modes`);
         ``"checker"``: each claim on its own. `checker`: the judge the claim checks go to
         (None: the run's judge); `per_context`: each claim checked against each context on
-        its own (see :mod:`rageval.metrics.claim_checks`)."""
+        its own, not against all of them in one request (see
+        :mod:`rageval.metrics.claim_checks`)."""
         super().__init__(**kw)
         self.mode = self.modes[0] if mode is None else mode
         if self.mode not in self.modes:

@@ -19,7 +19,7 @@ Judge requests: 1 for the verdicts (+ the shared statement extraction).
 short yes/no answer read as the probability that the contexts support the sentence; the score
 is the mean probability (:mod:`rageval.metrics.claim_checks`; `checker` sends the checks to
 another endpoint and model; guidelines and examples do not apply there).
-Judge requests in that mode: sentences x contexts (sentences with ``per_context=False``).
+Judge requests in that mode: one per sentence (sentences x contexts with ``per_context=True``).
 """
 
 from __future__ import annotations

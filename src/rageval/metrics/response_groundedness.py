@@ -12,8 +12,8 @@ Judge requests: 2 (more only for re-asks).
 ``mode="checker"`` checks the response's own sentences one by one instead, each request a
 short yes/no answer read as the probability that the contexts support the sentence; the score
 is the mean probability (:mod:`rageval.metrics.claim_checks`; `checker` sends the checks to
-another endpoint and model). Judge requests in that mode: sentences x contexts (sentences with
-``per_context=False``).
+another endpoint and model). Judge requests in that mode: one per sentence (sentences x
+contexts with ``per_context=True``).
 """
 
 from __future__ import annotations
