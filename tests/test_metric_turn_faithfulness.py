@@ -10,10 +10,18 @@ from typing import Any
 import pytest
 
 from helpers import chat_count, judge_for, keyed, make_judge, prompts_with, user_text
+from rageval._config import parse_params
 from rageval.metrics import Faithfulness, TurnFaithfulness
 from rageval.metrics._statements import SharedStatements
-from rageval.metrics.evidence import PerTurnEvidence, TurnNotScored, VerdictEvidence
+from rageval.metrics.base import create_metric
+from rageval.metrics.evidence import (
+    ClaimsEvidence,
+    PerTurnEvidence,
+    TurnNotScored,
+    VerdictEvidence,
+)
 from rageval.metrics.per_turn import turn_mean
+from rageval.results import load_run
 from rageval.runner import evaluate
 from rageval.samples import Conversation, InvalidDataError, Sample, transcript
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
@@ -202,3 +210,53 @@ def test_a_run_keeps_the_cells_and_reuses_them(fake_openai: FakeOpenAI, tmp_path
     assert chat_count(fake_openai) == sent  # every cell kept
     shared = again.sample(0).shared_usage
     assert shared is not None and shared.cache_hits == 2  # the two turns' extractions saved
+
+
+#: the sentences of TURNS that the turn's own contexts support, for the claim checks
+CHECKED_YES = {"Frank Herbert wrote Dune.", "It came out in 1965.", "It won a Hugo."}
+
+
+def check_turn_claim(req: RecordedRequest) -> Reply:
+    claim = user_text(req).split("<claim>\n", 1)[1].split("\n</claim>", 1)[0]
+    return Reply.json({"supported": "yes" if claim in CHECKED_YES else "no"})
+
+
+def test_the_checker_mode_checks_each_turn_s_sentences_on_a_checker_of_its_own(
+    fake_openai: FakeOpenAI, tmp_path: Any
+) -> None:
+    """-p turn_faithfulness.mode=checker -p turn_faithfulness.checker...: each scored turn's
+    own sentences, unchanged, checked against the turn's contexts on the checker (the run's
+    judge gets nothing); the run log keeps each claim with its probability under its turn."""
+    with FakeOpenAI(check_turn_claim) as checker:
+        params = parse_params(
+            [
+                "turn_faithfulness.mode=checker",
+                "turn_faithfulness.checker.model=minicheck",
+                f'turn_faithfulness.checker.base_url="{checker.base_url}"',
+            ]
+        )
+        metric = create_metric("turn_faithfulness", params["turn_faithfulness"])
+        assert len(metric.planned_requests(Conversation.model_validate(conversation())) or ()) == 5
+        result = evaluate(
+            [conversation()],
+            metrics=[metric],
+            llm=make_judge(fake_openai),
+            progress=False,
+            probe=False,
+            run_dir=tmp_path / "run",
+        )
+    # turn 1: 1 of 2 sentences supported; turn 5: 2 of 3; mean (1/2 + 2/3) / 2 = 7/12
+    assert result["turn_faithfulness"] == [pytest.approx(7 / 12)]
+    assert chat_count(fake_openai) == 0
+    assert len(checker.chat_requests) == 5  # one per sentence, no statement extraction
+    (cell,) = load_run(tmp_path / "run").cells("turn_faithfulness")
+    assert cell is not None and isinstance(cell.evidence, PerTurnEvidence)
+    claims = {}
+    for turn in cell.evidence.turns:
+        assert isinstance(turn.evidence, ClaimsEvidence) and turn.evidence.checker == "minicheck"
+        claims[turn.turn] = [(c.text, c.probability) for c in turn.evidence.claims]
+    assert claims == {
+        1: [("Frank Herbert wrote Dune.", 1.0), ("He was Canadian.", 0.0)],
+        5: [("It came out in 1965.", 1.0), ("It won a Hugo.", 1.0),
+            ("It sold 20 million copies.", 0.0)],
+    }  # fmt: skip
