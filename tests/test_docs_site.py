@@ -324,6 +324,7 @@ def test_the_api_reference_documents_every_public_name_once() -> None:
         "evaluate": "aevaluate",
         "calibrate": "acalibrate",
         "align": "aalign",
+        "pairwise": "apairwise",
     }
     block = _hook("reference").block("evaluate", forms)
     assert "[`aevaluate`](#rageval.aevaluate)" in block and "worker thread" in block

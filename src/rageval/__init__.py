@@ -20,6 +20,9 @@ _EXPORTS: dict[str, str] = {
     "align": "rageval.runner",
     "aalign": "rageval.runner",
     "AlignReport": "rageval.calibration",
+    "pairwise": "rageval.runner",
+    "apairwise": "rageval.runner",
+    "PairwiseReport": "rageval.log",
     "estimate": "rageval.runner",
     "CostEstimate": "rageval.runner",
     "Panel": "rageval.runner",
@@ -108,6 +111,7 @@ if TYPE_CHECKING:
         RequestCache as RequestCache,
         llm_factory as llm_factory,
     )
+    from rageval.log import PairwiseReport as PairwiseReport
     from rageval.metrics import (
         AnswerAccuracy as AnswerAccuracy,
         AnswerCorrectness as AnswerCorrectness,
@@ -138,9 +142,11 @@ if TYPE_CHECKING:
         acalibrate as acalibrate,
         aevaluate as aevaluate,
         align as align,
+        apairwise as apairwise,
         calibrate as calibrate,
         estimate as estimate,
         evaluate as evaluate,
+        pairwise as pairwise,
     )
     from rageval.samples import (
         Conversation as Conversation,

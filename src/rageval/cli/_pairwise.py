@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rageval.cli._exit_codes import EXIT_OK
 from rageval.cli._labelled import run_on_labels
 from rageval.cli._shared import (
+    CommandRunArguments,
     _UsageError,
     add_run_options,
     command_settings,
@@ -109,26 +110,18 @@ def run_pairwise(args: argparse.Namespace) -> int:
         observe=not args.dry_run,
     )
     params = dict((options["metric_params"] or {}).get("pairwise", {}))
-    if args.criterion:
-        params["criterion"] = args.criterion
-    if args.rubric:
-        params["rubric"] = args.rubric
-    if args.winner_from:
-        params["winner_from"] = args.winner_from
-    options["metric_params"] = {"pairwise": params} if params and stored is None else None
-    rows = None if stored is not None else _rows(args)
+    for name in ("criterion", "rubric", "winner_from"):
+        if getattr(args, name):
+            params[name] = getattr(args, name)
+    source = None if stored is not None else _source(args)
     if args.dry_run:
-        return _dry_run(rows, options)
+        return _dry_run(source, args.human, params, options)
     if options["llm"] is None:
         raise _UsageError("pairwise needs a judge: --llm MODEL (or $RAGEVAL_LLM)")
-    criterion = str(params.get("criterion", "correctness"))
-    if stored is not None:  # the run's own metric, as its manifest records it
-        found = [p for name, p, _ in stored.metrics if name == "pairwise"]
-        if not found:
-            raise _UsageError(f"{run_dir} is not a pairwise run (it has no pairwise metric)")
-        criterion = str(found[0].get("criterion", criterion))
+    if stored is not None and not any(name == "pairwise" for name, _, _ in stored.metrics):
+        raise _UsageError(f"{run_dir} is not a pairwise run (it has no pairwise metric)")
     report = run_on_labels(
-        lambda: _run(rows, options, run_dir, criterion),
+        lambda: _run(source, args.human, params, options),
         interrupted=f"interrupted; finished pairs are kept in {run_dir}; continue with "
         f"rageval pairwise --resume {run_dir}",
     )
@@ -139,16 +132,11 @@ def run_pairwise(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from rageval.runner._pairwise import file_rows, read_answers, system_rows
-    from rageval.samples import InvalidDataError
-
-    try:
-        if len(args.sources) == 1:
-            return file_rows(args.sources[0], human=args.human)
-        return system_rows({_name(p, args.sources): read_answers(p) for p in args.sources})
-    except (InvalidDataError, FileNotFoundError, ValueError) as e:
-        raise _UsageError(str(e)) from None
+def _source(args: argparse.Namespace) -> str | dict[str, str]:
+    """The one file holding both answers, or each system's source by its name."""
+    if len(args.sources) == 1:
+        return str(args.sources[0])
+    return {_name(p, args.sources): p for p in args.sources}
 
 
 def _name(path: str, every: list[str]) -> str:
@@ -162,24 +150,52 @@ def _name(path: str, every: list[str]) -> str:
 
 
 def _run(
-    rows: list[dict[str, Any]] | None, options: Any, run_dir: Path, criterion: str
+    source: str | dict[str, str] | None,
+    human: str | None,
+    params: dict[str, Any],
+    options: CommandRunArguments,
 ) -> PairwiseReport:
-    from rageval.runner import evaluate
-    from rageval.runner._pairwise import pairwise_report
+    from rageval.runner._pairwise import pairwise
 
-    # resuming (no rows), the run's own metric with its parameters
-    evaluate(rows, metrics=None if rows is None else ["pairwise"], **options)
-    return pairwise_report(run_dir, criterion)
+    chosen = {k: params.pop(k) for k in ("criterion", "rubric", "winner_from") if k in params}
+    # resuming (no source): the run's own pairs and metric, with its parameters
+    return pairwise(
+        source,
+        options["llm"],
+        **(chosen if source is not None else {}),
+        human=human,
+        metric_params=params if source is not None and params else None,
+        column_map=options["column_map"],
+        on_invalid=options["on_invalid"],
+        config=options["config"],
+    )
 
 
-def _dry_run(rows: list[dict[str, Any]] | None, options: Any) -> int:
+def _dry_run(
+    source: str | dict[str, str] | None,
+    human: str | None,
+    params: dict[str, Any],
+    options: CommandRunArguments,
+) -> int:
     from rageval.runner import RunConfigError, estimate
+    from rageval.runner._pairwise import pair_rows
     from rageval.samples import InvalidDataError
 
-    kept = {k: options[k] for k in ("metric_params", "column_map", "on_invalid")}
     try:
-        found = estimate(rows, ["pairwise"], options["llm"], options["embeddings"], **kept)
-    except (InvalidDataError, RunConfigError) as e:
+        rows = (
+            pair_rows(source, human=human, column_map=options["column_map"])
+            if source is not None
+            else None
+        )
+        found = estimate(
+            rows,
+            ["pairwise"],
+            options["llm"],
+            options["embeddings"],
+            metric_params={"pairwise": params} if params and rows is not None else None,
+            on_invalid=options["on_invalid"],
+        )
+    except (InvalidDataError, RunConfigError, FileNotFoundError) as e:
         raise _UsageError(str(e)) from None
     out(found.table())
     return EXIT_OK

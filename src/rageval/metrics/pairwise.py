@@ -45,6 +45,8 @@ from rageval.samples import Sample
 Criterion = Literal["correctness", "completeness", "faithfulness", "rubric"]
 Winner = Literal["a", "b", "tie"]
 WinnerFrom = Literal["verdicts", "probabilities"]
+#: how a pair's winner is read when nothing says otherwise
+DEFAULT_WINNER_FROM: WinnerFrom = "verdicts"
 
 #: the sample's metadata key holding answer B
 RESPONSE_B = "response_b"
@@ -146,7 +148,7 @@ class Pairwise(Metric):
         *,
         criterion: Criterion = "correctness",
         rubric: str | None = None,
-        winner_from: WinnerFrom = "verdicts",
+        winner_from: WinnerFrom = DEFAULT_WINNER_FROM,
         **kw: Any,
     ) -> None:
         super().__init__(**kw)

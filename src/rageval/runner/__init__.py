@@ -5,6 +5,7 @@ from rageval.runner._align import aalign, align
 from rageval.runner._calibrate import acalibrate, calibrate
 from rageval.runner._estimate import CostEstimate, Range, UsageEstimate, estimate
 from rageval.runner._evaluate import aevaluate, evaluate
+from rageval.runner._pairwise import apairwise, pairwise
 from rageval.runner._panel import Panel
 from rageval.runner._prepare import RunSpec, embeddings_from_spec, judge_from_env, resolve_metrics
 from rageval.runner._runconfig import RunConfig
@@ -25,10 +26,12 @@ __all__ = [
     "acalibrate",
     "aevaluate",
     "align",
+    "apairwise",
     "calibrate",
     "embeddings_from_spec",
     "estimate",
     "evaluate",
     "judge_from_env",
+    "pairwise",
     "resolve_metrics",
 ]

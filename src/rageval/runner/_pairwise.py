@@ -10,15 +10,22 @@ whose rows hold both answers, ``response_a`` and ``response_b`` (a ``response`` 
 read as A). The question, reference and contexts a pair is judged with are A's; a question
 that differs between two systems' rows is an error naming the row. People's verdicts on some
 pairs come with the one-file form, in a column (``a``, ``b`` or ``tie``; blank: not judged).
+
+In Python: :func:`pairwise` / :func:`apairwise` (``rageval.pairwise``), which the command line
+calls too.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from rageval._rundir_lock import one_writer
+from rageval._sync import synchronous
+from rageval.errors import RunConfigError
 from rageval.log import RESULTS_FILE, read_lines, write_atomic
 from rageval.log._pairwise import (
     PAIRWISE_FILE,
@@ -29,8 +36,10 @@ from rageval.log._pairwise import (
     SystemStrength,
 )
 from rageval.metrics.evidence import PairwiseEvidence
-from rageval.metrics.pairwise import RESPONSE_B
-from rageval.runner._evaluate import _write_report
+from rageval.metrics.pairwise import DEFAULT_WINNER_FROM, RESPONSE_B, Criterion, WinnerFrom
+from rageval.runner._evaluate import _write_report, aevaluate
+from rageval.runner._prepare import OnInvalid
+from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
 from rageval.runner._rundir import RunDir
 from rageval.samples import InvalidDataError, RowProblem, Sample, load_samples, sample_ids
 from rageval.stats import (
@@ -41,16 +50,24 @@ from rageval.stats import (
     pairwise_summary,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from rageval.judge import Judge
+    from rageval.results import EvaluationResult
+    from rageval.runner._panel import Panel
+
 #: the metadata keys a pairwise row carries beside answer B
 SYSTEM_A, SYSTEM_B, QUESTION, HUMAN = "system_a", "system_b", "question_id", "human_winner"
 _VERDICTS = ("a", "b", "tie")
 
 
-def read_answers(path: str | Path) -> list[Sample]:
-    """The samples of a run directory (its finished rows) or a data file, each with its id
-    (a row without one: ``row-N``); bad rows raise InvalidDataError naming row and field."""
-    path = Path(path)
-    if path.is_dir() and (path / RESULTS_FILE).exists():
+def read_answers(source: Any, column_map: Mapping[str, str] | None = None) -> list[Sample]:
+    """The samples of a run directory (its finished rows), a data file or anything else
+    :func:`rageval.load_samples` reads (with `column_map`), each with its id (a row without
+    one: ``row-N``); bad rows raise InvalidDataError naming row and field."""
+    if isinstance(source, (str, os.PathLike)) and (Path(source) / RESULTS_FILE).is_file():
+        path = Path(source)
         last = {e.line.id: e.line for e in read_lines(path / RESULTS_FILE)}
         samples = []
         for sid, line in last.items():
@@ -62,7 +79,7 @@ def read_answers(path: str | Path) -> list[Sample]:
                 )
             samples.append(Sample.model_validate({**fields, "id": sid}))
         return samples
-    loaded = load_samples(path)
+    loaded = load_samples(source, column_map=column_map)
     if loaded.problems:
         raise InvalidDataError(loaded.problems, source=loaded.source)
     ids = sample_ids(loaded.samples)
@@ -74,7 +91,7 @@ def system_rows(systems: Mapping[str, Sequence[Sample]]) -> list[dict[str, Any]]
     A's question, reference and contexts, A's response and B's as ``response_b``. With two
     systems a row's id is the question's; with more, ``<id>|<system A>|<system B>``."""
     if len(systems) < 2:
-        raise ValueError("pairwise compares at least two systems")
+        raise RunConfigError("pairwise compares at least two systems")
     by_id = {name: {s.id: s for s in samples} for name, samples in systems.items()}
     rows: list[dict[str, Any]] = []
     problems: list[RowProblem] = []
@@ -92,8 +109,9 @@ def system_rows(systems: Mapping[str, Sequence[Sample]]) -> list[dict[str, Any]]
     if problems:
         raise InvalidDataError(problems, source="the systems' answers")
     if not rows:
-        raise ValueError(
-            "no two systems answered a question with the same id: pairwise matches answers by id"
+        raise InvalidDataError(
+            [RowProblem(None, "id", "no two systems answered a question with the same id")],
+            source="the systems' answers (pairwise matches answers by id)",
         )
     return rows
 
@@ -104,10 +122,13 @@ def _row(a: Sample, b: str, sa: str, sb: str, qid: str, many: bool) -> dict[str,
     return {**row, "id": f"{qid}|{sa}|{sb}" if many else qid, "metadata": meta}
 
 
-def file_rows(path: str | Path, *, human: str | None = None) -> list[dict[str, Any]]:
-    """The pairwise rows of one file holding both answers (``response_a`` or ``response``, and
+def file_rows(
+    data: Any, *, human: str | None = None, column_map: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The pairwise rows of one file (or rows, as :func:`rageval.load_samples` reads them,
+    with `column_map`) holding both answers (``response_a`` or ``response``, and
     ``response_b``), with people's verdicts from the column `human` when given."""
-    loaded = load_samples(path)
+    loaded = load_samples(data, column_map=column_map)
     problems = list(loaded.problems)
     rows = []
     for n, (s, sid) in enumerate(zip(loaded.samples, sample_ids(loaded.samples), strict=True)):
@@ -132,8 +153,28 @@ def file_rows(path: str | Path, *, human: str | None = None) -> list[dict[str, A
     if problems:
         raise InvalidDataError(problems, source=loaded.source)
     if human is not None and not any(r["metadata"][HUMAN] for r in rows):
-        raise ValueError(f"the column {human!r} holds no verdict (a, b or tie) on any row")
+        raise InvalidDataError(
+            [RowProblem(None, human, "holds no verdict (a, b or tie) on any row")],
+            source=loaded.source,
+        )
     return rows
+
+
+def pair_rows(
+    data: Any, *, human: str | None = None, column_map: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The pairwise rows of `data`: a mapping of systems' names to their answers (each a run
+    directory, a data file or rows: :func:`system_rows`), or one source whose rows hold both
+    answers (:func:`file_rows`, with people's verdicts from the column `human`); a data
+    file's or rows' columns renamed by `column_map`."""
+    if isinstance(data, Mapping):
+        if human is not None:
+            raise RunConfigError(
+                "people's verdicts (human=) are a column of the one-source form "
+                "(response_a / response_b), not of several systems"
+            )
+        return system_rows({str(name): read_answers(src, column_map) for name, src in data.items()})
+    return file_rows(data, human=human, column_map=column_map)
 
 
 def _human_verdict(value: Any) -> tuple[str | None, str | None]:
@@ -146,29 +187,123 @@ def _human_verdict(value: Any) -> tuple[str | None, str | None]:
     return None, f"a verdict is a, b or tie (or blank), got {value!r}"
 
 
+@one_writer  # held from the run to pairwise.json and the report
+async def apairwise(
+    data: Any,
+    llm: Judge | str | Sequence[Judge] | Panel | None = None,
+    *,
+    criterion: Criterion = "correctness",
+    rubric: str | None = None,
+    winner_from: WinnerFrom = DEFAULT_WINNER_FROM,
+    human: str | None = None,
+    metric_params: Mapping[str, Any] | None = None,
+    column_map: Mapping[str, str] | None = None,
+    on_invalid: OnInvalid | None = None,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    config: RunConfig | None = None,
+    **run: Unpack[RunKeywords],
+) -> PairwiseReport:
+    """Judge which of two answers to each question is better, each pair asked in both orders,
+    and add the verdicts up; see the module docstring and docs/pairwise.md.
+
+    Args:
+        data: the systems' answers to the same questions, matched by id: a mapping of each
+            system's name to its answers (a run directory, a data file, or rows as
+            :func:`rageval.load_samples` reads them); or one source whose rows hold both
+            answers, ``response_a`` (or ``response``) and ``response_b``. None resuming a run
+            (``resume=True``): its own pairs.
+        llm: the judge, as :func:`rageval.evaluate` takes it.
+        criterion: what "better" means: ``correctness`` (with the reference when there is
+            one), ``completeness``, ``faithfulness`` (to the retrieved contexts) or
+            ``rubric`` (the words in `rubric`).
+        rubric: with ``criterion="rubric"``, what to judge by.
+        winner_from: a pair's winner from both orders' written ``verdicts`` (differing ones: a
+            tie) or from the a/b/tie ``probabilities`` averaged over both orders (by the
+            judge's log-probabilities; :func:`rageval.metrics.pairwise.combine`).
+        human: the one-source form: a column of people's verdicts (a, b or tie; blank where
+            nobody judged), for the judge's agreement with them and the PPI++ win rate.
+        metric_params: the pairwise metric's other constructor arguments.
+        column_map: your column -> rageval's field, for the data files and rows (a run
+            directory's are rageval's already).
+        on_invalid: as :func:`rageval.evaluate`'s.
+        confidence: the level of the intervals.
+        n_resamples: the bootstraps' resamples.
+        seed: the bootstraps' seed.
+        config: how the run executes, one :class:`~rageval.runner.RunConfig`, as
+            :func:`rageval.evaluate` takes it; with `run_dir` the run directory also gets
+            ``pairwise.json`` and a pairwise section in its report.
+        **run: the RunConfig's fields as keywords, instead of `config`.
+
+    Returns:
+        The win rate of B over A per pair of systems (ties half), the flips, the sign test;
+        Bradley–Terry strengths with three systems or more; the agreement with people.
+    """
+    config = run_config(config, run)
+    rows: list[dict[str, Any]] | None = None
+    params: dict[str, dict[str, Any]] | None = None
+    if data is None:
+        if not config.resume:
+            raise RunConfigError("data=None goes only with resume=True (the run's own pairs)")
+    else:
+        named = {"criterion", "rubric", "winner_from"} & set(metric_params or {})
+        if named:
+            raise RunConfigError(f"give {', '.join(sorted(named))} as keywords of pairwise()")
+        rows = pair_rows(data, human=human, column_map=column_map)
+        chosen = {"criterion": criterion, "winner_from": winner_from}
+        params = {"pairwise": {**(metric_params or {}), **chosen}}
+        if rubric is not None:
+            params["pairwise"]["rubric"] = rubric
+    result = await aevaluate(
+        rows,
+        metrics=None if rows is None else ["pairwise"],
+        llm=llm,
+        metric_params=params,
+        on_invalid=on_invalid,
+        config=config,
+    )
+    report = pairwise_report(
+        result, criterion, confidence=confidence, n_resamples=n_resamples, seed=seed
+    )
+    if config.run_dir is not None:
+        write_atomic(config.run_dir / PAIRWISE_FILE, report)
+        _write_report(RunDir(config.run_dir))  # again, now with pairwise.json
+    return report
+
+
+pairwise = synchronous(
+    apairwise,
+    "pairwise",
+    """Synchronous :func:`apairwise`. Inside a running event loop (Jupyter) it runs on a
+    private loop in a worker thread.""",
+)
+
+
 def pairwise_report(
-    run_dir: str | Path,
-    criterion: str,
+    result: EvaluationResult,
+    criterion: str = "correctness",
     *,
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> PairwiseReport:
-    """What the verdicts of the pairwise run in `run_dir` add up to, written there as
-    ``pairwise.json``: per pair of systems the win rate of B (ties half) with its bootstrap
-    interval, the flips and the sign test; with three systems or more, their Bradley–Terry
-    strengths (questions resampled together); with people's verdicts, the agreement with them
-    and the PPI++ win rate. report.html is written again, with them."""
+    """What the verdicts of a pairwise run add up to: per pair of systems the win rate of B
+    (ties half) with its bootstrap interval, the flips and the sign test; with three systems
+    or more, their Bradley–Terry strengths (questions resampled together); with people's
+    verdicts, the agreement with them and the PPI++ win rate. The criterion is the one the
+    cells' evidence names (`criterion` when no pair was judged)."""
     by_pair: dict[tuple[str, str], list[tuple[str, str | None, bool | None, str | None]]] = {}
-    for line in {e.line.id: e.line for e in read_lines(Path(run_dir) / RESULTS_FILE)}.values():
-        meta = line.inputs.metadata or {}
-        cell = line.cells.get("pairwise")
-        ev = cell.evidence if cell is not None else None
-        judged = ev if isinstance(ev, PairwiseEvidence) else None
+    for sid, sample, cell in zip(result.ids, result.samples, result.cells("pairwise"), strict=True):
+        if cell is None or sample is None:  # not finished
+            continue
+        meta = sample.metadata
+        judged = cell.evidence if isinstance(cell.evidence, PairwiseEvidence) else None
+        criterion = judged.criterion if judged else criterion
         key = (str(meta.get(SYSTEM_A, "A")), str(meta.get(SYSTEM_B, "B")))
         by_pair.setdefault(key, []).append(
             (
-                str(meta.get(QUESTION, line.id)),
+                str(meta.get(QUESTION, sid)),
                 judged.winner if judged else None,
                 judged.flip if judged else None,
                 meta.get(HUMAN),
@@ -231,8 +366,6 @@ def pairwise_report(
             for x in bt.strengths
         ]
         report.strengths_method = bt.method
-    write_atomic(Path(run_dir) / PAIRWISE_FILE, report)
-    _write_report(RunDir(run_dir))  # again, now with pairwise.json
     return report
 
 
