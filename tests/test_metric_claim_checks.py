@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,10 +18,10 @@ from rageval import evaluate
 from rageval._config import parse_params
 from rageval.log import read_manifest
 from rageval.metrics import Faithfulness, ResponseGroundedness
-from rageval.metrics.base import MetricResult, create_metric
+from rageval.metrics.base import Metric, MetricResult, create_metric
 from rageval.metrics.claim_checks import CHECK_REPLY, claims_of, claims_score
 from rageval.metrics.evidence import ClaimsEvidence
-from rageval.results import load_run
+from rageval.results import EvaluationResult, load_run
 from rageval.samples import Sample
 from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
 from rageval.testing.records import ScriptedToken
@@ -164,6 +166,40 @@ async def test_no_claim_no_context_and_a_failed_check(fake_openai: FakeOpenAI) -
     assert failed.status == "not_measured" and "judge call failed" in (failed.cause or "")
 
 
+def on_a_checker_of_its_own(
+    name: str,
+    rows: list[dict[str, Any]],
+    handler: Callable[[RecordedRequest], Reply],
+    judge: FakeOpenAI,
+    run_dir: Path,
+    *names: str,
+) -> tuple[Metric, EvaluationResult, list[RecordedRequest]]:
+    """Metric `name` in mode "checker" made from ``-p`` names (`names` besides) with a checker
+    model of its own ("minicheck", answered by `handler`), run on `rows` beside the run's
+    judge (`judge`, which must get nothing): the metric, the result and the checker's
+    requests."""
+    with FakeOpenAI(handler) as server:
+        params = parse_params(
+            [
+                f"{name}.mode=checker",
+                f"{name}.checker.model=minicheck",
+                f'{name}.checker.base_url="{server.base_url}"',
+                *names,
+            ]
+        )
+        metric = create_metric(name, params[name])
+        result = evaluate(
+            rows,
+            metrics=[metric],
+            llm=make_judge(judge),
+            progress=False,
+            probe=False,
+            run_dir=run_dir,
+        )
+    assert chat_count(judge) == 0
+    return metric, result, server.chat_requests
+
+
 async def test_a_checker_of_its_own_through_the_config_names(
     fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -171,30 +207,20 @@ async def test_a_checker_of_its_own_through_the_config_names(
     checker's endpoint and model, the run's judge gets nothing, the usage is the metric's, and
     the run log keeps each claim with its probability and the manifest the checker."""
     monkeypatch.setenv("CHECKER_KEY", "sk-checker")
-    with FakeOpenAI(checker) as checker_server:
-        params = parse_params(
-            [
-                "faithfulness.mode=checker",
-                "faithfulness.per_context=true",
-                "faithfulness.checker.model=minicheck",
-                f'faithfulness.checker.base_url="{checker_server.base_url}"',
-                "faithfulness.checker.api_key_env=CHECKER_KEY",
-            ]
-        )
-        metric = create_metric("faithfulness", params["faithfulness"])
-        # what the run manifest records makes the same metric again
-        assert create_metric("faithfulness", metric.params()).params() == metric.params()
-        result = evaluate(
-            [SAMPLE.model_dump()],
-            metrics=[metric],
-            llm=make_judge(fake_openai),
-            progress=False,
-            probe=False,
-            run_dir=tmp_path / "run",
-        )
+    metric, result, checks = on_a_checker_of_its_own(
+        "faithfulness",
+        [SAMPLE.model_dump()],
+        checker,
+        fake_openai,
+        tmp_path / "run",
+        "faithfulness.per_context=true",
+        "faithfulness.checker.api_key_env=CHECKER_KEY",
+    )
+    # what the run manifest records makes the same metric again
+    assert create_metric("faithfulness", metric.params()).params() == metric.params()
     assert result["faithfulness"] == [pytest.approx(2 / 3)]
-    assert chat_count(fake_openai) == 0
-    assert {r.body.get("model") for r in checker_server.chat_requests} == {"minicheck"}
+    assert {r.body.get("model") for r in checks} == {"minicheck"}
+    assert {r.headers.get("authorization") for r in checks} == {"Bearer sk-checker"}
     assert result.usage_by_metric["faithfulness"].requests == 6
     (cell,) = load_run(tmp_path / "run").cells("faithfulness")
     assert cell is not None and isinstance(cell.evidence, ClaimsEvidence)

@@ -10,10 +10,8 @@ from typing import Any
 import pytest
 
 from helpers import chat_count, judge_for, keyed, make_judge, prompts_with, user_text
-from rageval._config import parse_params
 from rageval.metrics import Faithfulness, TurnFaithfulness
 from rageval.metrics._statements import SharedStatements
-from rageval.metrics.base import create_metric
 from rageval.metrics.evidence import (
     ClaimsEvidence,
     PerTurnEvidence,
@@ -25,6 +23,7 @@ from rageval.results import load_run
 from rageval.runner import evaluate
 from rageval.samples import Conversation, InvalidDataError, Sample, transcript
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
+from test_metric_claim_checks import on_a_checker_of_its_own
 
 TURNS: list[dict[str, Any]] = [
     {"role": "user", "content": "Who wrote Dune?"},
@@ -227,28 +226,13 @@ def test_the_checker_mode_checks_each_turn_s_sentences_on_a_checker_of_its_own(
     """-p turn_faithfulness.mode=checker -p turn_faithfulness.checker...: each scored turn's
     own sentences, unchanged, checked against the turn's contexts on the checker (the run's
     judge gets nothing); the run log keeps each claim with its probability under its turn."""
-    with FakeOpenAI(check_turn_claim) as checker:
-        params = parse_params(
-            [
-                "turn_faithfulness.mode=checker",
-                "turn_faithfulness.checker.model=minicheck",
-                f'turn_faithfulness.checker.base_url="{checker.base_url}"',
-            ]
-        )
-        metric = create_metric("turn_faithfulness", params["turn_faithfulness"])
-        assert len(metric.planned_requests(Conversation.model_validate(conversation())) or ()) == 5
-        result = evaluate(
-            [conversation()],
-            metrics=[metric],
-            llm=make_judge(fake_openai),
-            progress=False,
-            probe=False,
-            run_dir=tmp_path / "run",
-        )
+    metric, result, checks = on_a_checker_of_its_own(
+        "turn_faithfulness", [conversation()], check_turn_claim, fake_openai, tmp_path / "run"
+    )
+    assert len(metric.planned_requests(Conversation.model_validate(conversation())) or ()) == 5
     # turn 1: 1 of 2 sentences supported; turn 5: 2 of 3; mean (1/2 + 2/3) / 2 = 7/12
     assert result["turn_faithfulness"] == [pytest.approx(7 / 12)]
-    assert chat_count(fake_openai) == 0
-    assert len(checker.chat_requests) == 5  # one per sentence, no statement extraction
+    assert len(checks) == 5  # one per sentence, no statement extraction
     (cell,) = load_run(tmp_path / "run").cells("turn_faithfulness")
     assert cell is not None and isinstance(cell.evidence, PerTurnEvidence)
     claims = {}
