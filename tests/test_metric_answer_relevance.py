@@ -62,7 +62,9 @@ async def test_metric_mean_of_three_dimensions(fake_openai: FakeOpenAI) -> None:
             "completeness": 0.7,
             "conciseness": 0.8,
             "reasoning": "on topic, misses sleep benefits",
-            "scoring": "sampled",  # the written values: these metrics ask for no probabilities
+            # the written values: the test server returns no log-probabilities
+            "scoring": "sampled",
+            "scoring_why": "the endpoint returned no log-probabilities",
         }
     )
     assert result.reason == "mean of topical_match 0.9, completeness 0.7, conciseness 0.8"
@@ -207,7 +209,14 @@ async def test_custom_response_model_without_overall_score(fake_openai: FakeOpen
     # score fields are the float ones: (1.0 + 0.5) / 2 = 0.75
     assert result.value == pytest.approx(0.75)
     assert result.evidence == FreeformEvidence.of(
-        {"politeness": 1.0, "clarity": 0.5, "reason": "ok", "flagged": False, "scoring": "sampled"}
+        {
+            "politeness": 1.0,
+            "clarity": 0.5,
+            "reason": "ok",
+            "flagged": False,
+            "scoring": "sampled",
+            "scoring_why": "the endpoint returned no log-probabilities",
+        }
     )
     graded = await metric.agrade(question=QUESTION, answer=ANSWER)
     assert isinstance(graded, Tone)

@@ -42,7 +42,9 @@ async def test_score_4_gives_0_75_with_raw_score_and_feedback(fake_openai: FakeO
         raw_score=4,
         feedback="Correct, but no unit spelled out.",
         level_description="level 4 text",
-        scoring="sampled",  # the written score: rubric_score asks for no probabilities
+        # the written score: the test server returns no log-probabilities
+        scoring="sampled",
+        scoring_why="the endpoint returned no log-probabilities",
     )
     assert result.reason == "Correct, but no unit spelled out."
     prompt = user_text(fake_openai.chat_requests[0])

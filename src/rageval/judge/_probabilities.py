@@ -25,7 +25,9 @@ the probability of each of its options, not only by the option the model wrote
 
 The judge records, per reply, which was used (:class:`ReplyScoring`); a metric reads
 :meth:`ReplyScoring.probability` (a verdict's P(true)) and :meth:`ReplyScoring.expected` (a
-rating's expected value). docs/judge-probabilities.md says the same for users.
+rating's expected value), or :meth:`ReplyScoring.read_probability` and
+:meth:`ReplyScoring.read_expected`, which are None where the value written stands (the metric
+then counts that). docs/judge-probabilities.md says the same for users.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from typing import Any, Literal
 from rageval.judge._backend import TokenLogprob
 
 __all__ = [
+    "ANY_ITEM",
     "NO_LOGPROBS",
     "SAMPLED",
     "SCORINGS",
@@ -73,6 +76,9 @@ ScoringUsed = Literal["probabilities", "sampled", "sampled-fallback"]
 TOP_LOGPROBS = 20
 
 Path = tuple[str, ...]
+#: the position of an array's item in a path of :func:`choice_leaves` (a reply's choices are
+#: at the items' positions, ``("claims", "0", "covered")``, as :func:`value_spans` names them)
+ANY_ITEM = "*"
 
 # the standard library's JSON string scanner (its stub does not declare it): the decoded string
 # and the index after its closing quote
@@ -113,6 +119,23 @@ class ReplyScoring:
             known = ", ".join("/".join(p) for p in self.choices) or "none"
             raise KeyError(f"no choice at {'/'.join(path)!r} in this reply (choices: {known})")
         return found
+
+    def read_probability(self, *path: str, option: Any = True) -> float | None:
+        """P(`option`) at `path` where it was read from the log-probabilities; None where the
+        choice has its sampled value (or this reply has no choice there: a reply cached before
+        it was one), so that the metric counts the value written."""
+        found = self.choices.get(tuple(path))
+        if found is None or found.used != "probabilities":
+            return None
+        return found.probabilities.get(option, 0.0)
+
+    def read_expected(self, *path: str) -> float | None:
+        """The expected value at `path` where it was read from the log-probabilities; None
+        where the choice has its sampled value (as :meth:`read_probability`)."""
+        found = self.choices.get(tuple(path))
+        if found is None or found.used != "probabilities":
+            return None
+        return self.expected(*path)
 
     def probability(self, *path: str, option: Any = True) -> float:
         """P(`option`) at `path`: a verdict's probability of being true by default; 1.0 or 0.0
@@ -217,7 +240,9 @@ def read_stored(text: str) -> tuple[str, ReplyScoring] | None:
 def choice_leaves(schema_json: str) -> dict[Path, tuple[Any, ...]]:
     """The choices of a response model's JSON schema: each path to a boolean or to an enum of
     plain values, with its options (in the schema's order). Objects are followed through
-    their properties and ``$ref``s to ``$defs``; arrays and unions are not."""
+    their properties and ``$ref``s to ``$defs``, arrays through their items (the path holds
+    :data:`ANY_ITEM` for the position: every item of the reply has the choice); unions are
+    not."""
     schema = json.loads(schema_json)
     defs = schema.get("$defs", {})
     out: dict[Path, tuple[Any, ...]] = {}
@@ -236,6 +261,8 @@ def choice_leaves(schema_json: str) -> dict[Path, tuple[Any, ...]]:
             out[path] = (True, False)
         for key, sub in (node.get("properties") or {}).items():
             walk(sub, (*path, key), depth + 1)
+        if node.get("type") == "array":
+            walk(node.get("items"), (*path, ANY_ITEM), depth + 1)
 
     walk(schema, (), 0)
     return out
@@ -258,7 +285,7 @@ def fallback_scoring(
     "probabilities" asked and none came; `why` says why)."""
     choices = {
         path: ChoiceScore(path, value, {value: 1.0}, used, why)
-        for path, value in _values_at(obj, leaves).items()
+        for path, (value, _) in _values_at(obj, leaves).items()
     }
     return ReplyScoring(used if choices else "sampled", why if choices else None, choices)
 
@@ -301,9 +328,8 @@ def score_reply(
         starts.append(offset)
         offset += len(piece)
     choices: dict[Path, ChoiceScore] = {}
-    for path, sampled in _values_at(obj, leaves).items():
+    for path, (sampled, options) in _values_at(obj, leaves).items():
         span = spans.get(path)
-        options = leaves[path]
         found = None
         if span is not None:
             start = len(text[: span[0]].encode()) + shift
@@ -331,19 +357,24 @@ def _only_wrapping(before: bytes, after: bytes) -> bool:
 _FENCE_OPENINGS = (b"", b"```", b"```json", b"```JSON")
 
 
-def _values_at(obj: Mapping[str, Any], leaves: Mapping[Path, Sequence[Any]]) -> dict[Path, Any]:
-    """The value of `obj` at each leaf path it has."""
-    out: dict[Path, Any] = {}
-    for path in leaves:
-        node: Any = obj
-        for key in path:
-            node = node.get(key, _MISSING) if isinstance(node, Mapping) else _MISSING
-        if node is not _MISSING and _plain(node):
-            out[path] = node
+def _values_at(
+    obj: Mapping[str, Any], leaves: Mapping[Path, Sequence[Any]]
+) -> dict[Path, tuple[Any, Sequence[Any]]]:
+    """The value of `obj` at each leaf path it has, with the leaf's options; a leaf inside an
+    array is at each of its items' positions."""
+    out: dict[Path, tuple[Any, Sequence[Any]]] = {}
+    for leaf, options in leaves.items():
+        found: list[tuple[Path, Any]] = [((), obj)]
+        for key in leaf:
+            deeper: list[tuple[Path, Any]] = []
+            for at, node in found:
+                if key == ANY_ITEM and isinstance(node, list):
+                    deeper += [((*at, str(i)), item) for i, item in enumerate(node)]
+                elif isinstance(node, Mapping) and key in node:
+                    deeper.append(((*at, key), node[key]))
+            found = deeper
+        out.update((at, (node, options)) for at, node in found if _plain(node))
     return out
-
-
-_MISSING = object()
 
 
 def _distribution(

@@ -25,6 +25,16 @@ scores 0 with no request at all: an empty answer is wrong, not vacuously right. 
 without statements gives TP = FP = 0 (the reference's statements are still asked for, so FN is
 known); TP=FP=FN=0 (neither text makes a factual claim) gives factuality 1.
 With w₁ = 0 no embedding is computed; with w₀ = 0 no judge request is made.
+
+Where the judge scores by probabilities (docs/judge-probabilities.md), TP, FP and FN are
+expected counts, read from the same reply's token log-probabilities: TP = Σ P(supported) and
+FP = Σ (1 − P(supported)) over the response statements, FN = Σ (1 − P(covered)) over the
+reference statements, and factuality is the same F-beta of those counts (an F-beta of
+expected counts, not the expectation of the F-beta; the same number as before for verdicts
+of 0 and 1, as faithfulness counts each verdict by its probability). The evidence keeps the
+counts of the verdicts written (`tp`, `fp`, `fn` and their ids), each verdict's
+`probability`, and the expected counts (`expected`); a verdict whose probability could not
+be read counts as written.
 Judge requests: 1 (+ the shared statement extraction); embeddings: 2 texts.
 """
 
@@ -47,6 +57,7 @@ from rageval.metrics.authoring import (
     GuidedMetric,
     PlannedRequest,
     ReplyModel,
+    Verdict,
     VerdictQuestion,
     item_verdict,
     judged_items,
@@ -61,7 +72,7 @@ from rageval.metrics.authoring import (
     verdict_prompt,
 )
 from rageval.metrics.base import MetricResult, ScoringContext, forward_to_metric, register
-from rageval.metrics.evidence import FactualityEvidence, JudgedItem, VerdictTable
+from rageval.metrics.evidence import FactualityEvidence, VerdictTable
 from rageval.metrics.semantic_similarity import semantic_similarity_value
 from rageval.samples import Sample
 
@@ -132,8 +143,9 @@ def _example(sample: Sample) -> str:
     )
 
 
-def fbeta(tp: int, fp: int, fn: int, beta: float = 1.0) -> float:
-    """F-beta of statement counts; 1.0 when there is nothing on either side (TP=FP=FN=0)."""
+def fbeta(tp: float, fp: float, fn: float, beta: float = 1.0) -> float:
+    """F-beta of statement counts (or expected counts); 1.0 when there is nothing on either
+    side (TP=FP=FN=0)."""
     b2 = beta * beta
     denominator = (1 + b2) * tp + b2 * fn + fp
     return (1 + b2) * tp / denominator if denominator else 1.0
@@ -224,8 +236,6 @@ class AnswerCorrectness(GuidedMetric):
             base=ReferenceCoverage if self.reasons else BareReferenceCoverage,
             base_tokens=reply_budget(len(split_sentences(reference)), text=reference),
             reasons=self.reasons,
-            # TP / FP / FN count the verdicts as written
-            weighted=False,
         )
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
@@ -259,10 +269,11 @@ class AnswerCorrectness(GuidedMetric):
     ) -> MetricResult:
         parts = [why] if why else []
         if facts is not None and "tp" in facts:
-            parts.append(
-                f"factuality {facts['factuality']:.4f} "
-                f"(TP={facts['tp']}, FP={facts['fp']}, FN={facts['fn']})"
-            )
+            counts = f"TP={facts['tp']}, FP={facts['fp']}, FN={facts['fn']}"
+            if facts.get("expected"):
+                e = facts["expected"]
+                counts = f"expected TP={e['tp']:.3g}, FP={e['fp']:.3g}, FN={e['fn']:.3g}; written {counts}"
+            parts.append(f"factuality {facts['factuality']:.4f} ({counts})")
         if similarity is not None:
             parts.append(f"similarity {similarity:.4f}")
         reason = f"score {score:.4f}: " + ", ".join(parts)
@@ -274,18 +285,42 @@ class AnswerCorrectness(GuidedMetric):
 
     async def _factuality(self, sample: Sample, ctx: ScoringContext) -> dict[str, Any]:
         answer = await ctx.statements.get("response")
-        verdicts, coverage = await self.question(sample).ask(ctx, answer)
+        verdicts, first = await self.question(sample).ask_scored(ctx, answer)
+        coverage = first.value
         assert isinstance(coverage, (ReferenceCoverage, BareReferenceCoverage))
-        claims = [c for c in coverage.reference_statements if c.statement.strip()]
+        # the reference's claims as verdicts (covered), each with its probability of being
+        # covered where the judge's scoring read it
+        listed: list[ReferenceStatement | BareReferenceStatement] = list(
+            coverage.reference_statements
+        )
+        kept = [(i, c) for i, c in enumerate(listed) if c.statement.strip()]
+        claims = [
+            Verdict(
+                f"f{n}",
+                c.statement.strip(),
+                c.covered,
+                getattr(c, "reason", ""),
+                first.scoring.read_probability("reference_statements", str(i), "covered"),
+            )
+            for n, (i, c) in enumerate(kept, start=1)
+        ]
         tp_ids = [v.id for v in verdicts if v.verdict]
         fp_ids = [v.id for v in verdicts if not v.verdict]
-        fn_ids = [f"f{i}" for i, c in enumerate(claims, start=1) if not c.covered]
-        tp, fp, fn = len(tp_ids), len(fp_ids), len(fn_ids)
+        fn_ids = [c.id for c in claims if not c.verdict]
+        # expected counts: each verdict counts its probability of being true (as written
+        # where none was read); the counts of the ids where every verdict is 0 or 1
+        expected = {
+            "tp": sum(v.weight for v in verdicts),
+            "fp": sum(1 - v.weight for v in verdicts),
+            "fn": sum(1 - c.weight for c in claims),
+        }
+        read = any(v.probability is not None for v in [*verdicts, *claims])
         return {
-            "factuality": fbeta(tp, fp, fn, self.beta),
-            "tp": tp,
-            "fp": fp,
-            "fn": fn,
+            "factuality": fbeta(expected["tp"], expected["fp"], expected["fn"], self.beta),
+            "tp": len(tp_ids),
+            "fp": len(fp_ids),
+            "fn": len(fn_ids),
+            "expected": expected if read else None,
             "tp_ids": tp_ids,
             "fp_ids": fp_ids,
             "fn_ids": fn_ids,
@@ -297,15 +332,7 @@ class AnswerCorrectness(GuidedMetric):
             "reference_statements": VerdictTable(
                 items="reference statements",
                 means="covered by the response",
-                verdicts=[
-                    JudgedItem(
-                        id=f"f{i}",
-                        text=c.statement.strip(),
-                        verdict=c.covered,
-                        reason=getattr(c, "reason", None) or None,
-                    )
-                    for i, c in enumerate(claims, start=1)
-                ],
+                verdicts=judged_items(claims),
             ),
         }
 

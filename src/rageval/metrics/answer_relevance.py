@@ -9,6 +9,13 @@ that ignores the schema may give any number from 0 to 1, anything else is re-ask
 Empty response: it addresses nothing and scores 0 without a request. Empty user_input: not
 measured. The retrieved contexts are not shown to the default prompt (relevance is judged
 on question and answer alone).
+Where the judge scores by probabilities (docs/judge-probabilities.md), each dimension counts
+its expected value over the tenths, Σ_v v·P(v), from the same reply's token
+log-probabilities, in place of the value written: overall_score is the mean of those
+(evidence ``expected_scores``; the fields keep the values written), and a dimension whose
+probabilities could not be read counts its written value. A tenth is read digit by digit, so
+an alternative first digit ``0`` (which begins every tenth below 1) cannot say which tenth it
+leads to: beside a written 1.0 its probability is left out, and a written 1.0 stays near 1.
 Judge requests: 1 (more only for re-asks).
 
 Customising (an evaluator is a prompt plus a pydantic response model)::
@@ -67,6 +74,8 @@ if TYPE_CHECKING:
     from rageval.judge import Judge
 
 OVERALL = "overall_score"
+#: the evidence key of the score fields' expected values (the judge scored by probabilities)
+EXPECTED = "expected_scores"
 #: what a customised evaluator (its own prompt or response model) reports under without name=
 CUSTOM_NAME = "custom_relevance"
 #: judge model used by grade() when it is given a raw openai client, no `model=` and no
@@ -225,15 +234,20 @@ class AnswerRelevance(Metric):
         question: str,
         answer: str,
         context: str | Sequence[str] | None,
-    ) -> tuple[BaseModel, float]:
-        judged = await ctx.ask(
+    ) -> tuple[BaseModel, float, dict[str, float]]:
+        """The response model as judged (overall_score: the value), the value, and each score
+        field's expected value where the judge's scoring read it (:attr:`ReplyScoring.read_expected`)."""
+        reply = await ctx.ask_scored(
             self.build_messages(question, answer, context), judged_model(self.response_model)
         )
-        value = overall_score([getattr(judged, n) for n in self._scores])
+        judged = reply.value
+        read = {n: reply.scoring.read_expected(n) for n in self._scores}
+        expected = {n: e for n, e in read.items() if e is not None}
+        value = overall_score([expected.get(n, getattr(judged, n)) for n in self._scores])
         fields = judged.model_dump()
         if OVERALL in self.response_model.model_fields:
             fields[OVERALL] = value
-        return self.response_model.model_validate(fields), value
+        return self.response_model.model_validate(fields), value, expected
 
     def planned_requests(self, sample: Sample) -> list[PlannedRequest]:
         question, answer = sample.text("user_input"), sample.text("response")
@@ -246,9 +260,17 @@ class AnswerRelevance(Metric):
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         question, answer = sample.text("user_input"), sample.text("response")
-        result, value = await self._evaluate(ctx, question, answer, sample.retrieved_contexts)
+        result, value, expected = await self._evaluate(
+            ctx, question, answer, sample.retrieved_contexts
+        )
         evidence = result.model_dump(mode="json", exclude={OVERALL})
-        parts = ", ".join(f"{n} {getattr(result, n):g}" for n in self._scores)
+        if expected:
+            evidence[EXPECTED] = expected
+        parts = ", ".join(
+            f"{n} {getattr(result, n):g}"
+            + (f" (expected {expected[n]:.3g})" if n in expected else "")
+            for n in self._scores
+        )
         # not ok(**evidence): a user's model may have fields named like ok()'s own parameters
         return MetricResult(
             value=value, reason=f"mean of {parts}", evidence=FreeformEvidence.of(evidence)
@@ -292,7 +314,7 @@ class AnswerRelevance(Metric):
             raise ValueError("the answer is empty: there is nothing to grade")
         judge = self._judge_for(client, model)
         ctx = ScoringContext.for_sample(Sample(), judge, tags={"metric": self.name, "sample": "-"})
-        result, _ = await self._evaluate(ctx, question, answer, context)
+        result, _, _ = await self._evaluate(ctx, question, answer, context)
         return result
 
     agrade = _OnInstanceOrClass(_grade)

@@ -144,7 +144,7 @@ from rageval.metrics.evidence import JudgedItem, RatingEvidence, VerdictEvidence
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
-    from rageval.judge import ReplyScoring
+    from rageval.judge import JudgeReply
 
 __all__ = [
     "ABBREVIATIONS",
@@ -550,10 +550,6 @@ class VerdictQuestion:
     base_tokens: int = 0
     #: whether the judge writes a reason before each verdict
     reasons: bool = True
-    #: whether the metric counts each verdict by its probability of being true where the
-    #: judge scores by probabilities (:attr:`Verdict.weight`); False: by the verdict written
-    #: (then the cell records sampled scoring)
-    weighted: bool = True
 
     def requests(self, items: Sequence[str]) -> list[VerdictRequest]:
         """The requests :meth:`ask` sends for `items`: at most :data:`MAX_ITEMS_PER_REQUEST`
@@ -584,34 +580,33 @@ class VerdictQuestion:
         self, ctx: ScoringContext, items: Sequence[str]
     ) -> tuple[list[Verdict], BaseModel | None]:
         """The judge's verdict on each of `items`, in order, and the reply's `base` fields."""
+        verdicts, first = await self.ask_scored(ctx, items)
+        return verdicts, (first.value if self.base is not None else None)
+
+    async def ask_scored(
+        self, ctx: ScoringContext, items: Sequence[str]
+    ) -> tuple[list[Verdict], JudgeReply[BaseModel]]:
+        """:meth:`ask`, with the first reply whole: its `base` fields (``.value``) and how their
+        choices were scored (``.scoring.read_probability(...)``). Each verdict carries its
+        probability of being true where the judge scored by probabilities
+        (:attr:`Verdict.weight`)."""
         requests = self.requests(items)
-        scorings: list[ReplyScoring | None] = [None] * len(requests)
-        if self.weighted:
-            scored = await asyncio.gather(
-                *(ctx.ask_scored(r.messages, r.model, max_tokens=r.budget) for r in requests)
-            )
-            replies = [s.value for s in scored]
-            scorings = [s.scoring for s in scored]
-        else:
-            replies = await asyncio.gather(
-                *(ctx.ask(r.messages, r.model, max_tokens=r.budget) for r in requests)
-            )
+        replies = await asyncio.gather(
+            *(ctx.ask_scored(r.messages, r.model, max_tokens=r.budget) for r in requests)
+        )
         out: list[Verdict] = []
-        for request, reply, scoring in zip(requests, replies, scorings, strict=True):
+        for request, reply in zip(requests, replies, strict=True):
             for key, text in zip(
                 item_ids(self.prefix, len(request.items), request.first),
                 request.items,
                 strict=True,
             ):
-                ruling = getattr(reply, key)
+                ruling = getattr(reply.value, key)
                 reason = ruling.reason if self.reasons else ""
-                choice = None if scoring is None else scoring.choice(key, self.verdict)
-                probability = None
-                if choice is not None and choice.used == "probabilities":
-                    probability = choice.probabilities.get(True, 0.0)
+                probability = reply.scoring.read_probability(key, self.verdict)
                 verdict = Verdict(key, text, getattr(ruling, self.verdict), reason, probability)
                 out.append(verdict)
-        return out, (replies[0] if self.base is not None else None)
+        return out, replies[0]
 
     def plan(
         self, items: Sequence[str], *, base_reply_tokens: int = 0, predicted: bool = False
@@ -704,8 +699,7 @@ async def rate_with_templates(
         except JudgeCallFailed as e:
             return e
         rating: int = reply.value.rating  # type: ignore[attr-defined]
-        weighted = reply.scoring.choice("rating").used == "probabilities"
-        expected = reply.scoring.expected("rating") if weighted else None
+        expected = reply.scoring.read_expected("rating")
         return rating, getattr(reply.value, "reason", None), expected
 
     outcomes = await asyncio.gather(*(one(p) for p in prompts))

@@ -180,6 +180,9 @@ class FactualityEvidence(EvidenceBase):
     tp: int | None = _note()
     fp: int | None = _note()
     fn: int | None = _note()
+    #: the expected counts ("tp", "fp", "fn") where the judge's scoring read the verdicts'
+    #: probabilities (factuality is their F-beta; the counts above are the verdicts written)
+    expected: dict[str, float] | None = _note()
     tp_ids: list[str] | None = _note()
     fp_ids: list[str] | None = _note()
     fn_ids: list[str] | None = _note()
@@ -206,6 +209,9 @@ class RubricEvidence(EvidenceBase):
 
     kind: Literal["rubric"] = "rubric"
     raw_score: int
+    #: the expected level over the rubric's levels, where the judge's scoring read their
+    #: probabilities (the value counts it in place of `raw_score`)
+    expected: float | None = _note()
     feedback: str
     level_description: str
 

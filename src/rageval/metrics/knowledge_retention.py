@@ -20,18 +20,29 @@ here a turn before the user has stated any fact is not judged (there is nothing 
 forget, and counting it as a success would reward short conversations), and a conversation in
 which no turn is judged is not measured. Evidence: the facts with the turn that stated them,
 and per judged turn its value (1 or 0) and each fact's verdict and reason.
+
+Where the judge scores by probabilities (docs/judge-probabilities.md), a judged turn's value is
+the probability that it keeps every fact, the product of its facts' P(retained) (the verdicts
+taken as independent), and the score is their mean: the expected share of judged turns that
+keep the knowledge (the same number as before for verdicts of 0 and 1). The fact extraction's
+``about_user`` decision is read as written: like the statement extraction, it decides which
+facts there are to judge, and the cell's ``scoring`` note is the retention verdicts'.
 Judge requests: 1 per user message + 1 per judged assistant turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
+from collections.abc import Sequence
+from dataclasses import replace
 
 from pydantic import Field, StrictBool
 
 from rageval.metrics.authoring import (
     PlannedRequest,
     ReplyModel,
+    Verdict,
     VerdictQuestion,
     judged_items,
     messages,
@@ -89,13 +100,20 @@ def retention_question(asked: str, reply: str) -> VerdictQuestion:
         "for it again, or ignores it where it applies (false)."
     )
     prompt = verdict_prompt(task, "facts", user_message=asked, assistant_reply=reply)
-    # a fact lost in any turn is lost: counted from the verdicts as written
-    return VerdictQuestion(prompt, prefix="f", verdict="retained", meaning=RETAINED, weighted=False)
+    return VerdictQuestion(prompt, prefix="f", verdict="retained", meaning=RETAINED)
 
 
-def knowledge_retention_score(kept: list[bool]) -> float | None:
-    """The share of judged assistant turns that lose no fact; None when no turn was judged."""
+def knowledge_retention_score(kept: list[float]) -> float | None:
+    """The share of judged assistant turns that lose no fact (each turn 1 or 0, or its
+    probability of losing none); None when no turn was judged."""
     return share_true(kept)
+
+
+def kept_every_fact(verdicts: Sequence[Verdict]) -> float:
+    """A turn's value: 1 if it keeps every fact, else 0; where the verdicts are probabilities,
+    the probability that it keeps every one (their product: the verdicts taken as
+    independent)."""
+    return math.prod(v.weight for v in verdicts)
 
 
 def _judged_turns(
@@ -158,8 +176,11 @@ class KnowledgeRetention(ConversationJudgeMetric):
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
         conversation = self.conversation(sample)
         asks = self.fact_requests(conversation)
+        # the extraction's about_user decisions are not the cell's scored verdicts: asked
+        # beside the cell's scoring notes
+        extraction = replace(ctx, scorings=[])
         replies = await asyncio.gather(
-            *(ctx.ask(m, UserFacts, max_tokens=reply_budget(text=e.asked)) for e, m in asks)
+            *(extraction.ask(m, UserFacts, max_tokens=reply_budget(text=e.asked)) for e, m in asks)
         )
         facts = [r.stated() for r in replies]
         judged = _judged_turns(conversation, [e for e, _ in asks], facts)
@@ -181,11 +202,13 @@ class KnowledgeRetention(ConversationJudgeMetric):
             )
             reason = f"loses {lost} fact(s)" if lost else "keeps every fact"
             turns.append(
-                RetentionTurn(turn=turn, value=0.0 if lost else 1.0, reason=reason, facts=table)
+                RetentionTurn(
+                    turn=turn, value=kept_every_fact(verdicts), reason=reason, facts=table
+                )
             )
-        value = knowledge_retention_score([t.value == 1.0 for t in turns])
+        value = knowledge_retention_score([t.value for t in turns])
         assert value is not None  # judged is not empty
-        kept = sum(t.value == 1.0 for t in turns)
+        kept = sum(all(v.verdict for v in verdicts) for verdicts, _ in rulings)
         stated = [
             StatedFact(turn=e.index, fact=f)
             for (e, _), fs in zip(asks, facts, strict=True)

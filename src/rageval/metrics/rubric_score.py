@@ -8,6 +8,10 @@ off the scale is re-asked (the schema sent is an enum of 1..5). value = (score �
 1 → 0.0, 3 → 0.5, 5 → 1.0; the raw level is kept in the evidence as `raw_score` (and in
 `to_pandas()` as the column `rubric_score_raw`), with the feedback. An empty response is still judged: the rubric,
 not this module, decides what it deserves.
+Where the judge scores by probabilities (docs/judge-probabilities.md), the level counted is the
+expected level over 1..5, E = Σ_n n·P(n), from the probabilities of the levels at the score in
+the same reply: value = (E − 1) / 4 (evidence ``expected``; `raw_score` stays the level
+written); a reply whose probabilities could not be read counts its level.
 Judge requests: 1 (more only for re-asks).
 """
 
@@ -128,10 +132,13 @@ class RubricScore(Metric):
         return [PlannedRequest(prompt(sample, self.rubric), RubricGrade, reply_tokens=50)]
 
     async def measure(self, sample: Sample, ctx: ScoringContext) -> MetricResult:
-        reply = await ctx.ask(prompt(sample, self.rubric), RubricGrade)
-        return MetricResult.ok(rubric_value(reply.score), reason=reply.feedback).with_evidence(
+        scored = await ctx.ask_scored(prompt(sample, self.rubric), RubricGrade)
+        reply, expected = scored.value, scored.scoring.read_expected("score")
+        value = rubric_value(reply.score) if expected is None else (expected - 1) / 4
+        return MetricResult.ok(value, reason=reply.feedback).with_evidence(
             RubricEvidence(
                 raw_score=reply.score,
+                expected=expected,
                 feedback=reply.feedback,
                 level_description=self.rubric[reply.score],
             )

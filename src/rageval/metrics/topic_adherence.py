@@ -17,6 +17,12 @@ denominator is vacuously 1 (ragas' ε makes it 0): an assistant that answered no
 nothing off topic (precision 1), and one asked nothing on topic missed nothing (recall 1), so a
 conversation whose off-topic questions were all refused scores 1. A conversation without a
 question with a reply, or blank reference topics, is not measured.
+Where the judge scores by probabilities (docs/judge-probabilities.md), the counts are expected
+counts: with t = P(on topic) and a = 1 − P(refused) of each question (its two verdicts, from
+two requests, taken as independent), TP = Σ t·a, FP = Σ (1−t)·a, FN = Σ t·(1−a), and precision,
+recall and F1 are computed from them as above (so precision is the mean of t weighted by a;
+the same numbers as before for verdicts of 0 and 1). The verdict tables hold each
+question's probabilities (answered: 1 − P(refused)).
 Judge requests: 2 (the topic verdicts, the answered verdicts).
 """
 
@@ -68,8 +74,7 @@ def on_topic_question(topics: Sequence[str], conversation: str) -> VerdictQuesti
     prompt = verdict_prompt(
         task, "user_messages", reference_topics=listed, conversation=conversation
     )
-    # the precision and recall of topics count the verdicts as written
-    return VerdictQuestion(prompt, prefix="q", verdict="on_topic", meaning=ON_TOPIC, weighted=False)
+    return VerdictQuestion(prompt, prefix="q", verdict="on_topic", meaning=ON_TOPIC)
 
 
 def refused_question() -> VerdictQuestion:
@@ -89,7 +94,6 @@ def refused_question() -> VerdictQuestion:
         prefix="q",
         verdict="refused",
         meaning=REFUSED,
-        weighted=False,
     )
 
 
@@ -109,12 +113,13 @@ def exchange_text(exchange: Exchange) -> str:
 
 @dataclass(frozen=True)
 class TopicAdherenceScores:
-    """The counts of :func:`topic_adherence_scores` and the three scores."""
+    """The counts of :func:`topic_adherence_scores` (expected counts where the verdicts are
+    probabilities) and the three scores."""
 
-    answered_on_topic: int
-    answered_off_topic: int
-    refused_on_topic: int
-    refused_off_topic: int
+    answered_on_topic: float
+    answered_off_topic: float
+    refused_on_topic: float
+    refused_off_topic: float
 
     @property
     def precision(self) -> float:
@@ -136,15 +141,17 @@ class TopicAdherenceScores:
 
 
 def topic_adherence_scores(
-    on_topic: Sequence[bool], answered: Sequence[bool]
+    on_topic: Sequence[float], answered: Sequence[float]
 ) -> TopicAdherenceScores:
-    """The four counts over the questions' (on topic, answered) verdicts."""
-    pairs = list(zip(on_topic, answered, strict=True))
+    """The four counts over the questions' (on topic, answered) verdicts: booleans, or each
+    verdict's probability of being true (then expected counts, the two verdicts of a question
+    taken as independent)."""
+    pairs = [(float(t), float(a)) for t, a in zip(on_topic, answered, strict=True)]
     return TopicAdherenceScores(
-        answered_on_topic=sum(t and a for t, a in pairs),
-        answered_off_topic=sum(a and not t for t, a in pairs),
-        refused_on_topic=sum(t and not a for t, a in pairs),
-        refused_off_topic=sum(not t and not a for t, a in pairs),
+        answered_on_topic=sum(t * a for t, a in pairs),
+        answered_off_topic=sum((1 - t) * a for t, a in pairs),
+        refused_on_topic=sum(t * (1 - a) for t, a in pairs),
+        refused_off_topic=sum((1 - t) * (1 - a) for t, a in pairs),
     )
 
 
@@ -201,11 +208,17 @@ class TopicAdherence(ConversationJudgeMetric):
             refused.ask(ctx, [exchange_text(q) for q in questions]),
         )
         scores = topic_adherence_scores(
-            [v.verdict for v in topic_verdicts], [not v.verdict for v in refusal_verdicts]
+            [v.weight for v in topic_verdicts], [1 - v.weight for v in refusal_verdicts]
         )
         value = getattr(scores, self.mode)
         answered = [
-            JudgedItem(id=t.id, text=t.text, verdict=not r.verdict, reason=r.reason or None)
+            JudgedItem(
+                id=t.id,
+                text=t.text,
+                verdict=not r.verdict,
+                reason=r.reason or None,
+                probability=None if r.probability is None else 1 - r.probability,
+            )
             for t, r in zip(topic_verdicts, refusal_verdicts, strict=True)
         ]
         evidence = TopicEvidence(
@@ -222,10 +235,12 @@ class TopicAdherence(ConversationJudgeMetric):
             answered=VerdictTable(items="questions", means="answered", verdicts=answered),
         )
         reason = (
-            f"{scores.answered_on_topic} on-topic question(s) answered, "
-            f"{scores.answered_off_topic} off-topic answered, {scores.refused_on_topic} "
-            f"on-topic refused, {scores.refused_off_topic} off-topic refused"
+            f"{scores.answered_on_topic:.3g} on-topic question(s) answered, "
+            f"{scores.answered_off_topic:.3g} off-topic answered, {scores.refused_on_topic:.3g} "
+            f"on-topic refused, {scores.refused_off_topic:.3g} off-topic refused"
         )
+        if any(v.probability is not None for v in [*topic_verdicts, *refusal_verdicts]):
+            reason += " (expected counts)"
         return MetricResult.ok(value, reason=reason).with_evidence(evidence)
 
 
