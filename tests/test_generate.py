@@ -34,7 +34,7 @@ from rageval.generation import (
     generate,
     load_corpus,
 )
-from rageval.generation._asks import REFUSAL, leaks
+from rageval.generation._asks import REFUSAL, leaks, quote_found
 from rageval.generation._corpus import chunk_document
 from rageval.generation._plan import link_pairs, plan_attempt, slot_types
 from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
@@ -56,9 +56,11 @@ class Scripted:
         supported: bool = True,
         answerable_unanswerable: bool = False,
         leak: bool = False,
+        made_up_quote: bool = False,
     ) -> None:
         self.same_question, self.answerable, self.supported = same_question, answerable, supported
         self.answerable_unanswerable, self.leak = answerable_unanswerable, leak
+        self.made_up_quote = made_up_quote
         self.answered: list[str] = []
 
     def __call__(self, req: RecordedRequest) -> Reply:
@@ -66,10 +68,14 @@ class Scripted:
         self.answered.append(json.dumps(req.messages, sort_keys=True))
         if "<passages>" in text:
             return Reply.json(self.write(text))
-        if "Can the question be answered" in text:
+        if "Which sentence of the contexts answers" in text:
             unanswerable = "cannot-be-known" in text
             yes = self.answerable_unanswerable if unanswerable else self.answerable
-            return Reply.json({"answerable": "yes" if yes else "no"})
+            if self.made_up_quote:
+                return Reply.json({"quote": "The moon is made of green cheese."})
+            first = re.search(r"\[c1\] (.*?\.)", text)
+            assert first is not None
+            return Reply.json({"quote": first.group(1) if yes else ""})
         if "Is the claim supported" in text:
             return Reply.json({"supported": "yes" if self.supported else "no"})
         raise AssertionError(f"unexpected request: {text[:200]}")
@@ -83,10 +89,10 @@ class Scripted:
             question = "What value does the record hold?"
         if self.leak:
             question = f"{question} {answer}"
-        if "does NOT answer" in text:
+        if "does NOT give" in text:
             return {
+                "missing_detail": "what cannot be known",
                 "question": f"What is cannot-be-known about {facts}, case {mark}?",
-                "answer": "",
             }
         if "summary" in text:
             answer = f"{answer} It is described. It is kept."
@@ -97,7 +103,7 @@ class Scripted:
                 "follow_up": question,
                 "follow_up_answer": answer,
             }
-        return {"question": question, "answer": answer}
+        return {"question": question, "fact": f"value {mark}", "answer": answer}
 
 
 def _run(server: FakeOpenAI, n: int, tmp_path: Path, **kw: Any) -> Any:
@@ -234,7 +240,8 @@ def test_a_run_keeps_checked_items_of_every_type_with_real_corpus_ids(tmp_path: 
     ("script", "check", "reason"),
     [
         ({"leak": True}, "no_leak", "the question contains its answer"),
-        ({"answerable": False}, "answerable", "not answerable from the 1 context(s)"),
+        ({"answerable": False}, "answerable", "quotes no sentence of the 1 context(s)"),
+        ({"made_up_quote": True}, "answerable", "is not in the 1 context(s) (0% of it found)"),
         ({"supported": False}, "supported", "faithfulness 0.00 to the reference contexts"),
     ],
 )
@@ -255,7 +262,18 @@ def test_an_unanswerable_question_the_corpus_answers_is_dropped(tmp_path: Path) 
         result = _run(server, 1, tmp_path, mix={"unanswerable": 1}, max_attempts=1)
     (record,) = result.dropped
     assert record["checks"][-1]["name"] == "unanswerable"
-    assert "answerable from the 3 context(s)" in record["checks"][-1]["reason"]
+    assert "from the 3 context(s) as the answer" in record["checks"][-1]["reason"]
+    assert record["checks"][-1]["value"] == 1.0
+
+
+def test_a_quote_counts_when_its_word_pairs_are_in_one_context() -> None:
+    contexts = ["Routes. The Blue Line runs every 40 minutes.", "Tickets cost 3 crowns."]
+    assert quote_found("[c1] the blue line RUNS every 40 minutes", contexts) == 1.0
+    assert quote_found("<c2>Tickets cost 3 crowns.</c2>", contexts) == 1.0
+    # word pairs across two contexts are not one quote
+    assert quote_found("every 40 minutes tickets cost", contexts) == pytest.approx(2 / 4)
+    assert quote_found("", contexts) == 0.0
+    assert quote_found("Blue", contexts) == 1.0 and quote_found("Red", contexts) == 0.0
 
 
 def test_near_duplicates_are_dropped_against_the_set_and_an_existing_one(tmp_path: Path) -> None:

@@ -245,7 +245,7 @@ class _Generation:
         question's vector."""
         out: list[Check] = []
         if attempt.type not in ("summary", "unanswerable"):
-            out.append(leaks(written.question, written.answer))
+            out.append(leaks(written.question, written.fact or written.answer))
             if not out[-1].passed:
                 return out, None
         vector = await self.embeddings.aembed_text(written.question)
@@ -283,6 +283,7 @@ class _Generation:
             "item": None,
         }
         texts = [self.chunks[i].text for i in attempt.chunks]
+        start = self.judge.usage.total
         try:
             written = await write_item(self.judge, attempt, texts, self.request.language)
             await self.saved()
@@ -290,6 +291,8 @@ class _Generation:
             record["checks"] = [Check("written", False, f"judge call failed: {e.cause}").record()]
             return record, None
         checks, vector = await self.checks(attempt, written)
+        spent = usage_since(self.judge.usage.total, start)
+        record["requests"] = {"sent": spent.requests, "cached": spent.cache_hits}
         record["written"] = {"question": written.question, "answer": written.answer}
         record["checks"] = [c.record() for c in checks]
         if all(c.passed for c in checks):
