@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 from _harness import EIGHT as EIGHT  # the eight judge metrics the bars are measured on
 from judge_server import FAULTS as FAULTS  # the transient faults a fault rate draws from
+from rageval.cli import main
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, RecordedRequest, Reply
 from synthetic_judge import handle as handle  # the tests' judge, re-exported
 
@@ -328,6 +329,11 @@ def resume_env(cache: Path) -> dict[str, str]:
     """The environment of a CLI child whose judge has the test key and the request cache at
     `cache`."""
     return {**os.environ, "OPENAI_API_KEY": FAKE_API_KEY, "RAGEVAL_CACHE_DIR": str(cache)}
+
+
+def run_cli(*args: str | Path) -> int:
+    """``rageval *args`` in this process; its exit code."""
+    return main([str(a) for a in args])
 
 
 def cli_child_command(*args: str | Path) -> list[str]:

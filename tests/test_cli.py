@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from helpers import handle, rows, run_cli_in_child, write_jsonl
-from rageval.cli import main
+from helpers import handle, rows, run_cli, run_cli_in_child, write_jsonl
 from rageval.results import load_run
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 from synthetic_data import make_conversation
@@ -24,10 +23,6 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
     with FakeOpenAI(handle) as s:
         yield s
-
-
-def run_cli(*args: str | Path) -> int:
-    return main([str(a) for a in args])
 
 
 def test_help_and_version_work_without_heavy_imports() -> None:

@@ -11,16 +11,12 @@ from typing import Any
 
 import pytest
 
-from helpers import handle, make_judge, rows, sample_id_of, write_jsonl
+from helpers import handle, make_judge, rows, run_cli, sample_id_of, write_jsonl
 from rageval import evaluate
 from rageval.cli import EXIT_UNMEASURED, main
 from rageval.errors import MissingExtraError
 from rageval.samples import InvalidDataError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, GarbageJudge, RecordedRequest
-
-
-def run_cli(*args: str | Path) -> int:
-    return main([str(a) for a in args])
 
 
 @pytest.fixture(autouse=True)
