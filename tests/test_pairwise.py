@@ -14,14 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+import rageval
 from browser_helpers import Opened
 from helpers import make_judge, run_cli, user_text, write_jsonl
 from rageval import evaluate
+from rageval.errors import RunConfigError
 from rageval.log import read_lines
 from rageval.log._pairwise import read_pairwise
 from rageval.metrics import Pairwise
 from rageval.metrics.evidence import PairwiseEvidence, PairwiseReading
 from rageval.metrics.pairwise import Winner, combine
+from rageval.runner import RunConfig
 from rageval.samples import InvalidDataError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
 from rageval.testing.records import ScriptedToken
@@ -222,6 +225,47 @@ def test_cli_three_systems_rank_by_bradley_terry(
     ids = {e.line.id for e in read_lines(run / "results.jsonl")}
     assert "q0|good|bad" in ids and len(ids) == 12
     assert "Bradley-Terry" in capsys.readouterr().out
+
+
+def test_the_python_function_takes_rows_systems_and_a_run_config(
+    judge_server: FakeOpenAI, tmp_path: Path
+) -> None:
+    judge = make_judge(judge_server)
+    # one source holding both answers, as rows; how the run executes: one RunConfig
+    config = RunConfig(run_dir=tmp_path / "run", progress=False)
+    report = rageval.pairwise(pair_rows(), judge, human="human", config=config)
+    (p,) = report.pairs
+    assert (p.n, p.wins_a, p.wins_b, p.ties, p.flips) == (6, 1, 3, 2, 1)
+    assert p.win_rate.value == pytest.approx(4 / 6) and p.sign_test_p == pytest.approx(10 / 16)
+    (h,) = report.human or []
+    assert h.agreement.value == pytest.approx(4 / 5)
+    assert read_pairwise(tmp_path / "run") == report  # pairwise.json beside the run log
+    assert len(judge_server.chat_requests) == 12
+    # resumed with no data: the run's own pairs, nothing asked again
+    again = rageval.pairwise(None, judge, run_dir=tmp_path / "run", resume=True, progress=False)
+    assert again == report and len(judge_server.chat_requests) == 12
+    # several systems by name, each as rows; no run directory: the report only
+    systems = {
+        name: [{"id": f"q{i}", "user_input": f"question {i}?", "response": f"{mark} {i}"}
+               for i in range(2)]
+        for name, mark in (("good", "GOOD"), ("bad", "BAD"), ("meh", "SAME"))
+    }  # fmt: skip
+    ranked = rageval.pairwise(systems, judge, criterion="completeness", progress=False)
+    assert ranked.criterion == "completeness" and ranked.strengths is not None
+    assert ranked.strengths[0].system == "good"
+    assert {(q.system_a, q.system_b, q.wins_a) for q in ranked.pairs} == {
+        ("good", "bad", 2), ("good", "meh", 0), ("bad", "meh", 0)
+    }  # fmt: skip
+    asked = len(judge_server.chat_requests)
+    assert asked == 12 + 3 * 2 * 2
+    # what cannot run is refused before any request
+    with pytest.raises(RunConfigError, match="resume"):
+        rageval.pairwise(None, judge)
+    with pytest.raises(RunConfigError, match="one-source form"):
+        rageval.pairwise(systems, judge, human="human")
+    with pytest.raises(RunConfigError, match="criterion"):
+        rageval.pairwise(pair_rows(), judge, metric_params={"criterion": "completeness"})
+    assert len(judge_server.chat_requests) == asked
 
 
 def test_cli_systems_must_ask_the_same_question(judge_server: FakeOpenAI, tmp_path: Path) -> None:
