@@ -132,6 +132,34 @@ def test_scripted_probabilities_are_kept_with_each_reading(judge_server: FakeOpe
     assert ev.flip is True and ev.winner == "tie"  # symmetric leaning: a tie either way
 
 
+def test_by_default_the_winner_is_the_most_probable_over_both_orders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def leaning(req: RecordedRequest) -> Reply:
+        """Answer 1 written each time; A first P("1") 0.5, P("2") 0.4; B first 0.7 and 0.2."""
+        first = dict(_ANSWER.findall(user_text(req)))["1"]
+        p1, p2 = (0.5, 0.4) if first == "x" else (0.7, 0.2)
+        tokens: list[ScriptedToken] = [
+            ('{"better": "', 0.0),
+            ("1", math.log(p1), {"2": math.log(p2)}),
+            ('"}', 0.0),
+        ]
+        return Reply.json({"better": "1"}, logprobs=tokens)
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    sample = {"user_input": "q?", "response": "x", "metadata": {"response_b": "y"}}
+    with FakeOpenAI(leaning) as server:
+        judge = make_judge(server)
+        result = Pairwise(llm=judge).single_turn_score(sample)
+        by_verdicts = Pairwise(llm=judge, winner_from="verdicts").single_turn_score(sample)
+    # P(A) = (5/9 + 2/9) / 2 = 7/18, P(B) = (4/9 + 7/9) / 2 = 11/18: B, though the verdicts flip
+    ev = result.evidence
+    assert isinstance(ev, PairwiseEvidence) and ev.winner_from == "probabilities"
+    assert (ev.a_first.p_a + ev.b_first.p_a) / 2 == pytest.approx(7 / 18)
+    assert (ev.winner, ev.flip, result.value) == ("b", True, 1.0)
+    assert (by_verdicts.evidence["winner"], by_verdicts.value) == ("tie", 0.5)
+
+
 def test_bad_input_names_row_and_field_before_any_request(
     judge_server: FakeOpenAI, tmp_path: Path
 ) -> None:

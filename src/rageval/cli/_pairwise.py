@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 _DESCRIPTION = """\
 Judge which of two answers to each question is better, asking the judge twice per pair (A
-shown first, then B shown first; a disagreement is a tie and counts as a flip). SOURCES are
+shown first, then B shown first; the winner is the option most probable over both orders, and
+orders whose verdicts disagree count as a flip). SOURCES are
 two or more run directories or data files answering the same questions (matched by id; with
 three or more, every two systems are compared and ranked by Bradley-Terry), or one data file
 whose rows hold response_a and response_b. Prints B's win rate over A (ties half) with a
@@ -58,9 +59,9 @@ def add_pairwise_command(sub: Any) -> None:
         "--winner-from",
         choices=("verdicts", "probabilities"),
         default=None,
-        help="a pair's winner: the verdicts of both orders (default; differing verdicts are a "
-        "tie) or the option most probable on average over both orders (by the judge's "
-        "log-probabilities)",
+        help="a pair's winner: the option most probable on average over both orders, by the "
+        "judge's log-probabilities (default), or the verdicts of both orders (differing "
+        "verdicts are a tie); without log-probabilities the two agree",
     )
     pw.add_argument("--rubric", metavar="TEXT", help="with --criterion rubric: what to judge by")
     pw.add_argument(

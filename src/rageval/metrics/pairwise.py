@@ -6,12 +6,17 @@ reference when the sample has one, the contexts when the criterion reads them, a
 answers as "answer 1" and "answer 2", and replies ``{"better": "1" | "2" | "tie"}``.
 
 Position bias: each pair is asked twice, A as answer 1 (the ``a_first`` reading) and B as
-answer 1 (``b_first``). Mapped back to A and B, two readings that agree give the winner; two
-that differ give a tie, and the pair counts as a *flip* (the verdict followed the order, or
-changed between a win and a tie, rather than following the answers). With
-``winner_from="probabilities"`` the winner is instead the option most probable on average over
-the two orders (by the judge's log-probabilities), which cancels a lean to one position even
-when the written verdicts flip (:func:`combine`). The cell's value is the
+answer 1 (``b_first``); two readings whose verdicts, mapped back to A and B, differ make the
+pair a *flip* (the verdict followed the order, or changed between a win and a tie, rather than
+following the answers). The winner (:func:`combine`) is by default
+(``winner_from="probabilities"``) the option most probable on average over the two orders, by
+the judge's log-probabilities, which cancels a lean to one position even when the written
+verdicts flip; with ``winner_from="verdicts"`` two readings that agree give the winner and two
+that differ a tie. Without log-probabilities each written verdict has probability 1 and the
+two rules agree. The default was chosen on EVOUNA-NQ tune-split pairs (one answer people
+accepted, one they rejected) with Qwen2.5-Coder-1.5B, where the verdicts flipped on 11 of 16
+pairs: the probabilities chose the accepted answer in 0.75 of them, the verdicts 0.59
+(benchmarks/RESULTS.md). The cell's value is the
 winner read as B's score: 1 when B wins, 0.5 on a tie, 0 when A wins, so the mean over pairs
 is B's win rate over A with ties counted half. A reply's probabilities of "1", "2" and "tie"
 (from the judge's log-probabilities, when the endpoint gives them) are kept with each reading.
@@ -46,7 +51,7 @@ Criterion = Literal["correctness", "completeness", "faithfulness", "rubric"]
 Winner = Literal["a", "b", "tie"]
 WinnerFrom = Literal["verdicts", "probabilities"]
 #: how a pair's winner is read when nothing says otherwise
-DEFAULT_WINNER_FROM: WinnerFrom = "verdicts"
+DEFAULT_WINNER_FROM: WinnerFrom = "probabilities"
 
 #: the sample's metadata key holding answer B
 RESPONSE_B = "response_b"

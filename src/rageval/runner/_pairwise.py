@@ -219,9 +219,10 @@ async def apairwise(
             one), ``completeness``, ``faithfulness`` (to the retrieved contexts) or
             ``rubric`` (the words in `rubric`).
         rubric: with ``criterion="rubric"``, what to judge by.
-        winner_from: a pair's winner from both orders' written ``verdicts`` (differing ones: a
-            tie) or from the a/b/tie ``probabilities`` averaged over both orders (by the
-            judge's log-probabilities; :func:`rageval.metrics.pairwise.combine`).
+        winner_from: a pair's winner from the a/b/tie ``probabilities`` averaged over both
+            orders (by the judge's log-probabilities; the default) or from both orders'
+            written ``verdicts`` (differing ones: a tie); see
+            :func:`rageval.metrics.pairwise.combine`.
         human: the one-source form: a column of people's verdicts (a, b or tie; blank where
             nobody judged), for the judge's agreement with them and the PPI++ win rate.
         metric_params: the pairwise metric's other constructor arguments.
