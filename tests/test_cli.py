@@ -123,25 +123,28 @@ def test_a_gate_on_a_metric_without_measured_values_fails(
     assert "gate failed: faithfulness: no measured value" in err
 
 
-def test_input_errors_exit_2_with_a_message_and_no_request(
-    server: FakeOpenAI, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def _second_row_without_reference(tmp_path: Path) -> Path:
+    """Three rows, the second without its reference (context_recall's input), as a file."""
     data = rows(3)
     del data[1]["reference"]
     path = tmp_path / "data.jsonl"
     write_jsonl(path, data)
-    code = run_cli(
-        "evaluate",
-        path,
-        "-m",
-        "context_recall",
-        "--llm",
-        "m",
-        "--base-url",
-        server.base_url,
-        "-o",
-        tmp_path / "r",
-    )
+    return path
+
+
+def _context_recall(server: FakeOpenAI, data: Path, out: Path, *extra: str) -> int:
+    """``rageval evaluate DATA -m context_recall`` judged by `server`, written to `out`."""
+    return run_cli(
+        "evaluate", data, "-m", "context_recall", "--llm", "m", "--base-url", server.base_url,
+        "-o", out, *extra,
+    )  # fmt: skip
+
+
+def test_input_errors_exit_2_with_a_message_and_no_request(
+    server: FakeOpenAI, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _second_row_without_reference(tmp_path)
+    code = _context_recall(server, path, tmp_path / "r")
     _, err = capsys.readouterr()
     assert code == 2
     assert "line 2, id 's001', field 'reference', metric 'context_recall'" in err
@@ -163,22 +166,8 @@ def test_input_errors_exit_2_with_a_message_and_no_request(
 def test_skip_invalid_runs_the_rest(
     server: FakeOpenAI, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    data = rows(3)
-    del data[1]["reference"]
-    path = tmp_path / "data.jsonl"
-    write_jsonl(path, data)
-    code = run_cli(
-        "evaluate",
-        path,
-        "-m",
-        "context_recall",
-        "--llm",
-        "m",
-        "--base-url",
-        server.base_url,
-        "-o",
-        tmp_path / "r",
-        "--skip-invalid",
+    code = _context_recall(
+        server, _second_row_without_reference(tmp_path), tmp_path / "r", "--skip-invalid"
     )
     out, _ = capsys.readouterr()
     assert code == 0
