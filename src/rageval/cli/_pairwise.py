@@ -114,9 +114,9 @@ def run_pairwise(args: argparse.Namespace) -> int:
     for name in ("criterion", "rubric", "winner_from"):
         if getattr(args, name):
             params[name] = getattr(args, name)
-    source = None if stored is not None else _source(args)
     if args.dry_run:
-        return _dry_run(source, args.human, params, options)
+        return _dry_run(args, params, options)
+    source = None if stored is not None else _source(args)
     if options["llm"] is None:
         raise _UsageError("pairwise needs a judge: --llm MODEL (or $RAGEVAL_LLM)")
     if stored is not None and not any(name == "pairwise" for name, _, _ in stored.metrics):
@@ -172,28 +172,20 @@ def _run(
     )
 
 
-def _dry_run(
-    source: str | dict[str, str] | None,
-    human: str | None,
-    params: dict[str, Any],
-    options: CommandRunArguments,
-) -> int:
+def _dry_run(args: argparse.Namespace, params: dict[str, Any], options: CommandRunArguments) -> int:
+    """The plan and price of the pairs of `args`' sources (a dry run never resumes)."""
     from rageval.runner import RunConfigError, estimate
     from rageval.runner._pairwise import pair_rows
     from rageval.samples import InvalidDataError
 
     try:
-        rows = (
-            pair_rows(source, human=human, column_map=options["column_map"])
-            if source is not None
-            else None
-        )
+        rows = pair_rows(_source(args), human=args.human, column_map=options["column_map"])
         found = estimate(
             rows,
             ["pairwise"],
             options["llm"],
             options["embeddings"],
-            metric_params={"pairwise": params} if params and rows is not None else None,
+            metric_params={"pairwise": params} if params else None,
             on_invalid=options["on_invalid"],
         )
     except (InvalidDataError, RunConfigError, FileNotFoundError) as e:
