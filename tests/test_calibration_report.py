@@ -11,20 +11,13 @@ import pytest
 from playwright.sync_api import Browser
 
 from browser_helpers import Opened
-from helpers import (
-    BINARY_GRADES,
-    BINARY_LABELS,
-    PPI_GRADES,
-    PPI_LABELS,
-    grader,
-    judge_for,
-    labelled_rows,
-)
-from rageval import calibrate, evaluate
+from helpers import BINARY_GRADES, BINARY_LABELS, grader, judge_for, labelled_rows
+from rageval import calibrate
 from rageval.calibration import CALIBRATION_FILE
 from rageval.log import RunLogError
 from rageval.report import write_report
 from rageval.testing import FakeOpenAI
+from test_ppi_and_repeats import ppi_run
 
 #: a label column named like markup: the page must show it as text
 ATTACK_COLUMN = '<img src=x onerror="window.__pwned=1">'
@@ -101,16 +94,7 @@ def test_the_summary_shows_the_ppi_mean_under_its_metric_and_the_judge_noise(
     browser: Browser,
     tmp_path: Path,
 ) -> None:
-    with FakeOpenAI(grader) as server:
-        result = evaluate(
-            labelled_rows(PPI_GRADES, PPI_LABELS),
-            ["answer_accuracy"],
-            judge_for(server),
-            human_labels={"human": "answer_accuracy"},
-            repeats=2,
-            run_dir=tmp_path / "run",
-            progress=False,
-        )
+    result = ppi_run(tmp_path / "run", repeats=2)
     ppi = result.summary()["answer_accuracy"].ppi["human"]
     assert ppi.mean is not None
     view = Opened(browser, tmp_path / "run" / "report.html")

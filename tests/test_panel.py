@@ -17,7 +17,7 @@ from rageval.log import read_calibration
 from rageval.results import load_run
 from rageval.runner import Panel, RunConfigError, RunDirError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
-from test_ppi_and_repeats import Sequenced, level_rows
+from test_ppi_and_repeats import Sequenced, level_rows, repeated
 
 
 def strict_grader(req: RecordedRequest) -> Reply:
@@ -150,15 +150,7 @@ def test_a_panel_needs_two_named_judges() -> None:
 def test_the_flip_rate_of_repeats(tmp_path: Path) -> None:
     # HIGH cells score 1, .5, 1: always a pass (>= .5); LOW cells 0, .5, 0: fail, pass,
     # fail -- a flip. Two of the four cells flip.
-    with FakeOpenAI(Sequenced()) as server:
-        result = evaluate(
-            level_rows(["HIGH", "HIGH", "LOW", "LOW"]),
-            ["answer_accuracy"],
-            make_judge(server),
-            repeats=3,
-            run_dir=tmp_path / "run",
-            progress=False,
-        )
+    result = repeated(["HIGH", "HIGH", "LOW", "LOW"], run_dir=tmp_path / "run")
     flips = result.summary()["answer_accuracy"].flips
     assert flips is not None and (flips.rate, flips.n_cells, flips.n_flipped) == (0.5, 4, 2)
     assert flips.threshold == 0.5
@@ -170,15 +162,7 @@ def test_the_flip_rate_of_repeats(tmp_path: Path) -> None:
 def test_the_flip_rate_reads_the_metrics_threshold(tmp_path: Path) -> None:
     # with threshold .75 the metric's values are 1/0 verdicts: HIGH 1, 0, 1 (flips), LOW
     # 0, 0, 0 (does not)
-    with FakeOpenAI(Sequenced()) as server:
-        result = evaluate(
-            level_rows(["HIGH", "LOW"]),
-            ["answer_accuracy"],
-            make_judge(server),
-            repeats=3,
-            metric_params={"answer_accuracy": {"threshold": 0.75}},
-            progress=False,
-        )
+    result = repeated(["HIGH", "LOW"], metric_params={"answer_accuracy": {"threshold": 0.75}})
     flips = result.summary()["answer_accuracy"].flips
     assert flips is not None and (flips.rate, flips.threshold) == (0.5, 0.75)
 

@@ -13,7 +13,7 @@ from rageval import evaluate
 from rageval.runner import Panel
 from rageval.testing import FakeOpenAI
 from test_panel import ALPHA, rows, strict_grader
-from test_ppi_and_repeats import Sequenced, level_rows
+from test_ppi_and_repeats import repeated
 
 
 def test_the_report_shows_the_panels_alpha_and_each_judges_value(
@@ -37,15 +37,7 @@ def test_the_report_shows_the_panels_alpha_and_each_judges_value(
 
 
 def test_the_report_shows_the_flip_rate(browser: Browser, tmp_path: Path) -> None:
-    with FakeOpenAI(Sequenced()) as server:
-        evaluate(
-            level_rows(["HIGH", "HIGH", "LOW", "LOW"]),
-            ["answer_accuracy"],
-            make_judge(server),
-            repeats=3,
-            run_dir=tmp_path / "run",
-            progress=False,
-        )
+    repeated(["HIGH", "HIGH", "LOW", "LOW"], run_dir=tmp_path / "run")
     view = Opened(browser, tmp_path / "run" / "report.html")
     try:
         notes = view.page.locator("#summary").inner_text()

@@ -17,12 +17,21 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from helpers import PPI_GRADES, PPI_LABELS, grader, judge_for, labelled_rows, user_text, write_jsonl
+from helpers import (
+    PPI_GRADES,
+    PPI_LABELS,
+    grader,
+    judge_for,
+    labelled_rows,
+    make_judge,
+    user_text,
+    write_jsonl,
+)
 from rageval import evaluate
 from rageval.cli import main
 from rageval.judge import Judge
 from rageval.report import write_report
-from rageval.results import compare, load_run
+from rageval.results import EvaluationResult, compare, load_run
 from rageval.runner import RunConfigError, RunDirError
 from rageval.samples import InvalidDataError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
@@ -36,17 +45,25 @@ def _expected_ppi() -> tuple[float, float]:
     return lam, 0.5 + 0.125 * lam
 
 
-def test_the_summary_gives_the_ppi_mean_of_the_label(tmp_path: Path) -> None:
-    lam, mean = _expected_ppi()
+def ppi_run(run_dir: Path, **options: Any) -> EvaluationResult:
+    """answer_accuracy of tests/helpers.py's PPI rows, judged by the grader, with their
+    ``human`` labels (PPI++ worked by hand there), written to `run_dir`; `options`:
+    evaluate()'s others."""
     with FakeOpenAI(grader) as server:
-        result = evaluate(
+        return evaluate(
             labelled_rows(PPI_GRADES, PPI_LABELS),
             ["answer_accuracy"],
             judge_for(server),
             human_labels={"human": "answer_accuracy"},
-            run_dir=tmp_path / "run",
+            run_dir=run_dir,
             progress=False,
+            **options,
         )
+
+
+def test_the_summary_gives_the_ppi_mean_of_the_label(tmp_path: Path) -> None:
+    lam, mean = _expected_ppi()
+    result = ppi_run(tmp_path / "run")
     summary = result.summary()["answer_accuracy"]
     assert summary.mean == pytest.approx(sum(PPI_GRADES) / 4 / 8)  # the judge's own mean
     ppi = summary.ppi["human"]
@@ -172,6 +189,20 @@ def level_rows(marks: list[str]) -> list[dict[str, Any]]:
         }
         for i, mark in enumerate(marks)
     ]
+
+
+def repeated(marks: list[str], **options: Any) -> EvaluationResult:
+    """answer_accuracy of ``level_rows(marks)``, each cell scored 3 times by a
+    :class:`Sequenced` judge; `options`: evaluate()'s others."""
+    with FakeOpenAI(Sequenced()) as server:
+        return evaluate(
+            level_rows(marks),
+            ["answer_accuracy"],
+            make_judge(server),
+            repeats=3,
+            progress=False,
+            **options,
+        )
 
 
 def test_repeats_score_each_cell_k_times_and_split_out_the_judge_noise(tmp_path: Path) -> None:
@@ -323,15 +354,7 @@ def test_command_line_repeats_and_human_labels(
 
 
 def test_the_spread_of_each_cell_is_a_pandas_column(tmp_path: Path) -> None:
-    with FakeOpenAI(Sequenced()) as server:
-        result = evaluate(
-            level_rows(["HIGH", "LOW"]),
-            ["answer_accuracy"],
-            judge_for(server),
-            repeats=3,
-            progress=False,
-        )
-    df = result.to_pandas()
+    df = repeated(["HIGH", "LOW"]).to_pandas()
     assert list(df["answer_accuracy_sd"]) == pytest.approx([math.sqrt(1 / 12)] * 2)
 
 
