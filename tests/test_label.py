@@ -89,9 +89,9 @@ def test_the_uncertain_plan_records_probabilities_that_follow_the_judge() -> Non
     plan = make_plan(rows, order="uncertain", column="h", metric="faithfulness", budget=2, seed=3)
     p = {r.id: r.probability for r in plan.rows}
     # uncertainty √(p(1-p)): 0.5 -> 0.5, 1 and 0 -> 0, 0.9 -> 0.3, missing -> the largest (0.5);
-    # shape 0.2/6 + 0.8·u/1.8, times the budget 2
+    # shape 0.7/6 + 0.3·u/1.8 (the uniform share 0.7), times the budget 2
     for row_id, u in (("r0", 0.5), ("r1", 0.0), ("r2", 0.0), ("r4", 0.5), ("r5", 0.3)):
-        assert p[row_id] == pytest.approx(2 * (0.2 / 6 + 0.8 * u / 1.8)), row_id
+        assert p[row_id] == pytest.approx(2 * (0.7 / 6 + 0.3 * u / 1.8)), row_id
     assert sorted(p) == [f"r{i}" for i in range(6)]
     again = make_plan(rows, order="uncertain", column="h", metric="faithfulness", budget=2, seed=3)
     assert again.rows == plan.rows  # the seed fixes order and choices
@@ -349,7 +349,8 @@ def test_a_label_survives_kill_9_and_a_second_server_is_refused(tmp_path: Path) 
         proc.send_signal(signal.SIGINT)
         assert proc.wait(20) == 0
     assert read_label_values(labels_file) == {"human": {first: (1.0, 1.0), second_id: (0.0, 1.0)}}
-    assert sum(r.kind == "plan" for r in read_records(labels_file)) == 1
+    plans = [r for r in read_records(labels_file) if r.kind == "plan"]
+    assert len(plans) == 1 and plans[0].order == "random"  # a data file: no judge to go by
 
 
 # ------------------------------------------------------------ the labels file beside the data
@@ -412,10 +413,10 @@ def test_a_labels_file_of_other_rows_is_refused(
     assert "labels rows the data" in capsys.readouterr().err
 
 
-def test_a_run_directory_in_uncertain_order(tmp_path: Path) -> None:
+def test_a_run_directory_is_labelled_in_uncertain_order_by_default(tmp_path: Path) -> None:
     run = tmp_path / "run"
     shutil.copytree(Path(__file__).parent / "data" / "runlog_format3", run)
-    with _label_server(run, "--order", "uncertain", "--budget", "2") as (proc, url):
+    with _label_server(run, "--budget", "2") as (proc, url):
         base, token = url.split("/?token=")
         _, state = _request(f"{base}/api/state", token=token)
         assert (state["order"], state["metric"], state["column"]) == (

@@ -20,10 +20,11 @@ answer and reference, and from a run directory each metric's value and evidence.
 label's key (y/n or its digit), s skip, u undo, t write a note. Every label is appended to the
 labels file and synced to disk at once; Ctrl-C (or kill -9, or a closed tab) loses nothing
 written, and running the command again continues where it stopped. Rows come in the order
---order says: by default at random (a uniform sample at every point, which calibrate, align and
-evaluate --human-labels take the labels for); with --order uncertain from a run directory,
-where the judge is least certain (each row's probability of being chosen is recorded, and the
-page's judge-powered mean weighs the labels by it, so it stays unbiased)."""
+--order says: by default, from a run directory, where the judge is least certain (--order
+uncertain: each row is chosen with a probability that mixes the judge's uncertainty with an
+even share, the probability is recorded, and the page's judge-powered mean and kappa weigh
+the labels by it, so they stay unbiased); from a data file, at random (a uniform sample at
+every point, which calibrate, align and evaluate --human-labels take the labels for)."""
 
 
 def add_label_command(sub: Any) -> None:
@@ -51,9 +52,9 @@ def add_label_command(sub: Any) -> None:
     cmd.add_argument(
         "--order",
         choices=("file", "random", "uncertain"),
-        help="which row next: file order, random (default), or where the judge is least "
-        "certain (from a run directory; narrower intervals only when the judge's scores are "
-        "calibrated probabilities: docs/labelling.md)",
+        help="which row next: file order, random (the default for a data file), or where the "
+        "judge is least certain (uncertain: the default for a run directory; the PPI mean "
+        "weighs each label by its row's probability: docs/labelling.md)",
     )
     cmd.add_argument(
         "--budget",
@@ -137,9 +138,10 @@ def run_label(args: argparse.Namespace) -> int:
         with LabelsFile.open(path) as labels:
             plan = next((r for r in labels.records() if isinstance(r, PlanRecord)), None)
             if plan is None:
-                # random by default: the judge's certainty pays only where it is calibrated,
-                # and calibrate/align/evaluate take the labelled rows for a uniform sample
-                order: Order = args.order or "random"
+                # where the judge is least certain when there is a judge metric: with the
+                # uniform share mixed in, no wider than random even for an overconfident judge
+                # (tests/test_stats_active.py); a data file has no judge values to go by
+                order: Order = args.order or ("uncertain" if metric else "random")
                 plan = make_plan(
                     rows, order=order, column=column, metric=metric,
                     budget=args.budget, seed=args.seed, overlap=args.overlap,
