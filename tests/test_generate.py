@@ -385,8 +385,9 @@ def test_the_dry_run_estimate_counts_the_requests_of_a_run_without_drops(
     with FakeOpenAI(Scripted()) as server:
         result = _run(server, 6, tmp_path, seed=5)
     assert not result.dropped
-    # per item: write + answerable + one claim (three for the summary, none unanswerable)
-    assert found.requests == result.usage.requests == 6 * 2 + 4 + 3
+    # per item: write + answerable + each claim against each context: one claim (three for
+    # the summary, none unanswerable), two contexts for multi-hop and comparison
+    assert found.requests == result.usage.requests == 6 * 2 + 1 + 2 + 2 + 3 + 1
     assert found.prompt_tokens > 0
 
 
