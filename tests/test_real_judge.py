@@ -150,12 +150,16 @@ def test_one_sample_per_judge_metric_ends_measured_or_with_a_named_cause(
 def test_llama_cpp_log_probabilities_score_verdicts_and_ratings_in_the_same_requests(
     real: RealJudge, tmp_path: Path
 ) -> None:
-    # a rating (answer_accuracy, two templates) and per-item verdicts (context_precision, one
-    # per context, without reasons) scored by probability and by the sampled values: the same
-    # requests, and every cell read from llama.cpp's log-probabilities (its grammar-constrained
-    # JSON, its tokens, its top_logprobs)
-    metrics = ["answer_accuracy", "context_precision"]
-    params = {"context_precision": {"reasons": False}}
+    # a rating (answer_accuracy, two templates), per-item verdicts (context_precision, one
+    # per context, without reasons) and verdicts inside a list of the reply
+    # (answer_correctness' reference statements, its factuality alone) scored by probability
+    # and by the sampled values: the same requests, and every cell read from llama.cpp's
+    # log-probabilities (its grammar-constrained JSON, its tokens, its top_logprobs)
+    metrics = ["answer_accuracy", "context_precision", "answer_correctness"]
+    params: dict[str, dict[str, Any]] = {
+        "context_precision": {"reasons": False},
+        "answer_correctness": {"reasons": False, "weights": [1.0, 0.0]},
+    }
     requests: dict[str, int] = {}
     for scoring in ("probabilities", "sampled"):
         judge = Judge(
@@ -183,4 +187,16 @@ def test_llama_cpp_log_probabilities_score_verdicts_and_ratings_in_the_same_requ
             assert all(e is not None and 0.0 <= e <= 4.0 for e in expected.values()), expected
             ps = [v["probability"] for v in precision.evidence["verdicts"]]
             assert all(p is not None and 0.0 <= p <= 1.0 for p in ps), ps
+            correctness = cells["answer_correctness"]
+            assert correctness is not None
+            # SmolLM2-135M at temperature 0 lists two reference statements here (a list's items)
+            covered = [v.probability for v in correctness.evidence["reference_statements"].verdicts]
+            supported = [
+                v.probability for v in correctness.evidence["response_statements"].verdicts
+            ]
+            assert covered, correctness.evidence
+            assert all(p is not None and 0.0 <= p <= 1.0 for p in covered + supported), (
+                covered,
+                supported,
+            )
     assert requests["probabilities"] == requests["sampled"], requests
