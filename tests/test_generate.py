@@ -251,7 +251,10 @@ def test_an_item_failing_a_check_is_dropped_with_its_reason(
     with FakeOpenAI(Scripted(**script)) as server:
         result = _run(server, 2, tmp_path, mix={"single_hop": 1}, max_attempts=2)
     assert result.items == [] and result.unfilled == [0, 1]
-    assert len(result.dropped) == 4
+    # no single_hop item is ever kept: each slot gets twice its 2 attempts
+    assert [(r["slot"], r["attempt"]) for r in result.dropped] == [
+        (s, a) for s in (0, 1) for a in range(4)
+    ]
     for record in result.dropped:
         failed = record["checks"][-1]
         assert failed["name"] == check and not failed["passed"] and reason in failed["reason"]
@@ -260,7 +263,8 @@ def test_an_item_failing_a_check_is_dropped_with_its_reason(
 def test_an_unanswerable_question_the_corpus_answers_is_dropped(tmp_path: Path) -> None:
     with FakeOpenAI(Scripted(answerable_unanswerable=True)) as server:
         result = _run(server, 1, tmp_path, mix={"unanswerable": 1}, max_attempts=1)
-    (record,) = result.dropped
+    first, record = result.dropped  # one attempt, twice while no unanswerable item is kept
+    assert first["checks"][-1]["name"] == "unanswerable" and not first["checks"][-1]["passed"]
     assert record["checks"][-1]["name"] == "unanswerable"
     assert "from the 3 context(s) as the answer" in record["checks"][-1]["reason"]
     assert record["checks"][-1]["value"] == 1.0
@@ -279,7 +283,8 @@ def test_a_quote_counts_when_its_word_pairs_are_in_one_context() -> None:
 def test_near_duplicates_are_dropped_against_the_set_and_an_existing_one(tmp_path: Path) -> None:
     with FakeOpenAI(Scripted(same_question=True)) as server:
         result = _run(server, 3, tmp_path, mix={"single_hop": 1}, max_attempts=2)
-        # the first item is kept; every later attempt writes the same question
+        # the first item is kept; every later attempt writes the same question; once a
+        # single_hop item is in the set, a slot gets its 2 attempts, not twice as many
         assert [i["id"] for i in result.items] == ["g0001"] and result.unfilled == [1, 2]
         assert len(result.dropped) == 4
         for record in result.dropped:

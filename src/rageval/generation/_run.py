@@ -61,6 +61,10 @@ NEAREST = 3
 #: supported. (0.8 dropped a correct answer of Qwen2.5-1.5B, whose checker gave its one claim
 #: P(yes) 0.63, on the example corpus: docs/generate.md)
 MIN_SUPPORT = SUPPORTED_AT
+#: how many times `max_attempts` a slot gets while the set holds no item of its type yet (so
+#: that every requested type is present: comparison and unanswerable items are dropped far
+#: more often than the others by a small judge, docs/generate.md)
+MISSING_TYPE_FACTOR = 2
 
 
 class GenerateError(RunConfigError):
@@ -394,7 +398,8 @@ async def _session(generation: _Generation, log: _Log | None, config: RunConfig)
                 made = by_slot.get(slot, [])
                 if any(r["kept"] for r in made):
                     continue
-                for number in range(len(made), request.max_attempts):
+                limit = attempt_limit(request, generation.slot_types[slot], attempts)
+                for number in range(len(made), limit):
                     record, vector = await generation.run_attempt(generation.plan(slot, number))
                     if log is not None:
                         log.append(record)
@@ -413,6 +418,16 @@ async def _session(generation: _Generation, log: _Log | None, config: RunConfig)
     items = sorted((r["item"] for r in attempts if r["kept"]), key=lambda i: str(i["id"]))
     usage = usage_since(generation.judge.usage.total, start)
     return GenerateResult(request.n, items, attempts, usage, config.run_dir, unfilled)
+
+
+def attempt_limit(
+    request: GenerateRequest, item_type: str, attempts: Sequence[Mapping[str, Any]]
+) -> int:
+    """The attempts a slot of `item_type` gets: `max_attempts`, times
+    :data:`MISSING_TYPE_FACTOR` while none of `attempts` (the run's so far, in slot order) kept
+    an item of that type. The same on resume: the attempts before a slot are read back."""
+    present = any(r["kept"] and r["type"] == item_type for r in attempts)
+    return request.max_attempts * (1 if present else MISSING_TYPE_FACTOR)
 
 
 def _write_outputs(run_dir: Path, result: GenerateResult, chunks: Sequence[Chunk]) -> None:
