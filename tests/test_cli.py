@@ -40,6 +40,23 @@ def test_help_and_version_work_without_heavy_imports() -> None:
     assert version.stdout.startswith("rageval ")
 
 
+def test_every_argument_of_every_command_says_what_it_is() -> None:
+    """`rageval COMMAND --help` explains each argument: report's DIR, compare's DIR_A/DIR_B and
+    cache's action were listed bare."""
+    import argparse
+
+    from rageval.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    bare = [
+        f"{name} {action.dest}"
+        for name, command in commands.choices.items()
+        for action in command._actions
+        if not action.help and not isinstance(action, argparse._HelpAction)
+    ]
+    assert bare == []
+
+
 def test_evaluate_the_example_without_a_judge(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -307,6 +324,31 @@ def test_compare_pairs_conversation_runs_by_conversation(
     moved = out.split("tool_call_f1: samples that moved most")[1].split("\n\n")[0]
     movers = {ln.split(":")[0].strip() for ln in moved.strip().splitlines()}
     assert movers and movers <= {data[i]["id"] for i in below}
+
+
+def test_compare_names_the_metrics_only_one_run_scored(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A metric of one run only is not compared, and the output says so (it used to vanish);
+    two runs with no metric in common are refused naming each run's own."""
+    path = tmp_path / "data.jsonl"
+    write_jsonl(path, [{"id": f"q{i}", "response": f"answer {i}", "reference": "answer"}
+                       for i in range(3)])  # fmt: skip
+    for name, metrics in (("a", "token_f1,rouge_l"), ("b", "token_f1"), ("c", "rouge_l")):
+        assert run_cli("evaluate", path, "-m", metrics, "-o", tmp_path / name, "-q") == 0
+    capsys.readouterr()
+
+    assert run_cli("compare", tmp_path / "a", tmp_path / "b") == 0
+    out = capsys.readouterr().out
+    assert "not compared, scored by one run only: rouge_l only in A; none only in B" in out
+    assert run_cli("compare", tmp_path / "b", tmp_path / "a") == 0
+    assert "none only in A; rouge_l only in B" in capsys.readouterr().out
+    assert run_cli("compare", tmp_path / "a", tmp_path / "a") == 0
+    assert "not compared" not in capsys.readouterr().out
+
+    assert run_cli("compare", tmp_path / "b", tmp_path / "c") == 2
+    err = capsys.readouterr().err
+    assert "no metric in common (token_f1 only in A; rouge_l only in B)" in err
 
 
 def test_compare_of_runs_with_no_sample_in_common_is_refused(

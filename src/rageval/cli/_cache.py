@@ -12,7 +12,11 @@ from rageval.cli._shared import out
 def add_cache_command(sub: Any) -> None:
     """Add `cache` to the subcommands `sub`."""
     cache = sub.add_parser("cache", help="inspect or clear the request cache")
-    cache.add_argument("action", choices=("stats", "clear"))
+    cache.add_argument(
+        "action",
+        choices=("stats", "clear"),
+        help="stats: where the cache is, its size and entries; clear: delete every entry",
+    )
     cache.add_argument(
         "--cache-dir",
         metavar="DIR",

@@ -15,9 +15,15 @@ if TYPE_CHECKING:
 
 def add_compare_command(sub: Any) -> None:
     """Add `compare` to the subcommands `sub`."""
-    cmp_ = sub.add_parser("compare", help="paired comparison of two runs on the same samples")
-    cmp_.add_argument("run_a", metavar="DIR_A")
-    cmp_.add_argument("run_b", metavar="DIR_B")
+    cmp_ = sub.add_parser(
+        "compare",
+        help="paired comparison of two runs on the same samples",
+        description="Compare two run directories sample by sample (matched by id): for each "
+        "metric both runs scored, the mean of each, B - A with a paired bootstrap 95%% CI and "
+        "a permutation p-value, and the samples that moved most.",
+    )
+    cmp_.add_argument("run_a", metavar="DIR_A", help="the first run directory (A)")
+    cmp_.add_argument("run_b", metavar="DIR_B", help="the second run directory (B)")
     cmp_.add_argument("--top", type=positive_int, default=5, help="samples that moved most to list")
     cmp_.set_defaults(func=run_compare)
 
@@ -47,8 +53,9 @@ def run_compare(args: argparse.Namespace) -> int:
             "same data"
         )
     comparisons = compare(a, b, top=args.top)
+    only = _only_in_one(a.metrics, b.metrics)
     if not comparisons:
-        raise _UsageError("the two runs have no metric in common")
+        raise _UsageError(f"the two runs have no metric in common ({only})")
     out(f"A = {args.run_a} ({len(a)} samples)\nB = {args.run_b} ({len(b)} samples)")
     out(f"{shared} samples matched by id\n")
     header = ("metric", "n pairs", "mean A", "mean B", "B - A", "95% CI", "p-value")
@@ -71,6 +78,8 @@ def run_compare(args: argparse.Namespace) -> int:
         "\npaired over samples (matched by id) measured in both runs; CI: paired percentile "
         "bootstrap; p-value: sign-flip permutation test of no difference"
     )
+    if set(a.metrics) != set(b.metrics):
+        out(f"not compared, scored by one run only: {only}")
     same = [c.metric for c in comparisons if c.diff.no_difference]
     if same:
         which = "every metric" if len(same) == len(comparisons) else ", ".join(same)
@@ -85,6 +94,15 @@ def run_compare(args: argparse.Namespace) -> int:
             for sid, x, y in c.movers:
                 out(f"  {sid}: {x:.4f} -> {y:.4f} ({y - x:+.4f})")
     return EXIT_OK
+
+
+def _only_in_one(metrics_a: Sequence[str], metrics_b: Sequence[str]) -> str:
+    """The metrics one run scored and the other did not, for a message."""
+    parts = [
+        f"{', '.join(m for m in mine if m not in theirs) or 'none'} only in {side}"
+        for side, mine, theirs in (("A", metrics_a, metrics_b), ("B", metrics_b, metrics_a))
+    ]
+    return "; ".join(parts)
 
 
 def _some(ids: Sequence[str], shown: int = 3) -> str:

@@ -12,8 +12,13 @@ from rageval.cli._shared import _UsageError, out
 
 def add_report_command(sub: Any) -> None:
     """Add `report` to the subcommands `sub`."""
-    rep = sub.add_parser("report", help="(re)build report.html of a run directory")
-    rep.add_argument("run_dir", metavar="DIR")
+    rep = sub.add_parser(
+        "report",
+        help="(re)build report.html of a run directory",
+        description="Write DIR/report.html again from what the run directory holds: one "
+        "offline file (nothing fetched when it is opened).",
+    )
+    rep.add_argument("run_dir", metavar="DIR", help="a run directory (holding manifest.json)")
     rep.set_defaults(func=run_report)
 
 
