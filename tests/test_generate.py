@@ -31,6 +31,7 @@ from rageval.generation import (
     CorpusError,
     GenerateError,
     estimate_generation,
+    expected_attempts,
     generate,
     load_corpus,
 )
@@ -386,7 +387,13 @@ def test_kill_9_halfway_then_resume_sends_no_answered_request_twice(tmp_path: Pa
 def test_the_dry_run_estimate_counts_the_requests_of_a_run_without_drops(
     tmp_path: Path,
 ) -> None:
-    found = estimate_generation(CORPUS, 6, model="test-model", seed=5)
+    found = estimate_generation(
+        CORPUS, 6, model="test-model", seed=5, drop_rates=dict.fromkeys(TYPES, 0.0)
+    )
+    assert (found.expected_requests, found.expected_prompt_tokens) == (
+        found.requests,
+        found.prompt_tokens,
+    )
     with FakeOpenAI(Scripted()) as server:
         result = _run(server, 6, tmp_path, seed=5)
     assert not result.dropped
@@ -394,6 +401,30 @@ def test_the_dry_run_estimate_counts_the_requests_of_a_run_without_drops(
     # the summary, none unanswerable), two contexts for multi-hop and comparison
     assert found.requests == result.usage.requests == 6 * 2 + 1 + 2 + 2 + 3 + 1
     assert found.prompt_tokens > 0
+
+
+def test_the_expected_attempts_of_a_type_follow_its_drop_rate() -> None:
+    # one slot, half its attempts dropped, 1 attempt (2 while the type is missing):
+    # 1 + 0.5 attempts, kept with probability 1 - 0.5**2
+    assert expected_attempts(0.5, 1, 1) == (0.75, 0.75)
+    # a second slot: the type still missing (0.25) gets 2 attempts, else 1
+    kept, dropped = expected_attempts(0.5, 2, 1)
+    assert kept == dropped == 0.75 + 0.25 * 0.75 + 0.75 * 0.5
+    assert expected_attempts(0.0, 3, 2) == (3.0, 0.0)
+    # the estimate: a kept single_hop attempt sends 3 requests (write, quote, one claim), a
+    # dropped one 2 and the claim 3/4 of the time: 0.75 * 3 + 0.75 * 2.75 = 4.31
+    found = estimate_generation(
+        CORPUS,
+        1,
+        model="test-model",
+        mix={"single_hop": 1},
+        max_attempts=1,
+        drop_rates={"single_hop": 0.5},
+    )
+    assert (found.requests, found.expected_requests) == (3, 4)
+    assert found.drop_rates == {"single_hop": 0.5}
+    with pytest.raises(GenerateError, match="drop rate"):
+        estimate_generation(CORPUS, 1, model="m", mix={"summary": 1}, drop_rates={"summary": 1.0})
 
 
 def test_the_cli_dry_run_prints_the_estimate_and_sends_nothing(tmp_path: Path) -> None:

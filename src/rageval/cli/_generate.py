@@ -117,7 +117,15 @@ def run_generate(args: argparse.Namespace) -> int:
     if args.dry_run:
         model = judge.model if judge is not None else "gpt-4o-mini"
         try:
-            found = estimate_generation(args.docs, args.n, model=model, mix=mix, seed=args.seed)
+            found = estimate_generation(
+                args.docs,
+                args.n,
+                model=model,
+                mix=mix,
+                seed=args.seed,
+                language=args.language,
+                max_attempts=args.max_attempts,
+            )
         except (CorpusError, GenerateError) as e:
             raise _UsageError(str(e)) from None
         out(found.table())

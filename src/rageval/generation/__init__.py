@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from rageval._sync import run_sync
 from rageval.embeddings import Embeddings
 from rageval.generation._asks import (
+    EXPECTED_QUOTE_TOKENS,
     EXPECTED_WRITE_TOKENS,
     Written,
     answerable_messages,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = [
+    "DROP_RATES",
     "STYLES",
     "TYPES",
     "Chunk",
@@ -50,6 +52,7 @@ __all__ = [
     "GenerateResult",
     "agenerate",
     "estimate_generation",
+    "expected_attempts",
     "generate",
     "load_corpus",
 ]
@@ -60,22 +63,68 @@ _EXPECTED_CLAIMS: dict[str, int] = {"summary": 3, "unanswerable": 0}
 _PREDICTED_QUESTION = "What does the documentation say about this particular detail here?"
 
 
+#: the share of attempts of each type a run is expected to drop, as the dry run assumes: from
+#: Qwen2.5-Coder-1.5B on the tune corpus (docs/examples/generate-corpus; docs/generate.md):
+#: 7 of 7 comparison attempts dropped, 4 of 5 unanswerable, 0 of 4 of the other types; kept
+#: within 0.1-0.9, since a handful of attempts does not show a rate of 0 or 1
+DROP_RATES: dict[str, float] = {
+    "single_hop": 0.1,
+    "multi_hop": 0.1,
+    "comparison": 0.9,
+    "summary": 0.1,
+    "unanswerable": 0.8,
+    "follow_up": 0.1,
+}
+#: the share of dropped attempts that reach the support check (its claim requests sent); the
+#: others stop at the answerability check (7 of 9 dropped two-chunk attempts on the tune corpus)
+REACHED_SUPPORT = 0.75
+
+
 @dataclass(frozen=True)
 class GenerateEstimate:
-    """The requests and tokens a run is expected to send when no attempt is dropped (each
-    drop adds an attempt's requests)."""
+    """The requests and tokens of a run: when no attempt is dropped, and expected with each
+    type's drop rate (:data:`DROP_RATES`, or the rates given)."""
 
     requests: int
     prompt_tokens: int
     completion_tokens: int
+    expected_requests: int
+    expected_prompt_tokens: int
+    expected_completion_tokens: int
+    drop_rates: dict[str, float]
 
     def table(self) -> str:
         """The estimate as the dry run prints it."""
+        rates = ", ".join(f"{t} {r:g}" for t, r in self.drop_rates.items())
         return (
-            f"requests: {self.requests}\nprompt tokens: {self.prompt_tokens}\n"
-            f"completion tokens: {self.completion_tokens}\n"
-            "(no attempt dropped; each dropped attempt adds its requests again)"
+            f"requests: {self.expected_requests} expected ({self.requests} if no attempt is "
+            f"dropped)\nprompt tokens: {self.expected_prompt_tokens} ({self.prompt_tokens})\n"
+            f"completion tokens: {self.expected_completion_tokens} ({self.completion_tokens})\n"
+            f"(expected: attempts dropped at the rates {rates}; a dropped slot is tried again, up "
+            "to --max-attempts, twice that while its type has no item)"
         )
+
+
+def expected_attempts(rate: float, slots: int, max_attempts: int) -> tuple[float, float]:
+    """The expected kept and dropped attempts over `slots` slots of one type whose attempts are
+    dropped at `rate` each: a slot gets `max_attempts`, twice that while no earlier slot of
+    its type kept an item (:func:`rageval.generation._run.attempt_limit`).
+
+    Args:
+        rate: the share of attempts dropped.
+        slots: the type's slots.
+        max_attempts: attempts per slot.
+    """
+    kept = dropped = 0.0
+    missing = 1.0  # the probability that no earlier slot of the type kept an item
+    for _ in range(slots):
+        for share, limit in ((missing, 2 * max_attempts), (1 - missing, max_attempts)):
+            tries = sum(rate**a for a in range(limit))
+            filled = 1 - rate**limit
+            kept += share * filled
+            dropped += share * (tries - filled)
+        missing *= rate ** (2 * max_attempts)
+    return kept, dropped
 
 
 def _request(
@@ -213,10 +262,14 @@ def estimate_generation(
     seed: int = 0,
     language: str | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
+    max_attempts: int = 3,
+    drop_rates: Mapping[str, float] | None = None,
 ) -> GenerateEstimate:
-    """The requests and tokens of generating `n` items when every first attempt is kept: per
-    item, the request that writes it, the answerability check and the support check's claims
-    (one, three for a summary, none for an unanswerable item). Sends nothing.
+    """The requests and tokens of generating `n` items, sending nothing: per attempt, the
+    request that writes it, the answerability check and the support check's claims (one, three
+    for a summary, none for an unanswerable item) against each context; when no attempt is
+    dropped, and expected with each type's drop rate (a dropped attempt sends the first two,
+    and the claims :data:`REACHED_SUPPORT` of the time).
 
     Args:
         corpus: as :func:`agenerate`.
@@ -226,32 +279,65 @@ def estimate_generation(
         seed: as :func:`agenerate`.
         language: as :func:`agenerate`.
         max_chars: as :func:`agenerate`.
+        max_attempts: as :func:`agenerate`.
+        drop_rates: the share of each type's attempts expected dropped (default
+            :data:`DROP_RATES`; a type left out takes its default).
     """
     from rageval.generation._plan import TWO_CHUNKS, plan_attempt
+    from rageval.generation._run import NEAREST
     from rageval.runner._tokens import counter_for
 
-    _, types = _request(n, mix, None, seed, language, MIN_SUPPORT, 0.9, 1, None)
+    _, types = _request(n, mix, None, seed, language, MIN_SUPPORT, 0.9, max_attempts, None)
+    rates = {**DROP_RATES, **(drop_rates or {})}
+    if any(not 0 <= rates[t] < 1 for t in types):
+        raise GenerateError("a drop rate must be at least 0 and below 1")
     chunks = _chunks(corpus, max_chars)
     counter = counter_for(model)
     # the linked pairs need the embeddings; for counting, the first two chunks stand in
     pairs = [(0, 1)] if len(chunks) > 1 and any(t in TWO_CHUNKS for t in types) else []
-    requests = prompt = completion = 0
+    kept_cost = {t: [0.0, 0.0, 0.0] for t in types}  # requests, prompt, completion per slot
+    drop_cost = {t: [0.0, 0.0, 0.0] for t in types}
     for slot, item_type in enumerate(types):
         attempt = plan_attempt(
             slot, 0, item_type, corpus_size=len(chunks), pairs=pairs, styles=STYLES, seed=seed
         )
         texts = [chunks[i].text for i in attempt.chunks]
-        prompt += counter.prompt_tokens(write_messages(attempt, texts, language), "")
-        completion += EXPECTED_WRITE_TOKENS
-        prompt += counter.prompt_tokens(answerable_messages(_PREDICTED_QUESTION, texts), "")
-        completion += 8
-        requests += 2
-        claims = _EXPECTED_CLAIMS.get(item_type, 1)
-        if claims:
-            answer = " ".join(["The documentation states this detail."] * claims)
+        shown = [c.text for c in chunks[:NEAREST]] if item_type == "unanswerable" else texts
+        first = (
+            2,
+            counter.prompt_tokens(write_messages(attempt, texts, language), "")
+            + counter.prompt_tokens(answerable_messages(_PREDICTED_QUESTION, shown), ""),
+            EXPECTED_WRITE_TOKENS + EXPECTED_QUOTE_TOKENS,
+        )
+        claims = [0, 0, 0]
+        count = _EXPECTED_CLAIMS.get(item_type, 1)
+        if count:
+            answer = " ".join(["The documentation states this detail."] * count)
             sample = support_sample(Written(_PREDICTED_QUESTION, answer), texts)
             for planned in support_metric(None).planned_requests(sample):
-                prompt += counter.prompt_tokens(planned.messages, "")
-                completion += planned.reply_tokens
-                requests += 1
-    return GenerateEstimate(requests, prompt, completion)
+                claims[0] += 1
+                claims[1] += counter.prompt_tokens(planned.messages, "")
+                claims[2] += planned.reply_tokens
+        for k in range(3):
+            kept_cost[item_type][k] += first[k] + claims[k]
+            drop_cost[item_type][k] += first[k] + REACHED_SUPPORT * claims[k]
+    plain = [0.0, 0.0, 0.0]
+    expected = [0.0, 0.0, 0.0]
+    for item_type in kept_cost:
+        slots = types.count(item_type)
+        kept, dropped = expected_attempts(rates[item_type], slots, max_attempts)
+        for k in range(3):
+            plain[k] += kept_cost[item_type][k]
+            # costs summed over the type's slots; the expectation is per slot
+            expected[k] += (
+                kept * kept_cost[item_type][k] + dropped * drop_cost[item_type][k]
+            ) / slots
+    return GenerateEstimate(
+        requests=round(plain[0]),
+        prompt_tokens=round(plain[1]),
+        completion_tokens=round(plain[2]),
+        expected_requests=round(expected[0]),
+        expected_prompt_tokens=round(expected[1]),
+        expected_completion_tokens=round(expected[2]),
+        drop_rates={t: rates[t] for t in TYPES if t in kept_cost},
+    )

@@ -46,6 +46,8 @@ REFUSAL = "The documents do not answer this question."
 WRITE_TOKENS = 400
 #: a written item as the run's dry run expects it, in tokens
 EXPECTED_WRITE_TOKENS = 90
+#: the answerability check's reply (a quoted sentence) as the dry run expects it, in tokens
+EXPECTED_QUOTE_TOKENS = 30
 
 _TASKS: dict[ItemType, str] = {
     "single_hop": "Write one question that the passage answers with a specific fact, and the "
