@@ -10,7 +10,6 @@ from __future__ import annotations
 import abc
 import copy
 import dataclasses
-import difflib
 import inspect
 import math
 import re
@@ -27,6 +26,7 @@ from pydantic import BaseModel, Field, model_validator
 from rageval._sync import run_sync
 from rageval.errors import CauseKind, NoJudgeError
 from rageval.metrics._capture import Captured, capture, capturing
+from rageval.metrics._names import unknown_metric
 from rageval.metrics._prompting import in_language
 from rageval.metrics.evidence import Evidence, EvidenceBase, FreeformEvidence, scoring_notes
 from rageval.samples import Conversation, Sample, missing_fields, sample_language, sample_of
@@ -626,11 +626,8 @@ def metric_class(name: str) -> type[Metric]:
     found = named_metric(name)
     if found is None:
         metrics = registered_metrics()
-        close = difflib.get_close_matches(name, [*metrics, *_ALIASES], n=3)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        cutoffs = ", ".join(f"{n}_at_K" for n, c in metrics.items() if c.takes_cutoff)
-        cutoffs = f"; with a cutoff K: {cutoffs}" if cutoffs else ""
-        raise KeyError(f"unknown metric {name!r}{hint}; known: {', '.join(metrics)}{cutoffs}")
+        cutoffs = {n for n, c in metrics.items() if c.takes_cutoff}
+        raise unknown_metric(name, list(metrics), cutoffs, _ALIASES)
     return found[0]
 
 
