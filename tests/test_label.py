@@ -514,7 +514,13 @@ def test_reopening_with_another_plan_is_refused(
     assert "--order file (the plan's: random)" in capsys.readouterr().err
     assert main([*args, "--order", "uncertain"]) == 2  # the same message, the option differs
     assert main(["label", str(data), "--metric", "faithfulness"]) == 2
-    assert "--metric faithfulness: the metrics are none" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"--metric faithfulness: {data} holds no metric values (a data file)" in err
+    assert f"rageval evaluate {data} -m faithfulness -o DIR) and label DIR" in err
+    run = Path(__file__).parent / "data" / "runlog_format3"
+    assert main(["label", str(run), "--metric", "context_recall"]) == 2
+    err = capsys.readouterr().err
+    assert "--metric context_recall: the run scored faithfulness, answer_accuracy, token_f1" in err
     assert main(["label", str(data), "--scale", "1"]) == 2
     assert "--scale needs at least two values" in capsys.readouterr().err
 

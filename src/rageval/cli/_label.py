@@ -127,9 +127,13 @@ def run_label(args: argparse.Namespace) -> int:
         raise _UsageError(str(e)) from None
     if not rows.rows:
         raise _UsageError(f"{source} has no rows to label")
-    if args.metric is not None and args.metric not in rows.metrics:
-        known = ", ".join(rows.metrics) or "none (a data file: label a run directory)"
-        raise _UsageError(f"--metric {args.metric}: the metrics are {known}")
+    if args.metric is not None and args.metric not in rows.metrics and rows.metrics:
+        raise _UsageError(f"--metric {args.metric}: the run scored {', '.join(rows.metrics)}")
+    if args.metric is not None and not rows.metrics:
+        raise _UsageError(
+            f"--metric {args.metric}: {source} holds no metric values (a data file); score it "
+            f"first (rageval evaluate {source} -m {args.metric} -o DIR) and label DIR"
+        )
     metric = args.metric or (rows.metrics[0] if rows.metrics else None)
     column = args.column or (f"human_{metric}" if metric else "human")
     path = Path(args.labels_file) if args.labels_file else _default_labels_file(source)
