@@ -213,8 +213,9 @@ def _print(report: PairwiseReport) -> None:
     ]
     out(text_table(header, rows))
     out(
-        "\nwin rate: B's share of the pairs, ties counted half; flips: pairs whose two orders "
-        "disagreed (counted as ties); p: two-sided sign test on the pairs with a winner"
+        "\nwin rate: B's share of the pairs, ties counted half; flips: pairs whose two orders' "
+        "verdicts disagreed (ties when the winner is read from the verdicts); p: two-sided sign "
+        "test on the pairs with a winner"
     )
     if report.strengths:
         out("\nBradley-Terry strengths (log scale, mean 0), strongest first:")
