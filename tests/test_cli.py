@@ -381,6 +381,8 @@ def test_metrics_lists_fields_needs_and_defaults(capsys: pytest.CaptureFixture[s
     line = next(ln for ln in out.splitlines() if ln.startswith("answer_relevance "))
     assert 'response_model="rageval.metrics.answer_relevance:Re..."' in line
     assert max(len(ln) for ln in out.splitlines()) < 160
+    # the names with a cutoff are listed too (the table has only the bare names)
+    assert "with a cutoff K (ndcg_at_10 is ndcg with k = 10): f1_at_K, hit_rate_at_K" in out
 
     assert run_cli("metrics", "answer_relevance") == 0
     out = capsys.readouterr().out

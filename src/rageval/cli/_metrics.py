@@ -61,6 +61,9 @@ def run_metrics(args: argparse.Namespace) -> int:
             )
         )
     out(text_table(("metric", "required fields", "judge", "embeddings", "defaults"), rows))
+    cutoffs = [f"{n}_at_K" for n, cls in registered_metrics().items() if cls.takes_cutoff]
+    if cutoffs:
+        out(f"\nwith a cutoff K (ndcg_at_10 is ndcg with k = 10): {', '.join(cutoffs)}")
     out("\n(every parameter in full: rageval metrics NAME)")
     return EXIT_OK
 
