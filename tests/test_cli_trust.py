@@ -112,6 +112,21 @@ def test_no_metric_to_run_lists_the_columns_and_how_to_map_them(
         "output=response", "gold_answer=reference",
     )  # fmt: skip
     assert code == 0
+    assert "no 'response'" not in err  # the test-set hint is for questions and references
+
+
+def test_a_test_set_without_answers_is_told_to_answer_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A generated (or ragas) test set has questions and references, no response: "map your
+    columns" alone sent a new user looking for a column they do not have."""
+    data = tmp_path / "testset.jsonl"
+    write_jsonl(data, [{"user_input": "q?", "reference": "r", "reference_contexts": ["c"],
+                        "synthesizer_name": "single_hop"}])  # fmt: skip
+    assert run_cli("evaluate", data, "-o", tmp_path / "run") == 2
+    err = capsys.readouterr().err
+    assert "no metric to run" in err
+    assert "no 'response': a test set (rageval generate's, ragas' Testset) is scored once" in err
 
 
 @pytest.mark.parametrize("skip", [[], ["--skip-invalid"]])

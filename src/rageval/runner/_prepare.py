@@ -137,7 +137,20 @@ def _nothing_to_run(loaded: LoadedData) -> str:
         f"(its columns: {found or 'none'}; rageval's fields: {_field_names(ROW_FIELDS)}). "
         "Map your columns to rageval's fields with --column-map YOURS=FIELD (Python: "
         "column_map={'yours': 'field'}), or name metrics (-m / metrics=)"
+        + (_TEST_SET_HINT if _unanswered_test_set(loaded.given_fields) else "")
     )
+
+
+def _unanswered_test_set(fields: frozenset[str]) -> bool:
+    """Questions and reference answers, and no answer: a test set not yet answered."""
+    return {"user_input", "reference"} <= fields and "response" not in fields
+
+
+_TEST_SET_HINT = (
+    ". The rows have questions and reference answers but no 'response': a test set (rageval "
+    "generate's, ragas' Testset) is scored once your system has answered each question "
+    "(docs/generate.md, 2. Answer with your system)"
+)
 
 
 def resolve_metrics(
