@@ -326,6 +326,23 @@ def test_compare_pairs_conversation_runs_by_conversation(
     assert movers and movers <= {data[i]["id"] for i in below}
 
 
+def test_an_unknown_option_is_refused_with_its_commands_usage_and_the_close_option(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """argparse refused an option a command does not take with the top-level usage
+    (`rageval [-h] [--version] COMMAND ...`), which names none of the command's options."""
+    with pytest.raises(SystemExit) as stop:
+        run_cli("evaluate", EXAMPLE, "--labels-fle", "labels.jsonl")
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: rageval evaluate ")
+    assert "unrecognized arguments: --labels-fle labels.jsonl (did you mean --labels-file?)" in err
+    with pytest.raises(SystemExit):
+        run_cli("align", EXAMPLE, "--dry-run")
+    err = capsys.readouterr().err
+    assert err.startswith("usage: rageval align ") and "did you mean" not in err
+
+
 def test_compare_names_the_metrics_only_one_run_scored(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

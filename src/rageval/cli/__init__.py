@@ -78,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _unrecognized(parser, args, unknown)
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -98,6 +100,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         err("interrupted")
         return EXIT_INTERRUPTED
     return code
+
+
+def _unrecognized(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]
+) -> NoReturn:
+    """Arguments no parser took, refused with the usage of the command they were given to
+    (argparse's top-level usage named no option of it) and the options they are close to."""
+    import difflib
+
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command: argparse.ArgumentParser = commands.choices.get(args.command or "", parser)
+    options = [o for action in command._actions for o in action.option_strings]
+    close = [m for u in unknown for m in difflib.get_close_matches(u.split("=")[0], options, n=1)]
+    hint = f" (did you mean {', '.join(dict.fromkeys(close))}?)" if close else ""
+    command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
 
 
 #: the garbage collector's thresholds for a `rageval` process (CPython's default: 700, 10, 10)
