@@ -343,6 +343,28 @@ def test_an_unknown_option_is_refused_with_its_commands_usage_and_the_close_opti
     assert err.startswith("usage: rageval align ") and "did you mean" not in err
 
 
+def test_a_test_set_directory_or_a_damaged_manifest_is_refused_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`rageval report` and `rageval label` on rageval generate's -o DIR (its manifest is of
+    another kind) raised RunLogError with a traceback; compare said 'created_at: Field
+    required'."""
+    testset = tmp_path / "testset"
+    testset.mkdir()
+    (testset / "manifest.json").write_text('{"kind": "rageval-generate", "request": {"n": 2}}')
+    said = f"{testset} holds a test set that rageval generate wrote (testset.jsonl; its report"
+    commands: list[list[str | Path]] = [["report", testset], ["label", testset],
+                                         ["compare", testset, testset]]  # fmt: skip
+    for command in commands:
+        assert run_cli(*command) == 2
+        assert said in capsys.readouterr().err
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "manifest.json").write_text("{}")
+    assert run_cli("report", damaged) == 2
+    assert "manifest.json: rageval_version: Field required" in capsys.readouterr().err
+
+
 def test_compare_names_the_metrics_only_one_run_scored(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

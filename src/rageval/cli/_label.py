@@ -116,6 +116,7 @@ def run_label(args: argparse.Namespace) -> int:
         make_plan,
         read_rows,
     )
+    from rageval.log import RunLogError
     from rageval.samples import InvalidDataError
 
     if not 0.0 <= args.overlap <= 1.0:
@@ -123,7 +124,7 @@ def run_label(args: argparse.Namespace) -> int:
     source = Path(args.data)
     try:
         rows = read_rows(source)
-    except (InvalidDataError, FileNotFoundError) as e:
+    except (InvalidDataError, FileNotFoundError, RunLogError) as e:
         raise _UsageError(str(e)) from None
     if not rows.rows:
         raise _UsageError(f"{source} has no rows to label")

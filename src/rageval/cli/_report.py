@@ -23,9 +23,13 @@ def add_report_command(sub: Any) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from rageval.log import RunLogError
     from rageval.report import write_report
 
     if not (Path(args.run_dir) / "manifest.json").exists():
         raise _UsageError(f"{args.run_dir} is not a rageval run directory (no manifest.json)")
-    out(str(write_report(Path(args.run_dir))))
+    try:
+        out(str(write_report(Path(args.run_dir))))
+    except RunLogError as e:  # a damaged log, or a directory of another kind (a test set)
+        raise _UsageError(str(e)) from None
     return EXIT_OK

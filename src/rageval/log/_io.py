@@ -80,7 +80,24 @@ def read_manifest(run_dir: str | os.PathLike[str]) -> Manifest:
     path = Path(run_dir) / MANIFEST_FILE
     if not path.exists():
         raise FileNotFoundError(f"{run_dir} is not a rageval run directory (no {MANIFEST_FILE})")
-    return _read_json_file(Manifest, path)
+    try:
+        return _read_json_file(Manifest, path)
+    except RunLogError:
+        if _kind(path) != "rageval-generate":
+            raise
+        raise RunLogError(
+            f"{run_dir} holds a test set that rageval generate wrote (testset.jsonl; its report "
+            f"is {Path(run_dir) / 'report.md'}), not a scored run"
+        ) from None
+
+
+def _kind(path: Path) -> object:
+    """The `kind` a JSON file names (rageval generate's manifest has one), else None."""
+    try:
+        found = json.loads(path.read_bytes())
+    except ValueError:
+        return None
+    return found.get("kind") if isinstance(found, dict) else None
 
 
 def read_summary(run_dir: str | os.PathLike[str]) -> Summary | None:
