@@ -259,6 +259,11 @@ def test_a_directory_is_not_data(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text("{}")
     with pytest.raises(InvalidDataError, match=f"continue it with --resume {tmp_path}"):
         load_samples(tmp_path)
+    # rageval generate's -o DIR is no run to resume: its test set is to be answered
+    (tmp_path / "testset.jsonl").write_text("")
+    with pytest.raises(InvalidDataError, match="it holds a test set from rageval generate") as e:
+        load_samples(tmp_path)
+    assert "--resume" not in str(e.value)
 
 
 def test_dict_of_lists_with_ragged_columns() -> None:

@@ -566,11 +566,14 @@ def _path(loc: Sequence[int | str], lead: str = "") -> str:
 
 
 def _directory_message(path: Path) -> str:
-    hint = (
-        f"; it holds a rageval run: continue it with --resume {path}"
-        if (path / "manifest.json").exists()
-        else ""
-    )
+    hint = ""
+    if (path / "testset.jsonl").exists():  # rageval generate's run directory
+        hint = (
+            f"; it holds a test set from rageval generate: add your system's answers to "
+            f"{path / 'testset.jsonl'} and evaluate that file (docs/generate.md)"
+        )
+    elif (path / "manifest.json").exists():
+        hint = f"; it holds a rageval run: continue it with --resume {path}"
     return f"{path} is a directory: DATA must be a file ({', '.join(SUPPORTED_SUFFIXES)}){hint}"
 
 
