@@ -365,6 +365,18 @@ def test_a_test_set_directory_or_a_damaged_manifest_is_refused_without_a_traceba
     assert "manifest.json: rageval_version: Field required" in capsys.readouterr().err
 
 
+def test_a_parameter_the_metric_does_not_take_names_the_ones_it_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """-p token_f1.smoothing=1 said "Metric.__init__() got an unexpected keyword argument"."""
+    path = tmp_path / "data.jsonl"
+    write_jsonl(path, [{"id": "q1", "response": "an answer", "reference": "an answer"}])
+    assert run_cli("evaluate", path, "-m", "token_f1", "-p", "token_f1.smoothing=1", "-q") == 2
+    err = capsys.readouterr().err
+    assert "token_f1: no parameter 'smoothing'; its parameters: tokenizer (each" in err
+    assert "__init__" not in err
+
+
 def test_compare_names_the_metrics_only_one_run_scored(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

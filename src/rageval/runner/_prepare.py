@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -177,7 +178,7 @@ def resolve_metrics(
         except KeyError as e:
             raise RunConfigError(str(e.args[0])) from None
         except (TypeError, ValueError) as e:  # not a metric, or an invalid constructor argument
-            raise RunConfigError(f"{spec if isinstance(spec, str) else 'metrics'}: {e}") from None
+            raise _construction_error(spec, e) from None
 
     if metrics is None:
         left_out = left_out_of_default(loaded)
@@ -210,6 +211,19 @@ def resolve_metrics(
             "name: give one of them another, e.g. ContextEvaluation(..., name='tone'))"
         )
     return chosen
+
+
+def _construction_error(spec: MetricLike, error: Exception) -> RunConfigError:
+    """Why `spec` could not be built; for a parameter the metric does not take (-p NAME.KEY),
+    the ones it takes instead of Python's 'Metric.__init__() got an unexpected keyword'."""
+    unknown = re.search(r"unexpected keyword argument '(\w+)'", str(error))
+    if not isinstance(spec, str) or unknown is None or (found := named_metric(spec)) is None:
+        return RunConfigError(f"{spec if isinstance(spec, str) else 'metrics'}: {error}")
+    takes = ", ".join(found[0]().params()) or "none"
+    return RunConfigError(
+        f"{spec}: no parameter {unknown[1]!r}; its parameters: {takes} (each with its "
+        f"default: rageval metrics {spec})"
+    )
 
 
 #: (label column, metric) pairs: {column: metric}, {column: [metrics]} or [(column, metric)]
