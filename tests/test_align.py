@@ -165,6 +165,15 @@ def test_align_keeps_what_makes_the_judge_agree_and_reports_held_out_kappa(tmp_p
     assert after_manifest["metrics"][0]["params"]["examples"] == config["examples"]
     table = report.table()
     assert "instructions: lenient" in table and "+" in table and "held-out rows" in table
+    assert "note:" not in table
+    # a choice that agrees less on the held-out rows is said so (align printed it as any other)
+    lost = change.model_copy(update={"value": -0.25})
+    worse = a.model_copy(update={"change": {**a.change, "cohen_kappa": lost}})
+    table = report.model_copy(update={"alignments": [worse]}).table()
+    assert (
+        "note: the chosen configuration agrees less with the 24 held-out labels than the "
+        "metric as configured (Cohen's κ -0.250): keep the metric as it is" in table
+    )
 
 
 def test_the_chosen_configuration_is_what_evaluate_and_the_config_file_take(

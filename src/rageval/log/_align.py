@@ -166,6 +166,13 @@ class AlignReport(LabelledRunReport):
                       for r in rows]  # fmt: skip
             u = a.usage
             lines.append(f"  ({u.requests:,} requests, {u.cache_hits:,} from the cache)")
+            lost = a.change.get(a.kappa_statistic)
+            if lost is not None and lost.value is not None and lost.value < 0:
+                lines.append(
+                    f"  note: the chosen configuration agrees less with the {len(a.heldout_ids)} "
+                    f"held-out labels than the metric as configured ({title} {lost.value:+.3f}): "
+                    "keep the metric as it is, or label more rows and align again"
+                )
             blocks.append("\n".join(lines))
         blocks.append(usage_line("align", self.usage))
         return "\n\n".join(blocks)
