@@ -160,6 +160,10 @@ def test_bad_jsonl_lines_are_named_by_their_1_based_line(tmp_path: Path) -> None
     assert loaded.samples[0] is not None and len(loaded.samples) == 4
     assert loaded.lines == [1, 3, 4, 6]
     assert "rows counted from 0" not in str(InvalidDataError(loaded.problems))
+    # one problem a line under the header, no line ending in a space (it printed "bad.jsonl: ")
+    text = str(InvalidDataError(loaded.problems, source="bad.jsonl"))
+    assert text.splitlines()[:2] == ["invalid input in bad.jsonl:", f"  {messages[0]}"]
+    assert str(InvalidDataError(loaded.problems[:1])) == f"invalid input: {messages[0]}"
 
 
 def test_csv_problems_name_the_line_a_record_starts_on(tmp_path: Path) -> None:

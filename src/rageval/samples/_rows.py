@@ -63,13 +63,13 @@ class InvalidDataError(RagevalError, ValueError):
         counted = " and ".join(w for w, given in (("rows", by_row), ("turns", by_turn)) if given)
         head = (
             f"invalid input{f' in {source}' if source else ''}"
-            f"{f' ({counted} counted from 0)' if counted else ''}: "
+            f"{f' ({counted} counted from 0)' if counted else ''}:"
         )
         lines = [str(p) for p in self.problems[:20]]
         more = len(self.problems) - len(lines)
         if more > 0:
             lines.append(f"... and {more} more")
-        super().__init__(head + ("\n  " if len(lines) > 1 else "") + "\n  ".join(lines))
+        super().__init__(head + ("\n  " if len(lines) > 1 else " ") + "\n  ".join(lines))
 
 
 #: a field inside a conversation's turn, as a metric names it: ``turns[3].content``
