@@ -257,6 +257,23 @@ def test_a_python_literal_cell_is_never_evaluated_as_code(tmp_path: Path) -> Non
     assert second.startswith("line 3, field 'contexts'") and "numpy array" in second
 
 
+def test_rows_under_another_key_than_samples_are_refused_not_read_as_one_row(
+    tmp_path: Path,
+) -> None:
+    """{"data": [...]} was read as an object of columns: one row with a 'data' field, and
+    every metric's fields reported missing on "row 0"."""
+    rows = [{"response": "a", "reference": "a"}, {"response": "b", "reference": "b"}]
+    wrapped = tmp_path / "wrapped.json"
+    wrapped.write_text(json.dumps({"data": rows}))
+    with pytest.raises(InvalidDataError, match="only key holds a list of 2 objects") as e:
+        load_samples(wrapped)
+    assert "field 'data'" in str(e.value) and "'samples'" in str(e.value)
+    wrapped.write_text(json.dumps({"samples": rows}))
+    assert len(load_samples(wrapped).samples) == 2
+    wrapped.write_text(json.dumps({"response": ["a", "b"]}))  # one column: two rows
+    assert len(load_samples(wrapped).samples) == 2
+
+
 def test_a_directory_is_not_data(tmp_path: Path) -> None:
     with pytest.raises(InvalidDataError, match="is a directory: DATA must be a file"):
         load_samples(tmp_path)

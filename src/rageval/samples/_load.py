@@ -220,6 +220,27 @@ def _read_file_rows(path: Path) -> FileRows:
     )
 
 
+def _refuse_another_wrapper(obj: Mapping[str, Any], path: Path) -> None:
+    """An object whose one key holds a list of objects (``{"data": [...]}``) is rows under
+    another name than ``samples``: read as an object of columns it would be one row, whose
+    every field is missing."""
+    if len(obj) != 1:
+        return
+    ((key, value),) = obj.items()
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        raise InvalidDataError(
+            [
+                RowProblem(
+                    None,
+                    key,
+                    f"the file's only key holds a list of {len(value)} objects, not a column: "
+                    "give the list itself, or name its key 'samples' ({'samples': [...]})",
+                )
+            ],
+            source=str(path),
+        )
+
+
 def _read_jsonl(path: Path) -> FileRows:
     rows: list[Mapping[str, Any] | None] = []
     problems: list[RowProblem] = []
@@ -257,6 +278,7 @@ def _read_json(path: Path) -> FileRows:
     if isinstance(obj, dict) and isinstance(obj.get("samples"), list):
         obj = obj["samples"]
     if isinstance(obj, dict):
+        _refuse_another_wrapper(obj, path)
         return list(_rows_from_object(obj)), [], None
     if not isinstance(obj, list):
         raise InvalidDataError(
