@@ -290,8 +290,9 @@ def test_a_budget_in_batch_mode_counts_batch_prices(
             evaluate(rows(12), METRICS, llm=judge(server), batch=FAST, max_cost=half / 2,
                      run_dir=run, progress=False)  # fmt: skip
         assert half / 4 < stopped.value.spent_usd <= half / 2
+        # max_cost=None given: no budget now (not given, the run's own would apply again)
         resumed = evaluate(rows(12), METRICS, llm=judge(server), run_dir=run, resume=True,
-                           progress=False)  # fmt: skip
+                           max_cost=None, progress=False)  # fmt: skip
     assert values(resumed) == values(online)
 
 

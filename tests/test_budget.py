@@ -99,8 +99,9 @@ def test_the_budget_stops_within_one_request_and_a_resume_finishes(tmp_path: Pat
         assert partial.usage.cost_usd is not None
         assert partial.usage.cost_usd >= budget - largest - 2 * cost / len(data)
         assert (run / "summary.json").exists()  # a stopped run still says how far it got
+        # max_cost=None: no budget now (not given, the run's own would apply again)
         resumed = evaluate(data, METRICS, llm=judge(server), run_dir=run, resume=True,
-                           progress=False)  # fmt: skip
+                           max_cost=None, progress=False)  # fmt: skip
     assert resumed.complete
     assert values(resumed) == values(whole)
 
@@ -119,7 +120,7 @@ def test_with_the_request_cache_a_resume_pays_nothing_twice(tmp_path: Path) -> N
         # rows in flight when the budget stopped the run are not in the log, but what they
         # were told is in the request cache: the resume asks only for the rest
         resumed = evaluate(data, METRICS, llm=judge(server, cache=True), run_dir=run,
-                           resume=True, progress=False)  # fmt: skip
+                           resume=True, max_cost=None, progress=False)  # fmt: skip
         assert len(server.chat_requests) == sent
     assert values(resumed) == values(whole)
 
@@ -144,7 +145,7 @@ def test_after_a_budget_stop_and_resume_the_cost_prices_every_request_the_server
         answered_at_stop = len(server.chat_requests)
         assert partial.usage.requests == answered_at_stop  # the unfinished rows' too
         resumed = evaluate(data, METRICS, llm=judge(server, cache=True), run_dir=run,
-                           resume=True, progress=False)  # fmt: skip
+                           resume=True, max_cost=None, progress=False)  # fmt: skip
         answered = len(server.chat_requests)
     assert resumed.usage.requests == answered == whole.usage.requests
     assert resumed.usage.cost_usd == pytest.approx(whole.usage.cost_usd)
@@ -177,7 +178,9 @@ def test_a_budget_needs_a_known_price_and_the_cli_exits_5(
         err = capsys.readouterr().err
         assert code == EXIT_BUDGET == 5
         assert "stopped at the budget" in err and f"--resume {run}" in err
-        assert main([*base, "--llm", "gpt-4o-mini", "--resume", str(run)]) == 0
+        # --max-cost none: no budget now (without it, the run's own applies again)
+        resume = ["--llm", "gpt-4o-mini", "--resume", str(run), "--max-cost", "none"]
+        assert main([*base, *resume]) == 0
 
 
 def test_the_progress_line_shows_spent_and_budget() -> None:

@@ -12,7 +12,8 @@ from helpers import handle, rows, write_jsonl
 from rageval._config import ConfigError, _price_table, find_config, load_settings, parse_params
 from rageval.cli import main
 from rageval.judge import Judge, ModelPrice
-from rageval.runner._stored import judge_settings
+from rageval.runner._runconfig import made
+from rageval.runner._stored import stored_judge
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
 
@@ -226,9 +227,9 @@ def test_every_judge_setting_a_manifest_records_is_restored_on_resume() -> None:
     judge = Judge(
         "m", base_url="http://127.0.0.1:9/v1", max_prompt_tokens=1000, max_reasks=1, seed=7
     )
-    settings = judge_settings(judge.describe())
-    assert (settings["max_prompt_tokens"], settings["max_reasks"], settings["seed"]) == (1000, 1, 7)
-    again = Judge(**settings).describe()
+    spec = stored_judge(judge.describe()).spec
+    assert (spec.max_prompt_tokens, spec.max_reasks, spec.seed) == (1000, 1, 7)
+    again = made(stored_judge(judge.describe())).describe()
     assert {k: v for k, v in again.items() if k != "cache"} == {
         k: v for k, v in judge.describe().items() if k != "cache"
     }

@@ -60,7 +60,7 @@ def test_a_budget_stops_a_conversation_run_and_the_resume_finishes_it(tmp_path: 
         assert isinstance(partial, EvaluationResult)
         assert 0 < partial.n_finished < len(data)
         resumed = evaluate(data, JUDGED, llm=make_judge(server, PRICED), run_dir=run, resume=True,
-                           progress=False)  # fmt: skip
+                           max_cost=None, progress=False)  # fmt: skip
     assert resumed.complete
     assert cells(resumed) == cells(whole)
 

@@ -364,7 +364,7 @@ def test_dry_run_and_budget_are_those_of_every_run(
     code = run_cli("pairwise", data, *judge, *price, "--max-cost", "0.05", "-o", run, "-q")
     assert code == 5, capsys.readouterr().err
     assert 0 < len(judge_server.chat_requests) < 12 and read_pairwise(run) is None
-    assert run_cli("pairwise", "--resume", run, *price, "-q") == 0
+    assert run_cli("pairwise", "--resume", run, *price, "--max-cost", "none", "-q") == 0
     report = read_pairwise(run)
     assert report is not None and report.pairs[0].n == 6
 

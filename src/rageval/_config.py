@@ -42,6 +42,7 @@ Precedence, highest first: the command line (including `-p`), the environment (`
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 import sys
@@ -53,18 +54,22 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rageval import _env
-from rageval.errors import RagevalError
+from rageval.errors import RagevalError, RunConfigError
 
 if TYPE_CHECKING:
     from rageval.judge import Judge
+    from rageval.judge._spec import JudgeChoice
     from rageval.runner import Panel
+    from rageval.runner._runconfig import JudgeSetup
 
 __all__ = [
     "CONFIG_FILE",
     "ConfigError",
     "Settings",
+    "configured_choice",
     "configured_judge",
     "configured_panel",
+    "configured_panel_setup",
     "find_config",
     "load_settings",
     "parse_params",
@@ -272,12 +277,32 @@ def configured_judge(
 ) -> Judge | None:
     """The judge of the command line (`model`, `base_url`, `overrides`), the environment and
     the config file, in that order of precedence; None when none of them names a model."""
+    from rageval.runner._runconfig import made
+
+    choice = configured_choice(settings, model=model, base_url=base_url, overrides=overrides)
+    return made(choice) if choice is not None else None
+
+
+def configured_choice(
+    settings: Settings,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> JudgeChoice | None:
+    """The JudgeSpec (with prices and cache) of the layers, highest first: `overrides` (the
+    command line's settings), `model` and `base_url` (the command line's, else the
+    environment's), the config file's [judge]; None when none of them names a model."""
     from rageval.judge import backend_traits, split_backend
-    from rageval.runner import judge_from_env
+    from rageval.judge._spec import JudgeChoice
 
     file = dict(settings.judge)
     model = _env.judge_model(model) or file.pop("model", None)
-    backend = (split_backend(model)[0] if model else None) or file.get("backend") or "openai"
+    file.pop("model", None)
+    if model is None:
+        return None
+    backend, model = split_backend(model)
+    backend = backend or file.get("backend") or "openai"
     try:
         own_address = backend_traits(backend).default_base_url is not None
     except ValueError as e:  # a kind no installed package registers
@@ -287,7 +312,7 @@ def configured_judge(
         base_url = base_url or file.pop("base_url", None)
     else:
         base_url = _env.base_url(base_url, fallback=file.pop("base_url", None))
-    file.pop("model", None)
+    given = {"model": model, "backend": backend, "base_url": base_url}
     try:
         if "prices" in file:
             file["prices"] = _price_table(file["prices"])
@@ -297,39 +322,51 @@ def configured_judge(
         for key, kind in (("limits", Limits), ("retry", RetryPolicy)):
             if key in file:
                 file[key] = kind(**file[key])
-        return judge_from_env(model, base_url=base_url, **{**file, **overrides})
+        choice = JudgeChoice.of_layers(overrides or {}, given, file)
+        where = f"{settings.source}: [judge]" if settings.source is not None else None
+        return dataclasses.replace(choice, source=where)
     except (TypeError, ValueError) as e:  # a value of the wrong type or range in the file
-        if isinstance(e, RagevalError):
-            raise  # already says what is wrong (no key for OpenAI...)
         raise ConfigError(f"{settings.source}: [judge]: {e}") from None
 
 
 def configured_panel(settings: Settings, **overrides: Any) -> Panel | None:
-    """The judge panel of the config file's [[judges]] (None without): each judge its table's
+    """The judge panel of the config file's [[judges]] (None without): see
+    :func:`configured_panel_setup`."""
+    from rageval.runner import Panel
+
+    setup = configured_panel_setup(settings, overrides)
+    if setup is None:
+        return None
+    try:
+        panel = setup.make()
+    except RunConfigError as e:
+        raise ConfigError(f"{settings.source}: [[judges]]: {e}") from None
+    assert isinstance(panel, Panel)
+    return panel
+
+
+def configured_panel_setup(
+    settings: Settings, overrides: Mapping[str, Any] | None = None
+) -> JudgeSetup | None:
+    """The judges of the config file's [[judges]] (None without): each judge its table's
     settings over [judge]'s, then `overrides` (the command line's); named by its `name`, else
     ``model@base_url``. RAGEVAL_LLM does not apply to them (each names its model); the
     environment's endpoint only to one without a ``base_url``."""
     if not settings.judges:
         return None
-    from rageval.runner import Panel
-    from rageval.runner._panel import judge_name
+    from rageval.runner._runconfig import JudgeSetup
 
-    named: list[tuple[str, Judge]] = []
+    names: list[str | None] = []
+    choices = []
     for entry in settings.judges:
         table = {**settings.judge, **entry}
-        name = table.pop("name", None)
+        names.append(table.pop("name", None))
         model, base_url = table.pop("model"), table.pop("base_url", None)
         one = Settings(source=settings.source, judge=table)
-        judge = configured_judge(one, model=model, base_url=base_url, **overrides)
-        assert judge is not None  # a model is named
-        named.append((name or judge_name(judge), judge))
-    names = [name for name, _ in named]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ConfigError(
-            f"{settings.source}: [[judges]]: {', '.join(twice)} twice: give each judge its name"
-        )
-    return Panel(dict(named))
+        choice = configured_choice(one, model=model, base_url=base_url, overrides=overrides)
+        assert choice is not None  # a model is named
+        choices.append(choice)
+    return JudgeSetup(tuple(choices), panel=tuple(names))
 
 
 def _price_table(prices: Any) -> Any:

@@ -224,7 +224,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
         _require_a_judge_for(metrics, options["metric_params"] or {})
     if args.format in _TRACE_FORMATS:
         data = _trace_rows(data, args.format, metrics)
-    if args.engine == "ray":
+    if options["config"].engine == "ray":
         _show_ray_notices()
     copy = _stdin_to(run_dir, args) if data == "-" else None
     interrupted = f"finished rows are kept in {run_dir}; continue with --resume {run_dir}"
@@ -258,8 +258,8 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
         err(
             f"stopped at the budget: ${e.spent_usd:.6f} spent of --max-cost "
             f"${e.max_cost_usd:.6f} (the next request could have passed it); {finished} "
-            f"finished, kept in {run_dir}; continue with --resume {run_dir} and a larger "
-            "--max-cost (or none)"
+            f"finished, kept in {run_dir}; continue with --resume {run_dir} (the same budget "
+            "again) or with a larger --max-cost (or --max-cost none)"
         )
         return EXIT_BUDGET
     except (FatalJudgeError, RayEngineError) as e:

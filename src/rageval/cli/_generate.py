@@ -4,7 +4,6 @@ the judge, each item checked before it is kept; a resumable run like `evaluate`.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import Any
 
 from rageval.cli._exit_codes import EXIT_OK
@@ -103,14 +102,16 @@ def run_generate(args: argparse.Namespace) -> int:
         estimate_generation,
     )
     from rageval.judge import Judge
-    from rageval.runner import RunConfigError
 
     if args.resume and not args.output:
         raise _UsageError("--resume continues the run in -o DIR: give -o DIR")
     mix = _mix(args.mix)
     settings = command_settings(args)
     run_dir = run_dir_of(args)
-    options = read_run_options(args, [], settings=settings, run_dir=run_dir, observe=False)
+    # every run option, as every command takes them (those generate cannot use are refused)
+    options = read_run_options(
+        args, [], settings=settings, run_dir=run_dir, observe=not args.dry_run, resume=args.resume
+    )
     judge = options["llm"]
     if judge is not None and not isinstance(judge, Judge):
         raise _UsageError("generate takes one judge: one --llm")
@@ -132,10 +133,7 @@ def run_generate(args: argparse.Namespace) -> int:
         return EXIT_OK
     if judge is None:
         raise _UsageError("generate needs a judge: --llm MODEL (or $RAGEVAL_LLM)")
-    try:
-        config = dataclasses.replace(options["config"], resume=args.resume)
-    except RunConfigError as e:
-        raise _UsageError(str(e)) from None
+    config = options["config"]
 
     def run() -> Any:
         from rageval._sync import run_sync

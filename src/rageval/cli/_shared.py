@@ -5,10 +5,11 @@ metric parameters, the judge and embeddings); the exit codes are
 
 The options of how a run executes are defined here once (:func:`add_run_options`) and read
 into one :class:`~rageval.runner.RunConfig` (:func:`read_run_options`), so every command that
-scores data -- evaluate, calibrate, align -- takes all of them: the run directory, --overwrite,
-the engine, the budget, batch mode, the endpoint check, the progress line, human labels,
-observers and the request cache. Each is read from the first layer that sets it: the command
-line, the environment, the config file, and when resuming the run's manifest.
+scores data -- evaluate, calibrate, align, pairwise, generate -- takes all of them: the run
+directory, --overwrite, the engine, the budget, batch mode, the endpoint check, the progress
+line, human labels, observers and the request cache. One resolver (:func:`resolve_run`) reads
+them and the judges' JudgeSpecs, each from the first layer that sets it: the command line, the
+environment, a new run's config file or a resumed run's manifest, the defaults.
 
 The command modules import this one, and it imports none of them. Like them, it imports only
 the standard library until a command runs.
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from rageval.judge import BatchSettings, Judge, PriceTable
     from rageval.observers import RunObserver
     from rageval.runner import Panel, RunConfig
+    from rageval.runner._runconfig import JudgeSetup
     from rageval.runner._stored import StoredRun
 
 
@@ -372,7 +374,11 @@ def add_run_options(parser: argparse.ArgumentParser, *, param_help: str) -> None
         "where the endpoint returns them; docs/judge-probabilities.md)",
     )
     parser.add_argument(
-        "--no-cache", action="store_true", help="do not read or write the request cache"
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="read and write the request cache (default; resuming: as the run did); "
+        "--no-cache: neither",
     )
     add_pairs_option(
         parser, "--column-map", metavar="THEIRS=OURS", help="rename columns, e.g. query=user_input"
@@ -397,10 +403,12 @@ def add_run_options(parser: argparse.ArgumentParser, *, param_help: str) -> None
         "batch input and output), for a model the built-in table does not know",
     )
     parser.add_argument(
-        "--no-probe",
-        action="store_true",
-        help="do not check first, with one quick request, that each endpoint is reachable (the "
-        "check also reads a llama.cpp server's slots, the requests it takes at once)",
+        "--probe",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="check first, with one quick request, that each endpoint is reachable (default; "
+        "the check also reads a llama.cpp server's slots, the requests it takes at once); "
+        "--no-probe: do not",
     )
     _add_execution_options(parser)
 
@@ -415,17 +423,19 @@ def _add_execution_options(parser: argparse.ArgumentParser) -> None:
     run.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     run.add_argument(
         "--max-cost",
-        type=positive_float,
+        type=_budget,
         metavar="USD",
-        help="stop before the judge requests would cost more than USD (exit 5; what finished "
-        "is kept); needs the judge model's price (--price). A command of several runs "
-        "(align) spends it over all of them",
+        help="stop before the judge requests of this command would cost more than USD (exit "
+        "5; what finished is kept); needs the judge model's price (--price). A command of "
+        "several runs (align) spends it over all of them; resuming, the run's own budget "
+        "applies again unless given ('none': no budget)",
     )
     run.add_argument(
         "--batch",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="send the judge requests through the endpoint's Batch API (about half the price, "
-        "results within 24 hours)",
+        "results within 24 hours); resuming: as the run was, unless given",
     )
     run.add_argument(
         "--observer",
@@ -446,8 +456,9 @@ def _add_execution_options(parser: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--engine",
         choices=("local", "ray"),
-        default="local",
-        help="where rows are scored: this process (default) or Ray Data (needs rageval[ray])",
+        default=None,
+        help="where rows are scored: this process (default; resuming: as the run was) or Ray "
+        "Data (needs rageval[ray])",
     )
     run.add_argument(
         "--ray-address",
@@ -460,6 +471,11 @@ def _add_execution_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="with --engine ray: actors that score rows (default: from the cluster's CPUs)",
     )
+
+
+def _budget(text: str) -> float | Literal["none"]:
+    """The argparse type of --max-cost: USD, or "none" (no budget, a resumed run's included)."""
+    return "none" if text.strip().lower() == "none" else positive_float(text)
 
 
 class CommandRunArguments(TypedDict):
@@ -493,6 +509,7 @@ def read_run_options(
     stored: StoredRun | None = None,
     run_dir: Path | None = None,
     observe: bool = True,
+    resume: bool = False,
 ) -> CommandRunArguments:
     """The options :func:`add_run_options` added, each over the config file's `settings` (by
     default :func:`command_settings`) where it has one:
@@ -502,19 +519,20 @@ def read_run_options(
     - the judge and embeddings of the command line, the environment and the config file
       (resuming, the run's own, `stored`, with what the command line changes);
     - --column-map and --skip-invalid (None for on_invalid: the run's default);
-    - the RunConfig: `run_dir` (resumed when `stored` is its run), and the options of how the
-      run executes, over the config file's max_cost, batch and probe (resuming, None for
-      batch: as the run was); the observers are built only when `observe` (a dry run has
-      none)."""
+    - the RunConfig and the judges, from the one resolver (:func:`resolve_run`, which says
+      the layers and `observe` and `resume`)."""
     from rageval._config import merged_params, parse_params
 
-    if settings is None:
-        settings = command_settings(args)
+    settings = _config_layer(args, settings, stored)
     try:
         cli_params = parse_params(args.param)
         _check_param_names(cli_params, metrics)
-        judge, embeddings = _judge(args, stored, settings), _embeddings(args, settings)
-    except ValueError as e:  # a bad -p, base URL, model name or embeddings spec
+        config, judges = resolve_run(
+            args, settings=settings, stored=stored, run_dir=run_dir, observe=observe, resume=resume
+        )
+        judge = judges.make() if judges is not None else None
+        embeddings = _embeddings(args, settings)
+    except ValueError as e:  # a bad -p, base URL, model name, judge setting or embeddings spec
         raise _UsageError(str(e)) from None
     column_map = dict(name_value_pairs(args.column_map, "--column-map")) or settings.column_map
     return CommandRunArguments(
@@ -523,8 +541,54 @@ def read_run_options(
         embeddings=embeddings,
         column_map=column_map or None,
         on_invalid="skip" if args.skip_invalid else settings.on_invalid,
-        config=_run_config(args, settings, run_dir, resume=stored is not None, observe=observe),
+        config=config,
     )
+
+
+def _config_layer(
+    args: argparse.Namespace, settings: Settings | None, stored: StoredRun | None
+) -> Settings:
+    """The config file's settings as a layer: `settings` (by default
+    :func:`command_settings`), or resuming none: the run's manifest takes its place."""
+    from rageval._config import Settings
+
+    if stored is not None:
+        return Settings()
+    return settings if settings is not None else command_settings(args)
+
+
+def resolve_run(
+    args: argparse.Namespace,
+    *,
+    settings: Settings | None,
+    stored: StoredRun | None,
+    run_dir: Path | None,
+    observe: bool,
+    resume: bool = False,
+) -> tuple[RunConfig, JudgeSetup | None]:
+    """The one resolver of how a command's run executes and what judges it: the RunConfig and
+    the judges' JudgeSpecs (a :class:`~rageval.runner._runconfig.JudgeSetup`, None: no judge),
+    each setting from the first layer that gives it:
+
+    1. the command line's flags;
+    2. the environment (the judge's model and endpoint: RAGEVAL_LLM, RAGEVAL_BASE_URL,
+       OPENAI_BASE_URL; see rageval._env);
+    3. a new run's config file (`settings`), or a resumed run's manifest (`stored`): the run's
+       judge, and its engine, budget, batch mode, endpoint check, human labels and cache
+       (:data:`rageval.runner._runconfig.RESUMED`). Resuming, the environment's judge does not
+       apply: the run has its own;
+    4. the defaults.
+
+    Resuming, a flag given wins for this session (and is recorded as the run's from then on),
+    except one that would change the cells already scored -- the judge model, a setting that
+    changes its replies, the metrics -- which the run directory refuses (docs/running.md).
+    The observers are built only when `observe` (a dry run has none). The run resumes when
+    `stored` is its run, or with `resume` (a command whose run directory is of its own kind,
+    generate's: its own layers only)."""
+    settings = _config_layer(args, settings, stored)
+    resume = resume or stored is not None
+    config = _run_config(args, settings, run_dir, resume=resume, observe=observe)
+    return config, _judges(args, stored, settings)
 
 
 def _run_config(
@@ -535,38 +599,64 @@ def _run_config(
     resume: bool,
     observe: bool,
 ) -> RunConfig:
-    """The RunConfig of the command line over the config file (see :func:`read_run_options`)."""
+    """The RunConfig of the command line over the config file, or resuming over the run's
+    manifest (:func:`rageval.runner.resumed`): see :func:`resolve_run`."""
     from rageval.errors import MissingExtraError
     from rageval.runner import RunConfig
+    from rageval.runner._runconfig import resumed
 
-    labels = name_value_pairs(args.human_labels, "--human-labels")
+    file, flags = _file_run_fields(settings), _flag_run_fields(args)
+    if flags.get("batch") is True and file.get("batch") not in (None, True, False):
+        del flags["batch"]  # --batch with the config file's batch settings: those
+    given = {**file, **flags}
     try:
-        return RunConfig(
+        config = RunConfig(
             run_dir=run_dir,
             resume=resume,
             overwrite=args.overwrite,
-            engine=args.engine,
-            ray_address=args.ray_address,
-            ray_actors=args.ray_actors,
-            max_cost=args.max_cost if args.max_cost is not None else settings.max_cost,
-            # resuming without --batch: as the run was started
-            batch=_batch_settings(args.batch, settings.batch),
-            probe=not args.no_probe and settings.probe is not False,
             progress=False if args.quiet else None,
-            human_labels=labels or None,
             observers=tuple(_observers(args.observer)) if observe else (),
-            cache=not args.no_cache,
+            **given,
         )
+        return resumed(config, given)
     except (ValueError, MissingExtraError) as e:  # RunConfigError: options that cannot go
         raise _UsageError(str(e)) from None
 
 
+def _flag_run_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The RunConfig fields the command line gives (a flag left out gives none)."""
+    labels = name_value_pairs(args.human_labels, "--human-labels")
+    fields: dict[str, Any] = {
+        "engine": args.engine,
+        "ray_address": args.ray_address,
+        "ray_actors": args.ray_actors,
+        "max_cost": args.max_cost,
+        "batch": args.batch,
+        "probe": args.probe,
+        "cache": args.cache,
+        "human_labels": labels or None,
+    }
+    fields = {name: value for name, value in fields.items() if value is not None}
+    if fields.get("max_cost") == "none":
+        fields["max_cost"] = None
+    return fields
+
+
+def _file_run_fields(settings: Settings) -> dict[str, Any]:
+    """The RunConfig fields the config file gives: max_cost, batch and probe."""
+    fields = {
+        "max_cost": settings.max_cost,
+        "batch": _batch_settings(settings.batch),
+        "probe": settings.probe,
+    }
+    return {name: value for name, value in fields.items() if value is not None}
+
+
 def _batch_settings(
-    flag: bool, configured: bool | dict[str, int | float | str] | None
+    configured: bool | dict[str, int | float | str] | None,
 ) -> bool | BatchSettings | None:
-    """--batch or the config file's `batch = true` (True: the default settings, or resuming a
-    batched run, its own), the config file's table of BatchSettings, or None when neither asks
-    for batch mode (resuming: as the run was)."""
+    """The config file's `batch = true` or `false`, or its table of BatchSettings (None: the
+    file does not say)."""
     from rageval.judge import BatchSettings
 
     if isinstance(configured, dict):
@@ -574,7 +664,7 @@ def _batch_settings(
             return BatchSettings(**configured)  # type: ignore[arg-type]
         except (TypeError, ValueError) as e:
             raise _UsageError(f"the config file's batch settings: {e}") from None
-    return True if flag or configured else None
+    return configured
 
 
 def _observers(names: Sequence[str]) -> list[RunObserver]:
@@ -589,32 +679,25 @@ def _observers(names: Sequence[str]) -> list[RunObserver]:
         raise _UsageError(str(e)) from None
 
 
-def _judge(
+def _judges(
     args: argparse.Namespace, stored: StoredRun | None, settings: Settings
-) -> Judge | list[Judge] | Panel | None:
-    """The judge the command line, the environment and the config file configure, one per
-    --base-url (a list when there are several: the rows are spread over them); a panel for
-    several --llm (each on the --base-url in its place) or the config file's [[judges]];
-    resuming, the run's own judge (from its manifest, on its endpoints; its panel as it was)
-    with what the command line changes."""
-    from rageval._config import configured_judge, configured_panel
-    from rageval.runner import Panel
-    from rageval.runner._stored import judge_from_settings, judge_settings
+) -> JudgeSetup | None:
+    """The judges of the command line over the environment and the config file, or resuming
+    over the run's own (its manifest's, on its endpoints; its panel as it was): one per
+    --base-url (the rows are spread over them); a panel for several --llm (each on the
+    --base-url in its place) or the config file's [[judges]]."""
+    from rageval._config import configured_choice, configured_panel_setup
+    from rageval.runner._runconfig import JudgeSetup
 
-    overrides: dict[str, Any] = {}
-    for option, setting in (
-        ("concurrency", "max_concurrency"),
-        ("requests_per_minute", "requests_per_minute"),
-        ("tokens_per_minute", "tokens_per_minute"),
-        ("judge_scoring", "scoring"),
-    ):
-        if getattr(args, option) is not None:
-            overrides[setting] = getattr(args, option)
-    if args.no_cache:
-        overrides["cache"] = False
-    prices = _prices(args.price)
-    if prices is not None:
-        overrides["prices"] = prices
+    flags = {
+        "max_concurrency": args.concurrency,
+        "requests_per_minute": args.requests_per_minute,
+        "tokens_per_minute": args.tokens_per_minute,
+        "scoring": args.judge_scoring,
+        "cache": False if args.cache is False else None,
+        "prices": _prices(args.price),
+    }
+    model = args.llm[0] if len(args.llm) == 1 else None
     if len(args.llm) > 1:
         urls = args.base_url or [None]
         if len(urls) not in (1, len(args.llm)):
@@ -623,27 +706,33 @@ def _judge(
                 f"one for each, got {len(urls)}"
             )
         pairs = zip(args.llm, urls * len(args.llm) if len(urls) == 1 else urls, strict=False)
-        panel = [configured_judge(settings, model=m, base_url=u, **overrides) for m, u in pairs]
-        return Panel([j for j in panel if j is not None])
-    model = args.llm[0] if args.llm else None
-    judges: list[Judge | None]
-    if stored is not None and model is None:
-        if stored.manifest.panel:
-            return stored.make_judge()
-        if stored.judge is None:
-            return None
-        resumed = {**judge_settings(stored.judge), **overrides}
-        urls = args.base_url or stored.judge.get("base_urls") or [resumed.get("base_url")]
-        judges = [judge_from_settings({**resumed, "base_url": url}) for url in urls]
-    elif model is None and not args.base_url and settings.judges:
-        return configured_panel(settings, **overrides)
-    else:
-        urls = args.base_url or [None]
-        judges = [
-            configured_judge(settings, model=model, base_url=url, **overrides) for url in urls
+        panel = [
+            configured_choice(settings, model=m, base_url=u, overrides=flags) for m, u in pairs
         ]
-    found = [j for j in judges if j is not None]
-    return found if len(found) > 1 else next(iter(found), None)
+        return JudgeSetup(tuple(c for c in panel if c is not None), panel=(None,) * len(panel))
+    if stored is not None and model is None:
+        own = stored.judges()
+        if own is None:
+            return None
+        scorings = {c.spec.scoring for c in own.choices} - {args.judge_scoring or "auto"}
+        if args.judge_scoring is not None and scorings:
+            raise _UsageError(
+                f"--judge-scoring {args.judge_scoring}: the run's judge scores "
+                f"{', '.join(sorted(scorings))} (its cells would mix two scorings): resume "
+                "without it, or start a new run"
+            )
+        if args.base_url and own.panel is None:  # the run's judge on these endpoints
+            one = own.choices[0]
+            own = JudgeSetup(tuple(one.under({"base_url": url}) for url in args.base_url))
+        return own.under(flags)
+    if model is None and not args.base_url and settings.judges:
+        return configured_panel_setup(settings, flags)
+    found = [
+        configured_choice(settings, model=model, base_url=url, overrides=flags)
+        for url in args.base_url or [None]
+    ]
+    choices = tuple(c for c in found if c is not None)
+    return JudgeSetup(choices) if choices else None
 
 
 def _prices(values: Sequence[str]) -> PriceTable | None:
@@ -671,7 +760,7 @@ def _embeddings(args: argparse.Namespace, settings: Settings) -> Embeddings | No
     if not spec:
         return None  # the local model if a metric needs one; resuming, the run's own
     base_url = args.base_url[0] if args.base_url else None
-    return embeddings_from_spec(spec, base_url=base_url, cache=not args.no_cache)
+    return embeddings_from_spec(spec, base_url=base_url, cache=args.cache is not False)
 
 
 def _check_param_names(params: dict[str, dict[str, Any]], metrics: Sequence[str] | None) -> None:

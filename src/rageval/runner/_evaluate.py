@@ -49,7 +49,7 @@ from rageval.runner._prepare import (
     spec_of,
 )
 from rageval.runner._probe import reported_windows, run_gates
-from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
+from rageval.runner._runconfig import RunConfig, RunKeywords, resumed, run_config
 from rageval.runner._schedule import (
     MIN_WINDOW,
     Plan,
@@ -83,7 +83,8 @@ class EvaluateKeywords(RunOptions, RunKeywords, total=False):
 
 
 _SPEC_KEYS = RunOptions.__required_keys__ | RunOptions.__optional_keys__
-_KEYWORDS = _SPEC_KEYS | RunKeywords.__required_keys__ | RunKeywords.__optional_keys__
+_FIELDS: frozenset[str] = frozenset(RunKeywords.__annotations__)
+_KEYWORDS = _SPEC_KEYS | _FIELDS
 
 
 def _window(judges: Sequence[Judge]) -> int:
@@ -183,7 +184,9 @@ async def aevaluate(
         run_dir: writes the run log there.
         resume: continues the run in `run_dir`; then whatever is not given (None: `data` too,
             the metrics, the judge, the embeddings, `column_map`, `on_invalid`, `repeats`) is
-            what the run was started with, as its manifest records it.
+            what the run was started with, as its manifest records it; so are `engine`,
+            `max_cost`, `batch`, `probe`, `human_labels` and `cache` (a keyword given wins for
+            this session and is the run's from then on).
         overwrite: replaces a run already in `run_dir` (by default that is an error).
         progress: None shows a progress line redrawn in place when stderr is a terminal and
             elsewhere (a CI log, a notebook) a plain line a minute once the run has lasted one;
@@ -220,7 +223,12 @@ async def aevaluate(
     unknown = sorted(set(options) - _KEYWORDS)
     if unknown:
         raise TypeError(f"aevaluate() got an unexpected keyword argument {unknown[0]!r}")
+    whole = config is not None
     config = run_config(config, options)
+    # resuming, what is not given is the run's own: a RunConfig given whole gives every field
+    # but batch=None ("as the run was")
+    named = (_FIELDS - {"batch"} if config.batch is None else _FIELDS) if whole else options
+    config = resumed(config, named)
     if show_progress is not None and config.progress is None:
         config = dataclasses.replace(config, progress=show_progress)
     given: dict[str, Any] = {k: v for k, v in options.items() if k in _SPEC_KEYS}

@@ -14,28 +14,37 @@ checked once, when it is made, and the run's manifest records it whole
 The Python API keeps its keyword arguments (``evaluate(data, run_dir=..., max_cost=...)``):
 they are :class:`RunKeywords`, which :func:`run_config` turns into the RunConfig; ``config=``
 gives one whole instead. On the command line one resolver reads the layers in order -- the
-flags, the environment, the config file and, resuming, the run's manifest -- and makes the
-RunConfig (:func:`rageval.cli._shared.read_run_options`; docs/running.md).
+flags, the environment, the config file (a new run's) or the run's manifest (a resumed run's)
+-- and makes the RunConfig and the judges' :class:`~rageval.judge.JudgeSpec`
+(:func:`rageval.cli._shared.resolve_run`; docs/running.md).
+
+A resumed run takes from its manifest every field of :data:`RESUMED` that is not given again
+(:func:`resumed`): the engine, the budget, batch mode, the endpoint check, the human labels and
+the request cache are the run's own unless the call (a flag, a keyword) says otherwise; what is
+given wins for this session and is recorded as the run's from then on.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from rageval._extras import require
 from rageval.errors import RunConfigError
 from rageval.judge import BatchSettings
+from rageval.judge._spec import JudgeChoice
 from rageval.observers import RunObserver
+from rageval.runner._panel import Panel, judge_name
 from rageval.runner.engines import ENGINES, Engine
 
 if TYPE_CHECKING:
+    from rageval.judge import Judge
     from rageval.runner._prepare import LabelsArg
 
-__all__ = ["RunConfig", "RunKeywords", "run_config"]
+__all__ = ["RESUMED", "JudgeSetup", "RunConfig", "RunKeywords", "made", "resumed", "run_config"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,3 +213,106 @@ def run_config(config: RunConfig | None, keywords: RunKeywords) -> RunConfig:
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
+
+#: the fields a resumed run takes from its manifest unless they are given again: how its rows
+#: are scored and what it may spend. Not where it is written or whether it resumes (the call's
+#: own), the progress line (the terminal's) or the observers (objects of the process that made
+#: them: give them again)
+RESUMED = (
+    "engine",
+    "ray_address",
+    "ray_actors",
+    "max_cost",
+    "batch",
+    "probe",
+    "human_labels",
+    "cache",
+)
+
+
+def resumed(config: RunConfig, given: Collection[str]) -> RunConfig:
+    """`config` of a resumed run, each field of :data:`RESUMED` that is not in `given` as the
+    run's manifest records it (the one its last session wrote); `config` itself when it does
+    not resume, or when the manifest cannot be read (the resume then says why). ``batch=True``
+    given resumes a batched run with its own batch settings.
+
+    Args:
+        config: the RunConfig the call's own layers made.
+        given: the names of the fields the call gave (a flag, a keyword, the config file).
+    """
+    if not config.resume or config.run_dir is None:
+        return config
+    if set(RESUMED) <= set(given) and config.batch is not True:
+        return config  # every field given: nothing to read
+    stored = _stored_fields(config.run_dir)
+    update = {name: value for name, value in stored.items() if name not in given}
+    if config.batch is True and isinstance(stored.get("batch"), BatchSettings):
+        update["batch"] = stored["batch"]
+    return dataclasses.replace(config, **update) if update else config
+
+
+def _stored_fields(run_dir: Path) -> dict[str, Any]:
+    """The :data:`RESUMED` fields the manifest in `run_dir` records, as RunConfig takes them."""
+    from rageval.log import RunLogError, read_manifest
+
+    try:
+        manifest = read_manifest(run_dir)
+    except (OSError, RunLogError):
+        return {}
+    record = manifest.run_config or {  # a manifest from before the RunConfig was recorded
+        "engine": manifest.engine or "local",
+        "batch": (manifest.batch_settings or {}) if manifest.batch else None,
+    }
+    fields = {name: record[name] for name in RESUMED if name in record}
+    if fields.get("batch") is not None:
+        try:
+            fields["batch"] = BatchSettings(**fields["batch"])
+        except (TypeError, ValueError):  # the settings of another rageval: the defaults
+            fields["batch"] = BatchSettings()
+    if fields.get("human_labels") is not None:
+        fields["human_labels"] = [(column, metric) for column, metric in fields["human_labels"]]
+    return fields
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgeSetup:
+    """The judges a command resolved, each a :class:`~rageval.judge.JudgeSpec` with its price
+    table and cache (a :class:`JudgeChoice`): one judge, one per endpoint its rows are spread
+    over, or a panel's (:meth:`make` makes them)."""
+
+    choices: tuple[JudgeChoice, ...]
+    #: a panel's names, one per choice (None: named ``model@base_url``); None: not a panel
+    panel: tuple[str | None, ...] | None = None
+
+    def under(self, layer: Mapping[str, Any]) -> JudgeSetup:
+        """These judges with the settings `layer` gives over theirs (the command line's, over
+        a resumed run's)."""
+        choices = tuple(choice.under(layer) for choice in self.choices)
+        return dataclasses.replace(self, choices=choices)
+
+    def make(self) -> Judge | list[Judge] | Panel:
+        """The judge; the list of one per endpoint; the panel."""
+        judges = [made(choice) for choice in self.choices]
+        if self.panel is not None:
+            names = [name or judge_name(j) for name, j in zip(self.panel, judges, strict=True)]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise RunConfigError(f"{', '.join(twice)} twice: give each judge its name")
+            return Panel(dict(zip(names, judges, strict=True)))
+        return judges if len(judges) > 1 else judges[0]
+
+
+def made(choice: JudgeChoice) -> Judge:
+    """The judge `choice` states, refused at once when the key its endpoint needs is not set."""
+    from rageval.errors import RagevalError
+    from rageval.judge import Judge
+    from rageval.runner._probe import check_key
+
+    try:
+        judge = Judge.from_spec(choice.spec, cache=choice.cache, prices=choice.prices)
+    except (TypeError, ValueError) as e:  # a value the judge refuses
+        if choice.source is None or isinstance(e, RagevalError):
+            raise
+        raise RunConfigError(f"{choice.source}: {e}") from None
+    check_key(judge.describe(), what="judge")
+    return judge

@@ -149,6 +149,8 @@ class RunDir:
             # how this session drove a llama.cpp server, if its probe found one
             "servers": manifest.servers or stored.servers,
             "batch_settings": manifest.batch_settings or stored.batch_settings,
+            # how this session executed (its budget, engine...): what the next resume takes
+            "run_config": manifest.run_config or stored.run_config,
         }
         write_atomic(self.manifest_path, stored.model_copy(update=update))
 

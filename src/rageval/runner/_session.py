@@ -43,14 +43,12 @@ from rageval.log import (
     RunLogError,
     SampleLine,
     Summary,
-    read_manifest,
     read_summary,
 )
-from rageval.metrics.base import Metric, metric_import_root, metric_path
+from rageval.metrics.base import metric_import_root, metric_path
 from rageval.observers import Observers, RunEnd, RunObserver, RunStart
 from rageval.results import EvaluationResult
 from rageval.runner._cost import unpriced
-from rageval.runner._panel import Panel
 from rageval.runner._prepare import (
     Prepared,
     RunSpec,
@@ -64,7 +62,7 @@ from rageval.runner._runconfig import RunConfig
 from rageval.runner._rundir import RunDir, data_fingerprint, json_normal
 from rageval.runner._schedule import usage_since
 from rageval.runner._stored import read_stored_run
-from rageval.samples import LoadedData, rows_json
+from rageval.samples import rows_json
 
 if TYPE_CHECKING:
     from rageval._client._batch import BatchQueue
@@ -108,11 +106,7 @@ def plan_run(spec: RunSpec, config: RunConfig) -> Planned:
         spec = read_stored_run(run_dir).complete(spec)
     # checked here as well as in prepare(): the checks below this line need the values
     on_invalid, repeats = checked_options(spec.on_invalid, spec.repeats)
-    batch = config.batch
-    if resume and (batch is None or batch is True) and run_dir is not None:
-        # as the run was batched (True: in batch mode, with its settings if it was)
-        batch = _stored_batch(run_dir) or batch
-    batching = BatchSettings() if batch is True else batch or None
+    batching = config.batch_settings  # resuming, as the run was unless given (resumed())
     if config.engine == "ray" and (config.max_cost is not None or batching is not None):
         raise RunConfigError("max_cost and batch work with the local engine, not with engine='ray'")
     # a resumed run's duration and cost are all of its sessions': the earlier ones' (as its
@@ -181,23 +175,20 @@ async def open_session(planned: Planned) -> Session:
     config, run = planned.config, planned.run
     run_dir, resume = config.run_dir, config.resume
     loaded, ids, metric_objs = run.loaded, run.ids, run.metrics
-    manifest = _manifest(
-        loaded,
-        metric_objs,
-        run.judges,
-        run.plans[0].judge_of,
-        run.embedder,
-        planned.on_invalid,
-        planned.spec.column_map,
-        planned.spec.language,
-        planned.human_pairs,
-        planned.repeats,
-        config,
-        planned.batching,
-        run.panel,
-    )
-    manifest.metrics_left_out = run.left_out
     rundir = RunDir(run_dir) if run_dir is not None else None
+    if rundir is not None and not resume and not config.overwrite:
+        rundir.check_vacant()
+    judges = run.all_judges()
+    # after every local check (bad data or a run directory taken cost nothing), and only when
+    # something may be left to score: a run its summary says finished resumes without its
+    # endpoints
+    earlier = planned.earlier
+    finished = earlier is not None and earlier.n_rows == earlier.n_finished == len(ids)
+    if config.probe and ids and not finished:
+        await probe_endpoints(judges, run.embedder)
+    # what this run's probe found, else an earlier one's (the pytest plugin probes once)
+    server_slots = follow_server_slots(run.judges, known_server_slots())
+    manifest = _manifest(planned, _servers(run.judges, server_slots))
     result = EvaluationResult(
         [m.name for m in metric_objs],
         ids,
@@ -213,35 +204,12 @@ async def open_session(planned: Planned) -> Session:
     if rundir is not None and resume:
         for offset, record in rundir.finished_samples(manifest, ids):
             result.add(record, offset=offset)
-        if planned.earlier is not None:
-            result.unfinished_usage = planned.earlier.shared_usage.get(UNFINISHED_USAGE, Usage())
-    elif rundir is not None and not config.overwrite:
-        rundir.check_vacant()
-    todo = [row for row in range(len(ids)) if not result.is_finished(row)]
-    judges = run.all_judges()
-    # after every local check (bad data or the wrong run directory cost nothing), and only
-    # when something is left to score: a finished run resumes without its endpoints
-    if config.probe and todo:
-        await probe_endpoints(judges, run.embedder)
-    # what this run's probe found, else an earlier one's (the pytest plugin probes once)
-    server_slots = follow_server_slots(run.judges, known_server_slots())
-    manifest.servers = {
-        judge.base_url: {
-            "server": "llama.cpp",
-            "slots": followed.slots,
-            "max_concurrency": followed.concurrency or judge.endpoint.limiter.max_concurrency,
-            "timeout": followed.timeout or judge.endpoint.timeout,
-            "context": followed.context,
-        }
-        for judge in run.judges
-        if (followed := server_slots.get(id(judge.endpoint))) is not None
-    }
-    if rundir is not None:
-        if resume:
-            rundir.resume(manifest)
-        else:
-            copy = rows_json(loaded.rows) if loaded.rows is not None else None
-            rundir.create(manifest, overwrite=config.overwrite, rows_json=copy)
+        if earlier is not None:
+            result.unfinished_usage = earlier.shared_usage.get(UNFINISHED_USAGE, Usage())
+        rundir.resume(manifest)
+    elif rundir is not None:
+        copy = rows_json(loaded.rows) if loaded.rows is not None else None
+        rundir.create(manifest, overwrite=config.overwrite, rows_json=copy)
     todo = [row for row in range(len(ids)) if not result.is_finished(row)]
 
     display = _progress.display(config.progress)
@@ -276,24 +244,31 @@ async def open_session(planned: Planned) -> Session:
     )
 
 
-def _manifest(
-    loaded: LoadedData,
-    metrics: Sequence[Metric],
-    judges: Sequence[Judge],
-    judge_of: Mapping[str, Judge | None],
-    embeddings: Embeddings | None,
-    on_invalid: str,
-    column_map: Mapping[str, str] | None,
-    language: str | None,
-    human_labels: Sequence[tuple[str, str]],
-    repeats: int,
-    config: RunConfig,
-    batching: BatchSettings | None,
-    panel: Panel | None,
-) -> Manifest:
+def _servers(
+    judges: Sequence[Judge], server_slots: Mapping[int, ServerSlots]
+) -> dict[str, dict[str, Any]]:
+    """How this session drives each llama.cpp server its probe found, by URL."""
+    return {
+        judge.base_url: {
+            "server": "llama.cpp",
+            "slots": followed.slots,
+            "max_concurrency": followed.concurrency or judge.endpoint.limiter.max_concurrency,
+            "timeout": followed.timeout or judge.endpoint.timeout,
+            "context": followed.context,
+        }
+        for judge in judges
+        if (followed := server_slots.get(id(judge.endpoint))) is not None
+    }
+
+
+def _manifest(planned: Planned, servers: Mapping[str, dict[str, Any]]) -> Manifest:
+    """The run's manifest, made once from what was planned and how its servers are driven:
+    what it scores and how it executes (its RunConfig whole)."""
+    run, config, batching = planned.run, planned.config, planned.batching
+    judges, judge_of, loaded, panel = run.judges, run.plans[0].judge_of, run.loaded, run.panel
     judge = judges[0] if judges else None
     specs = []
-    for m in metrics:
+    for m in run.metrics:
         own = judge_of.get(m.name)
         specs.append(
             MetricSpec(
@@ -306,6 +281,7 @@ def _manifest(
                 import_root=metric_import_root(type(m)),
             )
         )
+    column_map = planned.spec.column_map
     return Manifest(
         rageval_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -316,23 +292,25 @@ def _manifest(
             PanelJudge(name=name, judge=JudgeInfo(**json_normal(j.describe())))
             for name, j in panel or ()
         ],
-        embeddings=_embeddings_info(embeddings) if embeddings is not None else None,
+        embeddings=_embeddings_info(run.embedder) if run.embedder is not None else None,
         data=DataInfo(
             source=loaded.source,
             # where `--resume DIR` alone finds the data again
             path=str(loaded.path.resolve()) if loaded.path is not None else None,
             rows_file=ROWS_FILE if loaded.rows is not None else None,
             column_map=dict(column_map) if column_map else None,
-            language=language,
+            language=planned.spec.language,
             fingerprint=data_fingerprint(loaded),
             n_rows=len(loaded.samples),
         ),
-        on_invalid=on_invalid,
-        human_labels=[HumanLabels(column=c, metric=m) for c, m in human_labels],
-        repeats=repeats,
+        on_invalid=planned.on_invalid,
+        human_labels=[HumanLabels(column=c, metric=m) for c, m in planned.human_pairs],
+        repeats=planned.repeats,
         engine=config.engine,
         batch=batching is not None,
         batch_settings=dataclasses.asdict(batching) if batching is not None else None,
+        metrics_left_out=run.left_out,
+        servers=dict(servers),
         run_config=config.record(),
     )
 
@@ -458,21 +436,6 @@ def _earlier_summary(run_dir: str | os.PathLike[str] | None) -> Summary | None:
         return read_summary(run_dir)
     except (OSError, RunLogError):
         return None
-
-
-def _stored_batch(run_dir: str | os.PathLike[str]) -> BatchSettings | None:
-    """How the run in `run_dir` was batched, if it was (None too when it cannot be read: the
-    resume reports why)."""
-    try:
-        stored = read_manifest(run_dir)
-    except (OSError, RunLogError):
-        return None
-    if not stored.batch:
-        return None
-    try:
-        return BatchSettings(**(stored.batch_settings or {}))
-    except (TypeError, ValueError):  # settings of another rageval: the defaults
-        return BatchSettings()
 
 
 def _write_report(rundir: RunDir) -> None:

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 from rageval._client._cache import recorded_cache
 from rageval.errors import RunDirError
 from rageval.judge import JudgeSpec
+from rageval.judge._spec import JudgeChoice
 from rageval.log import Manifest
 from rageval.runner._panel import Panel
 from rageval.runner._prepare import RunSpec, embeddings_from_spec
 from rageval.runner._probe import key_variable
+from rageval.runner._runconfig import JudgeSetup, made as made_judge
 from rageval.runner._rundir import resumable_manifest
 
 if TYPE_CHECKING:
@@ -35,9 +37,9 @@ if TYPE_CHECKING:
     from rageval.metrics.base import Metric
 
 
-def judge_settings(described: Mapping[str, Any]) -> dict[str, Any]:
-    """`Judge(**settings)` re-creates the judge a manifest describes (the key aside: it is
-    read from the same environment variable); `model` is among the settings."""
+def stored_judge(described: Mapping[str, Any]) -> JudgeChoice:
+    """The judge a manifest describes, as its JudgeSpec and recorded cache (the key aside: it
+    is read from the same environment variable)."""
     variable = key_variable(described)
     if variable is None:
         given = str(described.get("api_key_from") or "its key").removeprefix("the ")
@@ -46,21 +48,7 @@ def judge_settings(described: Mapping[str, Any]) -> dict[str, Any]:
             "record: pass the judge again (llm=... or --llm/--base-url)"
         )
     spec = JudgeSpec.of_described(described).model_copy(update={"api_key_env": variable})
-    return {
-        "model": spec.model,
-        **spec.judge_arguments(),
-        "cache": recorded_cache(described.get("cache")),
-    }
-
-
-def judge_from_settings(settings: Mapping[str, Any]) -> Judge:
-    from rageval.judge import Judge
-    from rageval.runner._probe import check_key
-
-    kw = dict(settings)
-    judge = Judge(kw.pop("model"), **kw)
-    check_key(judge.describe(), what="judge")
-    return judge
+    return JudgeChoice(spec, cache=recorded_cache(described.get("cache")))
 
 
 @dataclass(frozen=True)
@@ -128,26 +116,28 @@ class StoredRun:
             except KeyError as e:  # a metric defined outside rageval, not imported now
                 raise RunDirError(f"cannot resume {self.path}: {e.args[0]}") from None
             if own_judge is not None:
-                metric.llm = judge_from_settings(judge_settings(own_judge))
+                metric.llm = made_judge(stored_judge(own_judge))
             made.append(metric)
         return made
 
     def make_judge(self) -> Judge | list[Judge] | Panel | None:
         """The run's judge; one per endpoint when its rows were spread over several; its panel
         when it was judged by one."""
+        setup = self.judges()
+        return setup.make() if setup is not None else None
+
+    def judges(self) -> JudgeSetup | None:
+        """The run's judges as its manifest describes them (see :meth:`make_judge`)."""
         if self.manifest.panel:
-            return Panel(
-                {
-                    p.name: judge_from_settings(judge_settings(p.judge.model_dump()))
-                    for p in self.manifest.panel
-                }
+            return JudgeSetup(
+                tuple(stored_judge(p.judge.model_dump()) for p in self.manifest.panel),
+                panel=tuple(p.name for p in self.manifest.panel),
             )
         if not self.judge:
             return None
-        settings = judge_settings(self.judge)
-        urls = self.judge.get("base_urls") or [settings.get("base_url")]
-        judges = [judge_from_settings({**settings, "base_url": url}) for url in urls]
-        return judges if len(judges) > 1 else judges[0]
+        choice = stored_judge(self.judge)
+        urls = self.judge.get("base_urls") or [choice.spec.base_url]
+        return JudgeSetup(tuple(choice.under({"base_url": url}) for url in urls))
 
     def complete(self, spec: RunSpec) -> RunSpec:
         """A resumed run's `spec`: each argument as given, else as this run's manifest has it
