@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from helpers import grader, labelled_rows, rows, write_jsonl
+from helpers import grader, labelled_rows, write_jsonl
 from rageval import aevaluate, align, calibrate, evaluate
 from rageval.cli import main
 from rageval.errors import BudgetReached, RunConfigError, RunDirInUseError
@@ -123,17 +123,18 @@ def test_rageval_align_sends_through_the_batch_api_with_batch(
 
 def test_the_keywords_make_the_run_config_and_the_manifest_records_it(tmp_path: Path) -> None:
     costs = RunCosts()
+    graded = labelled_rows([4, 0], ["yes", "no"])  # GRADE<n> in each response: the grader rates it
     with FakeOpenAI(grader) as server:
-        by_keywords = evaluate(rows(2), ["answer_accuracy"], llm=judge(server),
+        by_keywords = evaluate(graded, ["answer_accuracy"], llm=judge(server),
                                run_dir=tmp_path / "a", max_cost=1.0, observers=[costs],
                                progress=False)  # fmt: skip
         config = RunConfig(run_dir=tmp_path / "b", max_cost=1.0, observers=(costs,),
                            progress=False)  # fmt: skip
-        whole = evaluate(rows(2), ["answer_accuracy"], llm=judge(server), config=config)
+        whole = evaluate(graded, ["answer_accuracy"], llm=judge(server), config=config)
         with pytest.raises(RunConfigError, match="run_dir given beside config="):
-            evaluate(rows(2), ["answer_accuracy"], llm=judge(server), config=config,
+            evaluate(graded, ["answer_accuracy"], llm=judge(server), config=config,
                      run_dir=tmp_path / "c")  # fmt: skip
-    assert by_keywords["answer_accuracy"] == whole["answer_accuracy"]
+    assert by_keywords["answer_accuracy"] == whole["answer_accuracy"] == [1.0, 0.0]
     assert len(costs.costs) == 2
     a, b = (read_manifest(tmp_path / d).run_config for d in ("a", "b"))
     assert {k: v for k, v in a.items() if k != "run_dir"} == {
@@ -192,15 +193,17 @@ async def test_the_run_dir_of_a_config_is_held_for_the_run_as_the_keyword_is(
     tmp_path: Path,
 ) -> None:
     config = RunConfig(run_dir=tmp_path / "run", progress=False)
+    graded = labelled_rows([4, 0], ["yes", "no"])  # GRADE<n> in each response: the grader rates it
     with FakeOpenAI(grader, latency=0.2) as server:
         first = asyncio.create_task(
-            aevaluate(rows(2), ["answer_accuracy"], llm=judge(server), config=config)
+            aevaluate(graded, ["answer_accuracy"], llm=judge(server), config=config)
         )
         await asyncio.sleep(0.1)  # the first run holds the directory, waiting on the judge
         with pytest.raises(RunDirInUseError):
-            await aevaluate(rows(2), ["answer_accuracy"], llm=judge(server), config=config)
+            await aevaluate(graded, ["answer_accuracy"], llm=judge(server), config=config)
         result = await first
     assert result.complete
+    assert result["answer_accuracy"] == [1.0, 0.0]
 
 
 def test_rageval_calibrate_takes_the_run_options_too(
