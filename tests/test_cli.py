@@ -516,12 +516,10 @@ def test_a_judge_that_always_answers_garbage_fits_on_a_screen(
         assert metric["n_not_measured"] == 40
         assert [(g["kind"], g["count"]) for g in metric["failures"]] == [("invalid_reply", 40)]
     # per sample: the shared extraction (faithfulness, answer_correctness), context_precision
-    # and context_recall: ask + 2 re-asks each; faithfulness then verifies the response's own
-    # sentences (its fallback when the extraction is never valid): ask + 2 re-asks; three
-    # rating metrics: 2 templates x 3; and answer_relevancy: one n=3 request, then two re-asks
-    # per generation, until the first generation fails: the re-asks of the others still
-    # unanswered then are cancelled
-    assert 40 * (4 * 3 + 3 * 6 + (1 + 2)) <= requests <= 40 * (4 * 3 + 3 * 6 + (1 + 6))
+    # and context_recall: ask + 2 re-asks each; three rating metrics: 2 templates x 3; and
+    # answer_relevancy: one n=3 request, then two re-asks per generation, until the first
+    # generation fails: the re-asks of the others still unanswered then are cancelled
+    assert 40 * (3 * 3 + 3 * 6 + (1 + 2)) <= requests <= 40 * (3 * 3 + 3 * 6 + (1 + 6))
 
 
 # ---------------------------------------------------------------------- rough edges

@@ -157,31 +157,20 @@ LOOPING = '{"statements": ["Frank Herbert wrote Dune.", ' + '"Dune came out in 1
         (Reply.text("Sure, here are the statements."), "invalid_reply"),
     ],
 )
-async def test_an_extraction_that_fails_has_the_sentences_verified_instead(
+async def test_an_extraction_that_fails_leaves_the_cell_unmeasured_with_its_cause(
     fake_openai: FakeOpenAI, extraction: Reply, kind: str
 ) -> None:
+    # a failing judge call is not replaced by another way of scoring: under a fault the cell
+    # says so instead of holding a value the judge's answer would not have given
     fake_openai.handler = route(
         (("text",), extraction),
         (("contexts", "statements"), verdicts(True, True, False, True)),
     )
     judge = judge_for(fake_openai, max_reasks=1)
     result = await Faithfulness(llm=judge).single_turn_ascore(SAMPLE)
-    # SAMPLE's 4 sentences as written ("It came out in 1965.", not "Dune came out..."), 3
-    # supported → 3/4
-    assert result.status == "ok", result.cause
-    assert result.value == pytest.approx(0.75)
-    assert isinstance(result.evidence, VerdictEvidence)
-    assert [v.text for v in result.evidence.verdicts] == [
-        "Frank Herbert wrote Dune.",
-        "It came out in 1965.",
-        "He was Canadian.",
-        "It won a Hugo.",
-    ]
-    fallback = result.evidence.fallback or ""
-    assert fallback.startswith(
-        f"the response's own sentences are verified: the statement extraction failed ({kind}): "
-    )
-    extractions = len(fake_openai.chat_requests) - 1
+    assert result.status == "not_measured" and result.cause_kind == kind
+    assert prompts_with(fake_openai, "contexts", "statements") == []  # no verdict request
+    extractions = len(fake_openai.chat_requests)
     assert extractions == (1 if kind == "truncated" else 2)  # a loop is not asked again
 
 

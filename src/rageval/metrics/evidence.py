@@ -140,7 +140,7 @@ class VerdictEvidence(VerdictTable, EvidenceBase):
 
     kind: Literal["verdicts"] = "verdicts"
     #: why the items are not the ones the metric usually judges (faithfulness: its response's
-    #: own sentences, verified when the statement extraction gave none or its reply failed)
+    #: own sentences, verified when the statement extraction answered with none)
     fallback: str | None = _note()
 
 

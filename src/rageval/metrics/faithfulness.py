@@ -2,13 +2,15 @@
 
 score = supported / total over the response's atomic statements (extracted once per sample and
 shared with answer_correctness). One request shows the (non-blank) contexts and the statements
-``[s1] …`` and gets one verdict per statement id. Every non-blank response is measured: when
-the extraction gives no statement, or its reply is cut or never valid (a small judge looping
-on a list), the response's own sentences (:func:`~rageval.metrics.claim_checks.claims_of`,
-never reworded) are verified instead and the evidence says so and why (``fallback``). So an
-answer that only says the contexts do not give something ("the passages do not mention X")
-is a claim about the contexts, supported when they indeed do not, rather than a cell without
-a value (ragas: NaN) that would drop every such answer from the mean. A blank response is not
+``[s1] …`` and gets one verdict per statement id. When the extraction answers with no
+statement for a non-blank response, the response's own sentences
+(:func:`~rageval.metrics.claim_checks.claims_of`, never reworded) are verified instead and the
+evidence says so and why (``fallback``). So an answer that only says the contexts do not give
+something ("the passages do not mention X") is a claim about the contexts, supported when they
+indeed do not, rather than a cell without a value (ragas: NaN) that would drop every such
+answer from the mean. An extraction that fails (cut, never valid, the endpoint's errors) fails
+the cell with its cause, as every failing judge call does: a fault never turns a score into
+another one. A blank response is not
 measured (0/0); with no non-blank context nothing can be supported, so the score is 0 without
 a verdict request. People's guidance (`instructions`, `examples`, `reasons`, `threshold`:
 :class:`GuidedMetric`) goes into the verdict request: an example shows its contexts and its
@@ -28,7 +30,6 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from rageval.errors import CauseKind, JudgeCallFailed
 from rageval.metrics.authoring import (
     Guidance,
     GuidedMetric,
@@ -81,28 +82,21 @@ def _example(sample: Sample) -> str:
 
 #: the score from the verdicts: supported / total; None when there is nothing to judge
 faithfulness_score = share_true
-#: the extraction failures after which the response's sentences are verified instead: the
-#: judge answered, but not with a usable list (an endpoint that fails, a prompt too long or a
-#: refusal would fail the verdict request too, and the cell stays unmeasured with its cause)
-SENTENCES_AFTER: frozenset[CauseKind] = frozenset({"truncated", "invalid_reply"})
 
 
 async def statements_to_verify(sample: Sample, ctx: ScoringContext) -> tuple[list[str], str | None]:
     """The response's statements from the shared extraction, or its own sentences when the
-    extraction gave none or its reply was cut or never valid (:data:`SENTENCES_AFTER`), with
-    why (None: the extracted statements). Empty only for a blank response."""
-    try:
-        statements = await ctx.statements.get("response")
-    except JudgeCallFailed as e:
-        if e.kind not in SENTENCES_AFTER:
-            raise
-        why = f"the statement extraction failed ({e.kind}): {e.cause}"
-    else:
-        if statements:
-            return statements, None
-        why = "the statement extraction returned no statement"
+    extraction answered with none, with why (None: the extracted statements). A failed
+    extraction raises, so the cell is not measured with its cause. Empty only for a blank
+    response."""
+    statements = await ctx.statements.get("response")
+    if statements:
+        return statements, None
     sentences = claims_of(sample.text("response"))
-    return sentences, (f"the response's own sentences are verified: {why}" if sentences else None)
+    why = (
+        "the response's own sentences are verified: the statement extraction returned no statement"
+    )
+    return sentences, (why if sentences else None)
 
 
 @register
