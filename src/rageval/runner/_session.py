@@ -178,6 +178,10 @@ async def open_session(planned: Planned) -> Session:
     rundir = RunDir(run_dir) if run_dir is not None else None
     if rundir is not None and not resume and not config.overwrite:
         rundir.check_vacant()
+    if rundir is not None and resume:
+        # the same run as the one stored? A local check, so before the endpoint check (the
+        # manifest's servers, which only the check finds, play no part in it)
+        rundir.check_same_run(_manifest(planned, {}))
     judges = run.all_judges()
     # after every local check (bad data or a run directory taken cost nothing), and only when
     # something may be left to score: a run its summary says finished resumes without its
