@@ -628,8 +628,8 @@ def _print_left_out(left_out: dict[str, str]) -> None:
     for name, why in left_out.items():
         by_reason.setdefault(why, []).append(name)
     err(
-        "not run (no metric was named, and the data lacks what these need; name one with -m "
-        "to see which rows lack what, or map a column with --column-map):"
+        "also in the default selection, left out as the data lacks what they need (name one "
+        "with -m to see which rows lack what, or map a column with --column-map):"
     )
     for why, names in by_reason.items():
         err(f"  {', '.join(names)}: {why}")
