@@ -3,6 +3,7 @@ people's preferences, against hand-computed numbers and choix's Bradley–Terry.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -117,5 +118,12 @@ def test_human_preferences_agreement_and_ppi_win_rate() -> None:
     assert h.n_labelled == 3
     assert h.agreement.mean == pytest.approx(2 / 3)
     expected = ppi_mean([0.0, 0.0, None, 1.0, 1.0, None], [0.0, 1.0, 0.5, 1.0, None, 0.0])
-    assert h.win_rate == expected
+    assert expected.low is not None and expected.high is not None
+    assert expected.low < 0.0 < expected.high < 1.0  # the normal approximation on 3 labels
+    assert h.win_rate == dataclasses.replace(
+        expected,
+        low=0.0,
+        classical_low=max(0.0, expected.classical_low or 0.0),
+        classical_high=min(1.0, expected.classical_high or 1.0),
+    )  # a win rate's interval is cut to [0, 1]
     assert h.win_rate.n_labelled == 3 and h.win_rate.n_unlabelled == 2
