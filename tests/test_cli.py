@@ -686,6 +686,15 @@ def test_no_key_and_no_base_url_is_a_configuration_error_before_any_request(
     assert done.returncode == 2, err
     assert "without an API key: set OPENAI_API_KEY" in err and "--base-url" in err
     assert "network guard" not in err and "Traceback" not in err
+    # the dry run sends nothing, so it needs no key: the estimate, and a note that the run
+    # itself would be refused (a new user prices a run before getting a key)
+    done = run_cli_in_child(
+        "evaluate", tmp_path / "d.jsonl", "-m", "faithfulness", "--llm", "gpt-4o-mini",
+        "--dry-run",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "note: the run itself would be refused: the judge 'gpt-4o-mini'" in done.stdout
+    assert "set OPENAI_API_KEY" in done.stdout
 
 
 def test_a_judge_built_in_python_without_a_key_is_the_same_configuration_error(
@@ -693,7 +702,7 @@ def test_a_judge_built_in_python_without_a_key_is_the_same_configuration_error(
 ) -> None:
     # (issue 42: llm_factory("gpt-4o-mini") with no key probed api.openai.com with a
     # placeholder key and said "could not reach")
-    from rageval import evaluate, llm_factory
+    from rageval import estimate, evaluate, llm_factory
     from rageval.errors import RunConfigError
     from rageval.metrics import Faithfulness
 
@@ -704,6 +713,8 @@ def test_a_judge_built_in_python_without_a_key_is_the_same_configuration_error(
         evaluate(rows(1), ["faithfulness"], llm=judge, progress=False)
     with pytest.raises(RunConfigError, match="without an API key"):  # a metric's own judge
         evaluate(rows(1), [Faithfulness(llm=judge)], progress=False)
+    found = estimate(rows(1), [Faithfulness(llm=judge)])  # sends nothing: a note instead
+    assert any(n.startswith("the run itself would be refused: ") for n in found.notes)
 
 
 def test_a_reader_that_goes_away_is_no_failure(tmp_path: Path) -> None:

@@ -198,7 +198,13 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
     if stored is not None and any(":" in name for name, _, _ in stored.metrics):
         _import_from_cwd()  # the run used a metric of the user's own, recorded by its module
     options = read_run_options(
-        args, metrics, settings=settings, stored=stored, run_dir=run_dir, observe=not args.dry_run
+        args,
+        metrics,
+        settings=settings,
+        stored=stored,
+        run_dir=run_dir,
+        observe=not args.dry_run,
+        keys=not args.dry_run,  # a dry run sends nothing: a missing key is a note in its table
     )
     judge = options["llm"]
     if args.dry_run:

@@ -510,6 +510,7 @@ def read_run_options(
     run_dir: Path | None = None,
     observe: bool = True,
     resume: bool = False,
+    keys: bool = True,
 ) -> CommandRunArguments:
     """The options :func:`add_run_options` added, each over the config file's `settings` (by
     default :func:`command_settings`) where it has one:
@@ -520,7 +521,8 @@ def read_run_options(
       (resuming, the run's own, `stored`, with what the command line changes);
     - --column-map and --skip-invalid (None for on_invalid: the run's default);
     - the RunConfig and the judges, from the one resolver (:func:`resolve_run`, which says
-      the layers and `observe` and `resume`)."""
+      the layers and `observe` and `resume`); `keys` False makes the judges without refusing
+      one whose API key is not set (a dry run sends nothing)."""
     from rageval._config import merged_params, parse_params
 
     settings = _config_layer(args, settings, stored)
@@ -530,7 +532,7 @@ def read_run_options(
         config, judges = resolve_run(
             args, settings=settings, stored=stored, run_dir=run_dir, observe=observe, resume=resume
         )
-        judge = judges.make() if judges is not None else None
+        judge = judges.make(keys=keys) if judges is not None else None
         embeddings = _embeddings(args, settings)
     except ValueError as e:  # a bad -p, base URL, model name, judge setting or embeddings spec
         raise _UsageError(str(e)) from None

@@ -36,7 +36,7 @@ from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
 from rageval.metrics.base import Metric, MetricLike
 from rageval.runner._panel import Panel
-from rageval.runner._prepare import RunOptions, RunSpec, prepare, spec_of
+from rageval.runner._prepare import RunOptions, RunSpec, missing_keys, prepare, spec_of
 from rageval.runner._tokens import APPROXIMATION, CHARS_PER_TOKEN, Counters
 from rageval.samples import Sample
 
@@ -420,7 +420,7 @@ def estimate(
     from rageval.runner._schedule import spread
 
     spec = spec_of(RunSpec(data, metrics, llm, embeddings, **options))
-    run = prepare(spec)
+    run = prepare(spec, keys=False)  # nothing is sent: the missing keys are noted instead
     per_metric = {m.name: _Tally() for m in run.metrics}
     shared: dict[str, _Tally] = {}
     kept = 0
@@ -444,6 +444,7 @@ def estimate(
     for part in (*per_metric.values(), *shared.values()):
         total.add(part)
     notes = [f"not run: {name} ({why})" for name, why in run.left_out.items()]
+    notes += [f"the run itself would be refused: {why}" for why in missing_keys(run.all_judges())]
     skipped = [
         f"{name} {n} ({kind})" for name, t in per_metric.items() for kind, n in t.skipped.items()
     ]

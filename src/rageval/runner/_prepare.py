@@ -455,10 +455,26 @@ def load_data(spec: RunSpec) -> LoadedData:
     return loaded
 
 
-def prepare(spec: RunSpec, *, resume: bool = False) -> Prepared:
+def missing_keys(judges: Sequence[Judge]) -> list[str]:
+    """Why each of `judges` would be refused for want of an API key (none: every one has what
+    its endpoint needs). A Judge built in Python (llm_factory) is checked as the command
+    line's is: without a key for OpenAI's own endpoint it is a configuration error, not a
+    probe that "cannot reach"; a client object given in Python holds its own key."""
+    found = []
+    for one in judges:
+        if one.probe_key() is not None:
+            try:
+                check_key(one.describe(), what="judge")
+            except RunConfigError as e:
+                found.append(str(e))
+    return list(dict.fromkeys(found))
+
+
+def prepare(spec: RunSpec, *, resume: bool = False, keys: bool = True) -> Prepared:
     """Load and validate the data, make the metrics, the judges, the embeddings and the plans
     of a checked `spec`: every check done before the first request, the same for
-    :func:`aevaluate` and the dry run (:func:`rageval.estimate`). Nothing is sent."""
+    :func:`aevaluate` and the dry run (:func:`rageval.estimate`, which sends nothing and so
+    needs no key: `keys` False skips :func:`missing_keys`). Nothing is sent."""
     metrics, llm, embeddings = spec.metrics, spec.llm, spec.embeddings
     on_invalid, repeats = checked_options(spec.on_invalid, spec.repeats)
     loaded = load_data(spec)
@@ -470,11 +486,9 @@ def prepare(spec: RunSpec, *, resume: bool = False) -> Prepared:
     # resuming, no judge by now means the run had none (not one from the environment)
     judges = [] if llm is None and resume else run_judges(llm)
     judge = judges[0] if judges else None
-    # a Judge built in Python (llm_factory) is checked as the command line's is: without a key
-    # for OpenAI's own endpoint it is a configuration error, not a probe that "cannot reach"
-    for one in [*judges, *(m.llm for m in metric_objs if m.llm is not None)]:
-        if one.probe_key() is not None:  # a client object given in Python holds its own key
-            check_key(one.describe(), what="judge")
+    missing = missing_keys([*judges, *(m.llm for m in metric_objs if m.llm is not None)])
+    if keys and missing:
+        raise RunConfigError(missing[0])
     needs_embeddings = any(
         m.needs_embeddings and m.embeddings is None and (not m.needs_llm or m.llm or judge)
         for m in metric_objs

@@ -290,9 +290,10 @@ class JudgeSetup:
         choices = tuple(choice.under(layer) for choice in self.choices)
         return dataclasses.replace(self, choices=choices)
 
-    def make(self) -> Judge | list[Judge] | Panel:
-        """The judge; the list of one per endpoint; the panel."""
-        judges = [made(choice) for choice in self.choices]
+    def make(self, *, keys: bool = True) -> Judge | list[Judge] | Panel:
+        """The judge; the list of one per endpoint; the panel (`keys` False: without refusing
+        a judge whose key is not set, for a dry run, which sends nothing)."""
+        judges = [made(choice, keys=keys) for choice in self.choices]
         if self.panel is not None:
             names = [name or judge_name(j) for name, j in zip(self.panel, judges, strict=True)]
             twice = sorted({n for n in names if names.count(n) > 1})
@@ -302,8 +303,9 @@ class JudgeSetup:
         return judges if len(judges) > 1 else judges[0]
 
 
-def made(choice: JudgeChoice) -> Judge:
-    """The judge `choice` states, refused at once when the key its endpoint needs is not set."""
+def made(choice: JudgeChoice, *, keys: bool = True) -> Judge:
+    """The judge `choice` states, refused at once when the key its endpoint needs is not set
+    (unless `keys` is False)."""
     from rageval.errors import RagevalError
     from rageval.judge import Judge
     from rageval.runner._probe import check_key
@@ -314,5 +316,6 @@ def made(choice: JudgeChoice) -> Judge:
         if choice.source is None or isinstance(e, RagevalError):
             raise
         raise RunConfigError(f"{choice.source}: {e}") from None
-    check_key(judge.describe(), what="judge")
+    if keys:
+        check_key(judge.describe(), what="judge")
     return judge
