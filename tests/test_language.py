@@ -5,6 +5,9 @@ as they were."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,14 @@ from rageval import aevaluate
 from rageval.metrics import AnswerRelevancy, Faithfulness
 from rageval.metrics.authoring import in_language
 from rageval.runner._stored import read_stored_run
-from rageval.samples import Sample, detect_language, load_samples, sample_language
+from rageval.samples import (
+    Sample,
+    detect_language,
+    language_name,
+    language_problem,
+    load_samples,
+    sample_language,
+)
 from rageval.testing import FakeOpenAI, RecordedRequest, Reply
 
 
@@ -162,3 +172,40 @@ def test_the_dry_runs_plan_states_the_language_as_the_run_does() -> None:
     assert not any(
         "material is in" in r.messages[0]["content"] for r in Faithfulness().plan(english) or []
     )
+
+
+def test_a_stated_language_is_an_iso_code_or_a_name() -> None:
+    assert language_name("pt-BR") == "Portuguese"  # a region tag names its language
+    assert language_name("sv") == "Swedish"  # every ISO 639-1 code, not only the detector's
+    assert language_name("Deutsch") == "Deutsch"  # a name as the user gave it
+    assert language_problem("Swiss German") is None
+    assert language_problem("zh_Hant") is None
+    assert "unknown language code 'xx'" in (language_problem("xx") or "")
+    assert "is not a language" in (language_problem("42") or "")
+    chat = [{"role": "system", "content": "SYSTEM"}, {"role": "user", "content": "x"}]
+    assert in_language(chat, "en-GB") == chat  # English under any tag: prompts as always
+
+
+def test_an_unknown_language_is_refused_before_any_judge_call(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    rows = [
+        {"id": "a", "user_input": "Wer schrieb Dune?", "response": "Herbert.", "language": "de"},
+        {"id": "b", "user_input": "Who wrote Dune?", "response": "Herbert.", "language": "xx"},
+    ]
+    loaded = load_samples(rows)
+    [problem] = loaded.problems
+    assert (problem.row, problem.field) == (1, "language")
+    assert "unknown language code 'xx'" in problem.message
+    with pytest.raises(ValueError, match="language: unknown language code 'zz'"):
+        load_samples(rows[:1], language="zz")
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps(rows[0]) + "\n")
+    cli = subprocess.run(
+        [sys.executable, "-m", "rageval", "evaluate", str(data), "-m", "token_f1",
+         "--language", "xx"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert cli.returncode == 2, cli.stderr
+    assert "unknown language code 'xx'" in cli.stderr
+    assert not fake_openai.requests

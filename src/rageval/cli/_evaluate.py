@@ -36,6 +36,7 @@ from rageval.cli._shared import (
     read_run_options,
     run_dir_of,
     sigterm_as_sigint,
+    stated_language,
     with_labels_file,
 )
 
@@ -105,6 +106,7 @@ def add_evaluate_command(sub: Any) -> None:
     ev.add_argument(
         "--language",
         metavar="LANG",
+        type=stated_language,
         help="the language of every row without a language column of its own, which every "
         "judge prompt states: a code (de, es, fr, ja ...) or a name (default: detected per "
         "row; resuming, the run's; docs/languages.md)",

@@ -16,6 +16,7 @@ from rageval.cli._shared import (
     out,
     read_run_options,
     run_dir_of,
+    stated_language,
 )
 
 _DESCRIPTION = """\
@@ -53,7 +54,11 @@ def add_generate_command(sub: Any) -> None:
         "misspelled, expert, non_native",
     )
     gen.add_argument("--seed", type=int, default=0, help="the plan's seed (default 0)")
-    gen.add_argument("--language", help="write the items in this language (default: as the corpus)")
+    gen.add_argument(
+        "--language",
+        type=stated_language,
+        help="write the items in this language (default: as the corpus)",
+    )
     gen.add_argument(
         "--existing", metavar="FILE", help="a test set (JSONL): its questions count as duplicates"
     )

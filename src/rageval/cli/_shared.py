@@ -110,6 +110,16 @@ def name_value_pairs(values: Sequence[str], what: str) -> list[tuple[str, str]]:
     return found
 
 
+def stated_language(text: str) -> str:
+    """The argparse type of ``--language``: an ISO 639-1 code or a language's name."""
+    from rageval.samples import language_problem
+
+    problem = language_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text.strip()
+
+
 def whole_number(minimum: int) -> Callable[[str], int]:
     """The argparse type of an option whose value is a whole number of at least `minimum`."""
 

@@ -82,9 +82,9 @@ def in_language(chat: list[dict[str, str]], language: str | None) -> list[dict[s
     ``language``, or the one detected: :func:`rageval.samples.sample_language`), so that the
     statements, questions and reasons the judge writes are in it; as it is for English or an
     unknown language (the prompts English users have always had)."""
-    if language is None or language.strip().lower() in ("en", "english"):
+    name = None if language is None else language_name(language)
+    if name is None or name.lower() == "english":
         return chat
-    name = language_name(language)
     line = (
         f"The material is in {name}: write every statement, question and reason you produce "
         f"in {name} (JSON keys and the values offered stay exactly as asked)."

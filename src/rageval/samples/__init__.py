@@ -12,6 +12,7 @@ from rageval.samples._language import (
     LANGUAGE_NAMES,
     detect_language,
     language_name,
+    language_problem,
     sample_language,
 )
 from rageval.samples._load import (
@@ -75,6 +76,7 @@ __all__ = [
     "is_conversation_row",
     "json_problem",
     "language_name",
+    "language_problem",
     "load_samples",
     "missing_fields",
     "read_qrels",

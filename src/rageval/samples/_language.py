@@ -19,25 +19,39 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rageval.samples._rows import Sample
 
+#: every ISO 639-1 code, with the English name a prompt states (183 codes, 2026)
+_ISO_639_1 = (
+    "aa Afar;ab Abkhazian;ae Avestan;af Afrikaans;ak Akan;am Amharic;an Aragonese;ar Arabic;"
+    "as Assamese;av Avaric;ay Aymara;az Azerbaijani;ba Bashkir;be Belarusian;bg Bulgarian;"
+    "bi Bislama;bm Bambara;bn Bengali;bo Tibetan;br Breton;bs Bosnian;ca Catalan;ce Chechen;"
+    "ch Chamorro;co Corsican;cr Cree;cs Czech;cu Church Slavonic;cv Chuvash;cy Welsh;"
+    "da Danish;de German;dv Divehi;dz Dzongkha;ee Ewe;el Greek;en English;eo Esperanto;"
+    "es Spanish;et Estonian;eu Basque;fa Persian;ff Fulah;fi Finnish;fj Fijian;fo Faroese;"
+    "fr French;fy Western Frisian;ga Irish;gd Scottish Gaelic;gl Galician;gn Guarani;"
+    "gu Gujarati;gv Manx;ha Hausa;he Hebrew;hi Hindi;ho Hiri Motu;hr Croatian;"
+    "ht Haitian Creole;hu Hungarian;hy Armenian;hz Herero;ia Interlingua;id Indonesian;"
+    "ie Interlingue;ig Igbo;ii Sichuan Yi;ik Inupiaq;io Ido;is Icelandic;it Italian;"
+    "iu Inuktitut;ja Japanese;jv Javanese;ka Georgian;kg Kongo;ki Kikuyu;kj Kuanyama;"
+    "kk Kazakh;kl Kalaallisut;km Khmer;kn Kannada;ko Korean;kr Kanuri;ks Kashmiri;ku Kurdish;"
+    "kv Komi;kw Cornish;ky Kyrgyz;la Latin;lb Luxembourgish;lg Ganda;li Limburgish;"
+    "ln Lingala;lo Lao;lt Lithuanian;lu Luba-Katanga;lv Latvian;mg Malagasy;mh Marshallese;"
+    "mi Maori;mk Macedonian;ml Malayalam;mn Mongolian;mr Marathi;ms Malay;mt Maltese;"
+    "my Burmese;na Nauru;nb Norwegian Bokmål;nd North Ndebele;ne Nepali;ng Ndonga;nl Dutch;"
+    "nn Norwegian Nynorsk;no Norwegian;nr South Ndebele;nv Navajo;ny Chichewa;oc Occitan;"
+    "oj Ojibwa;om Oromo;or Odia;os Ossetian;pa Punjabi;pi Pali;pl Polish;ps Pashto;"
+    "pt Portuguese;qu Quechua;rm Romansh;rn Kirundi;ro Romanian;ru Russian;rw Kinyarwanda;"
+    "sa Sanskrit;sc Sardinian;sd Sindhi;se Northern Sami;sg Sango;si Sinhala;sk Slovak;"
+    "sl Slovenian;sm Samoan;sn Shona;so Somali;sq Albanian;sr Serbian;ss Swati;"
+    "st Southern Sotho;su Sundanese;sv Swedish;sw Swahili;ta Tamil;te Telugu;tg Tajik;"
+    "th Thai;ti Tigrinya;tk Turkmen;tl Tagalog;tn Tswana;to Tongan;tr Turkish;ts Tsonga;"
+    "tt Tatar;tw Twi;ty Tahitian;ug Uyghur;uk Ukrainian;ur Urdu;uz Uzbek;ve Venda;"
+    "vi Vietnamese;vo Volapük;wa Walloon;wo Wolof;xh Xhosa;yi Yiddish;yo Yoruba;za Zhuang;"
+    "zh Chinese;zu Zulu"
+)
 #: ISO 639-1 code -> the language's English name, as a prompt states it
-LANGUAGE_NAMES = {
-    "en": "English",
-    "de": "German",
-    "es": "Spanish",
-    "fr": "French",
-    "it": "Italian",
-    "pt": "Portuguese",
-    "nl": "Dutch",
-    "zh": "Chinese",
-    "ja": "Japanese",
-    "ko": "Korean",
-    "th": "Thai",
-    "ar": "Arabic",
-    "he": "Hebrew",
-    "el": "Greek",
-    "ru": "Russian",
-    "hi": "Hindi",
-}
+LANGUAGE_NAMES = dict(entry.split(" ", 1) for entry in _ISO_639_1.split(";"))
+#: a language code with an optional region or script: "de", "pt-BR", "zh_Hant"
+_CODE = re.compile(r"([A-Za-z]{2})(?:[-_][A-Za-z0-9]{2,8})*")
 
 #: each Latin-script language's commonest function words (short, frequent, and rare in the
 #: others: "de" and "la" are left to the languages where they are most of the evidence)
@@ -105,9 +119,30 @@ def _latin(text: str) -> str | None:
 
 
 def language_name(language: str) -> str:
-    """How a prompt names `language`: a known ISO 639-1 code's English name, else the text
-    as the user gave it ("Deutsch", "Swiss German")."""
-    return LANGUAGE_NAMES.get(language.strip().lower(), language.strip())
+    """How a prompt names `language`: a known ISO 639-1 code's English name (of its first
+    part: "pt-BR" is Portuguese), else the text as the user gave it ("Deutsch", "Swiss
+    German")."""
+    text = language.strip()
+    code = _CODE.fullmatch(text)
+    if code:
+        return LANGUAGE_NAMES.get(code.group(1).lower(), text)
+    return text
+
+
+def language_problem(language: str) -> str | None:
+    """What is wrong with `language` as a stated language, or None when a prompt can state
+    it: a two-letter code (with an optional region, "pt-BR") must be an ISO 639-1 code, and a
+    name must be one short line with a letter in it."""
+    text = language.strip()
+    code = _CODE.fullmatch(text)
+    if code and code.group(1).lower() not in LANGUAGE_NAMES:
+        return (
+            f"unknown language code {text!r}: give an ISO 639-1 code (de, fr, pt-BR...) "
+            "or the language's name (German)"
+        )
+    if not any(c.isalpha() for c in text) or len(text) > 40 or "\n" in text:
+        return f"{text!r} is not a language: give an ISO 639-1 code (de) or a name (German)"
+    return None
 
 
 def sample_language(sample: Sample) -> str | None:

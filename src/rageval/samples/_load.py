@@ -20,6 +20,7 @@ from pydantic import (
 from pydantic_core import to_jsonable_python
 
 from rageval._extras import require
+from rageval.samples._language import language_problem
 from rageval.samples._ragas import from_ragas_row
 from rageval.samples._rows import (
     CONVERSATION_FIELDS,
@@ -444,6 +445,9 @@ def load_samples(
     does not know is an error. `language` is the language of every row without a
     ``language`` column of its own (kept in its metadata; docs/languages.md).
     """
+    wrong_language = None if language is None else language_problem(language)
+    if language and language.strip() and wrong_language:
+        raise ValueError(f"language: {wrong_language}")
     problems: list[RowProblem] = []
     lines: list[int] | None = None
     path: Path | None = None
@@ -490,7 +494,13 @@ def load_samples(
             bad_cells.update(_parse_list_cells(row))
         for field, message in bad_cells.items():
             problems.append(RowProblem(i, field, message, sid, line=line))
-        samples.append(_validated(row, i, line, sid, set(bad_cells), problems))
+        sample = _validated(row, i, line, sid, set(bad_cells), problems)
+        stated = None if sample is None else sample.metadata.get("language")
+        wrong = language_problem(stated) if isinstance(stated, str) and stated.strip() else None
+        if wrong:  # before any prompt states it to a judge
+            problems.append(RowProblem(i, "language", wrong, sid, line=line))
+            sample = None
+        samples.append(sample)
     _check_duplicate_ids(samples, lines, problems)
     if language and language.strip():
         samples = [_in_language(s, language.strip()) for s in samples]
