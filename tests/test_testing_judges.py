@@ -201,3 +201,29 @@ def test_the_judges_from_the_command_line(judge: str) -> None:
     else:
         with pytest.raises(ValueError):
             Reply_.model_validate_json(text)
+
+
+def test_a_fault_rate_alone_draws_from_every_kind_of_fault() -> None:
+    """``--fault-rate`` without ``--faults`` injects the standard mix (it was a traceback)."""
+    replies = []
+    with (
+        server_in_child("--judge", "random", "--fault-rate", "1.0", "--fault-seed", "1") as url,
+        openai.OpenAI(base_url=url, api_key="k", max_retries=0, timeout=10) as client,
+    ):
+        for _ in range(6):
+            try:
+                completion = client.chat.completions.create(
+                    model="m", messages=ASK, response_format=response_format(Reply_)
+                )
+            except openai.APIError as e:
+                replies.append(type(e).__name__)
+                continue
+            choice = completion.choices[0]
+            text = choice.message.content or ""
+            try:
+                Reply_.model_validate_json(text)
+                replies.append("valid" if choice.finish_reason == "stop" else "truncated")
+            except ValueError:
+                replies.append("invalid")
+    assert "valid" not in replies, replies  # every request met a fault
+    assert len(set(replies)) >= 2, replies  # drawn from more than one kind

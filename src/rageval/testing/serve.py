@@ -50,6 +50,10 @@ def _load_handler(spec: str) -> Handler:
     return handler  # type: ignore[no-any-return]
 
 
+#: the faults --fault-rate draws from when --faults is not given: each kind a client meets
+_FAULT_MIX = "rate_limit:0.01,status:500,status:503,drop,malformed_http,truncated,garbage"
+
+
 def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
@@ -85,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=lambda v: [_parse_fault(s) for s in _csv(v)],
         default=[],
         help="comma-separated: rate_limit[:SECONDS], status:CODE, timeout:SECONDS, drop, "
-        "malformed_http, truncated, garbage",
+        f"malformed_http, truncated, garbage (default with --fault-rate: {_FAULT_MIX})",
     )
     parser.add_argument("--fault-seed", type=int, default=0)
     parser.add_argument(
@@ -95,7 +99,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-prompt-cache", action="store_true", help="report no cached prompt tokens"
     )
     args = parser.parse_args(argv)
-    plan = FaultPlan(args.fault_rate, args.faults, args.fault_seed) if args.fault_rate else None
+    faults = args.faults or [_parse_fault(f) for f in _csv(_FAULT_MIX)]
+    try:
+        plan = FaultPlan(args.fault_rate, faults, args.fault_seed) if args.fault_rate else None
+    except ValueError as e:
+        parser.error(f"--fault-rate: {e}")
     handler = args.handler
     if handler is None and args.judge != "default":
         handler = RandomJudge(args.judge_seed) if args.judge == "random" else GarbageJudge()
