@@ -58,13 +58,7 @@ from rageval.metrics.authoring import (
     tagged,
     zero_if_blank,
 )
-from rageval.metrics.base import (
-    Metric,
-    MetricResult,
-    ScoringContext,
-    forward_to_metric,
-    register,
-)
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.metrics.evidence import FreeformEvidence
 from rageval.samples import Sample
 

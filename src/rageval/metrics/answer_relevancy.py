@@ -41,13 +41,7 @@ from rageval.metrics.authoring import (
     text_tokens,
     zero_if_blank,
 )
-from rageval.metrics.base import (
-    Metric,
-    MetricResult,
-    ScoringContext,
-    forward_to_metric,
-    register,
-)
+from rageval.metrics.base import Metric, MetricResult, ScoringContext, forward_to_metric, register
 from rageval.metrics.evidence import QuestionsEvidence, ScoredQuestion
 from rageval.samples import Sample
 
