@@ -6,6 +6,7 @@ number is worked out by hand in the test."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -370,12 +371,52 @@ async def test_answer_accuracy_averages_each_templates_expected_rating(
     assert result.value == pytest.approx(0.5)
     assert result.evidence["ratings"] == {"template_1": 4, "template_2": 2}
     assert result.evidence["expected"] == pytest.approx({"template_1": 3.0, "template_2": 1.0})
+    # each template's whole distribution is kept (a rating the reply's tokens lack: absent)
+    distributions = result.evidence["distributions"]
+    assert distributions["template_1"] == pytest.approx({4: 0.6, 2: 0.3, 0: 0.1})
+    assert distributions["template_2"] == pytest.approx({2: 0.5, 0: 0.5})
     assert result.evidence["scoring"] == "probabilities"
     sampled = AnswerAccuracy(llm=judge_for(fake_openai, scoring="sampled"))
     result = await sampled.single_turn_ascore(sample)
     assert result.value == pytest.approx(0.75)
     assert result.evidence["scoring"] == "sampled"
     assert "expected" not in result.evidence
+    assert "distributions" not in result.evidence
+
+
+def test_the_run_log_keeps_each_templates_rating_distribution(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    from helpers import make_judge, route
+    from rageval.results import load_run
+    from rageval.runner import evaluate
+
+    # template 1: 4 at .25, 2 at .5, 0 at .25 (expected 2.0); template 2: 2 at .8, 4 at .2
+    # (expected 2.4) -> value (2.0 + 2.4) / 8 = 0.55
+    first = {"4": ln(0.25), "2": ln(0.5), "0": ln(0.25)}
+    second = {"2": ln(0.8), "4": ln(0.2)}
+    fake_openai.handler = route(
+        (("reference", "candidate"), Reply.json({"rating": 2}, logprobs=rating_tokens(2, first))),
+        (("gold", "proposed"), Reply.json({"rating": 2}, logprobs=rating_tokens(2, second))),
+    )
+    row = {"user_input": "q?", "response": "a.", "reference": "b."}
+    run = tmp_path / "run"
+    evaluate([row], ["answer_accuracy"], llm=make_judge(fake_openai), run_dir=str(run))
+    written = json.loads((run / "results.jsonl").read_text().splitlines()[0])
+    evidence = written["metrics"]["answer_accuracy"]["evidence"]
+    # JSON keys are text; the ratings' probabilities in the reply's order
+    assert evidence["distributions"] == {
+        "template_1": {"2": pytest.approx(0.5), "4": pytest.approx(0.25), "0": pytest.approx(0.25)},
+        "template_2": {"2": pytest.approx(0.8), "4": pytest.approx(0.2)},
+    }
+    cell = load_run(run).sample(0).cells["answer_accuracy"]
+    assert cell.value == pytest.approx(0.55)
+    assert cell.evidence["distributions"]["template_2"] == pytest.approx({2: 0.8, 4: 0.2})
+    # a line written before the distributions were kept (format 9 without them) reads as it is
+    del evidence["distributions"]
+    (run / "results.jsonl").write_text(json.dumps(written) + "\n")
+    old = load_run(run).sample(0).cells["answer_accuracy"]
+    assert old.value == pytest.approx(0.55) and "distributions" not in old.evidence
 
 
 async def test_context_precision_weighs_each_context_by_its_probability(

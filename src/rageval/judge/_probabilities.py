@@ -120,22 +120,26 @@ class ReplyScoring:
             raise KeyError(f"no choice at {'/'.join(path)!r} in this reply (choices: {known})")
         return found
 
-    def read_probability(self, *path: str, option: Any = True) -> float | None:
-        """P(`option`) at `path` where it was read from the log-probabilities; None where the
-        choice has its sampled value (or this reply has no choice there: a reply cached before
-        it was one), so that the metric counts the value written."""
+    def read_distribution(self, *path: str) -> dict[Any, float] | None:
+        """Each option's probability at `path` (summing to 1) where they were read from the
+        log-probabilities; None where the choice has its sampled value (or this reply has no
+        choice there: a reply cached before it was one), so that the metric counts the value
+        written."""
         found = self.choices.get(tuple(path))
         if found is None or found.used != "probabilities":
             return None
-        return found.probabilities.get(option, 0.0)
+        return dict(found.probabilities)
+
+    def read_probability(self, *path: str, option: Any = True) -> float | None:
+        """P(`option`) at `path` where it was read from the log-probabilities; None where the
+        choice has its sampled value (as :meth:`read_distribution`)."""
+        found = self.read_distribution(*path)
+        return None if found is None else found.get(option, 0.0)
 
     def read_expected(self, *path: str) -> float | None:
         """The expected value at `path` where it was read from the log-probabilities; None
-        where the choice has its sampled value (as :meth:`read_probability`)."""
-        found = self.choices.get(tuple(path))
-        if found is None or found.used != "probabilities":
-            return None
-        return self.expected(*path)
+        where the choice has its sampled value (as :meth:`read_distribution`)."""
+        return None if self.read_distribution(*path) is None else self.expected(*path)
 
     def probability(self, *path: str, option: Any = True) -> float:
         """P(`option`) at `path`: a verdict's probability of being true by default; 1.0 or 0.0

@@ -62,8 +62,10 @@ Format versions (``format_version`` in ``manifest.json``, ``summary.json`` and o
   reads as it is and can be resumed. A cell's evidence says how the judge's verdicts and
   ratings behind it were scored (``scoring``: ``"probabilities"``, ``"sampled"`` or
   ``"sampled-fallback"``, with ``scoring_why``), a verdict its ``probability`` and a rating
-  template its ``expected`` rating where they were read from the token log-probabilities
-  (docs/judge-probabilities.md); absent in a run of format 8, which reads as it is.
+  template its ``expected`` rating and its ``distributions`` (each rating's probability) where
+  they were read from the token log-probabilities (docs/judge-probabilities.md); absent in a
+  run of format 8, which reads as it is (so does a format 9 line without ``distributions``,
+  written before they were kept: format 9 is unreleased and gained them in place).
 
 A file of a later format is refused with a message that says so (:class:`RunLogError`).
 
@@ -167,6 +169,10 @@ class JudgeInfo(JudgeSpec):
 
     #: every endpoint of the model when the rows were spread over several (None: one)
     base_urls: list[str] | None = None
+    #: the model's price the run's cost and budget used, USD per million tokens by
+    #: :class:`~rageval.judge.ModelPrice`'s fields (None: unknown, or a run of an earlier
+    #: rageval); a resume prices with it unless given another
+    price: dict[str, float] | None = None
 
     @model_validator(mode="before")
     @classmethod

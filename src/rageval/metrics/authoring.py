@@ -687,24 +687,27 @@ async def rate_with_templates(
 
     Where the judge scores by probabilities (docs/judge-probabilities.md), each template
     counts its expected rating over the scale, from the probabilities of the ratings in its
-    reply's token log-probabilities, in place of the rating written (evidence ``expected``);
-    a template whose probabilities could not be read counts its rating."""
+    reply's token log-probabilities, in place of the rating written (evidence ``expected``,
+    and each template's whole distribution over the scale, ``distributions``); a template
+    whose probabilities could not be read counts its rating."""
     model = rating_model(scale, reasons=reasons)
 
     async def one(
         msgs: list[dict[str, str]],
-    ) -> tuple[int, str | None, float | None] | JudgeCallFailed:
+    ) -> tuple[int, str | None, float | None, dict[int, float] | None] | JudgeCallFailed:
         try:
             reply = await ctx.ask_scored(msgs, model, max_reasks=max_retries)
         except JudgeCallFailed as e:
             return e
         rating: int = reply.value.rating  # type: ignore[attr-defined]
         expected = reply.scoring.read_expected("rating")
-        return rating, getattr(reply.value, "reason", None), expected
+        distribution = reply.scoring.read_distribution("rating")
+        return rating, getattr(reply.value, "reason", None), expected, distribution
 
     outcomes = await asyncio.gather(*(one(p) for p in prompts))
     ratings = [o[0] if isinstance(o, tuple) else None for o in outcomes]
     expected = [o[2] if isinstance(o, tuple) else None for o in outcomes]
+    distributions = [o[3] if isinstance(o, tuple) else None for o in outcomes]
     failed = {
         f"template_{i}": o for i, o in enumerate(outcomes, start=1) if isinstance(o, Exception)
     }
@@ -720,6 +723,9 @@ async def rate_with_templates(
         failures={k: e.cause for k, e in failed.items()} or None,
         expected={f"template_{i}": e for i, e in enumerate(expected, start=1)}
         if any(e is not None for e in expected)
+        else None,
+        distributions={f"template_{i}": d for i, d in enumerate(distributions, start=1)}
+        if any(d is not None for d in distributions)
         else None,
     )
     counted = [e if e is not None else r for r, e in zip(ratings, expected, strict=True)]

@@ -200,6 +200,10 @@ class RatingEvidence(EvidenceBase):
     #: each template's expected rating over the scale, where the judge's scoring read the
     #: probabilities of the ratings (the value averages these in place of the ratings)
     expected: dict[str, float | None] | None = _note()
+    #: each template's probability of each rating on the scale (summing to 1), where the
+    #: judge's scoring read them: its expected rating follows from it, and a run's values can
+    #: be read again from it without asking the judge again
+    distributions: dict[str, dict[int, float] | None] | None = _note()
     reasons: dict[str, str | None] | None = _note()
     failures: dict[str, str] | None = _note()
 
