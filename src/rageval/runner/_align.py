@@ -41,7 +41,7 @@ from rageval._client._usage import sum_usage
 from rageval._rundir_lock import one_writer
 from rageval._sync import synchronous
 from rageval._version import __version__
-from rageval.calibration._agreement import judge_levels, measure_agreement
+from rageval.calibration._agreement import judge_levels
 from rageval.errors import RunConfigError, RunDirError
 from rageval.judge import Judge
 from rageval.labels import LabelColumn, LabelKind
@@ -58,8 +58,8 @@ from rageval.log import (
 from rageval.metrics.authoring import GuidedMetric
 from rageval.metrics.base import Metric
 from rageval.runner._calibrate import (
+    AgreementOptions,
     LabelledData,
-    check_agreement_options,
     labelled_spec,
     read_labels,
 )
@@ -186,7 +186,7 @@ async def aalign(
             "align starts afresh (resume=True continues one run): run it again, and the "
             "request cache answers what was asked before"
         )
-    run_dir, overwrite, progress = config.run_dir, config.overwrite, config.progress
+    run_dir, overwrite = config.run_dir, config.overwrite
     unknown_steps = sorted(set(search) - set(SEARCH_STEPS))
     if unknown_steps:
         raise RunConfigError(
@@ -200,7 +200,7 @@ async def aalign(
         raise RunConfigError(f"limit must be at least 2 rows (one to train, one to test): {limit}")
     if not 0.0 <= threshold <= 1.0:
         raise RunConfigError(f"threshold must be in [0, 1], got {threshold}")
-    check_agreement_options(confidence, kappa_weights)
+    options = AgreementOptions(kappa_weights, confidence, n_resamples, seed)
     extra = [t.strip() for t in instructions]
     if any(not t for t in extra):
         raise RunConfigError("an instructions text to try is empty")
@@ -239,9 +239,6 @@ async def aalign(
         raise RunConfigError(
             "align needs a judge: pass llm= (a Judge or a model name) or set RAGEVAL_LLM"
         )
-    # a line per step, on stderr: plain lines, so a log file gets them too (each evaluation's
-    # own progress is a redrawn line on a terminal, a plain line a minute elsewhere)
-    show = progress is not False
     # every run of the alignment scores rows already read (no column map) with one metric
     # object, made here, and the judges made once (one request cache, one usage ledger)
     run_spec = dataclasses.replace(spec, llm=judges, column_map=None, metric_params=None)
@@ -256,7 +253,7 @@ async def aalign(
                     f"{task.column.name}: {len(rows)} labelled rows cannot be split into training "
                     "and held-out rows; give more rows or another split"
                 )
-            if show:
+            if runs.show:
                 print(
                     f"rageval align: {task.metric.name} vs {task.column.name}: {len(train)} "
                     f"training rows, {len(heldout)} held out",
@@ -268,15 +265,10 @@ async def aalign(
                     runs,
                     train,
                     heldout,
-                    seed=seed,
                     shots=shots,
                     extra_instructions=extra,
                     search=search,
-                    kappa_weights=kappa_weights,
-                    confidence=confidence,
-                    n_resamples=n_resamples,
-                    run_dir=run_dir,
-                    show=show,
+                    options=options,
                 )
             )
     report = AlignReport(
@@ -405,6 +397,13 @@ class _Runs:
         self.usage: list[Usage] = []
         self.embeddings_name: str | None = None
 
+    @property
+    def show(self) -> bool:
+        """Whether to say each step, a line on stderr: plain lines, so a log file gets them too
+        (each evaluation's own progress is a redrawn line on a terminal, a plain line a minute
+        elsewhere)."""
+        return self.config.progress is not False
+
     async def scores(
         self,
         metric: GuidedMetric,
@@ -439,19 +438,14 @@ async def _align_one(
     train: list[int],
     heldout: list[int],
     *,
-    seed: int,
     shots: int,
     extra_instructions: Sequence[str],
     search: Sequence[str],
-    kappa_weights: KappaWeights,
-    confidence: float,
-    n_resamples: int,
-    run_dir: Path | None,
-    show: bool,
+    options: AgreementOptions,
 ) -> Alignment:
     metric, labels = task.metric, task.column
     binary = labels.kind == "binary"
-    kappa_statistic = "cohen_kappa" if binary else f"weighted_kappa_{kappa_weights}"
+    kappa_statistic = "cohen_kappa" if binary else f"weighted_kappa_{options.kappa_weights}"
     tune_threshold = binary and "threshold" in search
     base_params = {**metric.params(), "threshold": None}
 
@@ -459,7 +453,7 @@ async def _align_one(
         """The training κ of some values, at their best threshold (binary labels)."""
         human = [labels.values[i] for i in rows]
         kappa, cut = _best_kappa(
-            human, values, task.levels, kappa_weights, task.before_threshold, tune_threshold
+            human, values, task.levels, options.kappa_weights, task.before_threshold, tune_threshold
         )
         return AlignCandidate(
             step="",
@@ -489,7 +483,7 @@ async def _align_one(
         )
 
     def say(text: str) -> None:
-        if show:
+        if runs.show:
             print(f"rageval align: {metric.name}: {text}", file=sys.stderr)
 
     # the metric as configured, on every training row: it also tells which rows it misjudges
@@ -507,7 +501,7 @@ async def _align_one(
         }
         # at most half the training rows: the others score the configurations
         examples = _draw_examples(
-            train, labels.values, wrong, min(shots, len(train) // 2), seed, metric, runs
+            train, labels.values, wrong, min(shots, len(train) // 2), options.seed, metric, runs
         )
     selection = [i for i in train if i not in set(examples)]
     current = scored(base, judged(selection, [by_row[i] for i in selection]), base_usage)
@@ -555,6 +549,7 @@ async def _align_one(
     after_threshold = chosen.candidate.threshold if binary else None
 
     say("scoring the held-out rows as configured and as chosen")
+    run_dir = runs.config.run_dir
     before_values, before_usage = await runs.scores(
         metric, base_params, heldout, _held_out_dir(run_dir, metric.name, "before")
     )
@@ -564,17 +559,9 @@ async def _align_one(
     held = LabelColumn(labels.name, [labels.values[i] for i in heldout], labels.kind)
 
     def agreement(values: list[float | None], cut: float | None, usage: Usage) -> Any:
-        return measure_agreement(
-            held,
-            metric.name,
-            values,
-            levels=task.levels,
-            threshold=cut if cut is not None else 0.5,
-            kappa_weights=kappa_weights,
-            confidence=confidence,
-            n_resamples=n_resamples,
-            seed=seed,
-            usage=usage,
+        threshold = cut if cut is not None else 0.5
+        return options.measure(
+            held, metric.name, values, levels=task.levels, threshold=threshold, usage=usage
         )
 
     # in the order the metric takes its parameters (the steps moved their own to the end)
@@ -604,9 +591,7 @@ async def _align_one(
             (task.before_threshold, after_threshold),
             task.levels,
             kappa_statistic,
-            confidence=confidence,
-            n_resamples=n_resamples,
-            seed=seed,
+            options,
         ),
         usage=sum_usage(
             [base_usage, *(t.candidate.usage for t in tried[1:]), before_usage, after_usage]
@@ -722,10 +707,7 @@ def _change(
     cuts: tuple[float | None, float | None],
     levels: Sequence[float],
     kappa_statistic: str,
-    *,
-    confidence: float,
-    n_resamples: int,
-    seed: int,
+    options: AgreementOptions,
 ) -> dict[str, StatisticResult]:
     """after − before of the κ, the balanced accuracy and the ranking statistic (AUROC for
     binary labels, Spearman for ordinal ones) on the rows both configurations scored."""
@@ -753,9 +735,9 @@ def _change(
             sides[0],
             sides[1],
             levels=None if name == ranking else ([0.0, 1.0] if binary else levels),
-            confidence=confidence,
-            n_resamples=n_resamples,
-            seed=seed,
+            confidence=options.confidence,
+            n_resamples=options.n_resamples,
+            seed=options.seed,
         )
         out[name] = StatisticResult.model_validate(estimate, from_attributes=True)
     return out

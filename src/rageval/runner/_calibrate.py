@@ -61,12 +61,46 @@ class LabelledData:
     columns: dict[str, LabelColumn]
 
 
-def check_agreement_options(confidence: float, kappa_weights: str) -> None:
-    """The options of an agreement's measure that calibrate and align share, checked."""
-    if not 0.0 < confidence < 1.0:
-        raise RunConfigError(f"confidence must be in (0, 1), got {confidence}")
-    if kappa_weights not in ("linear", "quadratic"):
-        raise RunConfigError(f"kappa_weights is 'linear' or 'quadratic', got {kappa_weights!r}")
+@dataclass(frozen=True)
+class AgreementOptions:
+    """How calibrate and align measure every agreement: the weights of the weighted κ and the
+    percentile bootstrap's level, resamples and seed (checked when made)."""
+
+    kappa_weights: KappaWeights
+    confidence: float
+    n_resamples: int
+    seed: int
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.confidence < 1.0:
+            raise RunConfigError(f"confidence must be in (0, 1), got {self.confidence}")
+        if self.kappa_weights not in ("linear", "quadratic"):
+            raise RunConfigError(
+                f"kappa_weights is 'linear' or 'quadratic', got {self.kappa_weights!r}"
+            )
+
+    def measure(
+        self,
+        labels: LabelColumn,
+        metric: str,
+        values: Sequence[float | None],
+        *,
+        levels: Sequence[float] | None,
+        threshold: float,
+        usage: Usage | None = None,
+    ) -> LabelAgreement:
+        """The agreement of the metric's `values` with `labels`
+        (:func:`~rageval.calibration.measure_agreement`, whose keywords of the same names these
+        options are)."""
+        return measure_agreement(
+            labels,
+            metric,
+            values,
+            levels=levels,
+            threshold=threshold,
+            usage=usage,
+            **dataclasses.asdict(self),
+        )
 
 
 def labelled_spec(spec: RunSpec) -> RunSpec:
@@ -170,7 +204,7 @@ async def acalibrate(
     """
     config = run_config(config, run)
     run_dir = config.run_dir
-    check_agreement_options(confidence, kappa_weights)
+    options = AgreementOptions(kappa_weights, confidence, n_resamples, seed)
     pairs = label_pairs(labels)
     spec = labelled_spec(
         RunSpec(data, _metrics_of(pairs), llm, embeddings, column_map, metric_params, on_invalid)
@@ -191,17 +225,9 @@ async def acalibrate(
         column: str, name: str, values: Sequence[float | None], usage: Usage | None = None
     ) -> LabelAgreement:
         """`values` against the labels of `column`, measured as every agreement here is."""
-        return measure_agreement(
-            columns[column],
-            name,
-            values,
-            levels=(label_levels or {}).get(column),
-            threshold=threshold,
-            kappa_weights=kappa_weights,
-            confidence=confidence,
-            n_resamples=n_resamples,
-            seed=seed,
-            usage=usage,
+        levels = (label_levels or {}).get(column)
+        return options.measure(
+            columns[column], name, values, levels=levels, threshold=threshold, usage=usage
         )
 
     agreements = [
