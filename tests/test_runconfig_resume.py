@@ -29,7 +29,7 @@ def test_a_resumed_run_keeps_its_budget_probe_and_cache_unless_given_again(
     write_jsonl(data, labelled_rows([4, 0, 2] * 3, [""] * 9))
     # output tokens free: a request's worst case is about its prompt, so a third of the run's
     # cost stops it after a few rows
-    price = ["--price", "gpt-4o-mini=0.15,0"]  # (a price table is not recorded: given again)
+    price = ["--price", "gpt-4o-mini=0.15,0"]
     base = ["--metric", "answer_accuracy", "-q", *price]
     with FakeOpenAI(grader) as server:
         full = tmp_path / "full"
@@ -46,9 +46,12 @@ def test_a_resumed_run_keeps_its_budget_probe_and_cache_unless_given_again(
         assert _models_requests(server) == 0
         done = finished(run)
         assert 0 < done < 9
-        # no flag: the run's budget again (it stops again), no probe, no cache
+        judge = read_manifest(run).judge
+        assert judge is not None and judge.price == {"input": 0.15, "output": 0.0}
+        # no flag: the run's budget at the run's price again (it stops again), no probe, no
+        # cache
         server.reset()
-        assert main(["evaluate", "--resume", str(run), "-q", *price]) == 5
+        assert main(["evaluate", "--resume", str(run), "-q"]) == 5
         assert _models_requests(server) == 0
         assert done < finished(run) < 9
         stored = read_manifest(run).run_config

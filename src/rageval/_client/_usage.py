@@ -7,6 +7,7 @@ among them, read and write it as it is, with ``total_tokens`` added to its JSON)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import threading
@@ -21,6 +22,7 @@ __all__ = [
     "Tally",
     "Usage",
     "UsageLedger",
+    "price_record",
     "sum_usage",
 ]
 
@@ -140,6 +142,13 @@ class ModelPrice:
     def batched(self) -> bool:
         """Whether batched requests have a known price."""
         return self.batch_input is not None and self.batch_output is not None
+
+
+def price_record(price: ModelPrice | None) -> dict[str, float] | None:
+    """`price` as a run manifest records it: its known rates (``ModelPrice.of`` reads it)."""
+    if price is None:
+        return None
+    return {k: v for k, v in dataclasses.asdict(price).items() if v is not None}
 
 
 def _openai(inp: float, cached: float | None, out: float) -> ModelPrice:

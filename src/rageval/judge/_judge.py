@@ -19,7 +19,7 @@ from rageval._client._cache import RequestCache, cache_key, cache_location
 from rageval._client._endpoint import Endpoint, EndpointClient, PlainHTTP
 from rageval._client._run import JudgeCall, current_run
 from rageval._client._settings import EndpointOptions, Limits
-from rageval._client._usage import PriceTable, Tally, Usage
+from rageval._client._usage import PriceTable, Tally, Usage, price_record
 from rageval.errors import FatalJudgeError, JudgeCallFailed
 from rageval.judge._backend import (
     Completion,
@@ -262,13 +262,15 @@ class Judge(EndpointClient):
 
     def describe(self) -> dict[str, Any]:
         """Settings for run manifests: the :attr:`spec`, where the key and the cache come
-        from, and what is known of the model (never the API key)."""
+        from, what is known of the model and its price (never the API key)."""
         return {
             **self.spec.model_dump(),
             "api_key_from": self._endpoint.key_source,
             "cache": cache_location(self.cache),
             "context_window": context_window(self.model),
             "structured_output": self.backend.structured_output(self.mode, settled=True),
+            # the price the run's cost and budget used, so that a resume prices as it did
+            "price": price_record(self.prices.price(self.model)),
         }
 
     def __repr__(self) -> str:

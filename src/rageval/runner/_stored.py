@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from rageval._client._cache import recorded_cache
 from rageval.errors import RunDirError
-from rageval.judge import JudgeSpec
+from rageval.judge import JudgeSpec, PriceTable
 from rageval.judge._spec import JudgeChoice
 from rageval.log import Manifest
 from rageval.runner._panel import Panel
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 
 def stored_judge(described: Mapping[str, Any]) -> JudgeChoice:
-    """The judge a manifest describes, as its JudgeSpec and recorded cache (the key aside: it
-    is read from the same environment variable)."""
+    """The judge a manifest describes, as its JudgeSpec, recorded price and cache (the key
+    aside: it is read from the same environment variable)."""
     variable = key_variable(described)
     if variable is None:
         given = str(described.get("api_key_from") or "its key").removeprefix("the ")
@@ -48,7 +48,9 @@ def stored_judge(described: Mapping[str, Any]) -> JudgeChoice:
             "record: pass the judge again (llm=... or --llm/--base-url)"
         )
     spec = JudgeSpec.of_described(described).model_copy(update={"api_key_env": variable})
-    return JudgeChoice(spec, cache=recorded_cache(described.get("cache")))
+    price = described.get("price")  # the price the run used (absent: none known, or an older run)
+    prices = PriceTable({spec.model: price}) if isinstance(price, Mapping) else None
+    return JudgeChoice(spec, prices=prices, cache=recorded_cache(described.get("cache")))
 
 
 @dataclass(frozen=True)
