@@ -5,7 +5,7 @@ conventions and the reference, trec_eval, in :mod:`rageval.metrics.retrieval`).
 from __future__ import annotations
 
 from rageval.metrics.base import forward_to_metric, register
-from rageval.metrics.retrieval import CutoffMetric, Judged, hit_rate
+from rageval.metrics.retrieval import CutoffMetric, Judged
 
 
 @register
@@ -17,7 +17,7 @@ class HitRate(CutoffMetric):
     summary = "hit rate@k of the ranked context ids (no LLM): 1 if a relevant id is in the first k"
 
     def value(self, j: Judged) -> float:
-        return hit_rate(j, self.k)
+        return 1.0 if j.relevant_in(self.k) else 0.0
 
 
 #: names this module lacks are read from its default metric: ``hit_rate.score(...)``

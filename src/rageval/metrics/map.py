@@ -5,7 +5,7 @@ trec_eval, in :mod:`rageval.metrics.retrieval`). ``map_at_10`` names it with the
 from __future__ import annotations
 
 from rageval.metrics.base import forward_to_metric, register
-from rageval.metrics.retrieval import CutoffMetric, Judged, average_precision
+from rageval.metrics.retrieval import RELEVANT, CutoffMetric, Judged
 
 
 @register
@@ -16,7 +16,12 @@ class MAP(CutoffMetric):
     summary = "average precision of the ranked context ids (no LLM); its mean is MAP"
 
     def value(self, j: Judged) -> float:
-        return average_precision(j, self.k)
+        total, found = 0.0, 0
+        for i, g in enumerate(j.grades[: self.k], 1):
+            if g >= RELEVANT:
+                found += 1
+                total += found / i
+        return total / j.relevant if found else 0.0
 
 
 #: names this module lacks are read from its default metric: ``map.score(...)``

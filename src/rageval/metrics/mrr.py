@@ -5,7 +5,7 @@ judge, no embeddings; conventions and the reference, trec_eval, in
 from __future__ import annotations
 
 from rageval.metrics.base import forward_to_metric, register
-from rageval.metrics.retrieval import CutoffMetric, Judged, reciprocal_rank
+from rageval.metrics.retrieval import RELEVANT, CutoffMetric, Judged
 
 
 @register
@@ -16,7 +16,8 @@ class MRR(CutoffMetric):
     summary = "reciprocal rank of the first relevant context id (no LLM); its mean is MRR"
 
     def value(self, j: Judged) -> float:
-        return reciprocal_rank(j, self.k)
+        rank = next((i for i, g in enumerate(j.grades[: self.k], 1) if g >= RELEVANT), None)
+        return 1.0 / rank if rank is not None else 0.0
 
 
 #: names this module lacks are read from its default metric: ``mrr.score(...)``

@@ -4,8 +4,21 @@ embeddings; conventions and the reference, trec_eval, in :mod:`rageval.metrics.r
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 from rageval.metrics.base import forward_to_metric, register
-from rageval.metrics.retrieval import CutoffMetric, Judged, ndcg
+from rageval.metrics.retrieval import CutoffMetric, Judged
+
+
+def dcg(gains: Sequence[int], k: int | None = None) -> float:
+    """Discounted cumulative gain of the first `k` gains: gain / log2(rank + 1), summed in
+    rank order (gains of 0 or less add nothing)."""
+    total = 0.0
+    for i, gain in enumerate(gains[:k]):
+        if gain > 0:
+            total += gain / math.log2(i + 2)
+    return total
 
 
 @register
@@ -16,7 +29,8 @@ class NDCG(CutoffMetric):
     summary = "nDCG@k of the ranked context ids (no LLM): graded gains, DCG over the ideal DCG"
 
     def value(self, j: Judged) -> float:
-        return ndcg(j, self.k)
+        ideal = dcg(j.ideal, self.k)
+        return dcg(j.grades, self.k) / ideal if ideal > 0.0 else 0.0
 
 
 #: names this module lacks are read from its default metric: ``ndcg.score(...)``

@@ -5,7 +5,7 @@ judge, no embeddings; conventions and the reference, trec_eval's Rprec, in
 from __future__ import annotations
 
 from rageval.metrics.base import forward_to_metric, register
-from rageval.metrics.retrieval import Judged, RetrievalMetric, r_precision
+from rageval.metrics.retrieval import Judged, RetrievalMetric
 
 
 @register
@@ -16,7 +16,7 @@ class RPrecision(RetrievalMetric):
     summary = "R-precision of the ranked context ids (no LLM): precision at R, the relevant count"
 
     def value(self, j: Judged) -> float:
-        return r_precision(j)
+        return j.relevant_in(j.relevant) / j.relevant if j.relevant else 0.0
 
 
 #: names this module lacks are read from its default metric: ``r_precision.score(...)``

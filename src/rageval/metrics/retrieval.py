@@ -1,6 +1,6 @@
 """What the retrieval metrics share (precision, recall, f1, hit_rate, ndcg, map, mrr,
-r_precision; one module each): a ranking read against relevance judgements, and trec_eval's
-definitions. No judge, no embeddings, no network: they compare ids.
+r_precision; one module each, with its definition): a ranking read against relevance
+judgements, and trec_eval's conventions. No judge, no embeddings, no network: they compare ids.
 
 A sample gives ``retrieved_context_ids`` (the ids the retriever returned, best first) and
 ``reference_context_ids``: the relevant ids (each of grade 1), or a mapping of every judged id
@@ -27,7 +27,6 @@ tests check it on random and adversarial rankings (docs/retrieval.md):
 from __future__ import annotations
 
 import abc
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -79,56 +78,6 @@ def precision(j: Judged, k: int | None = None) -> float:
 def recall(j: Judged, k: int | None = None) -> float:
     """Relevant ids among the first `k` (all without k) over R (recall_k, set_recall)."""
     return j.relevant_in(k) / j.relevant if j.relevant else 0.0
-
-
-def f1(j: Judged, k: int | None = None) -> float:
-    """The harmonic mean of :func:`precision` and :func:`recall` (set_F with β = 1, computed
-    as trec_eval does); 0 when no relevant id is retrieved."""
-    p, r = precision(j, k), recall(j, k)
-    return 2.0 * p * r / (p + r) if j.relevant_in(k) else 0.0
-
-
-def hit_rate(j: Judged, k: int | None = None) -> float:
-    """1 when a relevant id is among the first `k` (anywhere without k), else 0 (success@k)."""
-    return 1.0 if j.relevant_in(k) else 0.0
-
-
-def reciprocal_rank(j: Judged, k: int | None = None) -> float:
-    """1 / the rank of the first relevant id among the first `k` (0 when none: recip_rank)."""
-    rank = next((i for i, g in enumerate(j.grades[:k], 1) if g >= RELEVANT), None)
-    return 1.0 / rank if rank is not None else 0.0
-
-
-def average_precision(j: Judged, k: int | None = None) -> float:
-    """The precision at the rank of each relevant id among the first `k`, summed, over R
-    (map, map_cut_k)."""
-    total, found = 0.0, 0
-    for i, g in enumerate(j.grades[:k], 1):
-        if g >= RELEVANT:
-            found += 1
-            total += found / i
-    return total / j.relevant if found else 0.0
-
-
-def r_precision(j: Judged) -> float:
-    """Relevant ids among the first R over R (Rprec)."""
-    return j.relevant_in(j.relevant) / j.relevant if j.relevant else 0.0
-
-
-def dcg(gains: Sequence[int], k: int | None = None) -> float:
-    """Discounted cumulative gain of the first `k` gains: gain / log2(rank + 1), summed in
-    rank order (gains of 0 or less add nothing)."""
-    total = 0.0
-    for i, gain in enumerate(gains[:k]):
-        if gain > 0:
-            total += gain / math.log2(i + 2)
-    return total
-
-
-def ndcg(j: Judged, k: int | None = None) -> float:
-    """DCG of the ranking's first `k` over the ideal ranking's (ndcg, ndcg_cut_k)."""
-    ideal = dcg(j.ideal, k)
-    return dcg(j.grades, k) / ideal if ideal > 0.0 else 0.0
 
 
 class RetrievalMetric(Metric):
