@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.cli._exit_codes import EXIT_IN_USE, EXIT_OK
-from rageval.cli._shared import _UsageError, err, out, positive_int
+from rageval.cli._shared import (
+    _UsageError,
+    add_labels_file_option,
+    add_threshold_option,
+    err,
+    out,
+    positive_int,
+)
 
 if TYPE_CHECKING:
     from rageval.labelling import PlanRecord, Session
@@ -33,11 +40,10 @@ def add_label_command(sub: Any) -> None:
         "label", help="label rows in a local web page (127.0.0.1, token)", description=_DESCRIPTION
     )
     cmd.add_argument("data", metavar="DATA", help="a data file, or a run directory")
-    cmd.add_argument(
-        "--labels-file",
-        metavar="FILE",
-        help="where the labels go (default: DATA.labels.jsonl beside a data file, "
-        "labels.jsonl in a run directory)",
+    add_labels_file_option(
+        cmd,
+        "where the labels go (default: DATA.labels.jsonl beside a data file, labels.jsonl in a "
+        "run directory)",
     )
     cmd.add_argument(
         "--metric",
@@ -83,12 +89,8 @@ def add_label_command(sub: Any) -> None:
         help="the share of chosen rows every annotator labels, for their agreement "
         "(default 0; set when the plan is made)",
     )
-    cmd.add_argument(
-        "--threshold",
-        type=float,
-        default=0.5,
-        metavar="X",
-        help="a judge score >= X counts as 1 in its kappa against 0/1 labels (default 0.5)",
+    add_threshold_option(
+        cmd, "a judge score >= X counts as 1 in its kappa against 0/1 labels (default 0.5)"
     )
     cmd.add_argument("--port", type=int, default=0, help="the port (default: a free one)")
     cmd.set_defaults(func=run_label)

@@ -17,6 +17,7 @@ from rageval.cli._shared import (
     add_labels_file_option,
     add_pairs_option,
     add_run_options,
+    add_threshold_option,
     err,
     name_value_pairs,
     positional_data,
@@ -66,7 +67,7 @@ def add_labelled_options(
     cmd.add_argument("--limit", type=positive_int, metavar="N", help=limit_help)
     add_labels_file_option(cmd)
     add_pairs_option(cmd, "--label-kind", metavar="COLUMN=KIND", help=label_kind_help)
-    cmd.add_argument("--threshold", type=float, default=0.5, metavar="X", help=threshold_help)
+    add_threshold_option(cmd, threshold_help)
     cmd.add_argument(
         "--kappa-weights",
         choices=("linear", "quadratic"),

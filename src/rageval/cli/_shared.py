@@ -179,14 +179,19 @@ def positional_data(args: argparse.Namespace) -> str | None:
     return args.data if args.data is not None else (spilled[0] if spilled else None)
 
 
-def add_labels_file_option(parser: argparse.ArgumentParser) -> None:
-    """--labels-file: the labels `rageval label` wrote, read as columns of DATA."""
-    parser.add_argument(
-        "--labels-file",
-        metavar="FILE",
-        help="the labels file `rageval label` wrote on DATA: its label columns are read as "
-        "columns of DATA (empty where a row has no label)",
-    )
+def add_labels_file_option(
+    parser: argparse.ArgumentParser,
+    help: str = "the labels file `rageval label` wrote on DATA: its label columns are read as "
+    "columns of DATA (empty where a row has no label)",
+) -> None:
+    """--labels-file: the labels `rageval label` writes (there) and the other commands read as
+    columns of DATA."""
+    parser.add_argument("--labels-file", metavar="FILE", help=help)
+
+
+def add_threshold_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """--threshold X: where a judge score counts as 1 against binary (0/1) labels."""
+    parser.add_argument("--threshold", type=float, default=0.5, metavar="X", help=help)
 
 
 def with_labels_file(
