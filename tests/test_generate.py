@@ -25,6 +25,7 @@ from helpers import (
     user_text,
     wait_for_child,
 )
+from rageval._sync import run_sync
 from rageval.generation import (
     TYPES,
     Chunk,
@@ -35,7 +36,7 @@ from rageval.generation import (
     generate,
     load_corpus,
 )
-from rageval.generation._asks import REFUSAL, leaks, quote_found
+from rageval.generation._asks import REFUSAL, answerable, leaks, quote_found
 from rageval.generation._corpus import chunk_document
 from rageval.generation._plan import link_pairs, plan_attempt, slot_types
 from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
@@ -271,6 +272,40 @@ def test_an_unanswerable_question_the_corpus_answers_is_dropped(tmp_path: Path) 
     assert record["checks"][-1]["value"] == 1.0
 
 
+def test_an_unanswerable_question_with_a_made_up_quote_is_dropped(tmp_path: Path) -> None:
+    # a quote that is not in the contexts is a failed reading, not a sign of no answer
+    with FakeOpenAI(Scripted(made_up_quote=True)) as server:
+        result = _run(server, 1, tmp_path, mix={"unanswerable": 1}, max_attempts=1)
+    assert result.items == [] and len(result.dropped) == 2
+    for record in result.dropped:
+        failed = record["checks"][-1]
+        assert failed["name"] == "unanswerable" and not failed["passed"]
+        assert "(0% of it found): a failed reading" in failed["reason"]
+
+
+@pytest.mark.parametrize(
+    ("quote", "expect", "passed", "said"),
+    [
+        ("", False, True, "quotes no sentence"),
+        ("None.", False, True, "quotes no sentence"),
+        (" N/A ", False, True, "quotes no sentence"),
+        ("None", True, False, "quotes no sentence"),
+        ("The Blue Line runs every 40 minutes.", False, False, "as the answer"),
+        ("The Blue Line runs every 40 minutes.", True, True, "as the answer"),
+        ("The Red Line runs at noon.", False, False, "(20% of it found): a failed reading"),
+        ("The Red Line runs at noon.", True, False, "(20% of it found): a failed reading"),
+    ],
+)
+def test_the_answerability_checks_read_the_quote(
+    quote: str, expect: bool, passed: bool, said: str
+) -> None:
+    contexts = ["Routes. The Blue Line runs every 40 minutes."]
+    with FakeOpenAI(lambda req: Reply.json({"quote": quote})) as server:
+        check = run_sync(answerable(make_judge(server), "How often?", contexts, expect=expect))
+    assert check.name == ("answerable" if expect else "unanswerable")
+    assert check.passed is passed and said in check.reason
+
+
 def test_a_quote_counts_when_its_word_pairs_are_in_one_context() -> None:
     contexts = ["Routes. The Blue Line runs every 40 minutes.", "Tickets cost 3 crowns."]
     assert quote_found("[c1] the blue line RUNS every 40 minutes", contexts) == 1.0
@@ -448,6 +483,24 @@ def test_the_cli_dry_run_prints_the_estimate_and_sends_nothing(tmp_path: Path) -
         )
         assert code == 0 and server.chat_requests == []
     assert not (tmp_path / "run").exists()
+
+
+def test_the_cli_exits_7_with_a_message_when_no_item_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rageval.cli import main
+
+    monkeypatch.setenv("RAGEVAL_EMBEDDINGS", "local")
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["generate", str(CORPUS), "-n", "1", "--mix", "single_hop=1", "--max-attempts", "1"]
+    args += ["--llm", "test-model", "--no-probe", "-q", "-o", str(tmp_path / "run")]
+    with FakeOpenAI(Scripted(supported=False)) as server:
+        code = main([*args, "--base-url", server.base_url])
+    assert code == 7
+    said = capsys.readouterr()
+    assert "0 of 1 items kept, 2 attempt(s) dropped" in said.out
+    assert "exit 7: no item kept: every attempt was dropped by a check" in said.err
+    assert (tmp_path / "run" / "testset.jsonl").read_text() == ""
 
 
 def test_the_set_evaluates_with_a_response_column_and_no_column_map(tmp_path: Path) -> None:

@@ -30,7 +30,8 @@ EXIT_BUDGET = 5
 #: another writer holds the run directory (rageval._rundir_lock); nothing was written
 EXIT_IN_USE = 6
 
-#: `evaluate`: a metric that ran got no value in any cell (--allow-unmeasured accepts it)
+#: `evaluate`: a metric that ran got no value in any cell (--allow-unmeasured accepts it);
+#: `generate`: no item was kept
 EXIT_UNMEASURED = 7
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -48,7 +49,11 @@ EXIT_CODES = (
     (EXIT_CALIBRATION_GATE, "a calibrate --min-kappa gate failed"),
     (EXIT_BUDGET, "stopped at the --max-cost budget (resumable)"),
     (EXIT_IN_USE, "the run directory is in use by another run: nothing was written"),
-    (EXIT_UNMEASURED, "a metric that ran measured no cell at all (--allow-unmeasured accepts it)"),
+    (
+        EXIT_UNMEASURED,
+        "a metric that ran measured no cell at all (--allow-unmeasured accepts it); generate "
+        "kept no item",
+    ),
     (EXIT_INTERRUPTED, "interrupted (Ctrl-C: after the requests in flight; a second: at once)"),
     (EXIT_TERMINATED, "terminated (SIGTERM): handled as Ctrl-C"),
 )

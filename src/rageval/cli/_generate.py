@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from rageval.cli._exit_codes import EXIT_OK
+from rageval.cli._exit_codes import EXIT_OK, EXIT_UNMEASURED
 from rageval.cli._labelled import run_on_labels
 from rageval.cli._shared import (
     _UsageError,
     add_run_options,
     command_settings,
+    err,
     name_value_pairs,
     out,
     read_run_options,
@@ -177,4 +178,10 @@ def run_generate(args: argparse.Namespace) -> int:
         f"dropped; {u.requests} request(s) sent, {u.cache_hits} answered by the cache"
     )
     out(f"run directory: {run_dir}  (testset.jsonl, attempts.jsonl, report.md)")
+    if not result.items:
+        err(
+            f"exit {EXIT_UNMEASURED}: no item kept: every attempt was dropped by a check (each "
+            "attempt's checks and reasons in attempts.jsonl and report.md)"
+        )
+        return EXIT_UNMEASURED
     return EXIT_OK

@@ -9,10 +9,12 @@ the first that fails, each recorded with its reason (:class:`Check`):
    every question of an existing test set is below the threshold (no judge request);
 3. ``answerable`` -- the judge quotes the sentence of the item's reference contexts that
    answers the question, and the quote is found in them; for an unanswerable item,
-   ``unanswerable``: the judge quotes no sentence of the chunks nearest the question that is
-   found in them (asked yes or no, Qwen2.5-Coder-1.5B found each of 9 questions the example
-   corpus does not answer answerable; asked for the sentence, it quoted none for 4 of 7, and
-   quoted one for each of 6 answerable ones: docs/generate.md);
+   ``unanswerable``: the judge says no sentence of the chunks nearest the question answers it
+   (an empty quote). A quote that is not found in the contexts is a failed reading of the
+   check, not evidence either way: both checks fail on it. (Asked yes or no,
+   Qwen2.5-Coder-1.5B found each of 9 questions the example corpus does not answer
+   answerable; asked for the sentence, it quoted none for 4 of 7, and quoted one for each of
+   6 answerable ones: docs/generate.md);
 4. ``supported`` -- the reference answer's claims are supported by the reference contexts:
    faithfulness's claim checks (``mode="checker"``, each sentence against each context, the
    best kept), the mean probability at least ``min_support``.
@@ -38,7 +40,7 @@ from rageval.metrics._prompting import (
 from rageval.metrics.faithfulness import Faithfulness
 from rageval.samples import Sample
 
-__all__ = ["REFUSAL", "Check", "answerable", "leaks", "supported", "write_item"]
+__all__ = ["REFUSAL", "Check", "answerable", "leaks", "no_quote", "supported", "write_item"]
 
 #: the reference answer of an unanswerable item
 REFUSAL = "The documents do not answer this question."
@@ -98,6 +100,8 @@ _QUOTE_TASK = (
 )
 #: the share of a quote's word pairs that must be found in the contexts for it to count
 QUOTE_FOUND = 0.8
+#: what a judge may write, instead of an empty quote, for "no sentence answers" (words only)
+NO_QUOTE = frozenset({"", "none", "null", "n a", "no answer", "no sentence"})
 
 
 class QA(ReplyModel):
@@ -237,23 +241,34 @@ def quote_found(quote: str, contexts: Sequence[str]) -> float:
     return best
 
 
+def no_quote(quote: str) -> bool:
+    """Whether `quote` is the judge saying that no sentence answers: empty, or one of the
+    words a model writes for nothing (:data:`NO_QUOTE`), case and punctuation aside."""
+    return " ".join(_words(quote)) in NO_QUOTE
+
+
 async def answerable(
     judge: Judge, question: str, contexts: Sequence[str], *, expect: bool
 ) -> Check:
     """The ``answerable`` check (`expect` True) or the ``unanswerable`` one (False): the
-    question is answerable when the judge quotes a sentence that is found in `contexts`."""
+    question is answerable when the judge quotes a sentence that is found in `contexts`, and
+    unanswerable when the judge quotes none (:func:`no_quote`). A quote not found in
+    `contexts` fails both: a made-up quote says nothing about what the contexts answer."""
     quote = (await judge.ask(answerable_messages(question, contexts), QuoteReply)).value.quote
-    share = quote_found(quote, contexts)
-    found = share >= QUOTE_FOUND
     name = "answerable" if expect else "unanswerable"
     where = f"the {len(contexts)} context(s)"
-    if not quote.strip():
+    if no_quote(quote):
         said = f"the judge quotes no sentence of {where} as the answer"
-    elif found:
+        return Check(name, not expect, said, 0.0)
+    share = quote_found(quote, contexts)
+    if share >= QUOTE_FOUND:
         said = f"the judge quotes {quote.strip()!r} from {where} as the answer"
-    else:
-        said = f"the judge's quote {quote.strip()!r} is not in {where} ({share:.0%} of it found)"
-    return Check(name, found == expect, said, share)
+        return Check(name, expect, said, share)
+    said = (
+        f"the judge's quote {quote.strip()!r} is not in {where} ({share:.0%} of it found): "
+        "a failed reading, not evidence either way"
+    )
+    return Check(name, False, said, share)
 
 
 def support_sample(written: Written, contexts: Sequence[str]) -> Sample:
