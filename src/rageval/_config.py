@@ -12,7 +12,7 @@ and `probe`)::
     column_map = { query = "user_input" }
     on_invalid = "skip"
     fail_under = { faithfulness = 0.8 }
-    max_cost = 5.0        # USD: the run stops before passing it (README: Cost control)
+    max_cost = 5.0        # USD: the run stops before passing it (docs/cost.md)
     batch = false         # true: judge requests through the endpoint's Batch API, or
                           # { poll_interval = 60, settle = 1 } (rageval.judge.BatchSettings)
 

@@ -140,7 +140,7 @@ def add_evaluate_command(sub: Any) -> None:
         help=f"exit 0 even when a metric that ran measured no cell at all (default: exit "
         f"{EXIT_UNMEASURED}, e.g. a judge whose every reply failed validation)",
     )
-    cost = ev.add_argument_group("cost control (README: Cost control)")
+    cost = ev.add_argument_group("cost control (docs/cost.md)")
     cost.add_argument(
         "--dry-run",
         action="store_true",

@@ -1,5 +1,5 @@
 """Cost control of a run: its budget (``max_cost``) and, in batch mode, the Batch API queues,
-in the run's context while it lasts (:mod:`rageval._client._run`; README "Cost control")."""
+in the run's context while it lasts (:mod:`rageval._client._run`; docs/cost.md)."""
 
 from __future__ import annotations
 
