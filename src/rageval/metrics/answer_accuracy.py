@@ -1,7 +1,11 @@
 """answer_accuracy: agreement of the response with the reference, rated 0/2/4 by two templates.
 
-Template 1 judges the response against the reference; template 2 swaps their roles. Each
-rating is divided by 4 and the valid ones averaged (one valid → that one; none → not measured).
+Template 1 judges the response against the reference; template 2 swaps their roles. Both
+rate 4 when the two give the same answer, also in other words, with more detail on one side
+that the other does not contradict, or as one of several accepted answers the reference lists;
+2 when they agree only in part; 0 when it is wrong. Each rating is divided by 4 and the valid
+ones averaged (one valid → that one; none → not measured); where the judge scores by
+probabilities each template counts its expected rating (docs/judge-probabilities.md).
 A rating off the scale is re-asked up to `max_retries` times per template.
 A blank reference leaves nothing to compare with → not measured; a blank response says nothing
 the reference says → 0 without a request (the rules every metric follows, docs/metrics.md).
@@ -31,9 +35,14 @@ from rageval.metrics.base import forward_to_metric, register
 from rageval.samples import Sample
 
 SCALE = (0, 2, 4)
+#: what each rating means; "the same answer" is spelled out so that a small judge does not
+#: take a longer answer, other words, or one of several accepted answers for a partial match
+#: (Qwen2.5-Coder-1.5B rated most right EVOUNA answers 2 with the shorter "says the same as")
 _SCALE_TEXT = (
-    "Rate 4 if it says the same as the {ref}, 2 if it agrees only in part, 0 if it is wrong, "
-    "contradicts the {ref} or answers a different question."
+    "Rate 4 if both give the same answer to the question: also in other words, when one of "
+    "them says more than the other without contradicting it, or when one lists several "
+    "accepted answers and the other gives one of them. Rate 2 if they agree only in part, "
+    "0 if it is wrong, contradicts the {ref} or answers a different question."
 )
 #: template 1's task: the response judged against the reference
 TASK = "Compare the candidate answer with the reference answer to the question. " + (
