@@ -123,6 +123,8 @@ CORPUS: dict[str, Bad] = {
     "json_a_string": Bad(".json", b'"samples"', None, None, "expected a list of objects"),
     "json_item_not_an_object": Bad(".json", json.dumps([GOOD[0], [1, 2]]).encode(), 1, None, "expected an object"),
     "json_ragged_columns": Bad(".json", json.dumps({"user_input": ["a", "b"], "response": ["x"]}).encode(), None, None, "different lengths"),
+    "json_columns_not_lists": Bad(".json", b'{"user_input": ["q"], "response": 7}', None, None, "'response' hold no list"),
+    "json_one_row_as_columns": Bad(".json", json.dumps(GOOD[0]).encode(), None, None, "list of one row: [row]"),
     "json_empty_file": Bad(".json", b"", None, None, "not valid"),
     "json_non_utf8": Bad(".json", b'[{"user_input": "\xff"}]', None, None, "UTF-8"),
     "json_truncated": Bad(".json", json.dumps(GOOD).encode()[:-40], None, None, "not valid"),
@@ -229,6 +231,8 @@ def test_objects_through_the_python_api(server: FakeOpenAI) -> None:
         (frame, 1, "user_input", "missing"),
         ([GOOD[0], "a bare string"], 1, None, "expected a mapping"),
         ({"user_input": ["a", "b"], "response": ["x"]}, None, None, "different lengths"),
+        ({"user_input": "ab", "response": "cd"}, None, None, "'user_input', 'response' hold no"),
+        ({"user_input": ["ab"], "response": "c"}, None, None, "'response' hold no list"),
         (
             [GOOD[0], {**GOOD[1], "retrieved_contexts": ("a", 3)}],
             1,

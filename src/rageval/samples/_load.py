@@ -164,6 +164,7 @@ class LoadedData:
 
 def _rows_from_object(data: Any) -> Iterator[Mapping[str, Any]]:
     if isinstance(data, Mapping):
+        _refuse_columns_that_are_no_lists(data)
         columns = {k: list(v) for k, v in data.items()}
         lengths = {len(v) for v in columns.values()}
         if len(lengths) > 1:
@@ -193,6 +194,29 @@ def _rows_from_object(data: Any) -> Iterator[Mapping[str, Any]]:
             ]
         )
     yield from data
+
+
+def _refuse_columns_that_are_no_lists(data: Mapping[Any, Any]) -> None:
+    """A dict of columns holds a list per column: a text column would otherwise be read
+    character by character (one row per character), a number would not be read at all. Such
+    a dict is often one row given without its list: the message says how to pass one."""
+    scalars = [
+        k
+        for k, v in data.items()
+        if isinstance(v, (str, bytes, Mapping)) or not isinstance(v, Iterable)
+    ]
+    if scalars:
+        names = ", ".join(map(repr, scalars))
+        raise InvalidDataError(
+            [
+                RowProblem(
+                    None,
+                    None,
+                    f"a dict of columns must hold a list per column: {names} hold no list "
+                    "(one row is passed as a list of one row: [row])",
+                )
+            ]
+        )
 
 
 FileRows = tuple[list[Mapping[str, Any] | None], list[RowProblem], list[int] | None]
