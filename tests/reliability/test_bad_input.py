@@ -462,3 +462,17 @@ def test_data_of_an_unsupported_type_gets_a_clear_message(server: FakeOpenAI) ->
     for data in (42, None):
         with pytest.raises(InvalidDataError, match=type(data).__name__):
             evaluate(data, METRICS, llm=judge(server), progress=False)
+
+
+def test_trec_files_with_bytes_that_are_not_utf8_name_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_bytes(b"\xef\xbb\xbfq1 0 d1 1\nq1 0 caf\xe9 1\n")  # a BOM is fine, Latin-1 is not
+    run.write_bytes(b"q1 Q0 d1 1 2.0 bm25\n")
+    args = ["evaluate", "--qrels", str(qrels), "--run", str(run), "-o", str(tmp_path / "r")]
+    assert main([*args, "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "qrels.txt: line 2: not valid UTF-8" in err and "Traceback" not in err
+    assert main([*args[:2], str(tmp_path), *args[3:]]) == 2
+    assert "qrels file is a directory" in capsys.readouterr().err

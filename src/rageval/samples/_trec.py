@@ -38,10 +38,18 @@ def _fields(path: Path, count: int, what: str) -> list[tuple[int, list[str]]]:
     """Each non-blank line of `path` (its 1-based number) split on whitespace into `count`
     fields; InvalidDataError naming every line that has another number of fields."""
     if not path.is_file():
-        raise FileNotFoundError(f"{what} file not found: {path}")
+        found = "is a directory, not a file" if path.is_dir() else "not found"
+        raise FileNotFoundError(f"{what} file {found}: {path}")
     lines, problems = [], []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as e:
+                problems.append(
+                    RowProblem(None, None, f"line {number}: not valid UTF-8 ({e.reason})")
+                )
+                continue
             parts = line.split()
             if not parts:
                 continue
