@@ -2,7 +2,9 @@
 
 The judge reads the two answers of each prompt: an answer marked GOOD beats one marked BAD,
 two answers marked BIASED make it pick whichever is shown first (a position flip), SAME is a
-tie. So every pair's winner, every flip and every statistic is known by hand.
+tie; asked for a verdict on each answer, GOOD and SAME are right, BAD wrong, and of two BIASED
+answers the one shown first. So every pair's winner, every flip and every statistic is known
+by hand.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from rageval.log import read_lines
 from rageval.log._pairwise import read_pairwise
 from rageval.metrics import Pairwise
 from rageval.metrics.evidence import PairwiseEvidence, PairwiseReading
-from rageval.metrics.pairwise import Winner, combine
+from rageval.metrics.pairwise import Ask, Winner, combine
 from rageval.runner import RunConfig
 from rageval.samples import InvalidDataError
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, RecordedRequest, Reply
@@ -36,9 +38,16 @@ _ANSWER = re.compile(r"<answer_([12])>\n(.*?)\n</answer_\1>", re.S)
 
 
 def pair_judge(req: RecordedRequest) -> Reply:
-    answers = dict(_ANSWER.findall(user_text(req)))
+    text = user_text(req)
+    answers = dict(_ANSWER.findall(text))
     first, second = answers["1"], answers["2"]
     biased = "BIASED" in first and "BIASED" in second  # picks whichever is shown first
+    if '"answer_1": "right" or "wrong"' in text:  # a verdict on each answer (ask="each")
+        right = ("BIASED" in first or "BAD" not in first, not biased and "BAD" not in second)
+        gives = {"answer_1_gives": first, "answer_2_gives": second}
+        return Reply.json(
+            gives | {f"answer_{i}": "right" if r else "wrong" for i, r in enumerate(right, 1)}
+        )
     if biased or ("GOOD" in first and "BAD" in second):
         better = "1"
     elif "BAD" in first and "GOOD" in second:
@@ -110,6 +119,11 @@ def test_the_winner_from_probabilities_cancels_the_lean_to_a_position() -> None:
     # written verdicts alone (probability 1 each): the two rules agree
     assert combine(reading("a", 1, 0), reading("b", 0, 1), by="probabilities") == ("tie", True)
     assert combine(reading("a", 1, 0), reading("a", 1, 0), by="probabilities") == ("a", False)
+    # a verdict on each answer: P(A right) where A is first against P(B right) where B is first
+    each_a = PairwiseReading(winner="tie", p_a=0, p_b=0, p_tie=1, right_a=0.7, right_b=0.9)
+    each_b = PairwiseReading(winner="b", p_a=0, p_b=0, p_tie=1, right_a=0.2, right_b=0.7)
+    assert combine(each_a, each_b, by="probabilities") == ("tie", True)
+    assert combine(each_a, each_b.model_copy(update={"right_b": 0.6}), by="probabilities")[0] == "a"
 
 
 def test_scripted_probabilities_are_kept_with_each_reading(judge_server: FakeOpenAI) -> None:
@@ -120,7 +134,7 @@ def test_scripted_probabilities_are_kept_with_each_reading(judge_server: FakeOpe
     ]
     judge_server.script(Reply.json({"better": "1"}, logprobs=tokens))
     judge_server.script(Reply.json({"better": "1"}, logprobs=tokens))
-    result = Pairwise(llm=make_judge(judge_server), winner_from="probabilities").single_turn_score(
+    result = Pairwise(llm=make_judge(judge_server), ask="which").single_turn_score(
         {"user_input": "q?", "response": "x", "metadata": {"response_b": "y"}}
     )
     ev = result.evidence
@@ -132,7 +146,7 @@ def test_scripted_probabilities_are_kept_with_each_reading(judge_server: FakeOpe
     assert ev.flip is True and ev.winner == "tie"  # symmetric leaning: a tie either way
 
 
-def test_by_default_the_winner_is_the_most_probable_over_both_orders(
+def test_with_ask_which_the_winner_is_the_most_probable_over_both_orders(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def leaning(req: RecordedRequest) -> Reply:
@@ -150,18 +164,66 @@ def test_by_default_the_winner_is_the_most_probable_over_both_orders(
     sample = {"user_input": "q?", "response": "x", "metadata": {"response_b": "y"}}
     with FakeOpenAI(leaning) as server:
         judge = make_judge(server)
-        result = Pairwise(llm=judge).single_turn_score(sample)
-        by_verdicts = Pairwise(llm=judge, winner_from="verdicts").single_turn_score(sample)
+        result = Pairwise(llm=judge, ask="which").single_turn_score(sample)
+        by_verdicts = Pairwise(llm=judge, ask="which", winner_from="verdicts").single_turn_score(
+            sample
+        )
     # P(A) = (5/9 + 2/9) / 2 = 7/18, P(B) = (4/9 + 7/9) / 2 = 11/18: B, though the verdicts flip
     ev = result.evidence
     assert isinstance(ev, PairwiseEvidence) and ev.winner_from == "probabilities"
+    assert ev.ask == "which" and ev.a_first.right_a is None
     assert (ev.a_first.p_a + ev.b_first.p_a) / 2 == pytest.approx(7 / 18)
     assert (ev.winner, ev.flip, result.value) == ("b", True, 1.0)
     assert (by_verdicts.evidence["winner"], by_verdicts.value) == ("tie", 0.5)
 
 
+def test_by_default_each_answer_gets_a_verdict_and_the_first_shown_are_compared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # P(right) of answer 1 and of answer 2: A first (A = "x") 0.6 and 0.95; B first 0.4 and
+    # 0.5; every verdict written "right"
+    probabilities = {"x": (0.6, 0.95), "y": (0.4, 0.5)}
+
+    def each(req: RecordedRequest) -> Reply:
+        text = user_text(req)
+        assert "Length is no merit" in text and "First write down" in text
+        first, second = (a for _, a in _ANSWER.findall(text))
+        p1, p2 = probabilities[first]
+        head = f'{{"answer_1_gives": "{first}", "answer_2_gives": "{second}", "answer_1": "'
+        tokens: list[ScriptedToken] = [
+            (head, 0.0),
+            ("right", math.log(p1), {"wrong": math.log(1 - p1)}),
+            ('", "answer_2": "', 0.0),
+            ("right", math.log(p2), {"wrong": math.log(1 - p2)}),
+            ('"}', 0.0),
+        ]
+        reply = {"answer_1_gives": first, "answer_2_gives": second}
+        return Reply.json(reply | {"answer_1": "right", "answer_2": "right"}, logprobs=tokens)
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    sample = {"user_input": "q?", "response": "x", "metadata": {"response_b": "y"}}
+    with FakeOpenAI(each) as server:
+        judge = make_judge(server)
+        result = Pairwise(llm=judge).single_turn_score(sample)
+        by_verdicts = Pairwise(llm=judge, winner_from="verdicts").single_turn_score(sample)
+    ev = result.evidence
+    assert isinstance(ev, PairwiseEvidence)
+    assert (ev.ask, ev.winner_from) == ("each", "probabilities")
+    # each reading's P(A right) and P(B right), read back from the positions
+    assert (ev.a_first.right_a, ev.a_first.right_b) == pytest.approx((0.6, 0.95))
+    assert (ev.b_first.right_a, ev.b_first.right_b) == pytest.approx((0.5, 0.4))
+    # P(a) = P(A right) P(B wrong), P(b) = P(B right) P(A wrong), the rest a tie
+    a_first = ev.a_first
+    assert (a_first.p_a, a_first.p_b, a_first.p_tie) == pytest.approx((0.03, 0.38, 0.59))
+    # the first-shown verdicts: P(A right | A first) 0.6 > P(B right | B first) 0.4 -> A
+    # (averaging both of each answer's verdicts would give B: (0.6 + 0.5) / 2 < (0.95 + 0.4) / 2)
+    assert (ev.winner, ev.flip, result.value) == ("a", False, 0.0)
+    # every verdict written "right": both readings are ties
+    assert (by_verdicts.evidence["winner"], by_verdicts.value) == ("tie", 0.5)
+
+
 def test_bad_input_names_row_and_field_before_any_request(
-    judge_server: FakeOpenAI, tmp_path: Path
+    judge_server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = [{"id": "q1", "user_input": "q", "response": "a"}]
     with pytest.raises(InvalidDataError, match="response_b"):
@@ -181,11 +243,16 @@ def test_bad_input_names_row_and_field_before_any_request(
     )
     assert ("response_b", "must be a text, got int") in problems
     assert any(f == "retrieved_contexts" for f, _ in problems)
-    # the CLI: a bad human verdict is a usage error naming its row and column
+    # the CLI: a bad human verdict is a usage error naming its line (from 1, as evaluate
+    # counts a file's lines), id and column; so is an answer that is not a text
     data = tmp_path / "pairs.jsonl"
-    write_jsonl(data, [{**pair_rows()[0], "human": "maybe"}])
+    write_jsonl(data, [pair_rows()[0], {**pair_rows()[1], "human": "maybe", "response_b": 3}])
     assert run_cli("pairwise", data, "--human", "human", "--llm", "test-model",
                    "--base-url", judge_server.base_url, "-o", tmp_path / "run") == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "line 2, id 'q2', field 'human': a verdict is a, b or tie" in err
+    assert "line 2, id 'q2', field 'response_b': needs a text" in err
+    assert "row 1" not in err and "counted from 0" not in err
     assert judge_server.chat_requests == []
 
 
@@ -296,12 +363,19 @@ def test_the_python_function_takes_rows_systems_and_a_run_config(
     assert len(judge_server.chat_requests) == asked
 
 
-def test_cli_systems_must_ask_the_same_question(judge_server: FakeOpenAI, tmp_path: Path) -> None:
+def test_cli_systems_must_ask_the_same_question(
+    judge_server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    write_jsonl(a, [{"id": "q1", "user_input": "one?", "response": "x"}])
+    write_jsonl(a, [{"id": "q0", "user_input": "zero?", "response": "x"},
+                    {"id": "q1", "user_input": "one?", "response": "x"}])  # fmt: skip
     write_jsonl(b, [{"id": "q1", "user_input": "two?", "response": "y"}])
     assert run_cli("pairwise", a, b, "--llm", "m", "--base-url", judge_server.base_url,
                    "-o", tmp_path / "r") == 2  # fmt: skip
+    # located by the id both files have (its line differs between them), not a row from 0
+    err = capsys.readouterr().err
+    assert "id 'q1', field 'user_input': differs between a and b" in err
+    assert "row " not in err and "counted from 0" not in err
     write_jsonl(b, [{"id": "q9", "user_input": "one?", "response": "y"}])
     assert run_cli("pairwise", a, b, "--llm", "m", "--base-url", judge_server.base_url,
                    "-o", tmp_path / "r2") == 2  # fmt: skip
@@ -372,26 +446,51 @@ def test_dry_run_and_budget_are_those_of_every_run(
 def test_criteria_change_the_question_and_what_is_shown(
     judge_server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    from rageval.metrics.pairwise import CRITERIA, prompt
+    from rageval.metrics.pairwise import CRITERIA, RIGHT_WHEN, prompt
     from rageval.samples import Sample
 
     sample = Sample(
         user_input="q?", response="x", retrieved_contexts=["ctx one"], metadata={"response_b": "y"}
     )
-    faithful = prompt(sample, "x", "y", criterion="faithfulness")[1]["content"]
-    assert faithful.startswith("<contexts>\n[c1] ctx one") and CRITERIA["faithfulness"] in faithful
-    correct = prompt(sample, "x", "y", criterion="correctness")[1]["content"]
-    assert "<contexts>" not in correct and "<reference>" not in correct
-    own = prompt(sample, "x", "y", criterion="rubric", rubric="The kinder answer wins.")
-    assert "The kinder answer wins." in own[1]["content"] and "<contexts>" in own[1]["content"]
+    asks: tuple[tuple[Ask, dict[str, str]], ...] = (("which", CRITERIA), ("each", RIGHT_WHEN))
+    for ask, texts in asks:
+        faithful = prompt(sample, "x", "y", criterion="faithfulness", ask=ask)[1]["content"]
+        assert faithful.startswith("<contexts>\n[c1] ctx one") and texts["faithfulness"] in faithful
+        correct = prompt(sample, "x", "y", criterion="correctness", ask=ask)[1]["content"]
+        assert "<contexts>" not in correct and "<reference>" not in correct
+        own = prompt(
+            sample, "x", "y", criterion="rubric", rubric="The kinder answer wins.", ask=ask
+        )
+        assert "The kinder answer wins." in own[1]["content"] and "<contexts>" in own[1]["content"]
+    # a verdict on each answer: without a reference, right is answering correctly
+    assert RIGHT_WHEN["correctness-alone"] in correct
+    with_reference = sample.model_copy(update={"reference": "r"})
+    correct = prompt(with_reference, "x", "y", criterion="correctness")[1]["content"]
+    assert RIGHT_WHEN["correctness"] in correct and "<reference>\nr\n</reference>" in correct
     # the CLI passes the criterion on, and a resumed run keeps its own
     data = tmp_path / "pairs.jsonl"
     write_jsonl(data, pair_rows()[:1])
     run = tmp_path / "run"
     assert run_cli("pairwise", data, "--criterion", "completeness", "--llm", "test-model",
                    "--base-url", judge_server.base_url, "-o", run, "-q") == 0  # fmt: skip
-    texts = [user_text(r) for r in judge_server.chat_requests]
-    assert len(texts) == 2 and all(CRITERIA["completeness"] in t for t in texts)
+    sent = [user_text(r) for r in judge_server.chat_requests]
+    assert len(sent) == 2 and all(RIGHT_WHEN["completeness"] in t for t in sent)
     report = read_pairwise(run)
     assert report is not None and report.criterion == "completeness"
     assert run_cli("pairwise", "--resume", run, "--criterion", "correctness") == 2
+    assert run_cli("pairwise", "--resume", run, "--ask", "which") == 2
+    # --ask which: the judge is asked which answer is better
+    assert run_cli("pairwise", data, "--ask", "which", "--llm", "test-model",
+                   "--base-url", judge_server.base_url, "-o", tmp_path / "which", "-q") == 0  # fmt: skip
+    sent = [user_text(r) for r in judge_server.chat_requests[2:]]
+    assert len(sent) == 2 and all(CRITERIA["correctness"] in t for t in sent)
+    cells = [e.line.cells["pairwise"] for e in read_lines(tmp_path / "which" / "results.jsonl")]
+    assert [(c.evidence["ask"], c.evidence["winner"]) for c in cells] == [("which", "b")]
+
+
+def test_the_metric_lists_the_answer_b_column_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("metrics", "pairwise") == 0
+    assert "required fields: user_input, response, response_b\n" in capsys.readouterr().out
+    assert run_cli("metrics") == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("pairwise ")]
+    assert "user_input, response, response_b" in line

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rageval.cli._exit_codes import EXIT_OK
 from rageval.cli._shared import _UsageError, out, text_table
+
+if TYPE_CHECKING:
+    from rageval.metrics.base import Metric
 
 
 def add_metrics_command(sub: Any) -> None:
@@ -29,7 +32,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         # a name may imply parameters (ndcg_at_10: ndcg with k = 10), shown as its defaults
         made = create_metric(args.name) if ":" not in args.name else cls()
         out(f"{made.name}: {cls.summary}")
-        out(f"required fields: {', '.join(cls.required_fields)}")
+        out(f"required fields: {', '.join(_required(cls))}")
         out(
             f"judge: {'yes' if cls.needs_llm else 'no'}; "
             f"embeddings: {'yes' if cls.needs_embeddings else 'no'}"
@@ -54,7 +57,7 @@ def run_metrics(args: argparse.Namespace) -> int:
         rows.append(
             (
                 name,
-                ", ".join(cls.required_fields),
+                ", ".join(_required(cls)),
                 "yes" if cls.needs_llm else "no",
                 "yes" if cls.needs_embeddings else "no",
                 defaults,
@@ -66,6 +69,12 @@ def run_metrics(args: argparse.Namespace) -> int:
         out(f"\nwith a cutoff K (ndcg_at_10 is ndcg with k = 10): {', '.join(cutoffs)}")
     out("\n(every parameter in full: rageval metrics NAME)")
     return EXIT_OK
+
+
+def _required(cls: type[Metric]) -> tuple[str, ...]:
+    """The fields a metric needs, and the columns it needs beside them (pairwise's
+    response_b)."""
+    return (*cls.required_fields, *cls.required_columns)
 
 
 def _short(value: Any, width: int = 40) -> str:

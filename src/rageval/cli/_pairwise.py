@@ -23,10 +23,13 @@ from rageval.cli._shared import (
 if TYPE_CHECKING:
     from rageval.log._pairwise import Interval, PairwiseReport
 
+#: the pairwise metric's settings the command takes as options of its own
+_SETTINGS = ("criterion", "rubric", "winner_from", "ask")
+
 _DESCRIPTION = """\
 Judge which of two answers to each question is better, asking the judge twice per pair (A
-shown first, then B shown first; the winner is the option most probable over both orders, and
-orders whose verdicts disagree count as a flip). SOURCES are
+shown first, then B shown first) for a verdict on each answer; the winner is the answer more
+probably right over both orders, and orders whose verdicts disagree count as a flip. SOURCES are
 two or more run directories or data files answering the same questions (matched by id; with
 three or more, every two systems are compared and ranked by Bradley-Terry), or one data file
 whose rows hold response_a and response_b. Prints B's win rate over A (ties half) with a
@@ -59,9 +62,16 @@ def add_pairwise_command(sub: Any) -> None:
         "--winner-from",
         choices=("verdicts", "probabilities"),
         default=None,
-        help="a pair's winner: the option most probable on average over both orders, by the "
-        "judge's log-probabilities (default), or the verdicts of both orders (differing "
-        "verdicts are a tie); without log-probabilities the two agree",
+        help="a pair's winner: from the judge's log-probabilities averaged over both orders "
+        "(default; with --ask each the answer more probably right), or the verdicts of both "
+        "orders (differing verdicts are a tie); without log-probabilities the two agree",
+    )
+    pw.add_argument(
+        "--ask",
+        choices=("each", "which"),
+        default=None,
+        help="what each request asks: a verdict on each answer judged on its own (default), or "
+        "which answer is better",
     )
     pw.add_argument("--rubric", metavar="TEXT", help="with --criterion rubric: what to judge by")
     pw.add_argument(
@@ -87,10 +97,10 @@ def run_pairwise(args: argparse.Namespace) -> int:
 
     if args.resume and (args.sources or args.output or args.dry_run):
         raise _UsageError("--resume DIR continues a run: no SOURCE, -o or --dry-run")
-    if args.resume and (args.criterion or args.rubric or args.winner_from or args.param):
+    if args.resume and any(getattr(args, name) for name in (*_SETTINGS, "param")):
         raise _UsageError(
             "a resumed run keeps its metric's settings (see its manifest): no --criterion, "
-            "--rubric, --winner-from or -p"
+            "--rubric, --winner-from, --ask or -p"
         )
     if not args.resume and not args.sources:
         raise _UsageError("give the SOURCEs to compare (or --resume DIR)")
@@ -111,7 +121,7 @@ def run_pairwise(args: argparse.Namespace) -> int:
         observe=not args.dry_run,
     )
     params = dict((options["metric_params"] or {}).get("pairwise", {}))
-    for name in ("criterion", "rubric", "winner_from"):
+    for name in _SETTINGS:
         if getattr(args, name):
             params[name] = getattr(args, name)
     if args.dry_run:
@@ -158,7 +168,7 @@ def _run(
 ) -> PairwiseReport:
     from rageval.runner._pairwise import pairwise
 
-    chosen = {k: params.pop(k) for k in ("criterion", "rubric", "winner_from") if k in params}
+    chosen = {k: params.pop(k) for k in _SETTINGS if k in params}
     # resuming (no source): the run's own pairs and metric, with its parameters
     return pairwise(
         source,

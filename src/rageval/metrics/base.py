@@ -350,6 +350,9 @@ class Metric(abc.ABC):
     #: class unless an instance is given its own (e.g. a customised ContextEvaluation)
     name: str
     required_fields: ClassVar[tuple[str, ...]]
+    #: columns of the data the metric needs beside the sample's fields (kept in its metadata,
+    #: checked by the metric's own :meth:`input_problems`): listed with the required fields
+    required_columns: ClassVar[tuple[str, ...]] = ()
     needs_llm: ClassVar[bool] = False
     needs_embeddings: ClassVar[bool] = False
     #: statement lists this metric reads ("response", "reference"); extracted once per sample

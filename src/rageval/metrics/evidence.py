@@ -338,12 +338,16 @@ class TopicEvidence(EvidenceBase):
 class PairwiseReading(EvidencePart):
     """One order of a pairwise comparison, read back as a verdict on A and B: the winner the
     judge wrote, and the probabilities of A, B and a tie (from its log-probabilities; the
-    written verdict's is 1 where there were none)."""
+    written verdict's is 1 where there were none); with a verdict on each answer, also each
+    answer's probability of being right."""
 
     winner: Literal["a", "b", "tie"]
     p_a: float
     p_b: float
     p_tie: float
+    #: with a verdict on each answer (ask "each"): the probability that A, and B, is right
+    right_a: float | None = None
+    right_b: float | None = None
 
 
 class PairwiseEvidence(EvidenceBase):
@@ -359,6 +363,9 @@ class PairwiseEvidence(EvidenceBase):
     criterion: str
     #: how the winner was read: from the written verdicts, or the mean probabilities
     winner_from: Literal["verdicts", "probabilities"] = "verdicts"
+    #: what each request asked: a verdict on each answer, or which answer is better (the only
+    #: request before "each" came, hence the default of a run log without it)
+    ask: Literal["each", "which"] = "which"
 
 
 class TurnScore(EvidencePart):

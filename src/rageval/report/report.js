@@ -1434,11 +1434,13 @@
       h("p", { class: "ev-summary" }, `winner: ${ev.winner}${ev.flip ? " (the two orders disagreed: a flip)" : ""}`),
       kvTable([
         ["criterion", ev.criterion],
+        ["asked", ev.ask === "each" ? "a verdict on each answer" : "which answer is better"],
         ["winner from", ev.winner_from],
-        ["A shown first: verdict", ev.a_first.winner],
-        ["A shown first: P(a) / P(b) / P(tie)", pTriple(ev.a_first)],
-        ["B shown first: verdict", ev.b_first.winner],
-        ["B shown first: P(a) / P(b) / P(tie)", pTriple(ev.b_first)],
+        ...[["A shown first", ev.a_first], ["B shown first", ev.b_first]].flatMap(([order, r]) => [
+          [`${order}: verdict`, r.winner],
+          ...(r.right_a === null || r.right_a === undefined ? [] : [[`${order}: P(A right) / P(B right)`, [r.right_a, r.right_b].map(fmtNum).join(" / ")]]),
+          [`${order}: P(a) / P(b) / P(tie)`, pTriple(r)],
+        ]),
       ]),
     ],
     free: (ev) => genericEvidence(ev.data),

@@ -36,7 +36,14 @@ from rageval.log._pairwise import (
     SystemStrength,
 )
 from rageval.metrics.evidence import PairwiseEvidence
-from rageval.metrics.pairwise import DEFAULT_WINNER_FROM, RESPONSE_B, Criterion, WinnerFrom
+from rageval.metrics.pairwise import (
+    DEFAULT_ASK,
+    DEFAULT_WINNER_FROM,
+    RESPONSE_B,
+    Ask,
+    Criterion,
+    WinnerFrom,
+)
 from rageval.runner._evaluate import _write_report, aevaluate
 from rageval.runner._prepare import OnInvalid
 from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
@@ -96,13 +103,14 @@ def system_rows(systems: Mapping[str, Sequence[Sample]]) -> list[dict[str, Any]]
     rows: list[dict[str, Any]] = []
     problems: list[RowProblem] = []
     for sa, sb in itertools.combinations(systems, 2):
-        for n, (qid, a) in enumerate(by_id[sa].items()):
+        for qid, a in by_id[sa].items():
             b = by_id[sb].get(qid)
             if b is None:
                 continue
             if a.text("user_input").strip() != b.text("user_input").strip():
+                # located by its id, which both systems' rows have (each at a line of its own)
                 problems.append(
-                    RowProblem(n, "user_input", f"differs between {sa} and {sb}", str(qid))
+                    RowProblem(None, "user_input", f"differs between {sa} and {sb}", str(qid))
                 )
                 continue
             rows.append(_row(a, b.text("response"), sa, sb, str(qid), len(systems) > 2))
@@ -134,19 +142,24 @@ def file_rows(
     for n, (s, sid) in enumerate(zip(loaded.samples, sample_ids(loaded.samples), strict=True)):
         if s is None:
             continue
+
+        def problem(field: str, why: str, n: int = n, sid: str = sid) -> RowProblem:
+            # where load_samples puts a row's problems: its line in a line-based file
+            return RowProblem(n, field, why, sid, line=loaded.line(n))
+
         meta = dict(s.metadata)
         a = meta.pop("response_a", None)
         if a is not None and s.response is not None:
-            problems.append(RowProblem(n, "response_a", "give response_a or response, not both"))
+            problems.append(problem("response_a", "give response_a or response, not both"))
         a = s.response if a is None else a
         for field, value in (("response_a", a), (RESPONSE_B, meta.get(RESPONSE_B))):
             if not isinstance(value, str):
-                problems.append(RowProblem(n, field, "needs a text (each pair has two answers)"))
+                problems.append(problem(field, "needs a text (each pair has two answers)"))
         verdict = None
         if human is not None:
             verdict, why = _human_verdict(meta.pop(human, None))
             if why:
-                problems.append(RowProblem(n, human, why, sid))
+                problems.append(problem(human, why))
         row = s.model_dump(exclude_none=True, exclude={"metadata", "id", "response"})
         extra = {SYSTEM_A: "A", SYSTEM_B: "B", QUESTION: sid, HUMAN: verdict}
         rows.append({**row, "id": sid, "response": a, "metadata": {**meta, **extra}})
@@ -195,6 +208,7 @@ async def apairwise(
     criterion: Criterion = "correctness",
     rubric: str | None = None,
     winner_from: WinnerFrom = DEFAULT_WINNER_FROM,
+    ask: Ask = DEFAULT_ASK,
     human: str | None = None,
     metric_params: Mapping[str, Any] | None = None,
     column_map: Mapping[str, str] | None = None,
@@ -219,10 +233,11 @@ async def apairwise(
             one), ``completeness``, ``faithfulness`` (to the retrieved contexts) or
             ``rubric`` (the words in `rubric`).
         rubric: with ``criterion="rubric"``, what to judge by.
-        winner_from: a pair's winner from the a/b/tie ``probabilities`` averaged over both
-            orders (by the judge's log-probabilities; the default) or from both orders'
-            written ``verdicts`` (differing ones: a tie); see
-            :func:`rageval.metrics.pairwise.combine`.
+        winner_from: a pair's winner from the judge's log-probabilities averaged over both
+            orders (``probabilities``, the default) or from both orders' written
+            ``verdicts`` (differing ones: a tie); see :func:`rageval.metrics.pairwise.combine`.
+        ask: what each request asks: a verdict on ``each`` answer judged on its own (the
+            default) or ``which`` answer is better.
         human: the one-source form: a column of people's verdicts (a, b or tie; blank where
             nobody judged), for the judge's agreement with them and the PPI++ win rate.
         metric_params: the pairwise metric's other constructor arguments.
@@ -248,11 +263,11 @@ async def apairwise(
         if not config.resume:
             raise RunConfigError("data=None goes only with resume=True (the run's own pairs)")
     else:
-        named = {"criterion", "rubric", "winner_from"} & set(metric_params or {})
+        named = {"criterion", "rubric", "winner_from", "ask"} & set(metric_params or {})
         if named:
             raise RunConfigError(f"give {', '.join(sorted(named))} as keywords of pairwise()")
         rows = pair_rows(data, human=human, column_map=column_map)
-        chosen = {"criterion": criterion, "winner_from": winner_from}
+        chosen = {"criterion": criterion, "winner_from": winner_from, "ask": ask}
         params = {"pairwise": {**(metric_params or {}), **chosen}}
         if rubric is not None:
             params["pairwise"]["rubric"] = rubric
