@@ -781,14 +781,23 @@ def _embeddings(args: argparse.Namespace, settings: Settings) -> Embeddings | No
 
 
 def _check_param_names(params: dict[str, dict[str, Any]], metrics: Sequence[str] | None) -> None:
-    """-p for a metric that is not one, or not one of those named for the run, would do
-    nothing: say so."""
+    """-p for a metric that is not one, or not one of those named for the run, or not one the
+    default selection (no -m) may choose, would do nothing: say so. With no -m, each metric
+    -p names is built here with its parameters, so that a parameter it does not take or a
+    value it refuses is an error even when the data then leaves the metric out."""
     from rageval.metrics.base import metric_class
+    from rageval.runner._prepare import make_metric
 
     for name in params:
         try:
-            metric_class(name)
+            cls = metric_class(name)
         except KeyError as e:
             raise _UsageError(f"-p {name}...: {e.args[0]}") from None
         if metrics is not None and name not in metrics:
             raise _UsageError(f"-p {name}...: {name} is not a metric of this run")
+        if metrics is None and not cls.in_default_run:
+            raise _UsageError(
+                f"-p {name}...: {name} is not in the default selection: name it with -m {name}"
+            )
+        if metrics is None:
+            make_metric(name, params)

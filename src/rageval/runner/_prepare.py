@@ -172,18 +172,10 @@ def resolve_metrics(
     if unknown:
         raise RunConfigError(f"parameters for unknown metric(s): {', '.join(unknown)}")
 
-    def make(spec: MetricLike) -> Metric:
-        try:
-            return as_metric(spec, params)
-        except KeyError as e:
-            raise RunConfigError(str(e.args[0])) from None
-        except (TypeError, ValueError) as e:  # not a metric, or an invalid constructor argument
-            raise _construction_error(spec, e) from None
-
     if metrics is None:
         left_out = left_out_of_default(loaded)
         chosen: list[Metric] = [
-            make(name) for name in default_candidates(loaded) if name not in left_out
+            make_metric(name, params) for name in default_candidates(loaded) if name not in left_out
         ]
         if not chosen:
             if loaded.problems and all(sample is None for sample in loaded.samples):
@@ -200,7 +192,7 @@ def resolve_metrics(
                     f"{spec.name} is given as an object: give its parameters to it, not in "
                     "metric_params"
                 )
-            chosen.append(make(spec))
+            chosen.append(make_metric(spec, params))
     if not chosen:
         raise RunConfigError("no metric to run: the list of metrics is empty")
     names = [m.name for m in chosen]
@@ -211,6 +203,18 @@ def resolve_metrics(
             "name: give one of them another, e.g. ContextEvaluation(..., name='tone'))"
         )
     return chosen
+
+
+def make_metric(spec: MetricLike, params: Mapping[str, Mapping[str, Any]]) -> Metric:
+    """The metric `spec` names (see :func:`rageval.metrics.as_metric`), built with its
+    constructor arguments in `params`; RunConfigError for an unknown name, a parameter it
+    does not take or a value it refuses."""
+    try:
+        return as_metric(spec, params)
+    except KeyError as e:
+        raise RunConfigError(str(e.args[0])) from None
+    except (TypeError, ValueError) as e:  # not a metric, or an invalid constructor argument
+        raise _construction_error(spec, e) from None
 
 
 def _construction_error(spec: MetricLike, error: Exception) -> RunConfigError:
