@@ -29,7 +29,8 @@ _SETTINGS = ("criterion", "rubric", "winner_from", "ask")
 _DESCRIPTION = """\
 Judge which of two answers to each question is better, asking the judge twice per pair (A
 shown first, then B shown first) for a verdict on each answer; the winner is the answer more
-probably right over both orders, and orders whose verdicts disagree count as a flip. SOURCES are
+probably right where it is shown first, and orders whose verdicts disagree count as a flip.
+SOURCES are
 two or more run directories or data files answering the same questions (matched by id; with
 three or more, every two systems are compared and ranked by Bradley-Terry), or one data file
 whose rows hold response_a and response_b. Prints B's win rate over A (ties half) with a
@@ -62,9 +63,10 @@ def add_pairwise_command(sub: Any) -> None:
         "--winner-from",
         choices=("verdicts", "probabilities"),
         default=None,
-        help="a pair's winner: from the judge's log-probabilities averaged over both orders "
-        "(default; with --ask each the answer more probably right), or the verdicts of both "
-        "orders (differing verdicts are a tie); without log-probabilities the two agree",
+        help="a pair's winner: from the judge's log-probabilities (default; with --ask each the "
+        "answer more probably right where it is shown first, with --ask which the option most "
+        "probable over both orders), or the verdicts of both orders (differing verdicts are a "
+        "tie)",
     )
     pw.add_argument(
         "--ask",
