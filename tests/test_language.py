@@ -199,6 +199,15 @@ def test_an_unknown_language_is_refused_before_any_judge_call(
     assert "unknown language code 'xx'" in problem.message
     with pytest.raises(ValueError, match="language: unknown language code 'zz'"):
         load_samples(rows[:1], language="zz")
+    # a language that is no text: an error naming the row (was silently detected instead),
+    # and language= (was an AttributeError)
+    for wrong in (5, ["de"], True):
+        [problem] = load_samples([{**rows[0], "language": wrong}]).problems
+        assert (problem.row, problem.field) == (0, "language")
+        assert f"{wrong!r} is not a language" in problem.message
+    with pytest.raises(ValueError, match="language: 5 is not a language"):
+        load_samples(rows[:1], language=5)  # type: ignore[arg-type]
+    assert not load_samples([{**rows[0], "language": None}], language="").problems
     data = tmp_path / "rows.jsonl"
     data.write_text(json.dumps(rows[0]) + "\n")
     cli = subprocess.run(

@@ -129,10 +129,16 @@ def language_name(language: str) -> str:
     return text
 
 
-def language_problem(language: str) -> str | None:
+def language_problem(language: object) -> str | None:
     """What is wrong with `language` as a stated language, or None when a prompt can state
-    it: a two-letter code (with an optional region, "pt-BR") must be an ISO 639-1 code, and a
-    name must be one short line with a letter in it."""
+    it: a text (a number, a list... is not one), a two-letter code (with an optional region,
+    "pt-BR") must be an ISO 639-1 code, and a name must be one short line with a letter in
+    it."""
+    if not isinstance(language, str):
+        return (
+            f"{language!r} is not a language: give a text, an ISO 639-1 code (de) or a name "
+            "(German)"
+        )
     text = language.strip()
     code = _CODE.fullmatch(text)
     if code and code.group(1).lower() not in LANGUAGE_NAMES:

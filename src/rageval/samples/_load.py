@@ -469,9 +469,8 @@ def load_samples(
     does not know is an error. `language` is the language of every row without a
     ``language`` column of its own (kept in its metadata; docs/languages.md).
     """
-    wrong_language = None if language is None else language_problem(language)
-    if language and language.strip() and wrong_language:
-        raise ValueError(f"language: {wrong_language}")
+    if language is not None and not _blank(language) and (wrong := language_problem(language)):
+        raise ValueError(f"language: {wrong}")
     problems: list[RowProblem] = []
     lines: list[int] | None = None
     path: Path | None = None
@@ -520,7 +519,7 @@ def load_samples(
             problems.append(RowProblem(i, field, message, sid, line=line))
         sample = _validated(row, i, line, sid, set(bad_cells), problems)
         stated = None if sample is None else sample.metadata.get("language")
-        wrong = language_problem(stated) if isinstance(stated, str) and stated.strip() else None
+        wrong = None if _blank(stated) else language_problem(stated)
         if wrong:  # before any prompt states it to a judge
             problems.append(RowProblem(i, "language", wrong, sid, line=line))
             sample = None
@@ -538,6 +537,11 @@ def load_samples(
         given_fields=frozenset(given & set(ROW_FIELDS)),
         rows=raw_rows if path is None else None,
     )
+
+
+def _blank(language: object) -> bool:
+    """No language stated (None or a blank text): the row's own, or detected, applies."""
+    return language is None or (isinstance(language, str) and not language.strip())
 
 
 def _in_language(sample: Sample | None, language: str) -> Sample | None:
