@@ -419,6 +419,22 @@ def test_kill_9_halfway_then_resume_sends_no_answered_request_twice(tmp_path: Pa
     assert len(judge.answered) == len(set(judge.answered))
 
 
+def test_a_llama_cpp_server_is_sent_no_more_requests_at_once_than_its_slots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as evaluate: the run reads the slots (GET /props) and follows them; a comparison's
+    # support check has two contexts, whose claim checks went out at once before
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeOpenAI(Scripted(), latency=0.05, llama_cpp_slots=1) as server:
+        result = _run(server, 1, tmp_path, mix={"comparison": 1}, cache=False)
+        assert [r.path for r in server.requests].count("/props") == 1
+        assert server.max_in_flight == 1
+    assert len(result.items) == 1
+    with FakeOpenAI(Scripted(), latency=0.05) as server:
+        _run(server, 1, tmp_path, mix={"comparison": 1}, cache=False)
+        assert server.max_in_flight == 2  # no slots to follow: both claim checks at once
+
+
 def test_the_dry_run_estimate_counts_the_requests_of_a_run_without_drops(
     tmp_path: Path,
 ) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from rageval._client._run import run_scope
 from rageval._progress import ProgressLine, display
 from rageval._rundir_lock import hold_run_dir
 from rageval._version import __version__
@@ -44,6 +45,12 @@ from rageval.generation._report import report_markdown
 from rageval.judge import Judge, Usage
 from rageval.metrics.claim_checks import SUPPORTED_AT
 from rageval.runner._cost import limit_spending
+from rageval.runner._probe import (
+    follow_server_slots,
+    known_server_slots,
+    probe_endpoints,
+    run_gates,
+)
 from rageval.runner._runconfig import RunConfig
 from rageval.runner._schedule import usage_since
 
@@ -370,13 +377,20 @@ async def run_generation(
         "judge": judge.describe(),
         "run_config": config.record(),
     }
-    if config.run_dir is None:
-        return await _session(generation, None, config)
-    with hold_run_dir(config.run_dir):
-        log = _open_run(config.run_dir, config, manifest)
-        result = await _session(generation, log, config)
-        _write_outputs(config.run_dir, result, chunks)
-        return result
+    # as evaluate: a llama.cpp server is sent at most as many requests at once as it has
+    # slots and each is waited for longer (else, with a queue, its requests time out at 60 s
+    # and are sent again: work done twice)
+    if config.probe:
+        await probe_endpoints([judge], generation.embeddings)
+    slots = follow_server_slots([judge], known_server_slots())
+    with run_scope(server_slots=slots, gates=run_gates([judge], slots)):
+        if config.run_dir is None:
+            return await _session(generation, None, config)
+        with hold_run_dir(config.run_dir):
+            log = _open_run(config.run_dir, config, manifest)
+            result = await _session(generation, log, config)
+            _write_outputs(config.run_dir, result, chunks)
+            return result
 
 
 async def _session(generation: _Generation, log: _Log | None, config: RunConfig) -> GenerateResult:
