@@ -160,6 +160,7 @@ def test_python_api_names_row_and_field_before_any_request(
     with pytest.raises(InvalidDataError) as info:
         evaluate(path, METRICS, llm=judge(server), run_dir=tmp_path / "run", progress=False)
     assert_names_the_problem(str(info.value), case)
+    assert f"invalid input in {path}" in str(info.value)
     if case.row is not None:
         assert any(p.row == case.row for p in info.value.problems)
     assert server.requests == []

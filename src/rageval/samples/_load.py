@@ -304,7 +304,10 @@ def _read_json(path: Path) -> FileRows:
         obj = obj["samples"]
     if isinstance(obj, dict):
         _refuse_another_wrapper(obj, path)
-        return list(_rows_from_object(obj)), [], None
+        try:
+            return list(_rows_from_object(obj)), [], None
+        except InvalidDataError as e:  # columns that are no lists, or of different lengths
+            raise InvalidDataError(e.problems, source=str(path)) from None
     if not isinstance(obj, list):
         raise InvalidDataError(
             [
