@@ -51,6 +51,7 @@ from rageval.labelling._file import PlannedRow
 from rageval.labelling._rows import MetricView
 from rageval.labelling._session import shared
 from rageval.results import load_run
+from rageval.samples import InvalidDataError
 from rageval.stats import active_ppi_mean
 from rageval.testing import FAKE_API_KEY, FakeOpenAI
 
@@ -523,6 +524,26 @@ def test_reopening_with_another_plan_is_refused(
     assert "--metric context_recall: the run scored faithfulness, answer_accuracy, token_f1" in err
     assert main(["label", str(data), "--scale", "1"]) == 2
     assert "--scale needs at least two values" in capsys.readouterr().err
+
+
+def test_a_data_file_with_a_row_that_cannot_be_read_is_refused_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Such a row was left out of the labelling unseen (and one whose contexts were no list
+    shown without them); now refused as evaluate refuses it, before any server starts."""
+    good = {"user_input": "q", "response": "r", "retrieved_contexts": ["c"]}
+    for bad, problem in (
+        ('{"user_input": "q2", "response":', "line 2: line is not valid JSON"),
+        (json.dumps({**good, "retrieved_contexts": "c"}), "line 2, field 'retrieved_contexts'"),
+    ):
+        data = tmp_path / "data.jsonl"
+        data.write_text(json.dumps(good) + "\n" + bad + "\n")
+        with pytest.raises(InvalidDataError, match=problem):
+            read_rows(data)
+        assert main(["label", str(data)]) == 2
+        err = capsys.readouterr().err
+        assert f"invalid input in {data}: {problem}" in err and "Traceback" not in err
+        assert not (tmp_path / "data.jsonl.labels.jsonl").exists()
 
 
 def test_two_annotators_share_one_server(tmp_path: Path) -> None:

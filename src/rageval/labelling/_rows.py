@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.log import MANIFEST_FILE, RESULTS_FILE, read_lines, read_manifest
-from rageval.samples import Conversation, Sample, load_samples, sample_ids
+from rageval.samples import Conversation, InvalidDataError, Sample, load_samples, sample_ids
 
 
 @dataclass(frozen=True)
@@ -77,11 +77,18 @@ def read_rows(path: str | Path) -> LabellingRows:
 
     Args:
         path: a run directory (it has a manifest) or a data file rageval reads.
+
+    Raises:
+        InvalidDataError: a data file with a row that cannot be read (it would be left out
+            of the labelling unseen) or a field that cannot (the page would show the row
+            without it), named by line and field as ``rageval evaluate`` names them.
     """
     path = Path(path)
     if path.is_dir() and (path / MANIFEST_FILE).exists():
         return _run_rows(path)
     loaded = load_samples(path)
+    if loaded.problems:
+        raise InvalidDataError(loaded.problems, source=loaded.source)
     ids = sample_ids(loaded.samples)
     views = [
         _view(sample, ids[i], i, {})
