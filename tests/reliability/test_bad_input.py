@@ -477,3 +477,23 @@ def test_trec_files_with_bytes_that_are_not_utf8_name_the_line(
     assert "qrels.txt: line 2: not valid UTF-8" in err and "Traceback" not in err
     assert main([*args[:2], str(tmp_path), *args[3:]]) == 2
     assert "qrels file is a directory" in capsys.readouterr().err
+
+
+def test_a_dataframe_read_from_a_csv_with_list_cells_says_how_to_read_them(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """pandas.read_csv keeps a list cell as its text: the error says so and how to fix it."""
+    import pandas as pd
+
+    path = tmp_path / "ragas.csv"
+    path.write_bytes(_csv(_good_csv_rows()))
+    assert (
+        evaluate(path, METRICS, llm=judge(server), progress=False).statuses("faithfulness")
+        == ["ok"] * 3
+    )
+    with pytest.raises(InvalidDataError) as info:
+        evaluate(pd.read_csv(path), METRICS, llm=judge(server), progress=False)
+    assert "row 0, id 's-T000', field 'retrieved_contexts'" in str(info.value)
+    assert "a list written as text" in str(info.value) and "CSV file itself" in str(info.value)
+    asked = len(server.requests)  # by the CSV file's run; none for the DataFrame
+    assert asked > 0

@@ -482,7 +482,18 @@ def _list_input(value: Any, expected: str = "a list") -> Any:
     """A list field's input: a single string refused (it is not a list of one), a tuple or a
     numpy array (pandas, Parquet) as a list."""
     if isinstance(value, str):
-        raise ValueError(f"must be {expected}, got a single string")
+        text = value.strip()
+        written = text.startswith("[") and text.endswith("]")
+        raise ValueError(
+            f"must be {expected}, got a single string"
+            + (
+                " that is a list written as text, as a CSV file holds one (pandas.read_csv "
+                "keeps it so): give rageval the CSV file itself, or parse the column first "
+                "(ast.literal_eval)"
+                if written
+                else ""
+            )
+        )
     if isinstance(value, tuple):
         return list(value)
     if value is not None and not isinstance(value, list) and hasattr(value, "tolist"):
