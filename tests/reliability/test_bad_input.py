@@ -497,3 +497,25 @@ def test_a_dataframe_read_from_a_csv_with_list_cells_says_how_to_read_them(
     assert "a list written as text" in str(info.value) and "CSV file itself" in str(info.value)
     asked = len(server.requests)  # by the CSV file's run; none for the DataFrame
     assert asked > 0
+
+
+def test_a_missing_local_model_stops_a_judge_metric_that_embeds_before_any_request(
+    server: FakeOpenAI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Its cells used to fail one by one (metric_error) after their judge calls were paid."""
+    monkeypatch.setenv("RAGEVAL_MINILM_DIR", str(tmp_path))  # no model files there
+    with pytest.raises(RunConfigError, match="answer_correctness embeds with the local model"):
+        evaluate(GOOD, ["faithfulness", "answer_correctness"], llm=judge(server), progress=False)
+    path = tmp_path / "data.jsonl"
+    write_jsonl(path, GOOD)
+    args = ["evaluate", str(path), "-m", "answer_relevancy", "--llm", "judge-model", "-q"]
+    assert main([*args, "--base-url", server.base_url, "-o", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "model.safetensors" in err and "Traceback" not in err
+    assert server.requests == [] and not (tmp_path / "r").exists()
+    # a metric that only embeds costs nothing: its cells say why they have no value
+    result = evaluate(GOOD, ["semantic_similarity"], progress=False)
+    assert result.statuses("semantic_similarity") == ["not_measured"] * 3

@@ -193,6 +193,12 @@ class LocalEmbeddings(Embeddings):
         self._threads = threads
         self._loaded: _Runtime | None = None
 
+    def find_files(self) -> Path:
+        """The directory of the model's files, found without reading them: a quick check
+        that they are there (ModelFilesError naming every way to get them when they are
+        not), before a run pays for judge requests whose cells would then need them."""
+        return find_model_dir(self._model_dir)
+
     def load(self) -> LocalEmbeddings:
         """Load the model now rather than on the first call (e.g. to fail early)."""
         if self._loaded is None:

@@ -474,6 +474,25 @@ def missing_keys(judges: Sequence[Judge]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _check_model_files(
+    metrics: Sequence[Metric], embedder: Embeddings | None, judge: Judge | None
+) -> None:
+    """The local embedding model's files, where a judge metric of the run embeds with it:
+    found before the first judge request, else each of its cells would fail for want of them
+    after its requests were paid for (a metric that only embeds, semantic_similarity, costs
+    nothing: its cells say why they have no value, as before)."""
+    from rageval.embeddings import LocalEmbeddings, ModelFilesError
+
+    for metric in metrics:
+        own = metric.embeddings or embedder
+        paid = metric.needs_llm and (metric.llm or judge) is not None
+        if metric.needs_embeddings and paid and isinstance(own, LocalEmbeddings):
+            try:
+                own.find_files()
+            except ModelFilesError as e:
+                raise RunConfigError(f"{metric.name} embeds with the local model: {e}") from None
+
+
 def prepare(spec: RunSpec, *, resume: bool = False, keys: bool = True) -> Prepared:
     """Load and validate the data, make the metrics, the judges, the embeddings and the plans
     of a checked `spec`: every check done before the first request, the same for
@@ -504,6 +523,7 @@ def prepare(spec: RunSpec, *, resume: bool = False, keys: bool = True) -> Prepar
         embedder = embeddings_from_spec("local")
     else:
         embedder = embeddings
+    _check_model_files(metric_objs, embedder, judge)
     panel = llm if isinstance(llm, Panel) else None
     plans = make_plans(
         metric_objs,
