@@ -116,7 +116,7 @@ CORPUS: dict[str, Bad] = {
     "nan_literal": Bad(".jsonl", b'{"user_input": NaN, "response": "r", "retrieved_contexts": ["c"], "reference": "x"}\n', 0, "user_input", "missing"),
     "infinity_literal": Bad(".jsonl", _jsonl(GOOD[0]) + b'{"user_input": "q", "response": Infinity, "retrieved_contexts": ["c"], "reference": "x"}\n', 1, "response", "string"),
     "non_utf8_line": Bad(".jsonl", _jsonl(GOOD[0], b'{"user_input": "caf\xe9", "response": "r"}'), 1, None, "UTF-8"),
-    "invalid_json_line": Bad(".jsonl", _jsonl(GOOD[0], b'{"user_input": "q", "response": '), 1, None, "not valid JSON"),
+    "invalid_json_line": Bad(".jsonl", _jsonl(GOOD[0], b'{"user_input": "q", "response": '), 1, None, "not valid JSON (Expecting value at column 33)"),
     "array_line": Bad(".jsonl", _jsonl(["q", "a"]), 0, None, "expected an object"),
     "scalar_line": Bad(".jsonl", _jsonl(GOOD[0], GOOD[1], "just text"), 2, None, "expected an object"),
     "json_not_a_list": Bad(".json", b"42", None, None, "expected a list of objects"),

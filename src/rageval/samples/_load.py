@@ -279,7 +279,8 @@ def _read_jsonl(path: Path) -> FileRows:
             rows.append(None)
             try:
                 # utf-8-sig: exports from Windows tools start with a byte-order mark
-                obj = json.loads(raw.decode("utf-8-sig" if line == 1 else "utf-8"))
+                text = raw.decode("utf-8-sig" if line == 1 else "utf-8").rstrip("\r\n")
+                obj = json.loads(text)  # without its line end, an error's column is the line's
             except UnicodeDecodeError as e:
                 message = f"line is not valid UTF-8 ({e.reason} at byte {e.start})"
             except json.JSONDecodeError as e:
