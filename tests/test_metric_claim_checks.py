@@ -149,6 +149,29 @@ async def test_by_default_all_contexts_in_one_request(fake_openai: FakeOpenAI) -
     assert len(list(metric.plan(SAMPLE) or [])) == 3
 
 
+async def test_the_question_comes_between_the_contexts_and_the_claim(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.handler = checker
+    metric = ResponseGroundedness(mode="checker", llm=make_judge(fake_openai))
+    await metric.single_turn_ascore(SAMPLE)
+    prompts = [user_text(r) for r in fake_openai.chat_requests]
+    assert len(prompts) == 3
+    for text, sentence in zip(prompts, SENTENCES, strict=True):
+        assert text.index("</contexts>") < text.index("<question>\nWho wrote Dune?\n</question>")
+        assert text.index("</question>") < text.index(f"<claim>\n{sentence}\n</claim>")
+    # the three checks share everything before the claim: the contexts and the question
+    assert len({t.split("<claim>")[0] for t in prompts}) == 1
+    planned = [r.messages[-1]["content"] for r in metric.plan(SAMPLE) or []]
+    assert planned == prompts
+    # response_groundedness needs no question: without one (or a blank one) none is shown
+    fake_openai.reset()
+    for question in (None, "  "):
+        bare = Sample(user_input=question, response=SENTENCES[0], retrieved_contexts=CONTEXTS)
+        assert (await metric.single_turn_ascore(bare)).value == 1.0
+    assert [("<question>" in user_text(r)) for r in fake_openai.chat_requests] == [False, False]
+
+
 async def test_no_claim_no_context_and_a_failed_check(fake_openai: FakeOpenAI) -> None:
     judge = make_judge(fake_openai, max_retries=0)
     metric = Faithfulness(mode="checker", llm=judge)

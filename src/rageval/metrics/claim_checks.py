@@ -11,9 +11,13 @@ supported.
 * The answer is read as P(supported): P("yes") from the token log-probabilities of the same
   request where the judge scores by probability (its ``scoring``; the endpoint returns them:
   vLLM, llama.cpp, OpenAI), else 1 for yes and 0 for no.
-* A request shows the contexts first and the claim last (:func:`check_messages`): the claims
-  of a sample checked against the same contexts begin with the same text, which a server's
-  prompt cache (llama.cpp, vLLM, a provider's) serves to every claim after the first.
+* A request shows the contexts first, then the question the response answers (where the
+  sample has one), then the claim (:func:`check_messages`): the claims of a sample checked
+  against the same contexts begin with the same text, which a server's prompt cache
+  (llama.cpp, vLLM, a provider's) serves to every claim after the first. The question gives
+  a sentence its referents ("It is ...", "Yes, ..."); on MEMERAG's tuning rows with
+  Qwen2.5-Coder-1.5B it read people's labels a little better than the claim alone (AUROC
+  0.737 against 0.709, docs/metrics.md "Claim checks").
 * By default a claim is checked against all the contexts in one request (claims requests; no
   context is named as its support). `per_context` checks it against each context on its own
   and takes the largest probability, as MiniCheck scores a long document by its chunks: the
@@ -86,14 +90,20 @@ def claims_of(text: str) -> list[str]:
     return split_sentences(text)
 
 
-def check_messages(contexts: Sequence[str], claim: str, first: int = 1) -> list[dict[str, str]]:
+def check_messages(
+    contexts: Sequence[str], claim: str, first: int = 1, question: str = ""
+) -> list[dict[str, str]]:
     """The request that checks `claim` against `contexts` (numbered from ``c{first}``): the
-    contexts, the claim, how to reply, and the question, last."""
+    contexts, the `question` the response answers (left out when blank), the claim, how to
+    reply, and what is asked, last."""
     one = len(contexts) == 1
-    shown = tagged("context" if one else "contexts", numbered(contexts, "c", first))
+    shown = [tagged("context" if one else "contexts", numbered(contexts, "c", first))]
+    if question.strip():
+        shown.append(tagged("question", question))
+    shown.append(tagged("claim", claim))
     noun, them, do = ("context", "it", "does") if one else ("contexts", "them", "do")
     task = CHECK_TASK.format(noun=noun, them=them, do=do)
-    return data_first_messages(f"{shown}\n{tagged('claim', claim)}", task, CHECK_REPLY)
+    return data_first_messages("\n".join(shown), task, CHECK_REPLY)
 
 
 def probability_of(reply: JudgeReply[CheckReply]) -> float:
@@ -118,15 +128,20 @@ def _groups(contexts: Sequence[str], per_context: bool) -> list[_Group]:
 
 
 async def check_claims(
-    ctx: ScoringContext, claims: Sequence[str], contexts: Sequence[str], *, per_context: bool
+    ctx: ScoringContext,
+    claims: Sequence[str],
+    contexts: Sequence[str],
+    *,
+    per_context: bool,
+    question: str = "",
 ) -> list[CheckedClaim]:
-    """Each of `claims` checked against `contexts` (each on its own when `per_context`, the
-    largest probability kept; else all together), in order, ids ``s1``, ``s2``, …. The
-    requests are sent context by context, so that one context's requests follow each other
-    (a prompt cache with few slots keeps its text)."""
+    """Each of `claims` (of an answer to `question`) checked against `contexts` (each on its
+    own when `per_context`, the largest probability kept; else all together), in order, ids
+    ``s1``, ``s2``, …. The requests are sent context by context, so that one context's
+    requests follow each other (a prompt cache with few slots keeps its text)."""
     groups = _groups(contexts, per_context)
     asks = [
-        ctx.ask_scored(check_messages(g.texts, claim, g.first), CheckReply)
+        ctx.ask_scored(check_messages(g.texts, claim, g.first, question), CheckReply)
         for g in groups
         for claim in claims
     ]
@@ -227,9 +242,10 @@ class ClaimCheckMetric(Metric):
         """The check requests :meth:`check` sends for `sample`."""
         contexts = nonblank(sample.retrieved_contexts)
         claims = claims_of(sample.text("response"))
+        question = sample.text("user_input")
         return [
             PlannedRequest(
-                check_messages(g.texts, claim, g.first),
+                check_messages(g.texts, claim, g.first, question),
                 CheckReply,
                 reply_tokens=EXPECTED_CHECK_TOKENS,
             )
@@ -252,7 +268,13 @@ class ClaimCheckMetric(Metric):
             ]
             reason = "no context was retrieved, so none of the claims is supported"
         else:
-            checked = await check_claims(ctx, claims, contexts, per_context=self.per_context)
+            checked = await check_claims(
+                ctx,
+                claims,
+                contexts,
+                per_context=self.per_context,
+                question=sample.text("user_input"),
+            )
             supported = sum(c.supported for c in checked)
             reason = (
                 f"{supported} of {len(checked)} claims supported by the contexts "
