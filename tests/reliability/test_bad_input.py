@@ -519,3 +519,16 @@ def test_a_missing_local_model_stops_a_judge_metric_that_embeds_before_any_reque
     # a metric that only embeds costs nothing: its cells say why they have no value
     result = evaluate(GOOD, ["semantic_similarity"], progress=False)
     assert result.statuses("semantic_similarity") == ["not_measured"] * 3
+
+
+def test_arguments_of_the_wrong_type_get_a_clear_message(server: FakeOpenAI) -> None:
+    """Each was an AttributeError or "'int' object is not iterable" from deep inside."""
+    cases: list[tuple[dict[str, Any], type[Exception], str]] = [
+        ({"llm": 123}, RunConfigError, "llm must be a Judge, a model name, a Panel or a non"),
+        ({"embeddings": 3}, RunConfigError, "embeddings must be an Embeddings object"),
+        ({"column_map": ["a"]}, ValueError, "column_map must be a dict"),
+    ]
+    for kwargs, error, words in cases:
+        with pytest.raises(error, match=words):
+            evaluate(GOOD, ["faithfulness", "semantic_similarity"], progress=False, **kwargs)
+    assert server.requests == []

@@ -347,9 +347,11 @@ def run_judges(llm: JudgeArg) -> list[Judge]:
         return [judge] if judge is not None else []
     if isinstance(llm, Judge):
         return [llm]
-    judges = list(llm)
+    judges: list[Judge] = list(llm) if isinstance(llm, (list, tuple)) else []
     if not judges or not all(isinstance(j, Judge) for j in judges):
-        raise RunConfigError("llm must be a Judge, a model name, or a non-empty list of Judges")
+        raise RunConfigError(
+            f"llm must be a Judge, a model name, a Panel or a non-empty list of Judges, got {llm!r}"
+        )
     models = sorted({j.model for j in judges})
     if len(models) > 1:
         raise RunConfigError(
@@ -498,6 +500,8 @@ def prepare(spec: RunSpec, *, resume: bool = False, keys: bool = True) -> Prepar
     of a checked `spec`: every check done before the first request, the same for
     :func:`aevaluate` and the dry run (:func:`rageval.estimate`, which sends nothing and so
     needs no key: `keys` False skips :func:`missing_keys`). Nothing is sent."""
+    from rageval.embeddings import Embeddings as _Embeddings
+
     metrics, llm, embeddings = spec.metrics, spec.llm, spec.embeddings
     on_invalid, repeats = checked_options(spec.on_invalid, spec.repeats)
     loaded = load_data(spec)
@@ -521,8 +525,13 @@ def prepare(spec: RunSpec, *, resume: bool = False, keys: bool = True) -> Prepar
         embedder = embeddings_from_spec(embeddings)
     elif embeddings is None and needs_embeddings:
         embedder = embeddings_from_spec("local")
-    else:
+    elif embeddings is None or isinstance(embeddings, _Embeddings):
         embedder = embeddings
+    else:
+        raise RunConfigError(
+            "embeddings must be an Embeddings object (embedding_factory(...)), 'local' or "
+            f"'openai:MODEL', got {embeddings!r}"
+        )
     _check_model_files(metric_objs, embedder, judge)
     panel = llm if isinstance(llm, Panel) else None
     plans = make_plans(

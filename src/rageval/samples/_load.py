@@ -475,6 +475,8 @@ def load_samples(
     """
     if language is not None and not _blank(language) and (wrong := language_problem(language)):
         raise ValueError(f"language: {wrong}")
+    if column_map is not None and not isinstance(column_map, Mapping):
+        raise ValueError(f"column_map must be a dict, {{'yours': 'field'}}, got {column_map!r}")
     problems: list[RowProblem] = []
     lines: list[int] | None = None
     path: Path | None = None
