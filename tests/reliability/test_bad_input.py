@@ -132,6 +132,10 @@ CORPUS: dict[str, Bad] = {
     "csv_context_not_json": Bad(".csv", _csv([_csv_row(GOOD[0], "first; second")]), 0, "retrieved_contexts", "JSON list"),
     "csv_context_is_an_object": Bad(".csv", _csv([_csv_row(GOOD[0], '{"a": 1}')]), 0, "retrieved_contexts", "list"),
     "csv_extra_cells": Bad(".csv", _csv(_good_csv_rows()[:1]) + b"s-X,q,r,\"[]\",ref,surplus\n", 1, None, "more cells than the header"),
+    "csv_column_twice": Bad(".csv", b"user_input,response,user_input\nq,r,q2\n", None, None, "line 1: the header names column(s) 'user_input' more than once"),
+    "csv_semicolons": Bad(".csv", b"user_input;response;reference\nq;r;x\n", None, None, "line 1: the header is one column, 'user_input;response;reference': this file's cells are separated by ';'"),
+    "csv_quote_never_closed": Bad(".csv", _csv(_good_csv_rows()[:1]) + b'x,"q,r,[],ref\n', None, None, "line 3: not valid CSV (unexpected end of data: a quoted cell is never closed)"),
+    "csv_text_after_a_quote": Bad(".csv", _csv(_good_csv_rows()[:1]) + b'x,"q" said,r,"[]",ref\n', None, None, "line 3: not valid CSV (',' expected after '\"': a quote opens"),
     "csv_non_utf8": Bad(".csv", b"user_input,response\ncaf\xe9,r\n", None, None, "UTF-8"),
     "unsupported_suffix": Bad(".txt", b"question: what?\n", None, None, "unsupported file type"),
 }  # fmt: skip

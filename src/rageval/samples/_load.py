@@ -341,7 +341,9 @@ def _read_csv(path: Path, *, delimiter: str) -> FileRows:
             [RowProblem(None, None, f"file is not valid UTF-8 ({e.reason} at byte {e.start})")],
             source=str(path),
         ) from e
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    # strict: a quoted cell never closed, or text after a closing quote, is an error (else a
+    # cell silently swallows the rest of the file, or loses its quotes)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     header: list[str] | None = None
     rows: list[Mapping[str, Any] | None] = []
     problems: list[RowProblem] = []
@@ -353,13 +355,23 @@ def _read_csv(path: Path, *, delimiter: str) -> FileRows:
         except StopIteration:
             break
         except csv.Error as e:
+            hint = (
+                ": a quoted cell is never closed"
+                if "end of data" in str(e)
+                else ": a quote opens a cell only at its start and closes it at its end; a "
+                'quote within a quoted cell is written twice ("")'
+                if "expected after" in str(e)
+                else ""
+            )
             raise InvalidDataError(
-                [RowProblem(None, None, f"line {line}: not valid CSV ({e})")], source=str(path)
+                [RowProblem(None, None, f"line {line}: not valid CSV ({e}{hint})")],
+                source=str(path),
             ) from e
         if not cells:  # a blank line
             continue
         if header is None:
             header = cells
+            _check_header(header, delimiter, path)
             continue
         row = len(rows)
         lines.append(line)
@@ -377,6 +389,24 @@ def _read_csv(path: Path, *, delimiter: str) -> FileRows:
         # an unnamed column is the index pandas' to_csv() writes
         rows.append({key: cell or None for key, cell in named if key != ""})
     return rows, problems, lines
+
+
+def _check_header(header: list[str], delimiter: str, path: Path) -> None:
+    """A column named twice (which cell would be its value?), or a header that is one column
+    holding another separator (a CSV saved with semicolons, as a spreadsheet in some locales
+    saves it): InvalidDataError, rather than every row lacking every field."""
+    twice = sorted({name for name in header if name and header.count(name) > 1})
+    if twice:
+        message = f"the header names column(s) {', '.join(map(repr, twice))} more than once"
+    elif len(header) == 1 and (other := next((c for c in ";\t|" if c in header[0]), None)):
+        separator = "tabs" if delimiter == "\t" else "commas"
+        message = (
+            f"the header is one column, {header[0]!r}: this file's cells are separated by "
+            f"{other!r}, and a {path.suffix} file's by {separator}"
+        )
+    else:
+        return
+    raise InvalidDataError([RowProblem(None, None, f"line 1: {message}")], source=str(path))
 
 
 _LIST_CELL_HINT = (
