@@ -100,3 +100,15 @@ def test_a_run_on_a_worker_thread_has_no_graceful_stop() -> None:
         return run_sync(inner())
 
     assert asyncio.run(outer()) is False
+
+
+def test_an_error_of_the_run_has_no_missing_loop_as_its_context() -> None:
+    """A traceback of evaluate() in a script began with "RuntimeError: no running event loop"
+    (the check for a running loop), then "During handling of the above exception..."."""
+
+    async def fails() -> None:
+        raise ValueError("the run's own error")
+
+    with pytest.raises(ValueError, match="the run's own error") as info:
+        run_sync(fails())
+    assert info.value.__context__ is None

@@ -158,10 +158,18 @@ def _run_on_main_thread(coro: Coroutine[Any, Any, T]) -> T:
         _main_runs.remove(run)
 
 
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+def _loop_running() -> bool:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        return False
+    return True
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    # the run starts outside the `except` that finds no loop: an error it raises would
+    # otherwise show "RuntimeError: no running event loop" as its context, first
+    if not _loop_running():
         return _run_on_main_thread(coro)
     box: dict[str, Any] = {}
 
