@@ -164,6 +164,23 @@ def test_an_unreachable_endpoint_fails_the_test_with_a_clear_message(tmp_path: P
     assert "Traceback" not in done.stdout
 
 
+def test_bad_rows_fail_the_test_with_the_message_once(server: FakeOpenAI, tmp_path: Path) -> None:
+    """It was shown twice, after "no running event loop" and "During handling of the above
+    exception, another exception occurred"."""
+    project = _project(tmp_path)
+    (project / "test_bad.py").write_text(
+        "def test_bad_row(assert_scores):\n"
+        "    rows = [{'user_input': 'q', 'response': 5, 'retrieved_contexts': ['c']}]\n"
+        "    assert_scores(rows, {'faithfulness': 0.8})\n",
+        encoding="utf-8",
+    )
+    done = _pytest(project, "test_bad.py", server=server, tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.count("row 0, field 'response': Input should be a valid string") == 1
+    assert "During handling" not in done.stdout and "no running event loop" not in done.stdout
+    assert not [r for r in server.requests if r.path.endswith("/chat/completions")]
+
+
 def test_the_plugin_costs_sessions_that_do_not_use_it_nothing(tmp_path: Path) -> None:
     project = tmp_path / "plain"
     project.mkdir()

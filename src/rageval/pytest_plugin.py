@@ -179,7 +179,7 @@ class ScoreGate:
             settings = self.session.settings()
             judge = evaluate_kwargs.pop("llm", None) or self.session.judge()
         except ValueError as e:  # the config file, or a judge setting in it
-            pytest.fail(f"rageval: {e}", pytrace=False)
+            raise pytest.fail.Exception(f"rageval: {e}", pytrace=False) from None
         if judge is None:
             _require_a_judge(chosen)
         evaluate_kwargs.setdefault("metric_params", settings.params or None)
@@ -196,7 +196,8 @@ class ScoreGate:
                 **evaluate_kwargs,
             )
         except (InvalidDataError, RunConfigError, RunDirError, FatalJudgeError) as e:
-            pytest.fail(f"rageval: {e}", pytrace=False)
+            # from None: the failure says it once, without "During handling of the above..."
+            raise pytest.fail.Exception(f"rageval: {e}", pytrace=False) from None
         self.session.got_through()
         failures = _failures(result, thresholds, allow_missing)
         self.session.record(
