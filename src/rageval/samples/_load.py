@@ -551,6 +551,7 @@ def load_samples(
         given.update(FIELD_ALIASES.get(k, k) for k, v in row.items() if v is not None)
         if cells_are_text:
             bad_cells.update(_parse_list_cells(row))
+        bad_cells.update(_not_unicode(row))
         for field, message in bad_cells.items():
             problems.append(RowProblem(i, field, message, sid, line=line))
         sample = _validated(row, i, line, sid, set(bad_cells), problems)
@@ -606,6 +607,40 @@ def rows_json(rows: Sequence[Any]) -> str:
 
 def _jsonable_fallback(value: Any) -> Any:
     return value.tolist() if hasattr(value, "tolist") else str(value)
+
+
+def _not_unicode(row: Mapping[str, Any]) -> dict[str, str]:
+    """The fields holding a text that is no Unicode: a lone surrogate (a JSON ``\\ud800``
+    escape, a text decoded with errors="surrogateescape"), which no judge request, run log or
+    report can carry (UTF-8 cannot encode it), with why."""
+    bad = {}
+    for key, value in row.items():
+        found = _surrogate(value)
+        if found is None:
+            continue
+        where = ""
+        if key == "metadata" and isinstance(value, Mapping):  # the row's other columns
+            column = next(k for k, v in value.items() if _surrogate(v) is not None)
+            where = f"its column {column!r} "
+        bad[key] = (
+            f"{where}holds a lone surrogate ({found!r}), which is no Unicode character and "
+            "cannot be sent to a judge: fix the text's encoding"
+        )
+    return bad
+
+
+def _surrogate(value: Any) -> str | None:
+    """The first lone surrogate in `value` (a text, or texts nested in lists and dicts)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return value[e.start]
+        return None
+    items = value.values() if isinstance(value, Mapping) else value
+    if isinstance(value, (Mapping, list, tuple)):
+        return next((c for c in map(_surrogate, [*items]) if c is not None), None)
+    return None
 
 
 def _validated(
