@@ -120,6 +120,8 @@ CORPUS: dict[str, Bad] = {
     "lone_surrogate_in_another_column": Bad(".jsonl", _jsonl(_with(0, note="\udcff")), 0, "metadata", "its column 'note' holds a lone surrogate"),
     "non_utf8_line": Bad(".jsonl", _jsonl(GOOD[0], b'{"user_input": "caf\xe9", "response": "r"}'), 1, None, "UTF-8"),
     "invalid_json_line": Bad(".jsonl", _jsonl(GOOD[0], b'{"user_input": "q", "response": '), 1, None, "not valid JSON (Expecting value at column 33)"),
+    "nested_too_deeply": Bad(".jsonl", _jsonl(GOOD[0]) + b'{"user_input": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", 1, None, "nested too deeply"),
+    "json_nested_too_deeply": Bad(".json", b"[" * 100_000 + b"]" * 100_000, None, None, "nested too deeply"),
     "array_line": Bad(".jsonl", _jsonl(["q", "a"]), 0, None, "expected an object"),
     "scalar_line": Bad(".jsonl", _jsonl(GOOD[0], GOOD[1], "just text"), 2, None, "expected an object"),
     "json_not_a_list": Bad(".json", b"42", None, None, "expected a list of objects"),
@@ -139,6 +141,7 @@ CORPUS: dict[str, Bad] = {
     "csv_semicolons": Bad(".csv", b"user_input;response;reference\nq;r;x\n", None, None, "line 1: the header is one column, 'user_input;response;reference': this file's cells are separated by ';'"),
     "csv_quote_never_closed": Bad(".csv", _csv(_good_csv_rows()[:1]) + b'x,"q,r,[],ref\n', None, None, "line 3: not valid CSV (unexpected end of data: a quoted cell is never closed)"),
     "csv_text_after_a_quote": Bad(".csv", _csv(_good_csv_rows()[:1]) + b'x,"q" said,r,"[]",ref\n', None, None, "line 3: not valid CSV (',' expected after '\"': a quote opens"),
+    "csv_context_nested_too_deeply": Bad(".csv", _csv([_csv_row(GOOD[0], "[" * 60_000 + "]" * 60_000)]), 0, "retrieved_contexts", "JSON list"),
     "csv_non_utf8": Bad(".csv", b"user_input,response\ncaf\xe9,r\n", None, None, "UTF-8"),
     "unsupported_suffix": Bad(".txt", b"question: what?\n", None, None, "unsupported file type"),
 }  # fmt: skip

@@ -285,6 +285,8 @@ def _read_jsonl(path: Path) -> FileRows:
                 message = f"line is not valid UTF-8 ({e.reason} at byte {e.start})"
             except json.JSONDecodeError as e:
                 message = f"line is not valid JSON ({e.msg} at column {e.colno})"
+            except RecursionError:
+                message = _TOO_DEEP
             else:
                 if isinstance(obj, dict):
                     rows[row] = obj
@@ -294,6 +296,9 @@ def _read_jsonl(path: Path) -> FileRows:
     return rows, problems, lines
 
 
+_TOO_DEEP = "JSON nested too deeply to read (lists or objects within each other, thousands deep)"
+
+
 def _read_json(path: Path) -> FileRows:
     try:
         obj = json.loads(path.read_bytes().decode("utf-8-sig"))
@@ -301,6 +306,8 @@ def _read_json(path: Path) -> FileRows:
         raise InvalidDataError(
             [RowProblem(None, None, f"not valid UTF-8 JSON: {e}")], source=str(path)
         ) from e
+    except RecursionError:
+        raise InvalidDataError([RowProblem(None, None, _TOO_DEEP)], source=str(path)) from None
     if isinstance(obj, dict) and isinstance(obj.get("samples"), list):
         obj = obj["samples"]
     if isinstance(obj, dict):
@@ -435,7 +442,7 @@ def _parse_list_cells(row: dict[str, Any]) -> dict[str, str]:
         try:
             row[key] = json.loads(cell)
             continue
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             pass
         try:
             row[key] = _python_literal(cell)
@@ -450,7 +457,7 @@ def _reference_cell(cell: str) -> str | list[str]:
     if cell.lstrip().startswith("["):
         try:
             value = json.loads(cell)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return cell
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             return value
@@ -462,6 +469,8 @@ def json_or_literal(cell: str) -> Any:
     ``to_csv`` among others); ValueError saying why it is neither."""
     try:
         return json.loads(cell)
+    except RecursionError:
+        raise ValueError(_TOO_DEEP) from None
     except json.JSONDecodeError as e:
         try:
             return _python_literal(cell)
