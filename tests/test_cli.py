@@ -715,6 +715,9 @@ def test_a_judge_built_in_python_without_a_key_is_the_same_configuration_error(
         evaluate(rows(1), [Faithfulness(llm=judge)], progress=False)
     found = estimate(rows(1), [Faithfulness(llm=judge)])  # sends nothing: a note instead
     assert any(n.startswith("the run itself would be refused: ") for n in found.notes)
+    # a Claude model named without its provider: where it would go, and how to name it
+    with pytest.raises(RunConfigError, match="asked at Anthropic's API as anthropic:claude-x"):
+        evaluate(rows(1), ["faithfulness"], llm=llm_factory("claude-x"), progress=False)
 
 
 def test_a_reader_that_goes_away_is_no_failure(tmp_path: Path) -> None:

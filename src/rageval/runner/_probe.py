@@ -103,11 +103,18 @@ def check_key(described: Mapping[str, Any], *, what: str) -> None:
         return
     if described.get("base_url") == _env.DEFAULT_BASE_URL and source.endswith(_NOT_SET):
         variable = key_variable(described)
+        model = str(described.get("model"))
+        claude = (
+            f"; a Claude model is asked at Anthropic's API as anthropic:{model} (--llm, "
+            "RAGEVAL_LLM) with ANTHROPIC_API_KEY"
+            if model.lower().startswith("claude")
+            else ""
+        )
         raise RunConfigError(
-            f"the {what} {described.get('model')!r} would be asked at OpenAI "
+            f"the {what} {model!r} would be asked at OpenAI "
             f"({_env.DEFAULT_BASE_URL}) without an API key: set {variable} for OpenAI, or point at "
             "your own endpoint with --base-url / OPENAI_BASE_URL (Ollama: "
-            "http://localhost:11434/v1, vLLM: http://<host>:8000/v1)"
+            f"http://localhost:11434/v1, vLLM: http://<host>:8000/v1){claude}"
         )
 
 
