@@ -607,6 +607,11 @@ def test_data_from_stdin_is_kept_with_the_run(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "line 1: line is not valid JSON" in done.stderr
     assert not (tmp_path / "bad").exists()
+    # the error names stdin and the format guessed (it named bad/input.csv, a file of its own)
+    done = run_cli_in_child("evaluate", "-", "-o", tmp_path / "bad", stdin=b"a;b\n1;2\n")
+    assert done.returncode == 2, done.stderr
+    assert "invalid input in stdin (read as csv; --format FORMAT if it is another)" in done.stderr
+    assert "input.csv" not in done.stderr and not (tmp_path / "bad").exists()
 
 
 def test_a_pandas_written_csv_is_accepted(tmp_path: Path) -> None:

@@ -253,7 +253,7 @@ def _evaluate_in(run_dir: Path, args: argparse.Namespace) -> int:
         MissingExtraError,
     ) as e:
         _discard_unused(copy, run_dir)
-        raise _UsageError(str(e)) from None
+        raise _UsageError(_as_stdin(str(e), copy)) from None
     except BudgetReached as e:
         from rageval.results import EvaluationResult
 
@@ -543,6 +543,15 @@ def _sniff(head: bytes) -> str:
     if start.startswith(b"{"):
         return "jsonl"
     return "csv"
+
+
+def _as_stdin(message: str, copy: Path | None) -> str:
+    """An error about the copy of stdin names stdin, as the user gave the data, and the
+    format it was read as (guessed unless --format said), not a file they never made."""
+    if copy is None:
+        return message
+    read_as = f"stdin (read as {copy.suffix[1:]}; --format FORMAT if it is another)"
+    return message.replace(str(copy), read_as)
 
 
 def _discard_unused(copy: Path | None, run_dir: Path) -> None:
