@@ -179,12 +179,13 @@ def test_bad_settings_are_usage_errors(
     # 'retrieved_contexts'), once run with a typo and exit 0
     write_jsonl(tmp_path / "n.jsonl", [{"user_input": "q", "response": "r"}])
     default = ["evaluate", "n.jsonl", "-q", "--llm", "judge-model"]
-    assert main([*default, "-p", "faithfulness.mdoe=checker"]) == 2
-    assert "faithfulness: no parameter 'mdoe'; its parameters: mode" in capsys.readouterr().err
-    assert main([*default, "-p", "faithfulness.mode=checkr"]) == 2
-    assert "mode must be one of" in capsys.readouterr().err
-    assert main([*default, "-p", "rubric_score.rubrics={}", "--dry-run"]) == 2
-    assert "not in the default selection: name it with -m rubric_score" in capsys.readouterr().err
+    for param, words in (
+        ("faithfulness.mdoe=checker", "faithfulness: no parameter 'mdoe'; its parameters: mode"),
+        ("faithfulness.mode=checkr", "mode must be one of"),
+        ("rubric_score.rubrics={}", "not in the default selection: name it with -m rubric_score"),
+    ):
+        assert main([*default, "-p", param, "--dry-run"]) == 2
+        assert words in capsys.readouterr().err
     (tmp_path / "rageval.toml").write_text("[judge]\nmodle = 'x'\n")
     assert main(base) == 2
     assert "not a Judge setting" in capsys.readouterr().err
