@@ -103,6 +103,17 @@ def test_human_labels_are_checked_before_any_request(tmp_path: Path) -> None:
                 human_labels={"human": "faithfulness"},
                 progress=False,
             )
+        # from a line-based file, the file's line, as its other problems are named
+        data = tmp_path / "rows.jsonl"
+        data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        with pytest.raises(InvalidDataError, match=r"line 3, id 'r2', field 'human'"):
+            evaluate(
+                data,
+                ["answer_accuracy"],
+                judge_for(server),
+                human_labels={"human": "answer_accuracy"},
+                progress=False,
+            )
         assert server.chat_requests == []
 
 

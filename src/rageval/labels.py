@@ -104,6 +104,10 @@ class LabelColumn:
         return sorted({v for v in self.values if v is not None})
 
 
+def _line(lines: Sequence[int] | None, row: int) -> int | None:
+    return lines[row] if lines is not None else None
+
+
 def read_label_column(
     samples: Sequence[Sample | None],
     ids: Sequence[str],
@@ -111,9 +115,11 @@ def read_label_column(
     *,
     kind: LabelKind | None = None,
     source: str | None = None,
+    lines: Sequence[int] | None = None,
 ) -> LabelColumn:
     """`column`'s labels from every sample's metadata, validated; InvalidDataError names each
-    bad row (and a column no row has). `kind` None infers it from the values."""
+    bad row (by its file line where `lines` gives each row's, as a line-based file's other
+    problems are named) and a column no row has. `kind` None infers it from the values."""
     if kind is not None and kind not in LABEL_KINDS:
         raise ValueError(f"a label kind is one of {', '.join(LABEL_KINDS)}, got {kind!r}")
     problems: list[RowProblem] = []
@@ -126,7 +132,7 @@ def read_label_column(
         try:
             values.append(parse_label(meta.get(column)))
         except ValueError as e:
-            problems.append(RowProblem(row, column, str(e), ids[row]))
+            problems.append(RowProblem(row, column, str(e), ids[row], line=_line(lines, row)))
             values.append(None)
     if not seen:
         known = sorted({k for s in samples if s is not None for k in s.metadata})
@@ -144,7 +150,15 @@ def read_label_column(
     if kind == "binary" and found != "binary":
         bad = next(i for i, v in enumerate(values) if v is not None and v not in (0.0, 1.0))
         raise InvalidDataError(
-            [RowProblem(bad, column, f"a binary label is 0 or 1, got {values[bad]:g}", ids[bad])],
+            [
+                RowProblem(
+                    bad,
+                    column,
+                    f"a binary label is 0 or 1, got {values[bad]:g}",
+                    ids[bad],
+                    line=_line(lines, bad),
+                )
+            ],
             source=source,
         )
     if kind == "ordinal" and found == "continuous":

@@ -135,6 +135,7 @@ def read_labels(
                 column,
                 kind=(label_kinds or {}).get(column),
                 source=loaded.source,
+                lines=loaded.lines,
             )
         except InvalidDataError as e:
             problems.extend(e.problems)
