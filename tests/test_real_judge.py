@@ -185,6 +185,11 @@ def test_llama_cpp_log_probabilities_score_verdicts_and_ratings_in_the_same_requ
             assert accuracy is not None and precision is not None
             expected = accuracy.evidence["expected"]
             assert all(e is not None and 0.0 <= e <= 4.0 for e in expected.values()), expected
+            # each template's distribution over 0/2/4 is kept, and its expected rating is its mean
+            for template, dist in accuracy.evidence["distributions"].items():
+                assert set(dist) <= {0, 2, 4} and sum(dist.values()) == pytest.approx(1.0)
+                mean = sum(r * p for r, p in dist.items())
+                assert mean == pytest.approx(expected[template]), (template, dist)
             ps = [v["probability"] for v in precision.evidence["verdicts"]]
             assert all(p is not None and 0.0 <= p <= 1.0 for p in ps), ps
             correctness = cells["answer_correctness"]
