@@ -326,7 +326,7 @@ def test_the_command_line_aligns_a_file_with_a_limit(
         (["--labels", "human=token_f1"], "token_f1 cannot be aligned"),
         (["--labels", "human=answer_accuracies"], "unknown metric"),
         (["--labels", "grade=answer_accuracy"], "continuous"),
-        (["--labels", "verdict=answer_accuracy"], "row 2, id 'vague-0', field 'verdict'"),
+        (["--labels", "verdict=answer_accuracy"], "line 3, id 'vague-0', field 'verdict'"),
         (["--labels", "human=answer_accuracy", "human=faithfulness"], "retrieved_contexts"),
         (["--labels", "human=answer_accuracy", "--split", "1"], "between 0 and 1"),
         (["--labels", "human=answer_accuracy", "--search", "temperature"], "steps are"),
