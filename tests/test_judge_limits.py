@@ -229,6 +229,31 @@ def test_a_llama_cpp_server_s_slots_are_the_run_s_concurrency_with_a_longer_time
     }
 
 
+def test_the_command_line_follows_a_llama_cpp_servers_slots_with_the_longer_timeout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The CLI makes its judge from a JudgeSpec: a timeout no layer chose is not a choice
+    (it was: every attempt at a busy llama.cpp server was cut at 60 s)."""
+    from helpers import handle, rows, write_jsonl
+    from rageval.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    data = tmp_path / "rows.jsonl"
+    write_jsonl(data, rows(2))
+    with FakeOpenAI(handle, llama_cpp_slots=2) as server:
+        command = ["evaluate", str(data), "-m", "faithfulness", "--llm", "m", "--base-url",
+                   server.base_url, "--no-cache", "-q"]  # fmt: skip
+        assert main([*command, "-o", str(tmp_path / "run")]) == 0
+        config = tmp_path / "rageval.toml"
+        config.write_text("[judge]\ntimeout = 30\n")
+        assert main([*command, "--config", str(config), "-o", str(tmp_path / "chosen")]) == 0
+        url = server.base_url
+    assert read_manifest(tmp_path / "run").servers[url]["timeout"] == LOCAL_SERVER_TIMEOUT
+    chosen = read_manifest(tmp_path / "chosen")
+    assert chosen.servers[url]["timeout"] == 30.0  # a chosen timeout stands
+    assert chosen.judge is not None and chosen.judge.timeout == 30.0
+
+
 def test_a_run_that_does_not_probe_follows_the_slots_an_earlier_probe_found(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -253,7 +253,7 @@ class Judge(EndpointClient):
             mode=self.mode,
             scoring=self.scoring,
             max_reasks=self.max_reasks,
-            timeout=endpoint.timeout,
+            timeout=endpoint.timeout if endpoint.timeout_chosen else None,
             max_retries=endpoint.max_retries,
             max_concurrency=limiter.max_concurrency,
             requests_per_minute=limiter.requests_per_minute,

@@ -66,7 +66,9 @@ class JudgeSpec(BaseModel):
     #: the endpoint returns log-probabilities; see rageval.judge._probabilities)
     scoring: Annotated[Literal["auto", "probabilities", "sampled"], _REPLIES] = "auto"
     max_reasks: int = Field(default=2, ge=0)
-    timeout: float = Field(default=60.0, gt=0)
+    #: seconds an attempt may take; None: the default (60 s, longer at a llama.cpp server whose
+    #: slots the run follows: rageval._client._settings.LOCAL_SERVER_TIMEOUT)
+    timeout: float | None = Field(default=None, gt=0)
     max_retries: int = Field(default=6, ge=0)
     #: None: the endpoint's default (16 concurrent requests)
     max_concurrency: int | None = Field(default=None, ge=1)
