@@ -129,6 +129,7 @@ CORPUS: dict[str, Bad] = {
     "json_item_not_an_object": Bad(".json", json.dumps([GOOD[0], [1, 2]]).encode(), 1, None, "expected an object"),
     "json_ragged_columns": Bad(".json", json.dumps({"user_input": ["a", "b"], "response": ["x"]}).encode(), None, None, "different lengths"),
     "json_columns_not_lists": Bad(".json", b'{"user_input": ["q"], "response": 7}', None, None, "'response' hold no list"),
+    "json_rows_under_another_key": Bad(".json", json.dumps({"data": GOOD, "version": 2}).encode(), None, None, "the rows seem to be under 'data': give that list itself"),
     "json_one_row_as_columns": Bad(".json", json.dumps(GOOD[0]).encode(), None, None, "list of one row: [row]"),
     "json_empty_file": Bad(".json", b"", None, None, "not valid"),
     "json_non_utf8": Bad(".json", b'[{"user_input": "\xff"}]', None, None, "UTF-8"),

@@ -205,18 +205,29 @@ def _refuse_columns_that_are_no_lists(data: Mapping[Any, Any]) -> None:
         for k, v in data.items()
         if isinstance(v, (str, bytes, Mapping)) or not isinstance(v, Iterable)
     ]
-    if scalars:
-        names = ", ".join(map(repr, scalars))
-        raise InvalidDataError(
-            [
-                RowProblem(
-                    None,
-                    None,
-                    f"a dict of columns must hold a list per column: {names} hold no list "
-                    "(one row is passed as a list of one row: [row])",
-                )
-            ]
-        )
+    if not scalars:
+        return
+    rows_under = [
+        k
+        for k, v in data.items()
+        if isinstance(v, list) and v and all(isinstance(x, Mapping) for x in v)
+    ]
+    how = (
+        f"the rows seem to be under {rows_under[0]!r}: give that list itself, or name its key "
+        "'samples' ({'samples': [...]})"
+        if rows_under
+        else "one row is passed as a list of one row: [row]"
+    )
+    names = ", ".join(map(repr, scalars))
+    raise InvalidDataError(
+        [
+            RowProblem(
+                None,
+                None,
+                f"a dict of columns must hold a list per column: {names} hold no list ({how})",
+            )
+        ]
+    )
 
 
 FileRows = tuple[list[Mapping[str, Any] | None], list[RowProblem], list[int] | None]
