@@ -186,6 +186,11 @@ def test_bad_settings_are_usage_errors(
     ):
         assert main([*default, "-p", param, "--dry-run"]) == 2
         assert words in capsys.readouterr().err
+    # built with the config file's parameters under the command line's: the checker given
+    # here is valid with the file's mode (built alone, it would be refused: mode statements)
+    (tmp_path / "rageval.toml").write_text("[params.faithfulness]\nmode = 'checker'\n")
+    assert main([*default, "-p", "faithfulness.checker.model=m2", "--dry-run"]) == 0
+    capsys.readouterr()
     (tmp_path / "rageval.toml").write_text("[judge]\nmodle = 'x'\n")
     assert main(base) == 2
     assert "not a Judge setting" in capsys.readouterr().err

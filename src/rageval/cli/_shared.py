@@ -543,7 +543,7 @@ def read_run_options(
     settings = _config_layer(args, settings, stored)
     try:
         cli_params = parse_params(args.param)
-        _check_param_names(cli_params, metrics)
+        _check_param_names(cli_params, metrics, merged_params(settings.params, cli_params))
         config, judges = resolve_run(
             args, settings=settings, stored=stored, run_dir=run_dir, observe=observe, resume=resume
         )
@@ -780,11 +780,16 @@ def _embeddings(args: argparse.Namespace, settings: Settings) -> Embeddings | No
     return embeddings_from_spec(spec, base_url=base_url, cache=args.cache is not False)
 
 
-def _check_param_names(params: dict[str, dict[str, Any]], metrics: Sequence[str] | None) -> None:
+def _check_param_names(
+    params: dict[str, dict[str, Any]],
+    metrics: Sequence[str] | None,
+    merged: dict[str, dict[str, Any]],
+) -> None:
     """-p for a metric that is not one, or not one of those named for the run, or not one the
     default selection (no -m) may choose, would do nothing: say so. With no -m, each metric
-    -p names is built here with its parameters, so that a parameter it does not take or a
-    value it refuses is an error even when the data then leaves the metric out."""
+    -p names is built here with its parameters (`merged`: the config file's under the
+    command line's), so that a parameter it does not take or a value it refuses is an error
+    even when the data then leaves the metric out."""
     from rageval.metrics.base import metric_class
     from rageval.runner._prepare import make_metric
 
@@ -800,4 +805,4 @@ def _check_param_names(params: dict[str, dict[str, Any]], metrics: Sequence[str]
                 f"-p {name}...: {name} is not in the default selection: name it with -m {name}"
             )
         if metrics is None:
-            make_metric(name, params)
+            make_metric(name, merged)
