@@ -22,7 +22,7 @@ from rageval.embeddings.openai import OpenAIEmbeddings
 from rageval.judge import Judge
 from rageval.results import EvaluationResult, load_run
 from rageval.runner import RunConfigError, RunDirError, aevaluate, evaluate
-from rageval.samples import InvalidDataError
+from rageval.samples import InvalidDataError, load_samples
 from rageval.testing import FAKE_API_KEY, FakeOpenAI, Fault, RecordedRequest, Reply
 
 METRICS = ["faithfulness", "context_precision"]  # user_input, response, contexts, reference
@@ -353,6 +353,18 @@ def test_a_10mb_answer_is_not_measured_by_a_model_that_refuses_it_and_the_run_go
     cause = _cause(result, "faithfulness", 1)
     assert "prompt too long" in cause and "128000" in cause
     assert result.statuses("context_precision") == ["ok"] * 3  # the response is not in its prompt
+
+
+def test_a_csv_cell_holding_a_whole_document_is_read(tmp_path: Path) -> None:
+    """A cell over 131,072 characters (Python csv's default limit) was refused: 'field larger
+    than field limit'; a JSONL line has no such limit."""
+    document = "The harbour of T000 opened in 1900. " * 10_000  # 360,000 characters
+    path = tmp_path / "long.csv"
+    path.write_bytes(_csv([_csv_row(GOOD[0], json.dumps([document]))]))
+    loaded = load_samples(path)
+    assert loaded.problems == []
+    [sample] = loaded.samples
+    assert sample is not None and sample.retrieved_contexts == [document]
 
 
 def test_thousands_of_contexts_are_judged_in_requests_of_a_hundred(server: FakeOpenAI) -> None:

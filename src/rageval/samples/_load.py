@@ -351,6 +351,9 @@ def _read_json(path: Path) -> FileRows:
     return rows, problems, None
 
 
+_LARGEST_CELL = 2**31 - 1  # the most csv.field_size_limit takes everywhere (a C long)
+
+
 def _read_csv(path: Path, *, delimiter: str) -> FileRows:
     try:
         text = path.read_bytes().decode("utf-8-sig")
@@ -359,6 +362,10 @@ def _read_csv(path: Path, *, delimiter: str) -> FileRows:
             [RowProblem(None, None, f"file is not valid UTF-8 ({e.reason} at byte {e.start})")],
             source=str(path),
         ) from e
+    # a cell may hold a whole document (a context, an answer), as a JSONL line may: Python's
+    # csv refuses one over 131,072 characters by default (the process-wide limit is raised
+    # here, never lowered)
+    csv.field_size_limit(max(csv.field_size_limit(), _LARGEST_CELL))
     # strict: a quoted cell never closed, or text after a closing quote, is an error (else a
     # cell silently swallows the rest of the file, or loses its quotes)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
