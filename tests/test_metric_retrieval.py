@@ -177,7 +177,8 @@ def test_names_as_users_type_them() -> None:
     # a cutoff written as other tools write it: the name to type instead
     for typed, meant in (("ndcg@10", "ndcg_at_10"), ("NDCG@10", "ndcg_at_10"),
                          ("ndcg_cut_10", "ndcg_at_10"), ("recall@5", "recall_at_5"),
-                         ("precision_at_0", "precision_at_K with K from 1 up")):  # fmt: skip
+                         ("precision_at_0", "precision_at_K with K from 1 up"),
+                         ("TOKEN_F1", "token_f1"), ("rouge-l", "rouge_l")):  # fmt: skip
         with pytest.raises(KeyError, match=f"did you mean {meant}\\?"):
             metric_class(typed)
     with pytest.raises(ValueError, match="positive integer"):

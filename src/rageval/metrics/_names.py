@@ -17,8 +17,10 @@ def unknown_metric(
 ) -> KeyError:
     """The KeyError for `name`, which names none of the registry's `metrics` (those in
     `with_cutoff` take a cutoff) or `aliases`: the names it is close to, and every name known."""
+    # compared as the registry spells names: lower case, "_" between words (TOKEN_F1, token-f1)
+    spelled = name.lower().replace("-", "_")
     close = _cutoff_spelled_otherwise(name, with_cutoff) or difflib.get_close_matches(
-        name, [*metrics, *aliases], n=3
+        spelled, [*metrics, *aliases], n=3
     )
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     cutoffs = ", ".join(f"{n}_at_K" for n in metrics if n in with_cutoff)
