@@ -319,7 +319,8 @@ def judge_endpoint(args: argparse.Namespace) -> Iterator[Endpoint]:
         else:
             upstream, model = args.base_url, args.model
         proxy = stack.enter_context(MeteredProxy(upstream.rstrip("/").removesuffix("/v1")))
-        yield Endpoint(proxy.base_url, model, proxy, server_slots(upstream))
+        slots = server_slots(upstream)  # a shared server: at most --max-in-flight of them
+        yield Endpoint(proxy.base_url, model, proxy, min(slots, args.max_in_flight or slots))
 
 
 def server_slots(base_url: str) -> int:
@@ -534,6 +535,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-root", type=Path)
     parser.add_argument("--base-url", help="the judge's OpenAI-compatible endpoint")
     parser.add_argument("--model", default="qwen1.5b")
+    parser.add_argument(
+        "--max-in-flight",
+        type=int,
+        help="at most N requests at once (default: "
+        "the server's slots); for a server other jobs share",
+    )
     parser.add_argument("--fake", action="store_true", help="the synthetic test judge")
     parser.add_argument("--split", choices=("tune", "heldout"), default="heldout")
     parser.add_argument("--rows", nargs="+", default=["evouna-nq=5", "memerag=5"],
