@@ -174,7 +174,8 @@ def test_bad_rows_fail_the_test_with_the_message_once(server: FakeOpenAI, tmp_pa
         "    assert_scores(rows, {'faithfulness': 0.8})\n",
         encoding="utf-8",
     )
-    done = _pytest(project, "test_bad.py", server=server, tmp_path=tmp_path)
+    # -rN: no short summary, which repeats the message in full where CI is set (not cut there)
+    done = _pytest(project, "-rN", "test_bad.py", server=server, tmp_path=tmp_path)
     assert done.returncode == 1
     assert done.stdout.count("row 0, field 'response': Input should be a valid string") == 1
     assert "During handling" not in done.stdout and "no running event loop" not in done.stdout

@@ -54,6 +54,8 @@ def run_metrics(args: argparse.Namespace) -> int:
         defaults = " ".join(
             f"{k}={_short(v)}" for k, v in cls().params().items() if v not in (None, [], {})
         )
+        if len(defaults) > _DEFAULTS_WIDTH:  # the rest: `rageval metrics NAME`
+            defaults = defaults[: _DEFAULTS_WIDTH - 3] + "..."
         rows.append(
             (
                 name,
@@ -75,6 +77,10 @@ def _required(cls: type[Metric]) -> tuple[str, ...]:
     """The fields a metric needs, and the columns it needs beside them (pairwise's
     response_b)."""
     return (*cls.required_fields, *cls.required_columns)
+
+
+#: the defaults column's width in the list of metrics (a row fits a wide terminal)
+_DEFAULTS_WIDTH = 52
 
 
 def _short(value: Any, width: int = 40) -> str:
