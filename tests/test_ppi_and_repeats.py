@@ -85,35 +85,22 @@ def test_the_summary_gives_the_ppi_mean_of_the_label(tmp_path: Path) -> None:
 def test_human_labels_are_checked_before_any_request(tmp_path: Path) -> None:
     rows = labelled_rows(PPI_GRADES, [*PPI_LABELS[:2], "perhaps", *PPI_LABELS[3:]])
     with FakeOpenAI(grader) as server:
+
+        def scored(data: Any, metric: str = "answer_accuracy") -> None:
+            evaluate(data, ["answer_accuracy"], judge_for(server), human_labels={"human": metric},
+                     progress=False)  # fmt: skip
+
         with pytest.raises(InvalidDataError, match=r"row 2, id 'r2', field 'human'"):
-            evaluate(
-                rows,
-                ["answer_accuracy"],
-                judge_for(server),
-                human_labels={"human": "answer_accuracy"},
-                progress=False,
-            )
+            scored(rows)
         with pytest.raises(
             RunConfigError, match="'faithfulness', which is not a metric of this run"
         ):
-            evaluate(
-                rows,
-                ["answer_accuracy"],
-                judge_for(server),
-                human_labels={"human": "faithfulness"},
-                progress=False,
-            )
+            scored(rows, "faithfulness")
         # from a line-based file, the file's line, as its other problems are named
         data = tmp_path / "rows.jsonl"
         data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
         with pytest.raises(InvalidDataError, match=r"line 3, id 'r2', field 'human'"):
-            evaluate(
-                data,
-                ["answer_accuracy"],
-                judge_for(server),
-                human_labels={"human": "answer_accuracy"},
-                progress=False,
-            )
+            scored(data)
         assert server.chat_requests == []
 
 
