@@ -178,6 +178,8 @@ def run_generate(args: argparse.Namespace) -> int:
         f"dropped; {u.requests} request(s) sent, {u.cache_hits} answered by the cache"
     )
     out(f"run directory: {run_dir}  (testset.jsonl, attempts.jsonl, report.md)")
+    for note in result.notes:
+        err(f"note: {note}")
     if not result.items:
         err(
             f"exit {EXIT_UNMEASURED}: no item kept: every attempt was dropped by a check (each "

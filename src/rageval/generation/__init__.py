@@ -8,6 +8,9 @@ a resumable run (:mod:`rageval.generation._run`).
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +29,7 @@ from rageval.generation._asks import (
     write_messages,
 )
 from rageval.generation._corpus import DEFAULT_MAX_CHARS, Chunk, CorpusError, load_corpus
-from rageval.generation._plan import STYLES, TYPES, ItemType, Style, slot_types
+from rageval.generation._plan import STYLES, TWO_CHUNKS, TYPES, ItemType, Style, slot_types
 from rageval.generation._run import (
     MIN_SUPPORT,
     GenerateError,
@@ -37,6 +40,7 @@ from rageval.generation._run import (
 )
 from rageval.judge import Judge
 from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
+from rageval.samples import language_problem
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -92,11 +96,13 @@ class GenerateEstimate:
     expected_prompt_tokens: int
     expected_completion_tokens: int
     drop_rates: dict[str, float]
+    #: what the plan left out and why (the types a one-chunk corpus cannot give)
+    notes: tuple[str, ...] = ()
 
     def table(self) -> str:
         """The estimate as the dry run prints it."""
         rates = ", ".join(f"{t} {r:g}" for t, r in self.drop_rates.items())
-        return (
+        return "".join(f"note: {n}\n" for n in self.notes) + (
             f"requests: {self.expected_requests} expected ({self.requests} if no attempt is "
             f"dropped)\nprompt tokens: {self.expected_prompt_tokens} ({self.prompt_tokens})\n"
             f"completion tokens: {self.expected_completion_tokens} ({self.completion_tokens})\n"
@@ -137,7 +143,10 @@ def _request(
     max_duplicate_cosine: float,
     max_attempts: int,
     existing: str | os.PathLike[str] | Sequence[str] | None,
-) -> tuple[GenerateRequest, list[ItemType]]:
+    corpus_size: int,
+) -> tuple[GenerateRequest, list[ItemType], list[str]]:
+    """The request of a run, each type's slots and the notes on it (the types a one-chunk
+    corpus cannot give, left out of the default mix); a bad setting is a GenerateError."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise GenerateError(f"n must be a positive whole number, got {n!r}")
     if max_attempts < 1:
@@ -148,8 +157,25 @@ def _request(
     bad = [s for s in chosen if s not in STYLES]
     if bad:
         raise GenerateError(f"unknown style {bad[0]!r}; expected one of {', '.join(STYLES)}")
+    if language is not None and (wrong := language_problem(language)):
+        raise GenerateError(f"language: {wrong}")
+    notes: list[str] = []
+    weights: dict[str, float] = dict(dict.fromkeys(TYPES, 1.0) if mix is None else mix)
+    if corpus_size < 2:
+        two = [t for t in TYPES if t in TWO_CHUNKS and weights.get(t, 0) > 0]
+        if two and mix is not None:
+            raise GenerateError(
+                f"the mix asks for {' and '.join(two)} items, which join two chunks, and the "
+                "corpus has one chunk: leave them out of the mix or give more text"
+            )
+        if two:
+            weights = {t: w for t, w in weights.items() if t not in TWO_CHUNKS}
+            notes.append(
+                f"{' and '.join(two)} left out of the mix: they join two chunks and the corpus "
+                "has one"
+            )
     try:
-        types = slot_types(n, dict.fromkeys(TYPES, 1.0) if mix is None else mix, seed)
+        types = slot_types(n, weights, seed)
     except ValueError as e:
         raise GenerateError(str(e)) from None
     if existing is None:
@@ -169,13 +195,34 @@ def _request(
         max_attempts=max_attempts,
         existing=tuple(old),
     )
-    return request, types
+    return request, types, notes
 
 
 def _chunks(corpus: str | os.PathLike[str] | Sequence[Chunk], max_chars: int) -> list[Chunk]:
     if isinstance(corpus, (str, os.PathLike)):
         return load_corpus(Path(corpus), max_chars=max_chars)
-    return list(corpus)
+    if isinstance(corpus, Sequence) and corpus and all(isinstance(c, Chunk) for c in corpus):
+        return [c for c in corpus if isinstance(c, Chunk)]
+    inner = f" of {type(corpus[0]).__name__}" if isinstance(corpus, Sequence) and corpus else ""
+    raise GenerateError(
+        'corpus takes a folder of documents, a .jsonl file of {"id", "text"} chunks, or a '
+        "non-empty list of rageval.generation.Chunk (Chunk(id, text, source)); got "
+        f"{type(corpus).__name__}{inner}"
+    )
+
+
+def _refuse_unknown(run: Mapping[str, object]) -> None:
+    """A keyword that is neither agenerate's own nor a RunConfig field is a TypeError naming
+    the closest known one, as evaluate's."""
+    unknown = sorted(set(run) - _RUN_FIELDS)
+    if unknown:
+        known = _RUN_FIELDS | set(inspect.signature(agenerate).parameters) - {"run"}
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TypeError(f"generate() got an unexpected keyword argument {unknown[0]!r}{hint}")
+
+
+_RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
 
 
 async def agenerate(
@@ -219,18 +266,30 @@ async def agenerate(
             max_cost, progress, cache); engine, batch, observers and human_labels do not apply.
         **run: the fields of `config`, given one by one.
     """
+    _refuse_unknown(run)
     config = run_config(config, run)
     if config.engine != "local" or config.batch or config.observers or config.human_labels:
         raise GenerateError(
             "generate runs locally: engine, batch, observers and human_labels do not apply"
         )
-    request, types = _request(
-        n, mix, styles, seed, language, min_support, max_duplicate_cosine, max_attempts, existing
-    )
     chunks = _chunks(corpus, max_chars)
-    return await run_generation(
+    request, types, notes = _request(
+        n,
+        mix,
+        styles,
+        seed,
+        language,
+        min_support,
+        max_duplicate_cosine,
+        max_attempts,
+        existing,
+        len(chunks),
+    )
+    result = await run_generation(
         chunks, request, types, llm=llm, embeddings=embeddings, config=config
     )
+    result.notes = notes
+    return result
 
 
 def generate(
@@ -283,15 +342,17 @@ def estimate_generation(
         drop_rates: the share of each type's attempts expected dropped (default
             :data:`DROP_RATES`; a type left out takes its default).
     """
-    from rageval.generation._plan import TWO_CHUNKS, plan_attempt
+    from rageval.generation._plan import plan_attempt
     from rageval.generation._run import NEAREST
     from rageval.runner._tokens import counter_for
 
-    _, types = _request(n, mix, None, seed, language, MIN_SUPPORT, 0.9, max_attempts, None)
+    chunks = _chunks(corpus, max_chars)
+    _, types, notes = _request(
+        n, mix, None, seed, language, MIN_SUPPORT, 0.9, max_attempts, None, len(chunks)
+    )
     rates = {**DROP_RATES, **(drop_rates or {})}
     if any(not 0 <= rates[t] < 1 for t in types):
         raise GenerateError("a drop rate must be at least 0 and below 1")
-    chunks = _chunks(corpus, max_chars)
     counter = counter_for(model)
     # the linked pairs need the embeddings; for counting, the first two chunks stand in
     pairs = [(0, 1)] if len(chunks) > 1 and any(t in TWO_CHUNKS for t in types) else []
@@ -340,4 +401,5 @@ def estimate_generation(
         expected_prompt_tokens=round(expected[1]),
         expected_completion_tokens=round(expected[2]),
         drop_rates={t: rates[t] for t in TYPES if t in kept_cost},
+        notes=tuple(notes),
     )

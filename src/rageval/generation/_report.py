@@ -22,7 +22,8 @@ def _lengths(values: Sequence[int]) -> str:
     return f"{min(ordered)} / {ordered[len(ordered) // 2]} / {max(ordered)}"
 
 
-def _failed(record: dict[str, Any]) -> tuple[str, str]:
+def failed_check(record: dict[str, Any]) -> tuple[str, str]:
+    """The name and reason of the check that dropped the attempt `record`."""
     check = next(c for c in record["checks"] if not c["passed"])
     return check["name"], check["reason"]
 
@@ -78,7 +79,7 @@ def report_markdown(
         "| --- | --- |",
         *[f"| {s} | {sources[s]} |" for s in every],
     ]
-    reasons = Counter(_failed(a)[0] for a in dropped)
+    reasons = Counter(failed_check(a)[0] for a in dropped)
     lines += ["", "## Dropped", ""]
     if not dropped:
         lines.append("None.")
@@ -90,7 +91,7 @@ def report_markdown(
             "| --- | --- | --- | --- | --- |",
         ]
         for a in dropped:
-            name, reason = _failed(a)
+            name, reason = failed_check(a)
             reason = reason.replace("|", "\\|").replace("\n", " ")
             lines.append(f"| {a['slot']} | {a['attempt']} | {a['type']} | {name} | {reason} |")
     return "\n".join(lines) + "\n"

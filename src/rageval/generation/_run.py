@@ -17,6 +17,7 @@ import asyncio
 import hashlib
 import json
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,7 @@ from rageval.generation._asks import (
 )
 from rageval.generation._corpus import Chunk
 from rageval.generation._plan import TWO_CHUNKS, Attempt, ItemType, link_pairs, plan_attempt
-from rageval.generation._report import report_markdown
+from rageval.generation._report import failed_check, report_markdown
 from rageval.judge import Judge, Usage
 from rageval.metrics.claim_checks import SUPPORTED_AT
 from rageval.runner._cost import limit_spending
@@ -114,11 +115,27 @@ class GenerateResult:
     run_dir: Path | None = None
     #: the slots that used up their attempts without an item
     unfilled: list[int] = field(default_factory=list)
+    #: what the plan left out and why (the types a one-chunk corpus cannot give)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def dropped(self) -> list[dict[str, Any]]:
         """The attempts dropped, each with the check that failed."""
         return [a for a in self.attempts if not a["kept"]]
+
+    def __str__(self) -> str:
+        """A short summary: kept of requested, the dropped attempts by the check that dropped
+        them, the notes and the run directory (the items and attempts are the fields)."""
+        checks = Counter(failed_check(a)[0] for a in self.dropped)
+        by_check = ", ".join(f"{name} {count}" for name, count in sorted(checks.items()))
+        lines = [
+            f"{len(self.items)} of {self.requested} items kept, {len(self.dropped)} attempt(s) "
+            f"dropped{f' ({by_check})' if by_check else ''}; {len(self.unfilled)} slot(s) left "
+            "without an item",
+            *(f"note: {n}" for n in self.notes),
+            f"run directory: {self.run_dir}" if self.run_dir else "no run directory",
+        ]
+        return "\n".join(lines)
 
 
 def fingerprint(chunks: Sequence[Chunk]) -> str:
@@ -463,6 +480,8 @@ def read_questions(path: str | os.PathLike[str]) -> list[str]:
     Args:
         path: the test set's JSONL file.
     """
+    if not Path(path).is_file():
+        raise GenerateError(f"existing test set not found: {path}")
     out = []
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
