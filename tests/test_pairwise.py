@@ -494,3 +494,37 @@ def test_the_metric_lists_the_answer_b_column_it_needs(capsys: pytest.CaptureFix
     assert run_cli("metrics") == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("pairwise ")]
     assert "user_input, response, response_b" in line
+
+
+def test_what_a_new_user_gets_wrong_is_refused_saying_how(
+    judge_server: FakeOpenAI,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    judge = make_judge(judge_server)
+    # a misspelled keyword, as evaluate refuses one, naming the keyword meant
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'seeed'.*'seed'"):
+        rageval.pairwise(pair_rows(), seeed=3, llm=judge)  # type: ignore[call-arg]
+    # one row given as a dict is not systems by name
+    with pytest.raises(RunConfigError, match=r"maps system names to.*rows go in a list"):
+        rageval.pairwise(pair_rows()[0], llm=judge)
+    # no judge: nothing can be measured; refused before anything is written
+    monkeypatch.delenv("RAGEVAL_LLM", raising=False)
+    with pytest.raises(RunConfigError, match=r"pairwise needs a judge: pass llm=.*RAGEVAL_LLM"):
+        rageval.pairwise(pair_rows(), run_dir=tmp_path / "none", progress=False)
+    assert not (tmp_path / "none").exists()
+    # a column of verdicts no row has: not in the data, its columns listed
+    data = tmp_path / "pairs.jsonl"
+    write_jsonl(data, pair_rows())
+    assert run_cli("pairwise", data, "--human", "nosuchcol", "--llm", "test-model",
+                   "--base-url", judge_server.base_url, "-o", tmp_path / "r") == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "'nosuchcol': is not a column of the data" in err
+    assert "human, id, reference, response_a, response_b, user_input" in err
+    assert judge_server.chat_requests == []
+    # an endpoint nobody answers at is unreachable, not refusing
+    code = run_cli("pairwise", data, "--llm", "test-model", "--base-url",
+                   "http://127.0.0.1:9/v1", "-o", tmp_path / "r2", "-q")  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 3 and "could not reach" in err and "endpoint refused" not in err

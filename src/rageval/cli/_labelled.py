@@ -196,7 +196,8 @@ def run_on_labels(run: Callable[[], R], *, interrupted: str) -> R | int:
     except (InvalidDataError, RunConfigError, RunDirError, FileNotFoundError) as e:
         raise _UsageError(str(e)) from None
     except FatalJudgeError as e:
-        err(f"the judge endpoint refused: {e}")
+        # refused: it answered with an error status; else it could not be reached
+        err(f"the judge endpoint refused: {e}" if e.status else str(e))
         return EXIT_FATAL
     except KeyboardInterrupt:
         err(interrupted)

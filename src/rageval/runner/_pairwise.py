@@ -17,12 +17,15 @@ calls too.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import itertools
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rageval._env import judge_model
 from rageval._rundir_lock import one_writer
 from rageval._sync import synchronous
 from rageval.errors import RunConfigError
@@ -46,7 +49,7 @@ from rageval.metrics.pairwise import (
 )
 from rageval.runner._evaluate import _write_report, aevaluate
 from rageval.runner._prepare import OnInvalid
-from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
+from rageval.runner._runconfig import _FIELDS, RunConfig, RunKeywords, run_config
 from rageval.runner._rundir import RunDir
 from rageval.samples import InvalidDataError, RowProblem, Sample, load_samples, sample_ids
 from rageval.stats import (
@@ -139,9 +142,11 @@ def file_rows(
     loaded = load_samples(data, column_map=column_map)
     problems = list(loaded.problems)
     rows = []
+    columns: set[str] = set()  # every row's, to name them when `human` is in none
     for n, (s, sid) in enumerate(zip(loaded.samples, sample_ids(loaded.samples), strict=True)):
         if s is None:
             continue
+        columns |= set(s.model_dump(exclude_none=True, exclude={"metadata"})) | set(s.metadata)
 
         def problem(field: str, why: str, n: int = n, sid: str = sid) -> RowProblem:
             # where load_samples puts a row's problems: its line in a line-based file
@@ -166,10 +171,12 @@ def file_rows(
     if problems:
         raise InvalidDataError(problems, source=loaded.source)
     if human is not None and not any(r["metadata"][HUMAN] for r in rows):
-        raise InvalidDataError(
-            [RowProblem(None, human, "holds no verdict (a, b or tie) on any row")],
-            source=loaded.source,
+        why = (
+            "holds no verdict (a, b or tie) on any row"
+            if human in columns
+            else f"is not a column of the data (its columns: {', '.join(sorted(columns))})"
         )
+        raise InvalidDataError([RowProblem(None, human, why)], source=loaded.source)
     return rows
 
 
@@ -181,6 +188,12 @@ def pair_rows(
     answers (:func:`file_rows`, with people's verdicts from the column `human`); a data
     file's or rows' columns renamed by `column_map`."""
     if isinstance(data, Mapping):
+        if set(data) & {*Sample.model_fields, "response_a", RESPONSE_B}:
+            raise RunConfigError(
+                "a dict maps system names to their answers (a run directory, a data file or "
+                "rows), e.g. {'rag': 'rag.jsonl', 'baseline': 'baseline.jsonl'}; rows go in a "
+                f"list: pairwise([row, ...]) (got a dict with {', '.join(map(str, data))})"
+            )
         if human is not None:
             raise RunConfigError(
                 "people's verdicts (human=) are a column of the one-source form "
@@ -256,7 +269,14 @@ async def apairwise(
         The win rate of B over A per pair of systems (ties half), the flips, the sign test;
         Bradley–Terry strengths with three systems or more; the agreement with people.
     """
+    unknown = sorted(set(run) - _FIELDS)
+    if unknown:
+        raise TypeError(_unexpected(unknown[0]))
     config = run_config(config, run)
+    if llm is None and judge_model(None) is None and not config.resume:
+        raise RunConfigError(
+            "pairwise needs a judge: pass llm= (a Judge or a model name) or set RAGEVAL_LLM"
+        )
     rows: list[dict[str, Any]] | None = None
     params: dict[str, dict[str, Any]] | None = None
     if data is None:
@@ -286,6 +306,16 @@ async def apairwise(
         write_atomic(config.run_dir / PAIRWISE_FILE, report)
         _write_report(RunDir(config.run_dir))  # again, now with pairwise.json
     return report
+
+
+def _unexpected(name: str) -> str:
+    """Python's words for an unknown keyword `name`, with the keyword it is closest to."""
+    own = [
+        p.name for p in inspect.signature(apairwise).parameters.values() if p.kind != p.VAR_KEYWORD
+    ]
+    close = difflib.get_close_matches(name, [*own, *sorted(_FIELDS)], n=1)
+    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"pairwise() got an unexpected keyword argument {name!r}{meant}"
 
 
 pairwise = synchronous(
