@@ -528,3 +528,21 @@ def test_what_a_new_user_gets_wrong_is_refused_saying_how(
                    "http://127.0.0.1:9/v1", "-o", tmp_path / "r2", "-q")  # fmt: skip
     err = capsys.readouterr().err
     assert code == 3 and "could not reach" in err and "endpoint refused" not in err
+
+
+def test_the_report_prints_the_table_the_command_prints(
+    judge_server: FakeOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "pairs.jsonl"
+    write_jsonl(data, pair_rows())
+    code = run_cli("pairwise", data, "--human", "human", "--llm", "test-model",
+                   "--base-url", judge_server.base_url, "-o", tmp_path / "run", "-q")  # fmt: skip
+    assert code == 0
+    printed = capsys.readouterr().out
+    report = read_pairwise(tmp_path / "run")
+    assert report is not None
+    shown = str(report)
+    assert shown.startswith("criterion: correctness") and "B win rate [95% CI]" in shown
+    assert "0.667 [" in shown and "people's verdicts on 5 pairs" in shown
+    assert shown in printed  # the very table the command prints
+    assert repr(report).startswith("PairwiseReport(") and shown in repr(report)

@@ -17,11 +17,10 @@ from rageval.cli._shared import (
     out,
     read_run_options,
     run_dir_of,
-    text_table,
 )
 
 if TYPE_CHECKING:
-    from rageval.log._pairwise import Interval, PairwiseReport
+    from rageval.log._pairwise import PairwiseReport
 
 #: the pairwise metric's settings the command takes as options of its own
 _SETTINGS = ("criterion", "rubric", "winner_from", "ask")
@@ -140,7 +139,7 @@ def run_pairwise(args: argparse.Namespace) -> int:
     )
     if isinstance(report, int):
         return report
-    _print(report)
+    out(report.table())
     out(f"\nrun directory: {run_dir}  (pairwise.json, report.html)")
     return EXIT_OK
 
@@ -204,63 +203,3 @@ def _dry_run(args: argparse.Namespace, params: dict[str, Any], options: CommandR
         raise _UsageError(str(e)) from None
     out(found.table())
     return EXIT_OK
-
-
-def _print(report: PairwiseReport) -> None:
-    out(f"criterion: {report.criterion}; each pair judged in both orders (A first, B first)\n")
-    header = ("A", "B", "pairs", "A wins", "B wins", "ties", "B win rate [95% CI]", "flips", "p")
-    rows = [
-        (
-            p.system_a,
-            p.system_b,
-            str(p.n) + (f" (+{p.not_measured} not measured)" if p.not_measured else ""),
-            str(p.wins_a),
-            str(p.wins_b),
-            str(p.ties),
-            _interval(p.win_rate),
-            f"{p.flips} ({_num(p.flip_rate.value)})",
-            f"{p.sign_test_p:.4f}",
-        )
-        for p in report.pairs
-    ]
-    out(text_table(header, rows))
-    out(
-        "\nwin rate: B's share of the pairs, ties counted half; flips: pairs whose two orders' "
-        "verdicts disagreed (ties when the winner is read from the verdicts); p: two-sided sign "
-        "test on the pairs with a winner"
-    )
-    if report.strengths:
-        out("\nBradley-Terry strengths (log scale, mean 0), strongest first:")
-        header_bt = ("system", "strength [95% CI]", "wins", "losses", "ties", "compared with")
-        table = [
-            (
-                s.system,
-                _interval(s.strength, signed=True),
-                str(s.wins),
-                str(s.losses),
-                str(s.ties),
-                ", ".join(f"{o} {n}" for o, n in s.opponents.items()),
-            )
-            for s in report.strengths
-        ]
-        out(text_table(header_bt, table))
-        out(f"({report.strengths_method})")
-    for h in report.human or []:
-        out(
-            f"\npeople's verdicts on {h.n_labelled} pairs: the judge agrees on "
-            f"{_interval(h.agreement)}; B's win rate by PPI++ {_interval(h.ppi_win_rate)} "
-            f"(the labelled pairs alone: {_interval(h.labelled_win_rate)})"
-        )
-
-
-def _num(value: float | None, *, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
-
-
-def _interval(i: Interval, *, signed: bool = False) -> str:
-    if i.low is None or i.high is None:
-        return _num(i.value, signed=signed) + (f" ({i.why})" if i.why else "")
-    low, high = _num(i.low, signed=signed), _num(i.high, signed=signed)
-    return f"{_num(i.value, signed=signed)} [{low}, {high}]"

@@ -27,6 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from rageval._progress import text_table as text_table  # the CLI's tables, in one place
+
 if TYPE_CHECKING:
     from rageval._config import Settings
     from rageval.embeddings import Embeddings
@@ -279,16 +281,6 @@ def _fresh_run_dir() -> Path:
         n += 1
         candidate = base.with_name(f"{base.name}-{n}")
     return candidate
-
-
-def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-        for r in [header, *rows]
-    ]
-    lines.insert(1, "-" * len(lines[0]))
-    return "\n".join(lines)
 
 
 class _PairsThenData(argparse.Action):

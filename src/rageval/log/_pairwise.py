@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rageval._progress import text_table
 from rageval.log._io import _read_json_file
 from rageval.log._models import _LogModel, _Versioned
 
@@ -83,6 +84,88 @@ class PairwiseReport(_Versioned):
     strengths: list[SystemStrength] | None = None
     strengths_method: str | None = None
     human: list[HumanAgreement] | None = None
+
+    def table(self) -> str:
+        """The tables ``rageval pairwise`` prints: per pair of systems the wins, B's win rate
+        with its interval, the flips and the sign test; the Bradley–Terry strengths; the
+        agreement with people."""
+        lines = [
+            f"criterion: {self.criterion}; each pair judged in both orders (A first, B first)\n"
+        ]
+        header = (
+            "A",
+            "B",
+            "pairs",
+            "A wins",
+            "B wins",
+            "ties",
+            "B win rate [95% CI]",
+            "flips",
+            "p",
+        )
+        rows = [
+            (
+                p.system_a,
+                p.system_b,
+                str(p.n) + (f" (+{p.not_measured} not measured)" if p.not_measured else ""),
+                str(p.wins_a),
+                str(p.wins_b),
+                str(p.ties),
+                _interval(p.win_rate),
+                f"{p.flips} ({_num(p.flip_rate.value)})",
+                f"{p.sign_test_p:.4f}",
+            )
+            for p in self.pairs
+        ]
+        lines.append(text_table(header, rows))
+        lines.append(
+            "\nwin rate: B's share of the pairs, ties counted half; flips: pairs whose two "
+            "orders' verdicts disagreed (ties when the winner is read from the verdicts); p: "
+            "two-sided sign test on the pairs with a winner"
+        )
+        if self.strengths:
+            lines.append("\nBradley-Terry strengths (log scale, mean 0), strongest first:")
+            header_bt = ("system", "strength [95% CI]", "wins", "losses", "ties", "compared with")
+            table = [
+                (
+                    s.system,
+                    _interval(s.strength, signed=True),
+                    str(s.wins),
+                    str(s.losses),
+                    str(s.ties),
+                    ", ".join(f"{o} {n}" for o, n in s.opponents.items()),
+                )
+                for s in self.strengths
+            ]
+            lines.append(text_table(header_bt, table))
+            lines.append(f"({self.strengths_method})")
+        lines += [
+            f"\npeople's verdicts on {h.n_labelled} pairs: the judge agrees on "
+            f"{_interval(h.agreement)}; B's win rate by PPI++ {_interval(h.ppi_win_rate)} "
+            f"(the labelled pairs alone: {_interval(h.labelled_win_rate)})"
+            for h in self.human or []
+        ]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def __repr__(self) -> str:
+        systems = len({s for p in self.pairs for s in (p.system_a, p.system_b)})
+        return f"PairwiseReport({systems} systems, {len(self.pairs)} pairs of them)\n{self.table()}"
+
+
+def _num(value: float | None, *, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _interval(i: Interval, *, signed: bool = False) -> str:
+    if i.low is None or i.high is None:
+        return _num(i.value, signed=signed) + (f" ({i.why})" if i.why else "")
+    low, high = _num(i.low, signed=signed), _num(i.high, signed=signed)
+    return f"{_num(i.value, signed=signed)} [{low}, {high}]"
 
 
 def read_pairwise(run_dir: str | os.PathLike[str]) -> PairwiseReport | None:
