@@ -430,7 +430,9 @@ def test_a_llama_cpp_server_is_sent_no_more_requests_at_once_than_its_slots(
         assert [r.path for r in server.requests].count("/props") == 1
         assert server.max_in_flight == 1
     assert len(result.items) == 1
-    with FakeOpenAI(Scripted(), latency=0.05) as server:
+    # each reply held 0.5 s, so that the second check is sent while the first is held even on a
+    # loaded machine
+    with FakeOpenAI(Scripted(), latency=0.5) as server:
         _run(server, 1, tmp_path, mix={"comparison": 1}, cache=False)
         assert server.max_in_flight == 2  # no slots to follow: both claim checks at once
 

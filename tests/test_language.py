@@ -6,6 +6,7 @@ as they were."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -211,9 +212,9 @@ def test_an_unknown_language_is_refused_before_any_judge_call(
     data = tmp_path / "rows.jsonl"
     data.write_text(json.dumps(rows[0]) + "\n")
     cli = subprocess.run(
-        [sys.executable, "-m", "rageval", "evaluate", str(data), "-m", "token_f1",
-         "--language", "xx"],
-        capture_output=True, text=True, check=False,
+        [sys.executable, "-m", "rageval", "evaluate", str(data), "-m", "faithfulness",
+         "--llm", "m", "--base-url", fake_openai.base_url, "--language", "xx"],
+        capture_output=True, text=True, check=False, env={**os.environ, "OPENAI_API_KEY": "k"},
     )  # fmt: skip
     assert cli.returncode == 2, cli.stderr
     assert "unknown language code 'xx'" in cli.stderr

@@ -514,12 +514,12 @@ def test_a_dataframe_read_from_a_csv_with_list_cells_says_how_to_read_them(
         evaluate(path, METRICS, llm=judge(server), progress=False).statuses("faithfulness")
         == ["ok"] * 3
     )
+    asked = len(server.requests)  # by the CSV file's run
     with pytest.raises(InvalidDataError) as info:
         evaluate(pd.read_csv(path), METRICS, llm=judge(server), progress=False)
     assert "row 0, id 's-T000', field 'retrieved_contexts'" in str(info.value)
     assert "a list written as text" in str(info.value) and "CSV file itself" in str(info.value)
-    asked = len(server.requests)  # by the CSV file's run; none for the DataFrame
-    assert asked > 0
+    assert asked > 0 and len(server.requests) == asked  # none for the DataFrame
 
 
 def test_a_missing_local_model_stops_a_judge_metric_that_embeds_before_any_request(
