@@ -54,12 +54,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rageval import _env
-from rageval.errors import RagevalError, RunConfigError
+from rageval.errors import RagevalError
 
 if TYPE_CHECKING:
     from rageval.judge import Judge
     from rageval.judge._spec import JudgeChoice
-    from rageval.runner import Panel
     from rageval.runner._runconfig import JudgeSetup
 
 __all__ = [
@@ -68,7 +67,6 @@ __all__ = [
     "Settings",
     "configured_choice",
     "configured_judge",
-    "configured_panel",
     "configured_panel_setup",
     "find_config",
     "load_settings",
@@ -297,8 +295,8 @@ def configured_choice(
     from rageval.judge._spec import JudgeChoice
 
     file = dict(settings.judge)
-    model = _env.judge_model(model) or file.pop("model", None)
-    file.pop("model", None)
+    file_model = file.pop("model", None)
+    model = _env.judge_model(model) or file_model
     if model is None:
         return None
     backend, model = split_backend(model)
@@ -327,22 +325,6 @@ def configured_choice(
         return dataclasses.replace(choice, source=where)
     except (TypeError, ValueError) as e:  # a value of the wrong type or range in the file
         raise ConfigError(f"{settings.source}: [judge]: {e}") from None
-
-
-def configured_panel(settings: Settings, **overrides: Any) -> Panel | None:
-    """The judge panel of the config file's [[judges]] (None without): see
-    :func:`configured_panel_setup`."""
-    from rageval.runner import Panel
-
-    setup = configured_panel_setup(settings, overrides)
-    if setup is None:
-        return None
-    try:
-        panel = setup.make()
-    except RunConfigError as e:
-        raise ConfigError(f"{settings.source}: [[judges]]: {e}") from None
-    assert isinstance(panel, Panel)
-    return panel
 
 
 def configured_panel_setup(

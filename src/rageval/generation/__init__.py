@@ -8,9 +8,6 @@ a resumable run (:mod:`rageval.generation._run`).
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import inspect
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,7 +36,7 @@ from rageval.generation._run import (
     run_generation,
 )
 from rageval.judge import Judge
-from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
+from rageval.runner._runconfig import RunConfig, RunKeywords, refuse_unknown_keywords, run_config
 from rageval.samples import language_problem
 
 if TYPE_CHECKING:
@@ -211,20 +208,6 @@ def _chunks(corpus: str | os.PathLike[str] | Sequence[Chunk], max_chars: int) ->
     )
 
 
-def _refuse_unknown(run: Mapping[str, object]) -> None:
-    """A keyword that is neither agenerate's own nor a RunConfig field is a TypeError naming
-    the closest known one, as evaluate's."""
-    unknown = sorted(set(run) - _RUN_FIELDS)
-    if unknown:
-        known = _RUN_FIELDS | set(inspect.signature(agenerate).parameters) - {"run"}
-        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise TypeError(f"generate() got an unexpected keyword argument {unknown[0]!r}{hint}")
-
-
-_RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
-
-
 async def agenerate(
     corpus: str | os.PathLike[str] | Sequence[Chunk],
     n: int,
@@ -266,7 +249,7 @@ async def agenerate(
             max_cost, progress, cache); engine, batch, observers and human_labels do not apply.
         **run: the fields of `config`, given one by one.
     """
-    _refuse_unknown(run)
+    refuse_unknown_keywords(agenerate, run)
     config = run_config(config, run)
     if config.engine != "local" or config.batch or config.observers or config.human_labels:
         raise GenerateError(

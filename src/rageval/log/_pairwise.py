@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from rageval._progress import text_table
+from rageval.log._align import _num
 from rageval.log._io import _read_json_file
 from rageval.log._models import _LogModel, _Versioned
 
@@ -153,12 +154,6 @@ class PairwiseReport(_Versioned):
     def __repr__(self) -> str:
         systems = len({s for p in self.pairs for s in (p.system_a, p.system_b)})
         return f"PairwiseReport({systems} systems, {len(self.pairs)} pairs of them)\n{self.table()}"
-
-
-def _num(value: float | None, *, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
 
 
 def _interval(i: Interval, *, signed: bool = False) -> str:

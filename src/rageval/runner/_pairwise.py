@@ -17,8 +17,6 @@ calls too.
 
 from __future__ import annotations
 
-import difflib
-import inspect
 import itertools
 import os
 from collections.abc import Mapping, Sequence
@@ -49,7 +47,12 @@ from rageval.metrics.pairwise import (
 )
 from rageval.runner._evaluate import _write_report, aevaluate
 from rageval.runner._prepare import OnInvalid
-from rageval.runner._runconfig import _FIELDS, RunConfig, RunKeywords, run_config
+from rageval.runner._runconfig import (
+    RunConfig,
+    RunKeywords,
+    refuse_unknown_keywords,
+    run_config,
+)
 from rageval.runner._rundir import RunDir
 from rageval.samples import InvalidDataError, RowProblem, Sample, load_samples, sample_ids
 from rageval.stats import (
@@ -269,9 +272,7 @@ async def apairwise(
         The win rate of B over A per pair of systems (ties half), the flips, the sign test;
         Bradley–Terry strengths with three systems or more; the agreement with people.
     """
-    unknown = sorted(set(run) - _FIELDS)
-    if unknown:
-        raise TypeError(_unexpected(unknown[0]))
+    refuse_unknown_keywords(apairwise, run)
     config = run_config(config, run)
     if llm is None and judge_model(None) is None and not config.resume:
         raise RunConfigError(
@@ -306,16 +307,6 @@ async def apairwise(
         write_atomic(config.run_dir / PAIRWISE_FILE, report)
         _write_report(RunDir(config.run_dir))  # again, now with pairwise.json
     return report
-
-
-def _unexpected(name: str) -> str:
-    """Python's words for an unknown keyword `name`, with the keyword it is closest to."""
-    own = [
-        p.name for p in inspect.signature(apairwise).parameters.values() if p.kind != p.VAR_KEYWORD
-    ]
-    close = difflib.get_close_matches(name, [*own, *sorted(_FIELDS)], n=1)
-    meant = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"pairwise() got an unexpected keyword argument {name!r}{meant}"
 
 
 pairwise = synchronous(

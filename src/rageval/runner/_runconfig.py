@@ -27,8 +27,10 @@ given wins for this session and is recorded as the run's from then on.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import inspect
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -213,6 +215,22 @@ def run_config(config: RunConfig | None, keywords: RunKeywords) -> RunConfig:
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
+
+
+def refuse_unknown_keywords(command: Callable[..., Any], run: Collection[str]) -> None:
+    """A keyword in `run` that is no RunConfig field is Python's TypeError for `command`
+    (``pairwise()``, ``generate()``), naming the closest keyword it takes."""
+    unknown = sorted(set(run) - _FIELDS)
+    if not unknown:
+        return
+    own = [
+        p.name for p in inspect.signature(command).parameters.values() if p.kind != p.VAR_KEYWORD
+    ]
+    close = difflib.get_close_matches(unknown[0], [*own, *sorted(_FIELDS)], n=1)
+    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    name = command.__name__.removeprefix("a")
+    raise TypeError(f"{name}() got an unexpected keyword argument {unknown[0]!r}{meant}")
+
 
 #: the fields a resumed run takes from its manifest unless they are given again: how its rows
 #: are scored and what it may spend. Not where it is written or whether it resumes (the call's
