@@ -272,6 +272,11 @@ def test_rows_under_another_key_than_samples_are_refused_not_read_as_one_row(
     assert len(load_samples(wrapped).samples) == 2
     wrapped.write_text(json.dumps({"response": ["a", "b"]}))  # one column: two rows
     assert len(load_samples(wrapped).samples) == 2
+    # the same in memory: {"samples": [...]} was read as rows whose every field was missing
+    unwrapped = load_samples({"samples": rows}).samples
+    assert [s.response for s in unwrapped if s is not None] == ["a", "b"]
+    with pytest.raises(InvalidDataError, match="only key holds a list of 2 objects"):
+        load_samples({"data": rows})
 
 
 def test_a_directory_is_not_data(tmp_path: Path) -> None:

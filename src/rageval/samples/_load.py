@@ -164,6 +164,10 @@ class LoadedData:
 
 def _rows_from_object(data: Any) -> Iterator[Mapping[str, Any]]:
     if isinstance(data, Mapping):
+        if isinstance(data.get("samples"), list):  # rows under "samples", as in a JSON file
+            yield from data["samples"]
+            return
+        _refuse_another_wrapper(data)
         _refuse_columns_that_are_no_lists(data)
         columns = {k: list(v) for k, v in data.items()}
         lengths = {len(v) for v in columns.values()}
@@ -256,24 +260,23 @@ def _read_file_rows(path: Path) -> FileRows:
     )
 
 
-def _refuse_another_wrapper(obj: Mapping[str, Any], path: Path) -> None:
+def _refuse_another_wrapper(obj: Mapping[str, Any]) -> None:
     """An object whose one key holds a list of objects (``{"data": [...]}``) is rows under
-    another name than ``samples``: read as an object of columns it would be one row, whose
-    every field is missing."""
+    another name than ``samples``: read as an object of columns its rows would have every
+    field missing."""
     if len(obj) != 1:
         return
     ((key, value),) = obj.items()
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+    if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
         raise InvalidDataError(
             [
                 RowProblem(
                     None,
                     key,
-                    f"the file's only key holds a list of {len(value)} objects, not a column: "
+                    f"the only key holds a list of {len(value)} objects, not a column: "
                     "give the list itself, or name its key 'samples' ({'samples': [...]})",
                 )
-            ],
-            source=str(path),
+            ]
         )
 
 
@@ -322,7 +325,6 @@ def _read_json(path: Path) -> FileRows:
     if isinstance(obj, dict) and isinstance(obj.get("samples"), list):
         obj = obj["samples"]
     if isinstance(obj, dict):
-        _refuse_another_wrapper(obj, path)
         try:
             return list(_rows_from_object(obj)), [], None
         except InvalidDataError as e:  # columns that are no lists, or of different lengths
