@@ -142,7 +142,7 @@ def test_align_keeps_what_makes_the_judge_agree_and_reports_held_out_kappa(tmp_p
     assert [e["response"] for e in config["examples"]] == [
         f"answer {i.split('-')[1]} {kind_of(i)}" for i in a.example_ids
     ]
-    assert a.chosen_params == {**config, "max_retries": 5}
+    assert a.chosen_params == {**config, "max_retries": 5, "value": "pass_probability"}
     # held out: the metric as configured (threshold 0.5) and as chosen, each with an interval
     heldout = a.heldout_ids
     before, after = a.before.statistics, a.after.statistics

@@ -367,7 +367,8 @@ async def test_answer_accuracy_averages_each_templates_expected_rating(
         (("reference", "candidate"), Reply.json({"rating": 4}, logprobs=rating_tokens(4, first))),
         (("gold", "proposed"), Reply.json({"rating": 2}, logprobs=rating_tokens(2, second))),
     )
-    result = await AnswerAccuracy(llm=judge_for(fake_openai)).single_turn_ascore(sample)
+    expected = AnswerAccuracy(llm=judge_for(fake_openai), value="expected")
+    result = await expected.single_turn_ascore(sample)
     assert result.value == pytest.approx(0.5)
     assert result.evidence["ratings"] == {"template_1": 4, "template_2": 2}
     assert result.evidence["expected"] == pytest.approx({"template_1": 3.0, "template_2": 1.0})
@@ -376,6 +377,10 @@ async def test_answer_accuracy_averages_each_templates_expected_rating(
     assert distributions["template_1"] == pytest.approx({4: 0.6, 2: 0.3, 0: 0.1})
     assert distributions["template_2"] == pytest.approx({2: 0.5, 0: 0.5})
     assert result.evidence["scoring"] == "probabilities"
+    # the default reads P(r1 + r2 >= 4): (4, 2) .6 x .5 + (4, 0) .6 x .5 + (2, 2) .3 x .5 = 0.75
+    result = await AnswerAccuracy(llm=judge_for(fake_openai)).single_turn_ascore(sample)
+    assert result.value == pytest.approx(0.75)
+    assert "P(value >= 0.5) 0.75" in (result.reason or "")
     sampled = AnswerAccuracy(llm=judge_for(fake_openai, scoring="sampled"))
     result = await sampled.single_turn_ascore(sample)
     assert result.value == pytest.approx(0.75)
@@ -392,7 +397,8 @@ def test_the_run_log_keeps_each_templates_rating_distribution(
     from rageval.runner import evaluate
 
     # template 1: 4 at .25, 2 at .5, 0 at .25 (expected 2.0); template 2: 2 at .8, 4 at .2
-    # (expected 2.4) -> value (2.0 + 2.4) / 8 = 0.55
+    # (expected 2.4) -> value="expected" (2.0 + 2.4) / 8 = 0.55; the default P(r1 + r2 >= 4):
+    # r1 = 4 or 2 (.75, any r2) + r1 = 0 with r2 = 4 (.25 x .2) = 0.8
     first = {"4": ln(0.25), "2": ln(0.5), "0": ln(0.25)}
     second = {"2": ln(0.8), "4": ln(0.2)}
     fake_openai.handler = route(
@@ -401,7 +407,9 @@ def test_the_run_log_keeps_each_templates_rating_distribution(
     )
     row = {"user_input": "q?", "response": "a.", "reference": "b."}
     run = tmp_path / "run"
-    evaluate([row], ["answer_accuracy"], llm=make_judge(fake_openai), run_dir=str(run))
+    metric_params = {"answer_accuracy": {"value": "expected"}}
+    evaluate([row], ["answer_accuracy"], llm=make_judge(fake_openai), run_dir=str(run),
+             metric_params=metric_params)  # fmt: skip
     written = json.loads((run / "results.jsonl").read_text().splitlines()[0])
     evidence = written["metrics"]["answer_accuracy"]["evidence"]
     # JSON keys are text; the ratings' probabilities in the reply's order

@@ -121,7 +121,8 @@ async def test_default_max_retries_is_five(fake_openai: FakeOpenAI) -> None:
     assert result.value == 1.0
     assert len(prompts_with(fake_openai, *T1)) == 6  # 1 ask + 5 re-asks
     assert AnswerAccuracy().params() == {
-        "instructions": None, "examples": [], "reasons": False, "threshold": None, "max_retries": 5
+        "instructions": None, "examples": [], "reasons": False, "threshold": None, "max_retries": 5,
+        "value": "pass_probability",
     }  # fmt: skip
 
 

@@ -119,6 +119,6 @@ def test_templates_share_the_data_then_differ_in_their_instructions() -> None:
 
 
 def test_max_retries_default_and_validation() -> None:
-    assert ContextRelevance().params() == {"max_retries": 5}
+    assert ContextRelevance().params() == {"max_retries": 5, "value": "expected"}
     with pytest.raises(ValueError, match="max_retries"):
         ContextRelevance(max_retries=-1)

@@ -86,6 +86,7 @@ def test_max_retries_default_and_validation() -> None:
         "mode": "ratings",
         "checker": None,
         "per_context": False,
+        "value": "expected",
     }
     with pytest.raises(ValueError, match="max_retries"):
         ResponseGroundedness(max_retries=-3)

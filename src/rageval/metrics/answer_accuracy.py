@@ -4,8 +4,14 @@ Template 1 judges the response against the reference; template 2 swaps their rol
 rate 4 when the two give the same answer, also in other words, with more detail on one side
 that the other does not contradict, or as one of several accepted answers the reference lists;
 2 when they agree only in part; 0 when it is wrong. Each rating is divided by 4 and the valid
-ones averaged (one valid → that one; none → not measured); where the judge scores by
-probabilities each template counts its expected rating (docs/judge-probabilities.md).
+ones averaged (one valid → that one; none → not measured): the value with sampled scoring.
+Where the judge scores by probabilities the value is by default (``value="pass_probability"``)
+the judge's probability that this mean reaches 0.5, the two templates' ratings drawn
+independently from their distributions over 0/2/4; ``value="expected"`` averages each
+template's expected rating instead (the default before; every other rating metric's).
+Chosen on tuning rows: on 101 EVOUNA rows with Qwen2.5-Coder-1.5B, κ with people at the 0.5
+cut 0.689 against 0.575, AUROC 0.931 against 0.926, balanced accuracy 0.822 against 0.853
+(more answers pass); docs/judge-probabilities.md has the math.
 A rating off the scale is re-asked up to `max_retries` times per template.
 A blank reference leaves nothing to compare with → not measured; a blank response says nothing
 the reference says → 0 without a request (the rules every metric follows, docs/metrics.md).
@@ -102,6 +108,8 @@ class AnswerAccuracy(GuidedMetric, RatingMetric):
         zero_if_blank("response", "the response is empty: it says nothing"),
     )
     reasons_by_default = False
+    #: the judge's probability of passing at 0.5 (see the module docstring)
+    default_value = "pass_probability"
     guideline_variants: ClassVar[Mapping[str, str]] = {
         "lenient": (
             "Judge whether the answer would satisfy the person who asked. An answer that names "

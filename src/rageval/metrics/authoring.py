@@ -80,7 +80,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -130,6 +130,12 @@ from rageval.metrics._prompting import (
     split_sentences,
     tagged,
     text_tokens,
+)
+from rageval.metrics._rating_value import (
+    RatingValue,
+    as_rating_value,
+    combine_ratings,
+    mean_rating,
 )
 from rageval.metrics.base import (
     BlankRule,
@@ -659,16 +665,6 @@ def share_true(verdicts: Sequence[float]) -> float | None:
     return sum(verdicts) / len(verdicts) if verdicts else None
 
 
-def mean_rating(ratings: Sequence[float | None], scale_max: int) -> float | None:
-    """Mean of the valid ratings (or expected ratings), each divided by `scale_max`; None when
-    none is valid.
-
-    A missing rating (None: the template gave no valid one) is left out, never counted as 0
-    and never allowed to poison the mean."""
-    valid = [r / scale_max for r in ratings if r is not None]
-    return sum(valid) / len(valid) if valid else None
-
-
 async def rate_with_templates(
     ctx: ScoringContext,
     prompts: Sequence[list[dict[str, str]]],
@@ -676,6 +672,7 @@ async def rate_with_templates(
     max_retries: int,
     *,
     reasons: bool = False,
+    value: RatingValue = "expected",
 ) -> MetricResult:
     """Ask every template (a list of messages each) concurrently for ``{"rating": r}`` with r
     in `scale` (the schema is an enum of exactly those values; a reply off the scale is
@@ -689,7 +686,8 @@ async def rate_with_templates(
     counts its expected rating over the scale, from the probabilities of the ratings in its
     reply's token log-probabilities, in place of the rating written (evidence ``expected``,
     and each template's whole distribution over the scale, ``distributions``); a template
-    whose probabilities could not be read counts its rating."""
+    whose probabilities could not be read counts its rating. `value` ``"pass_probability"``:
+    P(the sampled value >= 0.5) instead (:mod:`rageval.metrics._rating_value`)."""
     model = rating_model(scale, reasons=reasons)
 
     async def one(
@@ -728,9 +726,8 @@ async def rate_with_templates(
         if any(d is not None for d in distributions)
         else None,
     )
-    counted = [e if e is not None else r for r, e in zip(ratings, expected, strict=True)]
-    value = mean_rating(counted, max(scale))
-    if value is None:
+    result = combine_ratings(value, ratings, expected, distributions, max(scale))
+    if result is None:
         causes = "; ".join(f"{k}: {e.cause}" for k, e in failed.items())
         # the kind of the first template's failure (both failed; usually for the same reason)
         kind: CauseKind = next(iter(failed.values())).kind
@@ -739,12 +736,14 @@ async def rate_with_templates(
         ).with_evidence(evidence)
     valid = [r for r in ratings if r is not None]
     weighted = [f"{e:.3g}" for e in expected if e is not None]
+    passing = value == "pass_probability" and weighted
     reason = (
         f"ratings {', '.join(str(r) for r in valid)} on the scale {'/'.join(map(str, scale))}"
         + (f" (expected {', '.join(weighted)})" if weighted else "")
+        + (f"; P(value >= 0.5) {result:.3g}" if passing else "")
         + (" (one template gave no valid rating)" if len(valid) < len(ratings) else "")
     )
-    return MetricResult.ok(value, reason=reason).with_evidence(evidence)
+    return MetricResult.ok(result, reason=reason).with_evidence(evidence)
 
 
 #: the rule of metrics that compare the response with the reference: without a reference
@@ -757,7 +756,9 @@ class RatingMetric(Metric):
     (answer_accuracy, context_relevance, response_groundedness): a subclass sets `scale` and
     implements :meth:`templates`; scoring (every template rated, the valid ratings averaged)
     and the planned requests follow from them. `max_retries` is the re-ask budget per
-    template. (A subclass may still write its own ``measure`` around :meth:`rate`.)"""
+    template; `value` how ratings read by probability become the value, ``"expected"`` or
+    ``"pass_probability"`` (None: :attr:`default_value`; :mod:`~rageval.metrics._rating_value`).
+    (A subclass may still write its own ``measure`` around :meth:`rate`.)"""
 
     needs_llm = True  # every rating is the judge's
     value_range = (0.0, 1.0)  # the rating's position on its scale
@@ -765,12 +766,20 @@ class RatingMetric(Metric):
     #: whether the judge writes its reasoning before each rating (:func:`rating_model`); a
     #: :class:`GuidedMetric` sets it from its `reasons` argument
     reasons: bool = False
+    #: the reading of the ratings when `value` is not given
+    default_value: ClassVar[RatingValue] = "expected"
+    #: what a run recorded before rating metrics took `value` used (a resumed run keeps it)
+    earlier_params: ClassVar[Mapping[str, Any]] = {"value": "expected"}
 
-    def __init__(self, *, max_retries: int = 5, **kw: Any) -> None:
+    def __init__(
+        self, *, max_retries: int = 5, value: RatingValue | None = None, **kw: Any
+    ) -> None:
         super().__init__(**kw)
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         self.max_retries = max_retries
+        self.value = as_rating_value(self.default_value if value is None else value)
+        self.record_config("value", self.value)
 
     def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
         """The chat messages of each rating template for `sample`."""
@@ -787,5 +796,5 @@ class RatingMetric(Metric):
     ) -> MetricResult:
         """:func:`rate_with_templates` on this metric's scale and re-ask budget."""
         return await rate_with_templates(
-            ctx, prompts, self.scale, self.max_retries, reasons=self.reasons
+            ctx, prompts, self.scale, self.max_retries, reasons=self.reasons, value=self.value
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from rageval.log import (
     write_text_atomic,
     written_format,
 )
-from rageval.metrics.base import create_metric
+from rageval.metrics.base import Metric, create_metric, metric_class
 from rageval.report import REPORT_FILE
 from rageval.samples import LoadedData
 
@@ -202,10 +202,18 @@ def _full_params(spec: MetricSpec) -> dict[str, Any]:
     without one), so that such a run still resumes; as recorded when the metric cannot be
     built from them here."""
     try:
-        return {**create_metric(spec.registered_name or spec.name, spec.params).params(),
+        return {**stored_metric(spec.registered_name or spec.name, spec.params).params(),
                 **spec.params}  # fmt: skip
     except (KeyError, TypeError, ValueError):
         return dict(spec.params)
+
+
+def stored_metric(name: str, params: Mapping[str, Any]) -> Metric:
+    """The metric a manifest records as `name` with `params`. A parameter the metric took
+    after the run was recorded has the value the run used, where the metric class names it
+    in ``earlier_params`` (a rating metric's ``value="expected"``), else today's default."""
+    earlier: Mapping[str, Any] = getattr(metric_class(name), "earlier_params", {})
+    return create_metric(name, {**earlier, **params})
 
 
 def _check_same_run(path: Path, stored: Manifest, now: Manifest) -> None:

@@ -29,7 +29,7 @@ from rageval.runner._panel import Panel
 from rageval.runner._prepare import RunSpec, embeddings_from_spec
 from rageval.runner._probe import key_variable
 from rageval.runner._runconfig import JudgeSetup, made as made_judge
-from rageval.runner._rundir import resumable_manifest
+from rageval.runner._rundir import resumable_manifest, stored_metric
 
 if TYPE_CHECKING:
     from rageval.embeddings import Embeddings
@@ -104,8 +104,6 @@ class StoredRun:
         return self.data_path
 
     def make_metrics(self) -> list[Metric]:
-        from rageval.metrics.base import create_metric
-
         for root in self.import_roots:
             # as the run that recorded it could: ahead of the other entries, as `python -m`
             # and the command line put the current directory
@@ -114,7 +112,7 @@ class StoredRun:
         made = []
         for name, params, own_judge in self.metrics:
             try:
-                metric = create_metric(name, params)
+                metric = stored_metric(name, params)
             except KeyError as e:  # a metric defined outside rageval, not imported now
                 raise RunDirError(f"cannot resume {self.path}: {e.args[0]}") from None
             if own_judge is not None:

@@ -1,0 +1,133 @@
+"""A rating metric's `value`: "expected" or "pass_probability" (metrics/_rating_value.py).
+
+Every expected number is worked out by hand in the comment above it."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helpers import judge_for, make_judge, route
+from rageval.errors import RunDirError
+from rageval.judge._probabilities import forget_logprobs
+from rageval.metrics import AnswerAccuracy, ContextRelevance
+from rageval.metrics._rating_value import combine_ratings, pass_probability
+from rageval.runner import evaluate
+from rageval.runner._rundir import stored_metric
+from rageval.samples import SingleTurnSample
+from rageval.testing import FakeOpenAI, Reply
+from rageval.testing.records import ScriptedToken
+
+T1, T2 = ("reference", "candidate"), ("gold", "proposed")
+SAMPLE = SingleTurnSample(user_input="q?", response="a.", reference="b.")
+
+
+@pytest.fixture(autouse=True)
+def _no_endpoint_known() -> Iterator[None]:
+    forget_logprobs()
+    yield
+    forget_logprobs()
+
+
+def test_pass_probability_adds_up_the_sums_that_reach_the_middle() -> None:
+    # 0/2/4, two templates: pass when r1 + r2 >= 4.
+    # {4: .5, 2: .3, 0: .2} and {2: .6, 0: .4}: (4, 2) .30 + (4, 0) .20 + (2, 2) .18 = 0.68
+    two = [{4: 0.5, 2: 0.3, 0: 0.2}, {2: 0.6, 0: 0.4}]
+    assert pass_probability(two, 4) == pytest.approx(0.68)
+    # a rating exactly at the middle passes: (2, 2) alone is 1.0
+    assert pass_probability([{2: 1.0}, {2: 1.0}], 4) == 1.0
+    # 0/1/2, three templates: pass when the sum >= 3. Each {2: .5, 1: .2, 0: .3}:
+    # P(sum <= 2) = P(0,0,0) .027 + 3 x P(one 1) .2 x .09 = .054 + 3 x P(one 2) .5 x .09 = .135
+    #   + 3 x P(two 1s) .04 x .3 = .036 -> .252; pass 1 - .252 = 0.748
+    three = [{2: 0.5, 1: 0.2, 0: 0.3}] * 3
+    assert pass_probability(three, 2) == pytest.approx(0.748)
+    # one template: P(r >= 1) on 0/1/2
+    assert pass_probability([{2: 0.5, 1: 0.2, 0: 0.3}], 2) == pytest.approx(0.7)
+
+
+def test_combining_the_templates() -> None:
+    dist = {4: 0.6, 2: 0.3, 0: 0.1}  # expected 3.0
+    # expected: (3.0 + 2 written, no distribution) / 2 / 4 = 0.625
+    assert combine_ratings("expected", [4, 2], [3.0, None], [dist, None], 4) == 0.625
+    # pass_probability: the template without a distribution gives its 2 for sure:
+    # P(r1 + 2 >= 4) = P(r1 >= 2) = 0.9
+    assert combine_ratings("pass_probability", [4, 2], [3.0, None], [dist, None], 4) == (
+        pytest.approx(0.9)
+    )
+    # a template with no valid rating is left out: P(r1 >= 2) = 0.9 again
+    assert combine_ratings("pass_probability", [4, None], [3.0, None], [dist, None], 4) == (
+        pytest.approx(0.9)
+    )
+    # no distribution at all (sampled scoring): both readings are the mean rating, (4 + 2) / 8
+    for value in ("expected", "pass_probability"):
+        assert combine_ratings(value, [4, 2], [None, None], [None, None], 4) == 0.75
+    assert combine_ratings("pass_probability", [None, None], [None, None], [None, None], 4) is None
+
+
+def test_the_value_is_a_recorded_parameter_that_keys_the_cells() -> None:
+    assert AnswerAccuracy().params()["value"] == "pass_probability"
+    assert AnswerAccuracy(value="expected").params()["value"] == "expected"
+    assert ContextRelevance().params()["value"] == "expected"
+    identity = AnswerAccuracy().config_identity()
+    assert identity is not None
+    assert identity != AnswerAccuracy(value="expected").config_identity()
+    with pytest.raises(ValueError, match="value must be one of expected, pass_probability"):
+        AnswerAccuracy(value="mean")
+
+
+async def test_a_template_without_log_probabilities_counts_its_rating_for_sure(
+    fake_openai: FakeOpenAI,
+) -> None:
+    # template 1 read by probability {4: .6, 2: .3, 0: .1}; template 2 sampled 2 (its reply has
+    # no log-probabilities) -> P(r1 + 2 >= 4) = .6 + .3 = 0.9
+    alternatives = {"4": math.log(0.6), "2": math.log(0.3), "0": math.log(0.1)}
+    tokens: list[ScriptedToken] = [
+        ('{"rating": ', 0.0),
+        ("4", alternatives["4"], alternatives),
+        ("}", 0.0),
+    ]
+    fake_openai.handler = route(
+        (T1, Reply.json({"rating": 4}, logprobs=tokens)), (T2, Reply.json({"rating": 2}))
+    )
+    metric = AnswerAccuracy(llm=judge_for(fake_openai, scoring="probabilities"))
+    result = await metric.single_turn_ascore(SAMPLE)
+    assert result.value == pytest.approx(0.9)
+    assert result.evidence["distributions"] == {
+        "template_1": pytest.approx({4: 0.6, 2: 0.3, 0: 0.1}),
+        "template_2": None,
+    }
+
+
+def _run_without_value(tmp_path: Path, server: FakeOpenAI) -> Path:
+    """A finished one-row run whose manifest records no `value` (as before the parameter)."""
+    run = tmp_path / "run"
+    params = {"answer_accuracy": {"value": "expected"}}
+    evaluate([{"user_input": "q?", "response": "a.", "reference": "b."}], ["answer_accuracy"],
+             llm=make_judge(server), run_dir=str(run), metric_params=params, progress=False)  # fmt: skip
+    manifest = json.loads((run / "manifest.json").read_text())
+    for spec in manifest["metrics"]:
+        del spec["params"]["value"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+def test_a_run_recorded_without_value_resumes_as_expected(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    fake_openai.handler = route((T1, Reply.json({"rating": 4})), (T2, Reply.json({"rating": 2})))
+    run = _run_without_value(tmp_path, fake_openai)
+    # re-made from the manifest: the reading the run used, not today's default
+    assert stored_metric("answer_accuracy", {}).params()["value"] == "expected"
+    rows = [{"user_input": "q?", "response": "a.", "reference": "b."}]
+    # today's default would read its cells another way: refused, naming both
+    with pytest.raises(RunDirError, match=r'"value":"expected".*"value":"pass_probability"'):
+        evaluate(rows, ["answer_accuracy"], llm=make_judge(fake_openai), run_dir=str(run),
+                 resume=True, progress=False)  # fmt: skip
+    resumed = evaluate(rows, ["answer_accuracy"], llm=make_judge(fake_openai), run_dir=str(run),
+                       resume=True, progress=False,
+                       metric_params={"answer_accuracy": {"value": "expected"}})  # fmt: skip
+    assert list(resumed["answer_accuracy"]) == [0.75]  # (4 + 2) / 8, as the run scored it
