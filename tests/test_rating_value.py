@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from helpers import judge_for, make_judge, route
 from rageval.errors import RunDirError
-from rageval.judge._probabilities import forget_logprobs
 from rageval.metrics import AnswerAccuracy, ContextRelevance
 from rageval.metrics._rating_value import combine_ratings, pass_probability
 from rageval.runner import evaluate
@@ -26,11 +24,15 @@ T1, T2 = ("reference", "candidate"), ("gold", "proposed")
 SAMPLE = SingleTurnSample(user_input="q?", response="a.", reference="b.")
 
 
-@pytest.fixture(autouse=True)
-def _no_endpoint_known() -> Iterator[None]:
-    forget_logprobs()
-    yield
-    forget_logprobs()
+def scripted(sampled: int, probabilities: dict[int, float]) -> Reply:
+    """``{"rating": sampled}`` with the ratings' probabilities at the rating's token."""
+    alternatives = {str(r): math.log(p) for r, p in probabilities.items()}
+    tokens: list[ScriptedToken] = [
+        ('{"rating": ', 0.0),
+        (str(sampled), alternatives[str(sampled)], alternatives),
+        ("}", 0.0),
+    ]
+    return Reply.json({"rating": sampled}, logprobs=tokens)
 
 
 def test_pass_probability_adds_up_the_sums_that_reach_the_middle() -> None:
@@ -84,14 +86,8 @@ async def test_a_template_without_log_probabilities_counts_its_rating_for_sure(
 ) -> None:
     # template 1 read by probability {4: .6, 2: .3, 0: .1}; template 2 sampled 2 (its reply has
     # no log-probabilities) -> P(r1 + 2 >= 4) = .6 + .3 = 0.9
-    alternatives = {"4": math.log(0.6), "2": math.log(0.3), "0": math.log(0.1)}
-    tokens: list[ScriptedToken] = [
-        ('{"rating": ', 0.0),
-        ("4", alternatives["4"], alternatives),
-        ("}", 0.0),
-    ]
     fake_openai.handler = route(
-        (T1, Reply.json({"rating": 4}, logprobs=tokens)), (T2, Reply.json({"rating": 2}))
+        (T1, scripted(4, {4: 0.6, 2: 0.3, 0: 0.1})), (T2, Reply.json({"rating": 2}))
     )
     metric = AnswerAccuracy(llm=judge_for(fake_openai, scoring="probabilities"))
     result = await metric.single_turn_ascore(SAMPLE)
@@ -102,32 +98,38 @@ async def test_a_template_without_log_probabilities_counts_its_rating_for_sure(
     }
 
 
-def _run_without_value(tmp_path: Path, server: FakeOpenAI) -> Path:
-    """A finished one-row run whose manifest records no `value` (as before the parameter)."""
-    run = tmp_path / "run"
-    params = {"answer_accuracy": {"value": "expected"}}
-    evaluate([{"user_input": "q?", "response": "a.", "reference": "b."}], ["answer_accuracy"],
-             llm=make_judge(server), run_dir=str(run), metric_params=params, progress=False)  # fmt: skip
-    manifest = json.loads((run / "manifest.json").read_text())
-    for spec in manifest["metrics"]:
-        del spec["params"]["value"]
-    (run / "manifest.json").write_text(json.dumps(manifest))
-    return run
+ROWS = [{"user_input": f"q{i}?", "response": "a.", "reference": "b."} for i in range(2)]
+
+
+def _replies(server: FakeOpenAI) -> None:
+    # template 1 sampled 4, {4: .6, 2: .3, 0: .1}; template 2 sampled 2, {2: .5, 0: .5}:
+    # "expected" (3.0 + 1.0) / 8 = 0.5; "pass_probability" .6 + .15 = 0.75 (as above)
+    server.handler = route(
+        (T1, scripted(4, {4: 0.6, 2: 0.3, 0: 0.1})), (T2, scripted(2, {2: 0.5, 0: 0.5}))
+    )
 
 
 def test_a_run_recorded_without_value_resumes_as_expected(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
-    fake_openai.handler = route((T1, Reply.json({"rating": 4})), (T2, Reply.json({"rating": 2})))
-    run = _run_without_value(tmp_path, fake_openai)
+    _replies(fake_openai)
+    judge = make_judge(fake_openai, scoring="probabilities")
+    run = tmp_path / "run"
+    expected = {"answer_accuracy": {"value": "expected"}}
+    evaluate(ROWS, ["answer_accuracy"], llm=judge, run_dir=str(run), metric_params=expected,
+             progress=False)  # fmt: skip
+    # as a run recorded before the parameter: no `value` in its manifest, killed after a row
+    manifest = json.loads((run / "manifest.json").read_text())
+    del manifest["metrics"][0]["params"]["value"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    first_line = (run / "results.jsonl").read_text().splitlines(keepends=True)[0]
+    (run / "results.jsonl").write_text(first_line)
     # re-made from the manifest: the reading the run used, not today's default
     assert stored_metric("answer_accuracy", {}).params()["value"] == "expected"
-    rows = [{"user_input": "q?", "response": "a.", "reference": "b."}]
     # today's default would read its cells another way: refused, naming both
     with pytest.raises(RunDirError, match=r'"value":"expected".*"value":"pass_probability"'):
-        evaluate(rows, ["answer_accuracy"], llm=make_judge(fake_openai), run_dir=str(run),
-                 resume=True, progress=False)  # fmt: skip
-    resumed = evaluate(rows, ["answer_accuracy"], llm=make_judge(fake_openai), run_dir=str(run),
-                       resume=True, progress=False,
-                       metric_params={"answer_accuracy": {"value": "expected"}})  # fmt: skip
-    assert list(resumed["answer_accuracy"]) == [0.75]  # (4 + 2) / 8, as the run scored it
+        evaluate(ROWS, ["answer_accuracy"], llm=judge, run_dir=str(run), resume=True,
+                 progress=False)  # fmt: skip
+    resumed = evaluate(ROWS, ["answer_accuracy"], llm=judge, run_dir=str(run), resume=True,
+                       progress=False, metric_params=expected)  # fmt: skip
+    assert list(resumed["answer_accuracy"]) == [pytest.approx(0.5)] * 2  # both read "expected"
