@@ -5,7 +5,9 @@ the dry run's estimate against the run, and the set read back by `evaluate`."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import random
 import re
 import signal
 import subprocess
@@ -36,10 +38,12 @@ from rageval.generation import (
     generate,
     load_corpus,
 )
-from rageval.generation._asks import REFUSAL, answerable, leaks, quote_found
+from rageval.generation._asks import REFUSAL, answerable, leaks, quote_found, subject_of
 from rageval.generation._corpus import chunk_document
 from rageval.generation._plan import link_pairs, plan_attempt, slot_types
+from rageval.judge._probabilities import forget_logprobs
 from rageval.testing import FakeOpenAI, Fault, RecordedRequest, Reply
+from rageval.testing.records import ScriptedToken
 
 CORPUS = Path(__file__).parent / "data" / "generate_corpus"
 
@@ -68,16 +72,18 @@ class Scripted:
     def __call__(self, req: RecordedRequest) -> Reply:
         text = user_text(req)
         self.answered.append(json.dumps(req.messages, sort_keys=True))
-        if "<passages>" in text:
+        if "<passages>" in text or "<subject>" in text:
             return Reply.json(self.write(text))
-        if "Which sentence of the contexts answers" in text:
+        if "Does a sentence of the contexts give the answer" in text:
             unanswerable = "cannot-be-known" in text
             yes = self.answerable_unanswerable if unanswerable else self.answerable
             if self.made_up_quote:
-                return Reply.json({"quote": "The moon is made of green cheese."})
+                return Reply.json({"answered": "yes", "quote": "The moon is made of green cheese."})
             first = re.search(r"\[c1\] (.*?\.)", text)
             assert first is not None
-            return Reply.json({"quote": first.group(1) if yes else ""})
+            return Reply.json(
+                {"answered": "yes" if yes else "no", "quote": first.group(1) if yes else ""}
+            )
         if "Is the claim supported" in text:
             return Reply.json({"supported": "yes" if self.supported else "no"})
         raise AssertionError(f"unexpected request: {text[:200]}")
@@ -91,7 +97,7 @@ class Scripted:
             question = "What value does the record hold?"
         if self.leak:
             question = f"{question} {answer}"
-        if "does NOT give" in text:
+        if "you cannot see its text" in text:
             return {
                 "missing_detail": "what cannot be known",
                 "question": f"What is cannot-be-known about {facts}, case {mark}?",
@@ -187,6 +193,30 @@ def test_an_attempt_is_planned_from_the_seed_slot_and_attempt_alone() -> None:
     assert len(single.chunks) == 1 and 0 <= single.chunks[0] < 5
 
 
+def test_a_slot_never_repeats_an_attempts_style_and_chunks_while_others_are_untried() -> None:
+    # 3 chunks x 2 styles = 6 combinations: a slot's first 6 attempts are 6 different ones (a
+    # repeat would send the same request and the cache would give back the same dropped item);
+    # drawing (seed, slot, attempt) alone repeated one in most of these 40 slots
+    kw: dict[str, Any] = {"corpus_size": 3, "pairs": [], "styles": ("plain", "terse")}
+    for seed in range(4):
+        for slot in range(10):
+            plans = [plan_attempt(slot, a, "single_hop", seed=seed, **kw) for a in range(7)]
+            assert len({(p.style, p.chunks) for p in plans[:6]}) == 6
+            assert plans == [plan_attempt(slot, a, "single_hop", seed=seed, **kw) for a in range(7)]
+    # two-chunk types draw among the pairs: 2 pairs x 1 style, then the space is used up
+    pairs = [(0, 1), (1, 2)]
+    two = [
+        plan_attempt(0, a, "comparison", corpus_size=3, pairs=pairs, styles=("plain",), seed=1)
+        for a in range(3)
+    ]
+    assert {p.chunks for p in two[:2]} == set(pairs) and two[2].chunks in pairs
+    # a first draw that repeats nothing is the draw of (seed, slot, attempt), as before
+    rng = random.Random("5:0:0")
+    style, chunk = kw["styles"][rng.randrange(2)], rng.randrange(3)
+    first = plan_attempt(0, 0, "single_hop", seed=5, **kw)
+    assert (first.style, first.chunks) == (style, (chunk,))
+
+
 def test_chunks_are_linked_by_a_shared_name_and_by_their_nearest_neighbour() -> None:
     chunks = [
         Chunk("a", "Lorvik makes pumps.", "x"),
@@ -242,8 +272,8 @@ def test_a_run_keeps_checked_items_of_every_type_with_real_corpus_ids(tmp_path: 
     ("script", "check", "reason"),
     [
         ({"leak": True}, "no_leak", "the question contains its answer"),
-        ({"answerable": False}, "answerable", "quotes no sentence of the 1 context(s)"),
-        ({"made_up_quote": True}, "answerable", "is not in the 1 context(s) (0% of it found)"),
+        ({"answerable": False}, "answerable", "no sentence of the 1 context(s) answers it"),
+        ({"made_up_quote": True}, "answerable", "is not in them (0% found): a failed reading"),
         ({"supported": False}, "supported", "faithfulness 0.00 to the reference contexts"),
     ],
 )
@@ -262,13 +292,40 @@ def test_an_item_failing_a_check_is_dropped_with_its_reason(
         assert failed["name"] == check and not failed["passed"] and reason in failed["reason"]
 
 
+def test_an_unanswerable_question_is_written_from_its_chunks_subject_not_its_text(
+    tmp_path: Path,
+) -> None:
+    script = Scripted()
+    with FakeOpenAI(script) as server:
+        result = _run(server, 2, tmp_path, mix={"unanswerable": 1}, max_attempts=1)
+        writes = [user_text(r) for r in server.chat_requests if "<subject>" in user_text(r)]
+    assert len(result.items) == 2 and len(writes) == 2
+    chunks = {c.id: c for c in load_corpus(CORPUS)}
+    for item, shown in zip(result.items, writes, strict=True):
+        (source,) = item["metadata"]["source_chunk_ids"]
+        chunk = chunks[source]
+        # the file and the heading path, e.g. "pumps.md > Quanta pumps > Care"; no sentence
+        assert f"<subject>\n{chunk.source} > {chunk.heading}\n</subject>" in shown
+        assert "FACT-" not in shown and "<passages>" not in shown
+        assert item["reference"] == REFUSAL and item["reference_contexts"] == []
+
+
+def test_a_chunk_without_headings_is_named_by_its_file_and_first_words() -> None:
+    short = Chunk("a.txt#top", "Keep the pump cool.", "a.txt")
+    assert subject_of(short) == "a.txt: Keep the pump cool."
+    long = Chunk("b.txt#top", " ".join(f"w{i}" for i in range(20)), "b.txt")
+    assert subject_of(long) == "b.txt: " + " ".join(f"w{i}" for i in range(12)) + " ..."
+    titled = Chunk("c.md#care", "Care\n\nOil it.", "c.md", "Pumps > Care")
+    assert subject_of(titled) == "c.md > Pumps > Care"
+
+
 def test_an_unanswerable_question_the_corpus_answers_is_dropped(tmp_path: Path) -> None:
     with FakeOpenAI(Scripted(answerable_unanswerable=True)) as server:
         result = _run(server, 1, tmp_path, mix={"unanswerable": 1}, max_attempts=1)
     first, record = result.dropped  # one attempt, twice while no unanswerable item is kept
     assert first["checks"][-1]["name"] == "unanswerable" and not first["checks"][-1]["passed"]
     assert record["checks"][-1]["name"] == "unanswerable"
-    assert "from the 3 context(s) as the answer" in record["checks"][-1]["reason"]
+    assert "the 3 context(s) answer it (P(yes) 1.00), quoting" in record["checks"][-1]["reason"]
     assert record["checks"][-1]["value"] == 1.0
 
 
@@ -280,30 +337,61 @@ def test_an_unanswerable_question_with_a_made_up_quote_is_dropped(tmp_path: Path
     for record in result.dropped:
         failed = record["checks"][-1]
         assert failed["name"] == "unanswerable" and not failed["passed"]
-        assert "(0% of it found): a failed reading" in failed["reason"]
+        assert "(0% found): a failed reading" in failed["reason"]
+
+
+def verdict_reply(sampled: str, p_yes: float | None, quote: str) -> Reply:
+    """An answerability reply whose verdict `sampled` has P(yes) `p_yes` in its scripted
+    log-probabilities (None: a reply without them)."""
+    obj = {"answered": sampled, "quote": quote}
+    if p_yes is None:
+        return Reply.json(obj)
+    other = "no" if sampled == "yes" else "yes"
+    chosen = p_yes if sampled == "yes" else 1 - p_yes
+    rest = json.dumps(obj)[len('{"answered": "') + len(sampled) :]
+    tokens: list[ScriptedToken] = [
+        ('{"answered": "', 0.0),
+        (sampled, math.log(chosen), {other: math.log(1 - chosen)}),
+        (rest, 0.0),
+    ]
+    return Reply.json(obj, logprobs=tokens)
+
+
+BLUE = "The Blue Line runs every 40 minutes."
 
 
 @pytest.mark.parametrize(
-    ("quote", "expect", "passed", "said"),
+    ("reply", "expect", "passed", "value", "said"),
     [
-        ("", False, True, "quotes no sentence"),
-        ("None.", False, True, "quotes no sentence"),
-        (" N/A ", False, True, "quotes no sentence"),
-        ("None", True, False, "quotes no sentence"),
-        ("The Blue Line runs every 40 minutes.", False, False, "as the answer"),
-        ("The Blue Line runs every 40 minutes.", True, True, "as the answer"),
-        ("The Red Line runs at noon.", False, False, "(20% of it found): a failed reading"),
-        ("The Red Line runs at noon.", True, False, "(20% of it found): a failed reading"),
+        # the verdict decides "not answered", whatever the quote: P(yes) .3 < .5
+        (("no", 0.3, ""), False, True, 0.3, "no sentence of the 1 context(s) answers it"),
+        (("no", 0.3, ""), True, False, 0.3, "(P(yes) 0.30)"),
+        (("no", 0.2, BLUE), False, True, 0.2, "no sentence"),
+        # read by probability, not by the word written: a "yes" at P(yes) .4 is a no...
+        (("yes", 0.4, BLUE), False, True, 0.4, "(P(yes) 0.40)"),
+        # ... and a "no" at P(yes) .6, with its quote found, is a yes
+        (("no", 0.6, BLUE), True, True, 0.6, f"answer it (P(yes) 0.60), quoting {BLUE!r}"),
+        (("yes", 0.9, BLUE), True, True, 0.9, "quoting"),
+        (("yes", 0.9, BLUE), False, False, 0.9, "quoting"),
+        # a yes whose quote is not in the contexts: 1 of 5 word pairs found, fails both
+        (("yes", 0.9, "The Red Line runs at noon."), True, False, 0.9, "(20% found): a failed"),
+        (("yes", 0.9, "The Red Line runs at noon."), False, False, 0.9, "(20% found)"),
+        (("yes", 0.9, ""), False, False, 0.9, "(0% found)"),
+        # no log-probabilities: the written verdict, P(yes) 1 or 0
+        (("yes", None, BLUE), True, True, 1.0, "(P(yes) 1.00)"),
+        (("no", None, ""), False, True, 0.0, "(P(yes) 0.00)"),
     ],
 )
-def test_the_answerability_checks_read_the_quote(
-    quote: str, expect: bool, passed: bool, said: str
+def test_the_answerability_checks_read_the_verdict_by_probability_and_the_quote_as_evidence(
+    reply: tuple[str, float | None, str], expect: bool, passed: bool, value: float, said: str
 ) -> None:
-    contexts = ["Routes. The Blue Line runs every 40 minutes."]
-    with FakeOpenAI(lambda req: Reply.json({"quote": quote})) as server:
+    contexts = [f"Routes. {BLUE}"]
+    forget_logprobs()  # a server that gave none is remembered, per endpoint, for the process
+    with FakeOpenAI(lambda req: verdict_reply(*reply)) as server:
         check = run_sync(answerable(make_judge(server), "How often?", contexts, expect=expect))
     assert check.name == ("answerable" if expect else "unanswerable")
     assert check.passed is passed and said in check.reason
+    assert check.value == pytest.approx(value)
 
 
 def test_a_quote_counts_when_its_word_pairs_are_in_one_context() -> None:

@@ -349,7 +349,9 @@ def estimate_generation(
         shown = [c.text for c in chunks[:NEAREST]] if item_type == "unanswerable" else texts
         first = (
             2,
-            counter.prompt_tokens(write_messages(attempt, texts, language), "")
+            counter.prompt_tokens(
+                write_messages(attempt, [chunks[i] for i in attempt.chunks], language), ""
+            )
             + counter.prompt_tokens(answerable_messages(_PREDICTED_QUESTION, shown), ""),
             EXPECTED_WRITE_TOKENS + EXPECTED_QUOTE_TOKENS,
         )

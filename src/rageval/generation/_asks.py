@@ -7,14 +7,16 @@ the first that fails, each recorded with its reason (:class:`Check`):
    punctuation aside; no request);
 2. ``not_duplicate`` -- the question's embedding cosine with every question kept so far and
    every question of an existing test set is below the threshold (no judge request);
-3. ``answerable`` -- the judge quotes the sentence of the item's reference contexts that
-   answers the question, and the quote is found in them; for an unanswerable item,
-   ``unanswerable``: the judge says no sentence of the chunks nearest the question answers it
-   (an empty quote). A quote that is not found in the contexts is a failed reading of the
-   check, not evidence either way: both checks fail on it. (Asked yes or no,
-   Qwen2.5-Coder-1.5B found each of 9 questions the example corpus does not answer
-   answerable; asked for the sentence, it quoted none for 4 of 7, and quoted one for each of
-   6 answerable ones: docs/generate.md);
+3. ``answerable`` -- the judge says whether the item's reference contexts answer the
+   question ("answered": yes or no, said first, read as P(yes) from the reply's
+   log-probabilities where the endpoint gives them), then quotes the sentence that does; the
+   contexts answer it when P(yes) is at least :data:`ANSWERED_AT` and the quote is found in
+   them. For an unanswerable item, ``unanswerable``: P(yes) below :data:`ANSWERED_AT` for the
+   chunks nearest the question. A yes whose quote is not found in the contexts is a failed
+   reading, not evidence either way: both checks fail on it. (Asked for the sentence alone,
+   Qwen2.5-Coder-1.5B always quoted one -- for 6 of 7 questions the example corpus does not
+   answer; with the verdict first, it said no for 5 of the 7 and yes for each of 6 answerable
+   ones: docs/generate.md);
 4. ``supported`` -- the reference answer's claims are supported by the reference contexts:
    faithfulness's claim checks (``mode="checker"``, each sentence against each context, the
    best kept), the mean probability at least ``min_support``.
@@ -25,9 +27,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 from pydantic import Field
 
+from rageval.generation._corpus import Chunk
 from rageval.generation._plan import Attempt, ItemType, Style
 from rageval.judge import Judge
 from rageval.metrics._prompting import (
@@ -40,7 +44,7 @@ from rageval.metrics._prompting import (
 from rageval.metrics.faithfulness import Faithfulness
 from rageval.samples import Sample
 
-__all__ = ["REFUSAL", "Check", "answerable", "leaks", "no_quote", "supported", "write_item"]
+__all__ = ["REFUSAL", "Check", "answerable", "leaks", "read_verdict", "supported", "write_item"]
 
 #: the reference answer of an unanswerable item
 REFUSAL = "The documents do not answer this question."
@@ -48,8 +52,9 @@ REFUSAL = "The documents do not answer this question."
 WRITE_TOKENS = 400
 #: a written item as the run's dry run expects it, in tokens
 EXPECTED_WRITE_TOKENS = 90
-#: the answerability check's reply (a quoted sentence) as the dry run expects it, in tokens
-EXPECTED_QUOTE_TOKENS = 30
+#: the answerability check's reply (a verdict and a quoted sentence) as the dry run expects it,
+#: in tokens
+EXPECTED_QUOTE_TOKENS = 36
 
 _TASKS: dict[ItemType, str] = {
     "single_hop": "Write one question that the passage answers with a specific fact, and the "
@@ -62,9 +67,12 @@ _TASKS: dict[ItemType, str] = {
     "says, one sentence with what the second passage says, one sentence with the comparison.",
     "summary": "Write one question that asks for a summary of what the passage says about its "
     "subject, and the answer: two or three sentences of what the passage says.",
-    "unanswerable": "First name one detail about the passage's subject that the passage does "
-    "NOT give (a number, date, name, place or reason it never mentions); then write one "
-    "question that asks for exactly that detail.",
+    # written from the chunk's subject alone (:func:`subject_of`), not its text: shown the
+    # text, the writer asked about a fact it could see in 7 of 9 tune chunks (docs/generate.md)
+    "unanswerable": "The documents have a section on the subject below; you cannot see its "
+    "text. First name one specific detail about this subject that a user could want (a number, "
+    "date, name, place or reason) and that such a section would probably not give; then write "
+    "one question that asks for exactly that detail.",
     "follow_up": "Write a short conversation: a first question the passage answers and its "
     "answer, then a follow-up question that refers back to the first (with words such as "
     "'it' or 'that') and the follow-up's answer, all taken from the passage.",
@@ -87,21 +95,23 @@ _RULES = (
 _ANSWER_RULE = (
     "Write every answer as short complete sentences, one fact each, each naming what it is about."
 )
+#: the words of a chunk's text a subject shows where the chunk has no heading
+SUBJECT_WORDS = 12
 _QA_REPLY = 'Reply as {"question": "...", "fact": "the answer in a few words", "answer": "..."}.'
 _MISSING_REPLY = 'Reply as {"missing_detail": "...", "question": "..."}.'
 _FOLLOW_REPLY = (
     'Reply as {"question": "...", "answer": "...", "follow_up": "...", "follow_up_answer": "..."}.'
 )
-_QUOTE_REPLY = 'Reply as {"quote": "..."}.'
-_QUOTE_TASK = (
-    "Which sentence of the contexts answers the question? Copy that sentence's words exactly "
-    "(its words, not the context's number). If no sentence of the contexts gives the answer, "
-    "reply with an empty quote."
+_VERDICT_REPLY = 'Reply as {"answered": "yes", "quote": "..."} or {"answered": "no", "quote": ""}.'
+_VERDICT_TASK = (
+    'Does a sentence of the contexts give the answer to the question? Answer "yes" only if one '
+    "does, and copy that sentence's words exactly as the quote (its words, not the context's "
+    'number); if none does, answer "no" with an empty quote.'
 )
+#: P(answered = yes) at or above which the judge says the contexts answer the question
+ANSWERED_AT = 0.5
 #: the share of a quote's word pairs that must be found in the contexts for it to count
 QUOTE_FOUND = 0.8
-#: what a judge may write, instead of an empty quote, for "no sentence answers" (words only)
-NO_QUOTE = frozenset({"", "none", "null", "n a", "no answer", "no sentence"})
 
 
 class QA(ReplyModel):
@@ -129,10 +139,13 @@ class FollowUpQA(ReplyModel):
     follow_up_answer: str = Field(min_length=1)
 
 
-class QuoteReply(ReplyModel):
-    """The sentence of the contexts that answers a question ('' when none does)."""
+class VerdictReply(ReplyModel):
+    """Whether the contexts answer a question, said first, then the sentence that does."""
 
-    quote: str
+    answered: Literal["yes", "no"] = Field(
+        description="yes if a sentence of the contexts gives the answer, else no"
+    )
+    quote: str = ""
 
 
 @dataclass(frozen=True)
@@ -169,22 +182,25 @@ def passages_block(texts: Sequence[str]) -> str:
 
 
 def write_messages(
-    attempt: Attempt, texts: Sequence[str], language: str | None
+    attempt: Attempt, chunks: Sequence[Chunk], language: str | None
 ) -> list[dict[str, str]]:
-    """The request that writes the item of `attempt` from its chunks' `texts`."""
+    """The request that writes the item of `attempt` from its `chunks`: their texts, or for an
+    unanswerable item, the first chunk's subject alone (:func:`subject_of`)."""
     if attempt.type == "unanswerable":
-        task, reply = f"{_TASKS[attempt.type]} {_STYLES[attempt.style]} {_RULES}", _MISSING_REPLY
+        task = f"{_TASKS[attempt.type]} {_STYLES[attempt.style]} {_RULES}"
+        data, reply = tagged("subject", subject_of(chunks[0])), _MISSING_REPLY
     else:
         task = f"{_TASKS[attempt.type]} {_STYLES[attempt.style]} {_RULES} {_ANSWER_RULE}"
+        data = passages_block([c.text for c in chunks])
         reply = _FOLLOW_REPLY if attempt.type == "follow_up" else _QA_REPLY
-    return in_language(data_first_messages(passages_block(texts), task, reply), language)
+    return in_language(data_first_messages(data, task, reply), language)
 
 
 async def write_item(
-    judge: Judge, attempt: Attempt, texts: Sequence[str], language: str | None
+    judge: Judge, attempt: Attempt, chunks: Sequence[Chunk], language: str | None
 ) -> Written:
-    """Ask `judge` to write the item of `attempt` from its chunks' `texts`."""
-    chat = write_messages(attempt, texts, language)
+    """Ask `judge` to write the item of `attempt` from its `chunks` (:func:`write_messages`)."""
+    chat = write_messages(attempt, chunks, language)
     tags = {"generate": f"slot{attempt.slot}"}
     if attempt.type == "follow_up":
         conv = (await judge.ask(chat, FollowUpQA, tags=tags, max_tokens=WRITE_TOKENS)).value
@@ -215,12 +231,6 @@ def question_text(written: Written) -> str:
     return f"{before}User: {written.question}" if before else written.question
 
 
-def answerable_messages(question: str, contexts: Sequence[str]) -> list[dict[str, str]]:
-    """The request that asks for the sentence of `contexts` that answers `question`."""
-    data = f"{tagged('contexts', numbered_lines(contexts, 'c'))}\n{tagged('question', question)}"
-    return data_first_messages(data, _QUOTE_TASK, _QUOTE_REPLY)
-
-
 def _grams(words: Sequence[str], size: int) -> list[tuple[str, ...]]:
     return [tuple(words[i : i + size]) for i in range(len(words) - size + 1)]
 
@@ -239,36 +249,6 @@ def quote_found(quote: str, contexts: Sequence[str]) -> float:
         have = set(_grams(_words(context), size))
         best = max(best, sum(p in have for p in wanted) / len(wanted))
     return best
-
-
-def no_quote(quote: str) -> bool:
-    """Whether `quote` is the judge saying that no sentence answers: empty, or one of the
-    words a model writes for nothing (:data:`NO_QUOTE`), case and punctuation aside."""
-    return " ".join(_words(quote)) in NO_QUOTE
-
-
-async def answerable(
-    judge: Judge, question: str, contexts: Sequence[str], *, expect: bool
-) -> Check:
-    """The ``answerable`` check (`expect` True) or the ``unanswerable`` one (False): the
-    question is answerable when the judge quotes a sentence that is found in `contexts`, and
-    unanswerable when the judge quotes none (:func:`no_quote`). A quote not found in
-    `contexts` fails both: a made-up quote says nothing about what the contexts answer."""
-    quote = (await judge.ask(answerable_messages(question, contexts), QuoteReply)).value.quote
-    name = "answerable" if expect else "unanswerable"
-    where = f"the {len(contexts)} context(s)"
-    if no_quote(quote):
-        said = f"the judge quotes no sentence of {where} as the answer"
-        return Check(name, not expect, said, 0.0)
-    share = quote_found(quote, contexts)
-    if share >= QUOTE_FOUND:
-        said = f"the judge quotes {quote.strip()!r} from {where} as the answer"
-        return Check(name, expect, said, share)
-    said = (
-        f"the judge's quote {quote.strip()!r} is not in {where} ({share:.0%} of it found): "
-        "a failed reading, not evidence either way"
-    )
-    return Check(name, False, said, share)
 
 
 def support_sample(written: Written, contexts: Sequence[str]) -> Sample:
@@ -304,3 +284,53 @@ async def supported(
         f"faithfulness {value:.2f} to the reference contexts, {verdict} {min_support:g}",
         value,
     )
+
+
+def answerable_messages(question: str, contexts: Sequence[str]) -> list[dict[str, str]]:
+    """The request that asks whether `contexts` answer `question`, then for the sentence."""
+    data = f"{tagged('contexts', numbered_lines(contexts, 'c'))}\n{tagged('question', question)}"
+    return data_first_messages(data, _VERDICT_TASK, _VERDICT_REPLY)
+
+
+def read_verdict(p_yes: float, quote: str, contexts: Sequence[str], *, expect: bool) -> Check:
+    """The ``answerable`` (`expect` True) or ``unanswerable`` check from the judge's verdict:
+    not answered when P(yes) is below :data:`ANSWERED_AT`; answered when it is not and the
+    quote is found in `contexts` (the quote is the evidence for a yes); a yes whose quote is
+    not found is a failed reading, and fails both checks."""
+    name = "answerable" if expect else "unanswerable"
+    where = f"the {len(contexts)} context(s)"
+    if p_yes < ANSWERED_AT:
+        said = f"the judge says no sentence of {where} answers it (P(yes) {p_yes:.2f})"
+        return Check(name, not expect, said, p_yes)
+    share = quote_found(quote, contexts)
+    if share >= QUOTE_FOUND:
+        said = f"the judge says {where} answer it (P(yes) {p_yes:.2f}), quoting {quote.strip()!r}"
+        return Check(name, expect, said, p_yes)
+    said = (
+        f"the judge says {where} answer it (P(yes) {p_yes:.2f}) but its quote "
+        f"{quote.strip()!r} is not in them ({share:.0%} found): a failed reading, not evidence "
+        "either way"
+    )
+    return Check(name, False, said, p_yes)
+
+
+async def answerable(
+    judge: Judge, question: str, contexts: Sequence[str], *, expect: bool
+) -> Check:
+    """The ``answerable`` check (`expect` True) or the ``unanswerable`` one (False): the judge
+    says whether `contexts` answer `question`, read as P(yes) from the reply's log-probabilities
+    where the judge scores by probability (else 1.0 for a yes, 0.0 for a no), then quotes the
+    answering sentence (:func:`read_verdict`)."""
+    reply = await judge.ask(answerable_messages(question, contexts), VerdictReply)
+    p_yes = reply.scoring.probability("answered", option="yes")
+    return read_verdict(p_yes, reply.value.quote, contexts, expect=expect)
+
+
+def subject_of(chunk: Chunk) -> str:
+    """What a chunk is about, without its facts: its document and heading path; its first
+    :data:`SUBJECT_WORDS` words where it has no heading (a plain text file, a JSONL chunk)."""
+    if chunk.heading:
+        return f"{chunk.source} > {chunk.heading}"
+    words = chunk.text.split()
+    more = " ..." if len(words) > SUBJECT_WORDS else ""
+    return f"{chunk.source}: {' '.join(words[:SUBJECT_WORDS])}{more}"

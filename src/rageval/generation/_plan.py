@@ -3,9 +3,12 @@ items is, and for each attempt at an item, its style and the chunks it is writte
 
 An item's type is fixed for good when the run starts (the requested mix, every type asked for
 present once the count allows it); attempt ``a`` of item ``i`` draws its style and chunks from
-a random generator seeded with ``(seed, i, a)`` alone. So the plan of an attempt never depends
-on what other attempts gave: a resumed run re-plans every attempt exactly as the first run did,
-and a dropped item is replaced by the next attempt at the same slot, of the same type.
+a random generator seeded with ``(seed, i, a)``, drawing again while it draws a style and chunks
+an earlier attempt of the slot had (the same request, which the cache would answer with the same
+item), as long as the slot has a combination left untried. So the plan of an attempt depends on
+the seed, the slot and the attempt's number alone, never on what other attempts gave: a resumed
+run re-plans every attempt exactly as the first run did, and a dropped item is replaced by the
+next attempt at the same slot, of the same type, written from other chunks or in another style.
 """
 
 from __future__ import annotations
@@ -131,12 +134,20 @@ def plan_attempt(
         styles: the styles drawn from.
         seed: the plan's seed.
     """
-    rng = random.Random(f"{seed}:{slot}:{attempt}")
-    style = styles[rng.randrange(len(styles))]
-    if item_type in TWO_CHUNKS:
-        if not pairs:
-            raise ValueError(f"a {item_type} item needs two linked chunks; the corpus has one")
-        chosen: tuple[int, ...] = tuple(pairs[rng.randrange(len(pairs))])
-    else:
-        chosen = (rng.randrange(corpus_size),)
+    if item_type in TWO_CHUNKS and not pairs:
+        raise ValueError(f"a {item_type} item needs two linked chunks; the corpus has one")
+    combinations = len(set(styles)) * (len(set(pairs)) if item_type in TWO_CHUNKS else corpus_size)
+    tried: set[tuple[Style, tuple[int, ...]]] = set()
+    for number in range(attempt + 1):
+        rng = random.Random(f"{seed}:{slot}:{number}")
+        while True:
+            style = styles[rng.randrange(len(styles))]
+            if item_type in TWO_CHUNKS:
+                chosen: tuple[int, ...] = tuple(pairs[rng.randrange(len(pairs))])
+            else:
+                chosen = (rng.randrange(corpus_size),)
+            # an untried combination is left while fewer than all of them were tried
+            if (style, chosen) not in tried or len(tried) >= combinations:
+                break
+        tried.add((style, chosen))
     return Attempt(slot, attempt, item_type, style, chosen)

@@ -313,7 +313,8 @@ class _Generation:
         texts = [self.chunks[i].text for i in attempt.chunks]
         start = self.judge.usage.total
         try:
-            written = await write_item(self.judge, attempt, texts, self.request.language)
+            chunks = [self.chunks[i] for i in attempt.chunks]
+            written = await write_item(self.judge, attempt, chunks, self.request.language)
             await self.saved()
         except JudgeCallFailed as e:
             record["checks"] = [Check("written", False, f"judge call failed: {e.cause}").record()]
