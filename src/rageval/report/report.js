@@ -1467,33 +1467,24 @@
     return h("div", { class: "evidence", "data-kind": evidence.kind || "free" }, h("h4", null, "Evidence"), body);
   }
 
+  // The values a cell's value is the mean of (repeats, a panel's judges): a chip each, then `note`.
+  function meanOfView(cls, title, chips, note) {
+    return h("div", { class: cls }, h("h4", null, title), h("div", { class: "chips" }, chips), h("p", { class: "muted" }, note));
+  }
+
   // A cell scored several times (--repeats): its value is the mean of these scores.
   function repeatsView(r) {
     const unmeasured = r.not_measured ? ` · ${plural(r.not_measured, "scoring")} without a value` : "";
-    return h(
-      "div",
-      { class: "repeats" },
-      h("h4", null, "Repeated scores"),
-      h("div", { class: "chips" }, r.values.map((v) => h("span", { class: "chip" }, fmtValue(v)))),
-      h("p", { class: "muted" }, `spread (SD) ${r.sd === null ? "—" : fmtValue(r.sd)}${unmeasured}; the value is their mean`),
-    );
+    const chips = r.values.map((v) => h("span", { class: "chip" }, fmtValue(v)));
+    return meanOfView("repeats", "Repeated scores", chips, `spread (SD) ${r.sd === null ? "—" : fmtValue(r.sd)}${unmeasured}; the value is their mean`);
   }
 
   // A cell of a judge panel: each judge's own value (the cell's is their mean).
   function panelView(votes) {
-    return h(
-      "div",
-      { class: "panel-votes" },
-      h("h4", null, "Judges"),
-      h(
-        "div",
-        { class: "chips" },
-        Object.entries(votes).map(([judge, v]) =>
-          h("span", { class: "chip", title: v.cause || null }, shown("span", null, judge), ` ${v.status === "ok" ? fmtValue(v.value) : humanize(v.status)}`),
-        ),
-      ),
-      h("p", { class: "muted" }, "the value is the mean of the judges' values"),
+    const chips = Object.entries(votes).map(([judge, v]) =>
+      h("span", { class: "chip", title: v.cause || null }, shown("span", null, judge), ` ${v.status === "ok" ? fmtValue(v.value) : humanize(v.status)}`),
     );
+    return meanOfView("panel-votes", "Judges", chips, "the value is the mean of the judges' values");
   }
 
   function metricView(name, cell, focused) {
