@@ -202,9 +202,57 @@ def test_a_flag_that_would_change_the_scored_cells_is_refused_on_resume(
                      "--base-url", server.base_url, "--no-cache", "-q", "-o", run]) == 0  # fmt: skip
         capsys.readouterr()
         assert main(["evaluate", "--resume", run, "--judge-scoring", "sampled", "-q"]) == 2
-        assert "--judge-scoring sampled: the run's judge scores auto" in capsys.readouterr().err
+        assert "the judge scoring differs: the run used 'auto', now 'sampled'" in (
+            capsys.readouterr().err
+        )
         assert main(["evaluate", "--resume", run, "--llm", "gpt-4o", "-q"]) == 2
         assert "the judge model differs" in capsys.readouterr().err
         # the same scoring again, or a limit, changes no cell: the run goes on
         assert main(["evaluate", "--resume", run, "--judge-scoring", "auto", "-q",
                      "--concurrency", "2"]) == 0  # fmt: skip
+
+
+def test_python_resume_refuses_a_judge_setting_that_changes_cells_as_the_cli_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rageval.errors import RunDirError
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    rows = labelled_rows([4, 0], ["", ""])
+    run = tmp_path / "run"
+    with FakeOpenAI(grader) as server:
+
+        def judge(**settings: Any) -> Judge:
+            return Judge("gpt-4o-mini", base_url=server.base_url, cache=False, **settings)
+
+        keywords: dict[str, Any] = {"run_dir": run, "engine": "local", "progress": False}
+        evaluate(rows, ["answer_accuracy"], llm=judge(), **keywords)
+        for setting, message in (
+            ({"scoring": "sampled"}, "the judge scoring differs: the run used 'auto'"),
+            ({"temperature": 0.5}, "the judge temperature differs: the run used 0.0, now 0.5"),
+        ):
+            with pytest.raises(RunDirError, match=message):
+                evaluate(rows, ["answer_accuracy"], llm=judge(**setting), resume=True, **keywords)
+        # a limit, or another endpoint of the same model, changes no cell
+        with FakeOpenAI(grader) as other:
+            other_judge = Judge("gpt-4o-mini", base_url=other.base_url, cache=False,
+                                max_concurrency=2)  # fmt: skip
+            result = evaluate(rows, ["answer_accuracy"], llm=other_judge, resume=True, **keywords)
+    assert result.n_finished == 2
+
+
+def test_python_calibrate_resumed_with_no_keywords_keeps_the_runs_budget_and_probe(
+    tmp_path: Path,
+) -> None:
+    from rageval import calibrate
+
+    rows = labelled_rows([4, 0, 4, 0], [1.0, 0.0, 1.0, 0.0])
+    run = tmp_path / "run"
+    with FakeOpenAI(grader) as server:
+        judge = Judge("gpt-4o-mini", base_url=server.base_url, api_key=FAKE_API_KEY, cache=False)
+        labels = {"human": "answer_accuracy"}
+        calibrate(rows, labels, judge, run_dir=run, max_cost=1.0, probe=False, progress=False)
+        calibrate(rows, labels, judge, run_dir=run, resume=True, progress=False)
+    stored = read_manifest(run).run_config
+    assert stored["resume"] is True
+    assert stored["max_cost"] == 1.0 and stored["probe"] is False

@@ -723,13 +723,6 @@ def _judges(
         own = stored.judges()
         if own is None:
             return None
-        scorings = {c.spec.scoring for c in own.choices} - {args.judge_scoring or "auto"}
-        if args.judge_scoring is not None and scorings:
-            raise _UsageError(
-                f"--judge-scoring {args.judge_scoring}: the run's judge scores "
-                f"{', '.join(sorted(scorings))} (its cells would mix two scorings): resume "
-                "without it, or start a new run"
-            )
         if args.base_url and own.panel is None:  # the run's judge on these endpoints
             one = own.choices[0]
             own = JudgeSetup(tuple(one.under({"base_url": url}) for url in args.base_url))

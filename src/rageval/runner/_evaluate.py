@@ -49,7 +49,7 @@ from rageval.runner._prepare import (
     spec_of,
 )
 from rageval.runner._probe import reported_windows, run_gates
-from rageval.runner._runconfig import RunConfig, RunKeywords, resumed, run_config
+from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
 from rageval.runner._schedule import (
     MIN_WINDOW,
     Plan,
@@ -223,12 +223,7 @@ async def aevaluate(
     unknown = sorted(set(options) - _KEYWORDS)
     if unknown:
         raise TypeError(f"aevaluate() got an unexpected keyword argument {unknown[0]!r}")
-    whole = config is not None
-    config = run_config(config, options)
-    # resuming, what is not given is the run's own: a RunConfig given whole gives every field
-    # but batch=None ("as the run was")
-    named = (_FIELDS - {"batch"} if config.batch is None else _FIELDS) if whole else options
-    config = resumed(config, named)
+    config = run_config(config, options)  # resuming, what is not given is the run's own
     if show_progress is not None and config.progress is None:
         config = dataclasses.replace(config, progress=show_progress)
     given: dict[str, Any] = {k: v for k, v in options.items() if k in _SPEC_KEYS}

@@ -193,7 +193,10 @@ class RunKeywords(TypedDict, total=False):
 
 def run_config(config: RunConfig | None, keywords: RunKeywords) -> RunConfig:
     """The RunConfig of a call: `config` when given whole (then no keyword of it may be given
-    too), else the one `keywords` state.
+    too), else the one `keywords` state; resuming, what is not given is the run's own
+    (:func:`resumed`: a RunConfig given whole gives every field but ``batch=None``, "as the
+    run was"). Every command reads its RunConfig here, so a resume reads the stored layer the
+    same way for each.
 
     Args:
         config: a RunConfig given whole, or None.
@@ -208,10 +211,10 @@ def run_config(config: RunConfig | None, keywords: RunKeywords) -> RunConfig:
                 f"{', '.join(sorted(given))} given beside config=: give them in the RunConfig "
                 "(dataclasses.replace(config, ...))"
             )
-        return config
+        return resumed(config, _FIELDS - {"batch"} if config.batch is None else _FIELDS)
     if "observers" in given:
         given["observers"] = tuple(given["observers"])
-    return RunConfig(**given)
+    return resumed(RunConfig(**given), given)
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
@@ -252,7 +255,9 @@ def resumed(config: RunConfig, given: Collection[str]) -> RunConfig:
     """`config` of a resumed run, each field of :data:`RESUMED` that is not in `given` as the
     run's manifest records it (the one its last session wrote); `config` itself when it does
     not resume, or when the manifest cannot be read (the resume then says why). ``batch=True``
-    given resumes a batched run with its own batch settings.
+    given resumes a batched run with its own batch settings; ``batch=None`` of a run that was
+    not batched becomes False, so that the config is resolved once (resolving it again reads
+    nothing).
 
     Args:
         config: the RunConfig the call's own layers made.
@@ -266,6 +271,8 @@ def resumed(config: RunConfig, given: Collection[str]) -> RunConfig:
     update = {name: value for name, value in stored.items() if name not in given}
     if config.batch is True and isinstance(stored.get("batch"), BatchSettings):
         update["batch"] = stored["batch"]
+    if stored and update.get("batch", config.batch) is None:
+        update["batch"] = False
     return dataclasses.replace(config, **update) if update else config
 
 

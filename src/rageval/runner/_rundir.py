@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import RunDirError
+from rageval.judge import JudgeSpec
 from rageval.log import (
     BATCHES_FILE,
     FORMAT_VERSION,
@@ -246,16 +247,39 @@ def _check_same_run(path: Path, stored: Manifest, now: Manifest) -> None:
             f"{head} the run scored each cell {stored.repeats} time(s), now {now.repeats}"
         )
     for what, old, new in (
-        ("judge model", _judge_model(stored), _judge_model(now)),
         ("judge panel", _panel(stored), _panel(now)),
         ("embeddings", _embeddings_name(stored), _embeddings_name(now)),
     ):
         if old != new:
             raise RunDirError(f"{head} the {what} differs: the run used {old!r}, now {new!r}")
+    old_judges, new_judges = _judge_cells(stored), _judge_cells(now)
+    for role in sorted(old_judges.keys() | new_judges.keys()):
+        old_cells = old_judges.get(role, {"model": None})
+        new_cells = new_judges.get(role, {"model": None})
+        for name in sorted(old_cells.keys() | new_cells.keys(), key=lambda n: (n != "model", n)):
+            if old_cells.get(name) != new_cells.get(name):
+                raise RunDirError(
+                    f"{head} the {role} {name} differs: the run used {old_cells.get(name)!r}, "
+                    f"now {new_cells.get(name)!r} (its cells would mix the two); resume with the "
+                    "run's own, or start a new run"
+                )
 
 
-def _judge_model(manifest: Manifest) -> str | None:
-    return manifest.judge.model if manifest.judge is not None else None
+def _judge_cells(manifest: Manifest) -> dict[str, dict[str, Any]]:
+    """The settings that change the replies of each of the run's judges
+    (:meth:`JudgeSpec.cell_identity`), by the judge's role; the endpoint aside, as a resumed
+    run may go on at another endpoint of the same model (``--resume DIR --base-url URL``)."""
+    judges: dict[str, JudgeSpec] = {}
+    if manifest.judge is not None:
+        judges["judge"] = manifest.judge
+    judges |= {f"panel judge {p.name}": p.judge for p in manifest.panel}
+    judges |= {
+        f"{m.name} judge": JudgeSpec.of_described(m.judge) for m in manifest.metrics if m.judge
+    }
+    return {
+        role: {k: v for k, v in spec.cell_identity().items() if k != "base_url"}
+        for role, spec in judges.items()
+    }
 
 
 def _panel(manifest: Manifest) -> str | None:
