@@ -36,7 +36,7 @@ from rageval.metrics._statements import SHARED_TAG
 from rageval.metrics.authoring import PlannedRequest
 from rageval.metrics.base import Metric, MetricLike
 from rageval.runner._panel import Panel
-from rageval.runner._prepare import RunOptions, RunSpec, missing_keys, prepare, spec_of
+from rageval.runner._prepare import RunOptions, RunSpec, prepare, spec_of
 from rageval.runner._tokens import APPROXIMATION, CHARS_PER_TOKEN, Counters
 from rageval.samples import Sample
 
@@ -444,7 +444,7 @@ def estimate(
     for part in (*per_metric.values(), *shared.values()):
         total.add(part)
     notes = [f"not run: {name} ({why})" for name, why in run.left_out.items()]
-    notes += [f"the run itself would be refused: {why}" for why in missing_keys(run.all_judges())]
+    notes += [f"the run itself would be refused: {why}" for why in run.missing_keys]
     skipped = [
         f"{name} {n} ({kind})" for name, t in per_metric.items() for kind, n in t.skipped.items()
     ]

@@ -380,6 +380,9 @@ class Prepared:
     left_out: dict[str, str] = dataclasses.field(default_factory=dict)
     #: the judge panel, when the run has one (`judges` are its judges)
     panel: Panel | None = None
+    #: why a judge would be refused for want of an API key (prepared with keys=False only:
+    #: else the first refuses the run)
+    missing_keys: list[str] = dataclasses.field(default_factory=list)
 
     def all_judges(self) -> list[Judge]:
         """Every judge a cell may ask (the run's, a panel's and the metrics' own), each once."""
@@ -544,4 +547,6 @@ def prepare(spec: RunSpec, *, resume: bool = False, keys: bool = True) -> Prepar
         panel=panel.names if panel is not None else (),
     )
     left_out = left_out_of_default(loaded) if metrics is None else {}
-    return Prepared(loaded, list(ids), metric_objs, judges, embedder, plans, left_out, panel)
+    return Prepared(
+        loaded, list(ids), metric_objs, judges, embedder, plans, left_out, panel, missing
+    )

@@ -105,14 +105,11 @@ class RunDir:
         _check_same_run(self.path, stored, manifest)
         return stored
 
-    def finished_samples(
-        self, manifest: Manifest, ids: Sequence[str]
-    ) -> list[tuple[int, SampleLine]]:
-        """Check that `manifest` describes the same run as the one stored here and return its
-        finished samples as (byte offset in the log, line), the last line of each row. Call
-        :meth:`resume` before the run goes on."""
+    def finished_samples(self, ids: Sequence[str]) -> list[tuple[int, SampleLine]]:
+        """The finished samples of the run stored here (checked to be the same run:
+        :meth:`check_same_run`) as (byte offset in the log, line), the last line of each row.
+        Call :meth:`resume` before the run goes on."""
         head = f"cannot resume {self.path}:"
-        self.check_same_run(manifest)
         lines: dict[int, tuple[int, SampleLine]] = {}
         good_end = 0
         if self.results_path.exists():
@@ -134,9 +131,9 @@ class RunDir:
                     fh.truncate(good_end)
         return sorted(lines.values(), key=lambda item: item[1].row)
 
-    def resume(self, manifest: Manifest) -> None:
-        """Record in the stored manifest that this session (`manifest`) resumes the run."""
-        stored = self.check_same_run(manifest)
+    def resume(self, stored: Manifest, manifest: Manifest) -> None:
+        """Record in the `stored` manifest (as :meth:`check_same_run` returned it) that this
+        session (`manifest`) resumes the run."""
         resumed = [*stored.resumed_at, manifest.created_at]
         # human labels change no cell, only the summary: the resumed run takes the ones it is
         # given; the manifest is rewritten in this rageval's format (an older one it resumes

@@ -178,10 +178,10 @@ async def open_session(planned: Planned) -> Session:
     rundir = RunDir(run_dir) if run_dir is not None else None
     if rundir is not None and not resume and not config.overwrite:
         rundir.check_vacant()
-    if rundir is not None and resume:
-        # the same run as the one stored? A local check, so before the endpoint check (the
-        # manifest's servers, which only the check finds, play no part in it)
-        rundir.check_same_run(_manifest(planned, {}))
+    manifest = _manifest(planned)
+    # the same run as the one stored? A local check, so before the endpoint check (the
+    # manifest's servers, which only the check finds, play no part in it)
+    stored = rundir.check_same_run(manifest) if rundir is not None and resume else None
     judges = run.all_judges()
     # after every local check (bad data or a run directory taken cost nothing), and only when
     # something may be left to score: a run its summary says finished resumes without its
@@ -192,7 +192,7 @@ async def open_session(planned: Planned) -> Session:
         await probe_endpoints(judges, run.embedder)
     # what this run's probe found, else an earlier one's (the pytest plugin probes once)
     server_slots = follow_server_slots(run.judges, known_server_slots())
-    manifest = _manifest(planned, _servers(run.judges, server_slots))
+    manifest.servers = _servers(run.judges, server_slots)
     result = EvaluationResult(
         [m.name for m in metric_objs],
         ids,
@@ -205,12 +205,12 @@ async def open_session(planned: Planned) -> Session:
         repeats=planned.repeats,
         metrics_left_out=run.left_out,
     )
-    if rundir is not None and resume:
-        for offset, record in rundir.finished_samples(manifest, ids):
+    if rundir is not None and stored is not None:
+        for offset, record in rundir.finished_samples(ids):
             result.add(record, offset=offset)
         if earlier is not None:
             result.unfinished_usage = earlier.shared_usage.get(UNFINISHED_USAGE, Usage())
-        rundir.resume(manifest)
+        rundir.resume(stored, manifest)
     elif rundir is not None:
         copy = rows_json(loaded.rows) if loaded.rows is not None else None
         rundir.create(manifest, overwrite=config.overwrite, rows_json=copy)
@@ -265,9 +265,10 @@ def _servers(
     }
 
 
-def _manifest(planned: Planned, servers: Mapping[str, dict[str, Any]]) -> Manifest:
-    """The run's manifest, made once from what was planned and how its servers are driven:
-    what it scores and how it executes (its RunConfig whole)."""
+def _manifest(planned: Planned) -> Manifest:
+    """The run's manifest, made once from what was planned: what it scores and how it
+    executes (its RunConfig whole); how its servers are driven is added once its endpoint
+    check has found them."""
     run, config, batching = planned.run, planned.config, planned.batching
     judges, judge_of, loaded, panel = run.judges, run.plans[0].judge_of, run.loaded, run.panel
     judge = judges[0] if judges else None
@@ -314,7 +315,6 @@ def _manifest(planned: Planned, servers: Mapping[str, dict[str, Any]]) -> Manife
         batch=batching is not None,
         batch_settings=dataclasses.asdict(batching) if batching is not None else None,
         metrics_left_out=run.left_out,
-        servers=dict(servers),
         run_config=config.record(),
     )
 
