@@ -81,6 +81,19 @@ async def test_transient_failures_are_retried(fake_openai: FakeOpenAI, fault: Fa
     assert (reply.usage.requests, reply.usage.retries) == (2, 1)
 
 
+async def test_a_timed_out_attempt_names_the_timeout_it_had(fake_openai: FakeOpenAI) -> None:
+    # a llama.cpp server whose slots the run follows gives each attempt its longer timeout:
+    # the message names that one, not the endpoint's
+    from rageval._client._run import ServerSlots
+
+    fake_openai.script(Fault.timeout(2))
+    judge = make_judge(fake_openai, timeout=0.2, max_retries=0)
+    slots = {id(judge.endpoint): ServerSlots(slots=1, concurrency=None, timeout=0.6)}
+    with run_scope(server_slots=slots), pytest.raises(JudgeCallFailed) as info:
+        await judge.ask(question(1), Verdict)
+    assert "no reply within 0.6 s" in info.value.cause, info.value.cause
+
+
 async def test_retries_are_bounded(fake_openai: FakeOpenAI) -> None:
     fake_openai.script(*[Fault.status(503)] * 3)
     judge = make_judge(fake_openai, max_retries=2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -242,6 +243,7 @@ class Endpoint:
         (:mod:`rageval._client._batch`, :mod:`rageval._client._run`)."""
         run = current_run()
         queue = run.batch_queue(self)
+        target = self.target
         if queue is not None:
 
             async def attempt() -> R:
@@ -257,6 +259,8 @@ class Endpoint:
             # a llama.cpp server whose slots this run follows: its longer timeout per attempt
             local = run.server_slots.get(id(self))
             timeout = local.timeout if local is not None and local.timeout else self.timeout
+            if timeout != target.timeout:  # a timed-out attempt says the timeout it had
+                target = dataclasses.replace(target, timeout=timeout)
             # a run stopping gracefully sends nothing more, and counts what it sent
             stop = run.stop
 
@@ -276,7 +280,7 @@ class Endpoint:
         batched = queue is not None
         return await call_with_retries(
             attempt,
-            target=self.target,
+            target=target,
             limiter=None if batched else self.limiter,
             estimated_tokens=estimated_tokens,
             max_retries=self.max_retries,
