@@ -16,7 +16,7 @@ The kind decides which agreement statistics apply (docs/calibration.md):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -104,10 +104,6 @@ class LabelColumn:
         return sorted({v for v in self.values if v is not None})
 
 
-def _line(lines: Sequence[int] | None, row: int) -> int | None:
-    return lines[row] if lines is not None else None
-
-
 def read_label_column(
     samples: Sequence[Sample | None],
     ids: Sequence[str],
@@ -115,11 +111,12 @@ def read_label_column(
     *,
     kind: LabelKind | None = None,
     source: str | None = None,
-    lines: Sequence[int] | None = None,
+    line: Callable[[int], int | None] = lambda row: None,
 ) -> LabelColumn:
     """`column`'s labels from every sample's metadata, validated; InvalidDataError names each
-    bad row (by its file line where `lines` gives each row's, as a line-based file's other
-    problems are named) and a column no row has. `kind` None infers it from the values."""
+    bad row (by its file line where `line` gives a row's, ``LoadedData.line``, as a line-based
+    file's other problems are named) and a column no row has. `kind` None infers it from the
+    values."""
     if kind is not None and kind not in LABEL_KINDS:
         raise ValueError(f"a label kind is one of {', '.join(LABEL_KINDS)}, got {kind!r}")
     problems: list[RowProblem] = []
@@ -132,7 +129,7 @@ def read_label_column(
         try:
             values.append(parse_label(meta.get(column)))
         except ValueError as e:
-            problems.append(RowProblem(row, column, str(e), ids[row], line=_line(lines, row)))
+            problems.append(RowProblem(row, column, str(e), ids[row], line=line(row)))
             values.append(None)
     if not seen:
         known = sorted({k for s in samples if s is not None for k in s.metadata})
@@ -156,7 +153,7 @@ def read_label_column(
                     column,
                     f"a binary label is 0 or 1, got {values[bad]:g}",
                     ids[bad],
-                    line=_line(lines, bad),
+                    line=line(bad),
                 )
             ],
             source=source,

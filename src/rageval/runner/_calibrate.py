@@ -135,7 +135,7 @@ def read_labels(
                 column,
                 kind=(label_kinds or {}).get(column),
                 source=loaded.source,
-                lines=loaded.lines,
+                line=loaded.line,
             )
         except InvalidDataError as e:
             problems.extend(e.problems)

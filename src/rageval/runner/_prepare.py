@@ -278,7 +278,7 @@ def human_label_pairs(
     problems: list[RowProblem] = []
     for column in dict.fromkeys(c for c, _ in pairs):
         try:
-            read_label_column(loaded.samples, ids, column, source=loaded.source, lines=loaded.lines)
+            read_label_column(loaded.samples, ids, column, source=loaded.source, line=loaded.line)
         except InvalidDataError as e:
             problems.extend(e.problems)
     if problems:
