@@ -97,6 +97,37 @@ def test_bad_arguments_are_refused_before_any_request(
     assert message in str(raised.value)
 
 
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        (["-n", "0"], "n must be a positive whole number, got 0"),
+        (["-n", "2", "--max-attempts", "0"], "max_attempts must be at least 1, got 0"),
+        (["-n", "2", "--existing", "nope.jsonl", "-o", "out"], "existing test set not found"),
+        (["-n", "2", "--style", "shouty", "-o", "out"], "unknown style 'shouty'"),
+    ],
+)
+def test_a_bad_argument_is_said_before_the_corpus_is_read(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argument: list[str],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # the corpus is missing: the argument's error comes first (reading a large corpus would
+    # come before it too)
+    from rageval.cli import main
+
+    missing = str(tmp_path / "no-such-folder")
+    # (a dry run takes no --style or --existing)
+    runs = [[]] if "-o" in argument else [["--dry-run"], ["-o", str(tmp_path / "run")]]
+    for extra in runs:
+        code = main(["generate", missing, *argument, "--llm", "m", "--base-url",
+                     "http://127.0.0.1:9/v1", "--no-probe", "-q", *extra])  # fmt: skip
+        assert code == 2
+        assert message in capsys.readouterr().err
+
+
 def test_a_result_prints_as_a_short_summary(tmp_path: Path) -> None:
     with FakeOpenAI(Scripted(supported=False)) as server:
         result = generate(

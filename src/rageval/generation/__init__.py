@@ -130,20 +130,17 @@ def expected_attempts(rate: float, slots: int, max_attempts: int) -> tuple[float
     return kept, dropped
 
 
-def _request(
+def _settings(
     n: int,
-    mix: Mapping[str, float] | None,
     styles: Sequence[str] | None,
-    seed: int,
     language: str | None,
     min_support: float,
     max_duplicate_cosine: float,
     max_attempts: int,
     existing: str | os.PathLike[str] | Sequence[str] | None,
-    corpus_size: int,
-) -> tuple[GenerateRequest, list[ItemType], list[str]]:
-    """The request of a run, each type's slots and the notes on it (the types a one-chunk
-    corpus cannot give, left out of the default mix); a bad setting is a GenerateError."""
+) -> tuple[tuple[str, ...], list[str]]:
+    """The settings checked before the corpus is read (a bad one fails at once, however large
+    the corpus): the styles chosen and the existing questions; a bad one is a GenerateError."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise GenerateError(f"n must be a positive whole number, got {n!r}")
     if max_attempts < 1:
@@ -156,6 +153,28 @@ def _request(
         raise GenerateError(f"unknown style {bad[0]!r}; expected one of {', '.join(STYLES)}")
     if language is not None and (wrong := language_problem(language)):
         raise GenerateError(f"language: {wrong}")
+    if existing is None:
+        return chosen, []
+    if isinstance(existing, (str, os.PathLike)):
+        return chosen, read_questions(existing)
+    return chosen, list(existing)
+
+
+def _request(
+    n: int,
+    mix: Mapping[str, float] | None,
+    settings: tuple[tuple[str, ...], list[str]],
+    seed: int,
+    language: str | None,
+    min_support: float,
+    max_duplicate_cosine: float,
+    max_attempts: int,
+    corpus_size: int,
+) -> tuple[GenerateRequest, list[ItemType], list[str]]:
+    """The request of a run of checked `settings` (:func:`_settings`), each type's slots and
+    the notes on it (the types a one-chunk corpus cannot give, left out of the default mix); a
+    bad mix is a GenerateError."""
+    chosen, old = settings
     notes: list[str] = []
     weights: dict[str, float] = dict(dict.fromkeys(TYPES, 1.0) if mix is None else mix)
     if corpus_size < 2:
@@ -175,12 +194,6 @@ def _request(
         types = slot_types(n, weights, seed)
     except ValueError as e:
         raise GenerateError(str(e)) from None
-    if existing is None:
-        old: list[str] = []
-    elif isinstance(existing, (str, os.PathLike)):
-        old = read_questions(existing)
-    else:
-        old = list(existing)
     request = GenerateRequest(
         n=n,
         types=tuple(sorted(set(types), key=TYPES.index)),
@@ -255,17 +268,19 @@ async def agenerate(
         raise GenerateError(
             "generate runs locally: engine, batch, observers and human_labels do not apply"
         )
+    settings = _settings(
+        n, styles, language, min_support, max_duplicate_cosine, max_attempts, existing
+    )
     chunks = _chunks(corpus, max_chars)
     request, types, notes = _request(
         n,
         mix,
-        styles,
+        settings,
         seed,
         language,
         min_support,
         max_duplicate_cosine,
         max_attempts,
-        existing,
         len(chunks),
     )
     result = await run_generation(
@@ -329,9 +344,10 @@ def estimate_generation(
     from rageval.generation._run import NEAREST
     from rageval.runner._tokens import counter_for
 
+    settings = _settings(n, None, language, MIN_SUPPORT, 0.9, max_attempts, None)
     chunks = _chunks(corpus, max_chars)
     _, types, notes = _request(
-        n, mix, None, seed, language, MIN_SUPPORT, 0.9, max_attempts, None, len(chunks)
+        n, mix, settings, seed, language, MIN_SUPPORT, 0.9, max_attempts, len(chunks)
     )
     rates = {**DROP_RATES, **(drop_rates or {})}
     if any(not 0 <= rates[t] < 1 for t in types):
