@@ -141,6 +141,24 @@ def test_lambda_zero_is_the_labelled_rows_alone_and_lambda_one_classic_ppi() -> 
     assert classic.mean == pytest.approx(0.5 + (0.1 - 0.2 + 0.3 + 0.6) / 4)
 
 
+def test_bounds_cut_the_estimates_and_intervals_where_the_labels_lie() -> None:
+    # two labels, no unlabelled row: λ = 0, the mean 0.5, s² = 0.5, half-width
+    # 1.959964·√(0.5/2) = 0.979982: [-0.479982, 1.479982], past a [0, 1] scale on both sides
+    labels, judge = [0.0, 1.0], [0.0, 1.0]
+    free = ppi_mean(labels, judge)
+    assert free.low == pytest.approx(-0.479982, abs=1e-6)
+    assert free.high == pytest.approx(1.479982, abs=1e-6)
+    cut = ppi_mean(labels, judge, bounds=(0.0, 1.0))
+    assert (cut.mean, cut.low, cut.high) == (0.5, 0.0, 1.0)
+    assert (cut.classical_mean, cut.classical_low, cut.classical_high) == (0.5, 0.0, 1.0)
+    # the rectified mean itself is cut too: labels 1 where the judge said 0, and the judge
+    # saying 1 on the rows nobody labelled (λ fixed at 1: 1 + mean_L(y − f) = 1 + 1 = 2)
+    over = ppi_mean([1.0, 1.0, None, None], [0.0, 0.0, 1.0, 1.0], lam=1.0, bounds=(0.0, 1.0))
+    assert over.mean == 1.0
+    with pytest.raises(ValueError, match="bounds"):
+        ppi_mean(labels, judge, bounds=(1.0, 0.0))
+
+
 def test_rows_without_a_judge_value_or_without_labels() -> None:
     est = ppi_mean([1.0, 0.0, 1.0, None, 0.0], [0.9, 0.1, 0.8, 0.5, None])
     assert (est.n_labelled, est.n_unlabelled, est.n_labelled_without_judge) == (3, 1, 1)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from rageval.stats._bootstrap import ConfidenceInterval, bootstrap_ci
@@ -140,23 +140,8 @@ def human_preferences(
     return HumanPreferences(
         n_labelled=len(matches),
         agreement=bootstrap_ci(matches, confidence=confidence, n_resamples=n_resamples, seed=seed),
-        win_rate=_within_unit(ppi_mean(labels, judged, confidence=confidence)),
-    )
-
-
-def _within_unit(estimate: PPIEstimate) -> PPIEstimate:
-    """`estimate` with its intervals cut to [0, 1], where a win rate lies: the normal
-    approximation reaches past them on a few labels (seen: [-0.480, 1.480] on 2)."""
-
-    def cut(value: float | None) -> float | None:
-        return None if value is None else min(1.0, max(0.0, value))
-
-    return replace(
-        estimate,
-        low=cut(estimate.low),
-        high=cut(estimate.high),
-        classical_low=cut(estimate.classical_low),
-        classical_high=cut(estimate.classical_high),
+        # a win rate lies in [0, 1]
+        win_rate=ppi_mean(labels, judged, confidence=confidence, bounds=(0.0, 1.0)),
     )
 
 

@@ -49,6 +49,7 @@ def ppi_mean(
     *,
     confidence: float = 0.95,
     lam: float | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> PPIEstimate:
     """Prediction-powered estimate of the mean human label (PPI++, power-tuned).
 
@@ -64,7 +65,10 @@ def ppi_mean(
     of Angelopoulos et al. (2023) with each variance taken on the rows it describes — clipped to
     [0, 1]. λ = 0 is the labelled rows alone, so the interval is never wider than theirs; λ = 1
     is classic PPI. The interval is the normal approximation θ̂ ± z·√Var̂ (the same for the
-    classical mean, s_L(y)/√n). `lam` fixes λ instead of tuning it.
+    classical mean, s_L(y)/√n). `lam` fixes λ instead of tuning it. `bounds` (low, high) are
+    where the labels lie, a bounded metric's range (a win rate's [0, 1]): the estimates and
+    their intervals are cut to them, where the normal approximation on a few labels (or the
+    rectification) reaches past them (seen: a win rate's [-0.480, 1.480] on 2 labels).
     """
     import numpy as np
 
@@ -77,6 +81,8 @@ def ppi_mean(
         )
     if lam is not None and not 0.0 <= lam <= 1.0:
         raise ValueError(f"lam must be in [0, 1], got {lam}")
+    if bounds is not None and not bounds[0] < bounds[1]:
+        raise ValueError(f"bounds must be (low, high) with low < high, got {bounds}")
     pairs = [(y, f) for y, f in zip(labels, judge, strict=True) if y is not None and f is not None]
     unlabelled = [f for y, f in zip(labels, judge, strict=True) if y is None and f is not None]
     without_judge = sum(y is not None and f is None for y, f in zip(labels, judge, strict=True))
@@ -96,9 +102,14 @@ def ppi_mean(
     estimate, half, lam = power_tuned(y_l, f_l, f_u, lam, confidence)
     classical = float(y_l.mean())
     classical_half = z * math.sqrt(float(np.var(y_l, ddof=1)) / n)
+    low, high = bounds if bounds is not None else (-math.inf, math.inf)
+
+    def cut(value: float) -> float:
+        return min(high, max(low, value))
+
     return PPIEstimate(
-        estimate, estimate - half, estimate + half,
-        classical, classical - classical_half, classical + classical_half,
+        cut(estimate), cut(estimate - half), cut(estimate + half),
+        classical, cut(classical - classical_half), cut(classical + classical_half),
         lam, n, big_n, without_judge, confidence, method,
     )  # fmt: skip
 
