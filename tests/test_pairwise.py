@@ -119,11 +119,14 @@ def test_the_winner_from_probabilities_cancels_the_lean_to_a_position() -> None:
     # written verdicts alone (probability 1 each): the two rules agree
     assert combine(reading("a", 1, 0), reading("b", 0, 1), by="probabilities") == ("tie", True)
     assert combine(reading("a", 1, 0), reading("a", 1, 0), by="probabilities") == ("a", False)
-    # a verdict on each answer: P(A right) where A is first against P(B right) where B is first
+    # a verdict on each answer: P(A right) where A is first against P(B right) where B is first,
+    # a tie when they are closer than TIE_MARGIN (0.2)
     each_a = PairwiseReading(winner="tie", p_a=0, p_b=0, p_tie=1, right_a=0.7, right_b=0.9)
     each_b = PairwiseReading(winner="b", p_a=0, p_b=0, p_tie=1, right_a=0.2, right_b=0.7)
     assert combine(each_a, each_b, by="probabilities") == ("tie", True)
-    assert combine(each_a, each_b.model_copy(update={"right_b": 0.6}), by="probabilities")[0] == "a"
+    for right_b, winner in ((0.6, "tie"), (0.55, "tie"), (0.45, "a"), (0.85, "tie"), (0.95, "b")):
+        b_first = each_b.model_copy(update={"right_b": right_b})
+        assert combine(each_a, b_first, by="probabilities")[0] == winner, right_b
 
 
 def test_scripted_probabilities_are_kept_with_each_reading(judge_server: FakeOpenAI) -> None:
@@ -180,9 +183,9 @@ def test_with_ask_which_the_winner_is_the_most_probable_over_both_orders(
 def test_by_default_each_answer_gets_a_verdict_and_the_first_shown_are_compared(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # P(right) of answer 1 and of answer 2: A first (A = "x") 0.6 and 0.95; B first 0.4 and
+    # P(right) of answer 1 and of answer 2: A first (A = "x") 0.7 and 0.95; B first 0.4 and
     # 0.5; every verdict written "right"
-    probabilities = {"x": (0.6, 0.95), "y": (0.4, 0.5)}
+    probabilities = {"x": (0.7, 0.95), "y": (0.4, 0.5)}
 
     def each(req: RecordedRequest) -> Reply:
         text = user_text(req)
@@ -210,16 +213,24 @@ def test_by_default_each_answer_gets_a_verdict_and_the_first_shown_are_compared(
     assert isinstance(ev, PairwiseEvidence)
     assert (ev.ask, ev.winner_from) == ("each", "probabilities")
     # each reading's P(A right) and P(B right), read back from the positions
-    assert (ev.a_first.right_a, ev.a_first.right_b) == pytest.approx((0.6, 0.95))
+    assert (ev.a_first.right_a, ev.a_first.right_b) == pytest.approx((0.7, 0.95))
     assert (ev.b_first.right_a, ev.b_first.right_b) == pytest.approx((0.5, 0.4))
     # P(a) = P(A right) P(B wrong), P(b) = P(B right) P(A wrong), the rest a tie
     a_first = ev.a_first
-    assert (a_first.p_a, a_first.p_b, a_first.p_tie) == pytest.approx((0.03, 0.38, 0.59))
-    # the first-shown verdicts: P(A right | A first) 0.6 > P(B right | B first) 0.4 -> A
-    # (averaging both of each answer's verdicts would give B: (0.6 + 0.5) / 2 < (0.95 + 0.4) / 2)
+    assert (a_first.p_a, a_first.p_b, a_first.p_tie) == pytest.approx((0.035, 0.285, 0.68))
+    # the first-shown verdicts: P(A right | A first) 0.7 - P(B right | B first) 0.4 = 0.3, not
+    # under TIE_MARGIN 0.2 -> A (averaging both of each answer's verdicts would give B:
+    # (0.7 + 0.5) / 2 < (0.95 + 0.4) / 2)
     assert (ev.winner, ev.flip, result.value) == ("a", False, 0.0)
     # every verdict written "right": both readings are ties
     assert (by_verdicts.evidence["winner"], by_verdicts.value) == ("tie", 0.5)
+    # B right 0.55 where B is first: 0.7 - 0.55 = 0.15 < 0.2, the judge holds the two about as
+    # likely right -> a tie (the higher probability alone would name A)
+    probabilities["y"] = (0.55, 0.5)
+    with FakeOpenAI(each) as server:
+        close = Pairwise(llm=make_judge(server)).single_turn_score(sample)
+    assert close.evidence["b_first"].right_b == pytest.approx(0.55)
+    assert (close.evidence["winner"], close.value) == ("tie", 0.5)
 
 
 def test_bad_input_names_row_and_field_before_any_request(

@@ -63,9 +63,9 @@ def add_pairwise_command(sub: Any) -> None:
         choices=("verdicts", "probabilities"),
         default=None,
         help="a pair's winner: from the judge's log-probabilities (default; with --ask each the "
-        "answer more probably right where it is shown first, with --ask which the option most "
-        "probable over both orders), or the verdicts of both orders (differing verdicts are a "
-        "tie)",
+        "answer more probably right where it is shown first, a tie when the two are close; "
+        "with --ask which the option most probable over both orders), or the verdicts of both "
+        "orders (differing verdicts are a tie)",
     )
     pw.add_argument(
         "--ask",

@@ -18,7 +18,9 @@ pair a *flip* (the verdict followed the order, or changed between a win and a ti
 following the answers). The winner (:func:`combine`) is by default
 (``winner_from="probabilities"``) read from the judge's log-probabilities: with
 ``ask="each"`` the answer more probably right where it was shown first (both are then read in
-the same position, before the judge wrote a word on the other answer), with ``ask="which"``
+the same position: the first verdict of each reply, written after what each answer gives and
+before the verdict on the other answer), a tie when the two probabilities are closer than
+:data:`TIE_MARGIN`, with ``ask="which"``
 the option (a, b or tie) most probable on average over the two orders; with
 ``winner_from="verdicts"`` two readings that agree give the winner and two that differ a tie.
 
@@ -66,6 +68,12 @@ Ask = Literal["each", "which"]
 DEFAULT_WINNER_FROM: WinnerFrom = "probabilities"
 #: what each request asks when nothing says otherwise: a verdict on each answer
 DEFAULT_ASK: Ask = "each"
+#: ask="each", winner from probabilities: P(A right | A first) and P(B right | B first) closer
+#: than this are a tie. Chosen on EVOUNA-NQ tune pairs with Qwen2.5-Coder-1.5B (16 where people
+#: accepted one answer, 16 where they accepted or rejected both): of 0 (ties only when equal),
+#: "both on the same side of 0.5", 0.05, 0.1 and 0.2, the best mean agreement with people's
+#: verdict (a, b or tie); with 0 none of the 16 tie pairs was a tie
+TIE_MARGIN = 0.2
 
 #: the sample's metadata key holding answer B
 RESPONSE_B = "response_b"
@@ -241,20 +249,21 @@ def combine(
     ``by="verdicts"``: agreeing verdicts give their winner, differing ones a tie.
     ``by="probabilities"``: with a verdict on each answer (readings with ``right_a`` and
     ``right_b``), the answer more probably right where it was shown first: P(A right) of the
-    A-first reading against P(B right) of the B-first one, a tie when they are equal. Both
-    are the first verdict of their reply, read in the same position and before the judge
-    wrote anything about the other answer, so what it gives a position is the same for both;
-    the second verdict of a reply leans on the first (it is kept in the readings, not
-    counted). Otherwise the option (a, b or tie) most probable on average over the two
-    orders, a tie when the best two are equal. Without log-probabilities each reading's
-    written verdict has probability 1, and the two rules agree when the judge writes the same
-    verdict on an answer in either position."""
+    A-first reading against P(B right) of the B-first one, a tie when they are closer than
+    :data:`TIE_MARGIN` (the judge holds the two about as likely right). Both are the first
+    verdict of their reply, read in the same position: each written after the judge wrote
+    what both answers give and before its verdict on the other answer, so what it gives a
+    position is the same for both; the second verdict of a reply is written after the first
+    and leans on it (it is kept in the readings, not counted). Otherwise the option (a, b or
+    tie) most probable on average over the two orders, a tie when the best two are equal.
+    Without log-probabilities each reading's written verdict has probability 1, and the two
+    rules agree when the judge writes the same verdict on an answer in either position."""
     flip = a_first.winner != b_first.winner
     if by == "verdicts":
         return (a_first.winner, False) if not flip else ("tie", True)
     if a_first.right_a is not None and b_first.right_b is not None:
         lead = a_first.right_a - b_first.right_b
-        return ("tie" if abs(lead) <= _EQUAL else "a" if lead > 0 else "b"), flip
+        return ("tie" if abs(lead) < TIE_MARGIN else "a" if lead > 0 else "b"), flip
     mean = {
         "a": a_first.p_a + b_first.p_a,
         "b": a_first.p_b + b_first.p_b,
@@ -264,9 +273,6 @@ def combine(
     best: Winner = "tie" if mean[ranked[0]] == mean[ranked[1]] else ranked[0]  # type: ignore[assignment]
     return best, flip
 
-
-#: two sums of probabilities this close are equal (what float rounding leaves of equal sums)
-_EQUAL = 1e-9
 
 #: the winner as B's score: the mean over pairs is B's win rate, ties counted half
 WINNER_VALUE: dict[Winner, float] = {"a": 0.0, "tie": 0.5, "b": 1.0}
