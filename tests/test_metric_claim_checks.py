@@ -19,7 +19,7 @@ from rageval._config import parse_params
 from rageval.log import read_manifest
 from rageval.metrics import Faithfulness, ResponseGroundedness
 from rageval.metrics.base import Metric, MetricResult, create_metric
-from rageval.metrics.claim_checks import CHECK_REPLY, claims_of, claims_score
+from rageval.metrics.claim_checks import CHECK_REPLY, check_messages, claims_of, claims_score
 from rageval.metrics.evidence import ClaimsEvidence
 from rageval.results import EvaluationResult, load_run
 from rageval.samples import Sample
@@ -133,6 +133,22 @@ async def test_probabilities_from_the_answers_log_probabilities(fake_openai: Fak
     assert [c.context for c in ev.claims] == ["c1", None, "c2"]
     assert all(r.body["logprobs"] is True for r in fake_openai.chat_requests)
     assert ev.get("scoring") == "probabilities"
+
+
+def test_a_claim_about_what_the_contexts_say_is_checked_against_them() -> None:
+    # "The passages do not mention X": MEMERAG's annotators call it supported when X is absent
+    many = check_messages(CONTEXTS, "The contexts do not mention his birthplace.")[-1]["content"]
+    one = check_messages(CONTEXTS[:1], "The context does not name a publisher.")[-1]["content"]
+    assert many.endswith(
+        'A claim about what the contexts say or leave out is checked against them: "the '
+        'contexts do not mention X" is supported when X is not in them. Answer "yes" or "no".'
+    )
+    assert one.endswith(
+        'A claim about what the context says or leaves out is checked against it: "the '
+        'context does not mention X" is supported when X is not in it. Answer "yes" or "no".'
+    )
+    # the task stays last, after how to reply, whatever the claim says
+    assert many.index(CHECK_REPLY) < many.index("A claim about what the contexts")
 
 
 async def test_by_default_all_contexts_in_one_request(fake_openai: FakeOpenAI) -> None:

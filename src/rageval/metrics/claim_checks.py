@@ -65,10 +65,14 @@ if TYPE_CHECKING:
 #: how a claim check is answered
 CHECK_REPLY = 'Reply as {"supported": "yes"} or {"supported": "no"}.'
 #: what the checker is asked, after the claim (tried on 20 MEMERAG tuning rows with both
-#: layouts of the contexts: docs/metrics.md, "Claim checks")
+#: layouts of the contexts; the line on claims about what the contexts say, which MEMERAG's
+#: annotators call supported when true ("The passages do not mention X"), chosen on 60 tuning
+#: rows: docs/metrics.md, "Claim checks")
 CHECK_TASK = (
     "Is the claim supported by the {noun}: stated in {them}, or following directly from {them}? "
     "Anything the {noun} {do} not give is unsupported, even if it is true. "
+    "A claim about what the {noun} {say} is checked against {them}: "
+    '"the {noun} {do} not mention X" is supported when X is not in {them}. '
     'Answer "yes" or "no".'
 )
 #: a claim's probability at or above which it counts as supported in the evidence
@@ -101,8 +105,12 @@ def check_messages(
     if question.strip():
         shown.append(tagged("question", question))
     shown.append(tagged("claim", claim))
-    noun, them, do = ("context", "it", "does") if one else ("contexts", "them", "do")
-    task = CHECK_TASK.format(noun=noun, them=them, do=do)
+    noun, them, do, say = (
+        ("context", "it", "does", "says or leaves out")
+        if one
+        else ("contexts", "them", "do", "say or leave out")
+    )
+    task = CHECK_TASK.format(noun=noun, them=them, do=do, say=say)
     return data_first_messages("\n".join(shown), task, CHECK_REPLY)
 
 
