@@ -150,3 +150,34 @@ def test_a_result_prints_as_a_short_summary(tmp_path: Path) -> None:
         "0 of 3 items kept, 0 attempt(s) dropped; 0 slot(s) left without an item\nnote: n\n"
         "no run directory"
     )
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--style", "shouty"], "unknown style 'shouty'"),
+        (["--existing", "no-such-testset.jsonl"], "no-such-testset.jsonl"),
+        (["--max-duplicate-cosine", "1.5"], "max_duplicate_cosine must be in (0, 1]"),
+    ],
+)
+def test_a_dry_run_refuses_the_settings_the_run_would_refuse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    from rageval.cli import main
+
+    folder = _one_chunk_folder(tmp_path)
+    with FakeOpenAI(Scripted()) as server:
+        args = ["generate", str(folder), "-n", "2", "--dry-run", *extra]
+        code = main([*args, "--llm", "test-model", "--base-url", server.base_url, "--no-probe"])
+        assert server.chat_requests == []
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_dry_run_plans_with_the_styles_asked_for(tmp_path: Path) -> None:
+    # one style: every planned write request is written in it (the estimate counts its words)
+    folder = _one_chunk_folder(tmp_path)
+    terse = estimate_generation(folder, 3, model="m", styles=["terse"])
+    every = estimate_generation(folder, 3, model="m")
+    assert terse.requests == every.requests
+    assert terse.prompt_tokens != every.prompt_tokens

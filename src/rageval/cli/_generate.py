@@ -129,8 +129,12 @@ def run_generate(args: argparse.Namespace) -> int:
                 args.n,
                 model=model,
                 mix=mix,
+                styles=args.style or None,
                 seed=args.seed,
                 language=args.language,
+                existing=args.existing,
+                **({} if args.min_support is None else {"min_support": args.min_support}),
+                max_duplicate_cosine=args.max_duplicate_cosine,
                 max_attempts=args.max_attempts,
             )
         except (CorpusError, GenerateError) as e:

@@ -316,8 +316,12 @@ def estimate_generation(
     *,
     model: str,
     mix: Mapping[str, float] | None = None,
+    styles: Sequence[Style] | None = None,
     seed: int = 0,
     language: str | None = None,
+    existing: str | os.PathLike[str] | Sequence[str] | None = None,
+    min_support: float = MIN_SUPPORT,
+    max_duplicate_cosine: float = 0.9,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_attempts: int = 3,
     drop_rates: Mapping[str, float] | None = None,
@@ -333,8 +337,13 @@ def estimate_generation(
         n: as :func:`agenerate`.
         model: the judge's model (its tokenizer counts the prompts where it is known).
         mix: as :func:`agenerate`.
+        styles: as :func:`agenerate` (the plan draws from them).
         seed: as :func:`agenerate`.
         language: as :func:`agenerate`.
+        existing: as :func:`agenerate` (read and checked as the run reads it; it changes no
+            request: duplicates are found with the embeddings).
+        min_support: as :func:`agenerate` (checked as the run checks it).
+        max_duplicate_cosine: as :func:`agenerate` (checked as the run checks it).
         max_chars: as :func:`agenerate`.
         max_attempts: as :func:`agenerate`.
         drop_rates: the share of each type's attempts expected dropped (default
@@ -344,10 +353,20 @@ def estimate_generation(
     from rageval.generation._run import NEAREST
     from rageval.runner._tokens import counter_for
 
-    settings = _settings(n, None, language, MIN_SUPPORT, 0.9, max_attempts, None)
+    settings = _settings(
+        n, styles, language, min_support, max_duplicate_cosine, max_attempts, existing
+    )
     chunks = _chunks(corpus, max_chars)
-    _, types, notes = _request(
-        n, mix, settings, seed, language, MIN_SUPPORT, 0.9, max_attempts, len(chunks)
+    request, types, notes = _request(
+        n,
+        mix,
+        settings,
+        seed,
+        language,
+        min_support,
+        max_duplicate_cosine,
+        max_attempts,
+        len(chunks),
     )
     rates = {**DROP_RATES, **(drop_rates or {})}
     if any(not 0 <= rates[t] < 1 for t in types):
@@ -359,7 +378,13 @@ def estimate_generation(
     drop_cost = {t: [0.0, 0.0, 0.0] for t in types}
     for slot, item_type in enumerate(types):
         attempt = plan_attempt(
-            slot, 0, item_type, corpus_size=len(chunks), pairs=pairs, styles=STYLES, seed=seed
+            slot,
+            0,
+            item_type,
+            corpus_size=len(chunks),
+            pairs=pairs,
+            styles=[STYLES[STYLES.index(s)] for s in request.styles],  # checked names, typed
+            seed=seed,
         )
         texts = [chunks[i].text for i in attempt.chunks]
         shown = [c.text for c in chunks[:NEAREST]] if item_type == "unanswerable" else texts
