@@ -256,3 +256,41 @@ def test_python_calibrate_resumed_with_no_keywords_keeps_the_runs_budget_and_pro
     stored = read_manifest(run).run_config
     assert stored["resume"] is True
     assert stored["max_cost"] == 1.0 and stored["probe"] is False
+
+
+def test_a_run_from_before_scoring_resumes_as_sampled_from_python_and_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from rageval.errors import RunDirError
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
+    data = tmp_path / "rows.jsonl"
+    write_jsonl(data, labelled_rows([4, 0], ["", ""]))
+    rows = str(data)
+    run = tmp_path / "run"
+    with FakeOpenAI(grader) as server:
+
+        def judge(scoring: Any) -> Judge:
+            return Judge("gpt-4o-mini", base_url=server.base_url, cache=False, scoring=scoring)
+
+        keywords: dict[str, Any] = {"run_dir": run, "engine": "local", "progress": False}
+        evaluate(rows, ["answer_accuracy"], llm=judge("sampled"), **keywords)
+        # the manifest as a rageval from before the scoring setting wrote it
+        manifest = json.loads((run / "manifest.json").read_text())
+        del manifest["judge"]["scoring"]
+        (run / "manifest.json").write_text(json.dumps(manifest))
+        stored = read_manifest(run).judge
+        assert stored is not None and stored.scoring == "sampled"
+        for scoring in ("auto", "probabilities"):
+            with pytest.raises(RunDirError, match=f"the run used 'sampled', now '{scoring}'"):
+                evaluate(rows, ["answer_accuracy"], llm=judge(scoring), resume=True, **keywords)
+        capsys.readouterr()
+        assert main(["evaluate", "--resume", str(run), "--judge-scoring", "auto", "-q"]) == 2
+        assert "the run used 'sampled', now 'auto'" in capsys.readouterr().err
+        result = evaluate(rows, ["answer_accuracy"], llm=judge("sampled"), resume=True, **keywords)
+        assert result.n_finished == 2
+        # --resume DIR alone takes the run's judge: sampled
+        assert main(["evaluate", "--resume", str(run), "-q"]) == 0
+    assert JudgeSpec.of_described({"model": "m"}).scoring == "sampled"

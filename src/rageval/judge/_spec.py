@@ -76,14 +76,21 @@ class JudgeSpec(BaseModel):
     tokens_per_minute: float | None = Field(default=None, gt=0)
 
     @classmethod
+    def described_settings(cls, described: Mapping[str, Any]) -> dict[str, Any]:
+        """`described` (a judge's ``describe()`` as a run manifest of any rageval version
+        stores it) without the settings it leaves null, which take their defaults, and with
+        ``scoring="sampled"`` when it records none: a judge described before there was a
+        scoring setting scored by sampled values. Keys that are no setting are kept."""
+        return {"scoring": "sampled"} | {
+            k: v for k, v in described.items() if v is not None or k not in cls.model_fields
+        }
+
+    @classmethod
     def of_described(cls, described: Mapping[str, Any]) -> JudgeSpec:
         """The spec in a judge's ``describe()`` as a run manifest stores it (of any rageval
-        version: a setting it does not record takes its default)."""
-        # a judge described before there was a scoring setting scored by sampled values
-        return cls.model_validate(
-            {"scoring": "sampled"}
-            | {k: v for k, v in described.items() if k in cls.model_fields and v is not None}
-        )
+        version: :meth:`described_settings`)."""
+        settings = cls.described_settings(described)
+        return cls.model_validate({k: v for k, v in settings.items() if k in cls.model_fields})
 
     def judge_arguments(self) -> dict[str, Any]:
         """``Judge(spec.model, **spec.judge_arguments())`` makes the judge (with the key from

@@ -162,7 +162,8 @@ class MetricSpec(_LogModel):
 class JudgeInfo(JudgeSpec):
     """What ``Judge.describe()`` says (never the key): the judge's :class:`JudgeSpec` (a
     manifest of an earlier rageval lacks some of its settings, which take their defaults; one
-    from before backends is an OpenAI-compatible judge's), and beside it where the key and the
+    from before backends is an OpenAI-compatible judge's, one from before ``scoring`` scored
+    by sampled values: :meth:`JudgeSpec.described_settings`), and beside it where the key and the
     cache came from and what is known of the model, kept as written."""
 
     model_config = ConfigDict(frozen=False, extra="allow", ser_json_inf_nan="strings")
@@ -177,11 +178,10 @@ class JudgeInfo(JudgeSpec):
     @model_validator(mode="before")
     @classmethod
     def _unset_is_default(cls, data: Any) -> Any:
-        # a manifest may say null for a setting it did not know (the spec's default applies)
+        # a manifest may say null for a setting it did not know (the spec's default applies),
+        # or leave out the scoring (sampled then), as JudgeSpec.of_described reads it
         if isinstance(data, Mapping):
-            return {
-                k: v for k, v in data.items() if v is not None or k not in JudgeSpec.model_fields
-            }
+            return JudgeSpec.described_settings(data)
         return data
 
 
