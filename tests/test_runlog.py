@@ -141,7 +141,8 @@ def _cut_to_three_rows_and_resume(run: Path) -> EvaluationResult:
         resumed = evaluate(
             old.rows(),
             METRICS,
-            llm=judge(server),
+            # a judge recorded before the scoring setting scored by sampled values
+            llm=judge(server, scoring="sampled"),
             on_invalid="skip",
             run_dir=run,
             resume=True,
