@@ -557,3 +557,24 @@ def test_the_report_prints_the_table_the_command_prints(
     assert "0.667 [" in shown and "people's verdicts on 5 pairs" in shown
     assert shown in printed  # the very table the command prints
     assert repr(report).startswith("PairwiseReport(") and shown in repr(report)
+
+
+def test_the_tie_margin_is_a_recorded_setting_and_older_runs_keep_theirs() -> None:
+    from rageval.runner._rundir import stored_metric
+
+    each_a = PairwiseReading(winner="a", p_a=0, p_b=0, p_tie=1, right_a=0.7, right_b=0.3)
+    each_b = PairwiseReading(winner="b", p_a=0, p_b=0, p_tie=1, right_a=0.4, right_b=0.6)
+    # 0.7 against 0.6: a tie under the default margin 0.2, A's win with none
+    assert combine(each_a, each_b, by="probabilities") == ("tie", True)
+    assert combine(each_a, each_b, by="probabilities", tie_margin=0.0) == ("a", True)
+    assert Pairwise().params()["tie_margin"] == 0.2
+    assert Pairwise(tie_margin=0.05).params()["tie_margin"] == 0.05
+    for bad in (-0.1, 1.0, "0.2", True):
+        with pytest.raises(ValueError, match="tie_margin"):
+            Pairwise(tie_margin=bad)  # type: ignore[arg-type]
+    # a manifest from before the margin (session 17's ask="each" runs): no margin
+    before_margin = stored_metric("pairwise", {"ask": "each"})
+    assert isinstance(before_margin, Pairwise) and before_margin.tie_margin == 0.0
+    # from before `ask`: the which-is-better request it sent
+    before_ask = stored_metric("pairwise", {})
+    assert isinstance(before_ask, Pairwise) and before_ask.ask == "which"

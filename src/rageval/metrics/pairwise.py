@@ -20,7 +20,8 @@ following the answers). The winner (:func:`combine`) is by default
 ``ask="each"`` the answer more probably right where it was shown first (both are then read in
 the same position: the first verdict of each reply, written after what each answer gives and
 before the verdict on the other answer), a tie when the two probabilities are closer than
-:data:`TIE_MARGIN`, with ``ask="which"``
+``tie_margin`` (default :data:`TIE_MARGIN`; a run recorded before it existed keeps 0), with
+``ask="which"``
 the option (a, b or tie) most probable on average over the two orders; with
 ``winner_from="verdicts"`` two readings that agree give the winner and two that differ a tie.
 
@@ -40,7 +41,8 @@ Judge requests: 2 (more only for re-asks).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -242,7 +244,11 @@ def each_reading(scoring: ReplyScoring, verdict: EachVerdict, *, b_first: bool) 
 
 
 def combine(
-    a_first: PairwiseReading, b_first: PairwiseReading, *, by: WinnerFrom = "verdicts"
+    a_first: PairwiseReading,
+    b_first: PairwiseReading,
+    *,
+    by: WinnerFrom = "verdicts",
+    tie_margin: float = TIE_MARGIN,
 ) -> tuple[Winner, bool]:
     """The winner of both orders' readings, and whether their verdicts differ (a flip).
 
@@ -250,7 +256,7 @@ def combine(
     ``by="probabilities"``: with a verdict on each answer (readings with ``right_a`` and
     ``right_b``), the answer more probably right where it was shown first: P(A right) of the
     A-first reading against P(B right) of the B-first one, a tie when they are closer than
-    :data:`TIE_MARGIN` (the judge holds the two about as likely right). Both are the first
+    `tie_margin` (the judge holds the two about as likely right). Both are the first
     verdict of their reply, read in the same position: each written after the judge wrote
     what both answers give and before its verdict on the other answer, so what it gives a
     position is the same for both; the second verdict of a reply is written after the first
@@ -263,7 +269,7 @@ def combine(
         return (a_first.winner, False) if not flip else ("tie", True)
     if a_first.right_a is not None and b_first.right_b is not None:
         lead = a_first.right_a - b_first.right_b
-        return ("tie" if abs(lead) < TIE_MARGIN else "a" if lead > 0 else "b"), flip
+        return ("tie" if abs(lead) < tie_margin else "a" if lead > 0 else "b"), flip
     mean = {
         "a": a_first.p_a + b_first.p_a,
         "b": a_first.p_b + b_first.p_b,
@@ -287,6 +293,9 @@ class Pairwise(Metric):
     value_range = (0.0, 1.0)
     summary = "which of two answers (response, response_b) is better, asked in both orders"
     in_default_run = False  # a pairwise sample is built for it (rageval pairwise)
+    #: what a run recorded before a parameter existed used: the which-is-better request,
+    #: and (before the margin) a tie only when the two probabilities were equal
+    earlier_params: ClassVar[Mapping[str, Any]] = {"ask": "which", "tie_margin": 0.0}
 
     def __init__(
         self,
@@ -295,9 +304,15 @@ class Pairwise(Metric):
         rubric: str | None = None,
         winner_from: WinnerFrom = DEFAULT_WINNER_FROM,
         ask: Ask = DEFAULT_ASK,
+        tie_margin: float = TIE_MARGIN,
         **kw: Any,
     ) -> None:
         super().__init__(**kw)
+        if isinstance(tie_margin, bool) or not isinstance(tie_margin, (int, float)):
+            raise ValueError(f"tie_margin is a number in [0, 1), got {tie_margin!r}")
+        if not 0 <= tie_margin < 1:
+            raise ValueError(f"tie_margin is in [0, 1), got {tie_margin}")
+        self.tie_margin = float(tie_margin)
         if winner_from not in ("verdicts", "probabilities"):
             raise ValueError(f"winner_from is verdicts or probabilities, got {winner_from!r}")
         if ask not in ("each", "which"):
@@ -352,7 +367,9 @@ class Pairwise(Metric):
             else:
                 assert isinstance(value, PairVerdict)
                 readings.append(which_reading(reply.scoring, value.better, b_first=b_first))
-        winner, flip = combine(readings[0], readings[1], by=self.winner_from)
+        winner, flip = combine(
+            readings[0], readings[1], by=self.winner_from, tie_margin=self.tie_margin
+        )
         why = (
             f"the orders disagree (A first: {readings[0].winner}, B first: {readings[1].winner})"
             if flip
