@@ -72,8 +72,8 @@ def add_generate_command(sub: Any) -> None:
     gen.add_argument(
         "--max-duplicate-cosine",
         type=float,
-        default=0.9,
-        help="a question this close to one kept is dropped (0.9)",
+        default=None,
+        help="a question this close to one kept is dropped (default 0.9)",
     )
     gen.add_argument(
         "--max-attempts", type=int, default=3, help="attempts per item before giving up (3)"
@@ -121,22 +121,21 @@ def run_generate(args: argparse.Namespace) -> int:
     judge = options["llm"]
     if judge is not None and not isinstance(judge, Judge):
         raise _UsageError("generate takes one judge: one --llm")
+    # the settings the run and its dry run share (a library default where no flag is given)
+    given = {"min_support": args.min_support, "max_duplicate_cosine": args.max_duplicate_cosine}
+    plan: dict[str, Any] = {
+        "mix": mix,
+        "styles": args.style or None,
+        "seed": args.seed,
+        "language": args.language,
+        "existing": args.existing,
+        "max_attempts": args.max_attempts,
+        **{name: value for name, value in given.items() if value is not None},
+    }
     if args.dry_run:
         model = judge.model if judge is not None else "gpt-4o-mini"
         try:
-            found = estimate_generation(
-                args.docs,
-                args.n,
-                model=model,
-                mix=mix,
-                styles=args.style or None,
-                seed=args.seed,
-                language=args.language,
-                existing=args.existing,
-                **({} if args.min_support is None else {"min_support": args.min_support}),
-                max_duplicate_cosine=args.max_duplicate_cosine,
-                max_attempts=args.max_attempts,
-            )
+            found = estimate_generation(args.docs, args.n, model=model, **plan)
         except (CorpusError, GenerateError) as e:
             raise _UsageError(str(e)) from None
         out(found.table())
@@ -155,15 +154,8 @@ def run_generate(args: argparse.Namespace) -> int:
                     args.n,
                     llm=judge,
                     embeddings=options["embeddings"],
-                    mix=mix,
-                    styles=args.style or None,
-                    seed=args.seed,
-                    language=args.language,
-                    existing=args.existing,
-                    **({} if args.min_support is None else {"min_support": args.min_support}),
-                    max_duplicate_cosine=args.max_duplicate_cosine,
-                    max_attempts=args.max_attempts,
                     config=config,
+                    **plan,
                 )
             )
         except (CorpusError, GenerateError) as e:

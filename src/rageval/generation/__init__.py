@@ -26,8 +26,17 @@ from rageval.generation._asks import (
     write_messages,
 )
 from rageval.generation._corpus import DEFAULT_MAX_CHARS, Chunk, CorpusError, load_corpus
-from rageval.generation._plan import STYLES, TWO_CHUNKS, TYPES, ItemType, Style, slot_types
+from rageval.generation._plan import (
+    STYLES,
+    TWO_CHUNKS,
+    TYPES,
+    ItemType,
+    Style,
+    as_styles,
+    slot_types,
+)
 from rageval.generation._run import (
+    MAX_DUPLICATE_COSINE,
     MIN_SUPPORT,
     GenerateError,
     GenerateRequest,
@@ -138,7 +147,7 @@ def _settings(
     max_duplicate_cosine: float,
     max_attempts: int,
     existing: str | os.PathLike[str] | Sequence[str] | None,
-) -> tuple[tuple[str, ...], list[str]]:
+) -> tuple[tuple[Style, ...], list[str]]:
     """The settings checked before the corpus is read (a bad one fails at once, however large
     the corpus): the styles chosen and the existing questions; a bad one is a GenerateError."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -147,10 +156,10 @@ def _settings(
         raise GenerateError(f"max_attempts must be at least 1, got {max_attempts}")
     if not 0 < min_support <= 1 or not 0 < max_duplicate_cosine <= 1:
         raise GenerateError("min_support and max_duplicate_cosine must be in (0, 1]")
-    chosen = tuple(styles) if styles else STYLES
-    bad = [s for s in chosen if s not in STYLES]
-    if bad:
-        raise GenerateError(f"unknown style {bad[0]!r}; expected one of {', '.join(STYLES)}")
+    try:
+        chosen = as_styles(styles) if styles else STYLES
+    except ValueError as e:
+        raise GenerateError(str(e)) from None
     if language is not None and (wrong := language_problem(language)):
         raise GenerateError(f"language: {wrong}")
     if existing is None:
@@ -163,7 +172,7 @@ def _settings(
 def _request(
     n: int,
     mix: Mapping[str, float] | None,
-    settings: tuple[tuple[str, ...], list[str]],
+    settings: tuple[tuple[Style, ...], list[str]],
     seed: int,
     language: str | None,
     min_support: float,
@@ -233,7 +242,7 @@ async def agenerate(
     language: str | None = None,
     existing: str | os.PathLike[str] | Sequence[str] | None = None,
     min_support: float = MIN_SUPPORT,
-    max_duplicate_cosine: float = 0.9,
+    max_duplicate_cosine: float = MAX_DUPLICATE_COSINE,
     max_attempts: int = 3,
     max_chars: int = DEFAULT_MAX_CHARS,
     config: RunConfig | None = None,
@@ -321,7 +330,7 @@ def estimate_generation(
     language: str | None = None,
     existing: str | os.PathLike[str] | Sequence[str] | None = None,
     min_support: float = MIN_SUPPORT,
-    max_duplicate_cosine: float = 0.9,
+    max_duplicate_cosine: float = MAX_DUPLICATE_COSINE,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_attempts: int = 3,
     drop_rates: Mapping[str, float] | None = None,
@@ -383,7 +392,7 @@ def estimate_generation(
             item_type,
             corpus_size=len(chunks),
             pairs=pairs,
-            styles=[STYLES[STYLES.index(s)] for s in request.styles],  # checked names, typed
+            styles=request.styles,
             seed=seed,
         )
         texts = [chunks[i].text for i in attempt.chunks]

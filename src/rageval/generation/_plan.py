@@ -24,12 +24,34 @@ import numpy.typing as npt
 
 from rageval.generation._corpus import Chunk
 
-__all__ = ["STYLES", "TYPES", "Attempt", "ItemType", "Style", "link_pairs", "plan_attempt"]
+__all__ = [
+    "STYLES",
+    "TYPES",
+    "Attempt",
+    "ItemType",
+    "Style",
+    "as_styles",
+    "link_pairs",
+    "plan_attempt",
+]
 
 ItemType = Literal["single_hop", "multi_hop", "comparison", "summary", "unanswerable", "follow_up"]
 Style = Literal["plain", "terse", "misspelled", "expert", "non_native"]
 TYPES: tuple[ItemType, ...] = get_args(ItemType)
 STYLES: tuple[Style, ...] = get_args(Style)
+
+
+def as_styles(names: Sequence[str]) -> tuple[Style, ...]:
+    """`names` as styles, in their order; a name that is none is a ValueError."""
+    by_name: dict[str, Style] = {s: s for s in STYLES}
+    try:
+        return tuple(by_name[n] for n in names)
+    except KeyError as e:
+        raise ValueError(
+            f"unknown style {e.args[0]!r}; expected one of {', '.join(STYLES)}"
+        ) from None
+
+
 #: the types written from two linked chunks
 TWO_CHUNKS: frozenset[str] = frozenset({"multi_hop", "comparison"})
 _ENTITY = re.compile(r"\b[A-Z][\w-]{2,}\b")

@@ -41,7 +41,14 @@ from rageval.generation._asks import (
     write_item,
 )
 from rageval.generation._corpus import Chunk
-from rageval.generation._plan import TWO_CHUNKS, Attempt, ItemType, link_pairs, plan_attempt
+from rageval.generation._plan import (
+    TWO_CHUNKS,
+    Attempt,
+    ItemType,
+    Style,
+    link_pairs,
+    plan_attempt,
+)
 from rageval.generation._report import failed_check, report_markdown
 from rageval.judge import Judge, Usage
 from rageval.metrics.claim_checks import SUPPORTED_AT
@@ -69,6 +76,8 @@ NEAREST = 3
 #: supported. (0.8 dropped a correct answer of Qwen2.5-1.5B, whose checker gave its one claim
 #: P(yes) 0.63, on the example corpus: docs/generate.md)
 MIN_SUPPORT = SUPPORTED_AT
+#: a new question this close (embedding cosine) to one kept, or to an existing one, is dropped
+MAX_DUPLICATE_COSINE = 0.9
 #: how many times `max_attempts` a slot gets while the set holds no item of its type yet (so
 #: that every requested type is present: comparison and unanswerable items are dropped far
 #: more often than the others by a small judge, docs/generate.md)
@@ -87,7 +96,7 @@ class GenerateRequest:
 
     n: int
     types: tuple[ItemType, ...]
-    styles: tuple[str, ...]
+    styles: tuple[Style, ...]
     seed: int
     language: str | None
     min_support: float
@@ -241,7 +250,7 @@ class _Generation:
             self.slot_types[slot],
             corpus_size=len(self.chunks),
             pairs=self.pairs,
-            styles=self.request.styles,  # type: ignore[arg-type]
+            styles=self.request.styles,
             seed=self.request.seed,
         )
 
