@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from helpers import judge_for, make_judge, route
 from rageval.errors import RunDirError
 from rageval.metrics import AnswerAccuracy, ContextRelevance
-from rageval.metrics._rating_value import combine_ratings, pass_probability
+from rageval.metrics._rating_value import RatingValue, combine_ratings, pass_probability
 from rageval.runner import evaluate
 from rageval.runner._rundir import stored_metric
 from rageval.samples import SingleTurnSample
@@ -53,21 +54,34 @@ def test_pass_probability_adds_up_the_sums_that_reach_the_middle() -> None:
 
 def test_combining_the_templates() -> None:
     dist = {4: 0.6, 2: 0.3, 0: 0.1}  # expected 3.0
+
+    def combine(value: RatingValue, ratings: Sequence[int | None],
+                expected: Sequence[float | None], distributions: Sequence[dict[int, float] | None],
+                probabilities: bool = True) -> float | None:  # fmt: skip
+        return combine_ratings(
+            value, ratings, expected, distributions, 4, by_probabilities=probabilities
+        )
+
     # expected: (3.0 + 2 written, no distribution) / 2 / 4 = 0.625
-    assert combine_ratings("expected", [4, 2], [3.0, None], [dist, None], 4) == 0.625
+    assert combine("expected", [4, 2], [3.0, None], [dist, None]) == 0.625
     # pass_probability: the template without a distribution gives its 2 for sure:
     # P(r1 + 2 >= 4) = P(r1 >= 2) = 0.9
-    assert combine_ratings("pass_probability", [4, 2], [3.0, None], [dist, None], 4) == (
-        pytest.approx(0.9)
-    )
+    assert combine("pass_probability", [4, 2], [3.0, None], [dist, None]) == pytest.approx(0.9)
     # a template with no valid rating is left out: P(r1 >= 2) = 0.9 again
-    assert combine_ratings("pass_probability", [4, None], [3.0, None], [dist, None], 4) == (
-        pytest.approx(0.9)
-    )
-    # no distribution at all (sampled scoring): both readings are the mean rating, (4 + 2) / 8
+    assert combine("pass_probability", [4, None], [3.0, None], [dist, None]) == pytest.approx(0.9)
+    # scored by probabilities, no distribution read in this cell: point masses all the same,
+    # as when one was read ({4: 1.0} and 0 written): 4 + 0 >= 4 passes for sure -> 1.0; (2, 0):
+    # 2 < 4 -> 0.0; (4, 2) -> 1.0 (the mean rating would say 0.5, 0.25, 0.75)
+    for ratings, passing in (([4, 0], 1.0), ([2, 0], 0.0), ([4, 2], 1.0)):
+        assert combine("pass_probability", ratings, [None, None], [None, None]) == passing
+        assert combine("pass_probability", ratings, [None, None], [{ratings[0]: 1.0}, None]) == (
+            passing
+        )
+    # sampled scoring (no distribution anywhere): both readings are the mean rating, (4 + 2) / 8
     for value in ("expected", "pass_probability"):
-        assert combine_ratings(value, [4, 2], [None, None], [None, None], 4) == 0.75
-    assert combine_ratings("pass_probability", [None, None], [None, None], [None, None], 4) is None
+        assert combine(value, [4, 2], [None, None], [None, None], probabilities=False) == 0.75
+    assert combine("pass_probability", [4, 0], [None, None], [None, None], False) == 0.5
+    assert combine("pass_probability", [None, None], [None, None], [None, None]) is None
 
 
 def test_the_value_is_a_recorded_parameter_that_keys_the_cells() -> None:

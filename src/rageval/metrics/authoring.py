@@ -94,7 +94,6 @@ from pydantic import (
     create_model,
 )
 
-from rageval.errors import CauseKind, JudgeCallFailed
 from rageval.metrics._guidance import (
     Guidance,
     GuidedMetric,
@@ -134,8 +133,9 @@ from rageval.metrics._prompting import (
 from rageval.metrics._rating_value import (
     RatingValue,
     as_rating_value,
-    combine_ratings,
     mean_rating,
+    rate_with_templates,
+    rating_model,
 )
 from rageval.metrics.base import (
     BlankRule,
@@ -146,7 +146,7 @@ from rageval.metrics.base import (
     note_truncation,
     zero_if_blank,
 )
-from rageval.metrics.evidence import JudgedItem, RatingEvidence, VerdictEvidence
+from rageval.metrics.evidence import JudgedItem, VerdictEvidence
 from rageval.samples import Sample
 
 if TYPE_CHECKING:
@@ -215,24 +215,6 @@ __all__ = [
     "verdict_request",
     "zero_if_blank",
 ]
-
-
-@functools.cache
-def rating_model(
-    scale: tuple[int, ...], name: str = "Rating", reasons: bool = False
-) -> type[BaseModel]:
-    """``{"rating": one of scale}``: the schema is an enum of exactly the allowed values. With
-    `reasons`, ``{"reason": str, "rating": ...}``: the judge writes its reasoning before the
-    rating (the order of the schema's keys is the order of generation)."""
-    if not scale or len(set(scale)) != len(scale):
-        raise ValueError(f"a rating scale needs distinct values, got {scale!r}")
-    allowed = Literal.__getitem__(scale)  # Literal[0, 2, 4]
-    rating = Annotated[allowed, BeforeValidator(number_only)]  # type: ignore[valid-type]
-    fields: dict[str, Any] = {}
-    if reasons:
-        fields["reason"] = (str, Field(description="your reasoning, in one to three sentences"))
-    fields["rating"] = (rating, Field(description="one of " + ", ".join(map(str, scale))))
-    return create_model(f"{name}WithReason" if reasons else name, __base__=ReplyModel, **fields)
 
 
 def rating_prompts(
@@ -663,87 +645,6 @@ def share_true(verdicts: Sequence[float]) -> float | None:
     """The share of true verdicts (booleans, or their probabilities of being true); None when
     there is none (0/0 is not a score)."""
     return sum(verdicts) / len(verdicts) if verdicts else None
-
-
-async def rate_with_templates(
-    ctx: ScoringContext,
-    prompts: Sequence[list[dict[str, str]]],
-    scale: tuple[int, ...],
-    max_retries: int,
-    *,
-    reasons: bool = False,
-    value: RatingValue = "expected",
-) -> MetricResult:
-    """Ask every template (a list of messages each) concurrently for ``{"rating": r}`` with r
-    in `scale` (the schema is an enum of exactly those values; a reply off the scale is
-    re-asked up to `max_retries` times), and combine the valid ratings with
-    :func:`mean_rating` over ``max(scale)``. One template failing leaves the other's rating;
-    all failing is a not-measured result with their causes. Evidence: ``ratings`` per
-    template (``template_1`` …), ``scale``, and ``failures`` when a template gave none; with
-    `reasons` (the judge reasons before it rates: :func:`rating_model`) also ``reasons``.
-
-    Where the judge scores by probabilities (docs/judge-probabilities.md), each template
-    counts its expected rating over the scale, from the probabilities of the ratings in its
-    reply's token log-probabilities, in place of the rating written (evidence ``expected``,
-    and each template's whole distribution over the scale, ``distributions``); a template
-    whose probabilities could not be read counts its rating. `value` ``"pass_probability"``:
-    P(the sampled value >= 0.5) instead (:mod:`rageval.metrics._rating_value`)."""
-    model = rating_model(scale, reasons=reasons)
-
-    async def one(
-        msgs: list[dict[str, str]],
-    ) -> tuple[int, str | None, float | None, dict[int, float] | None] | JudgeCallFailed:
-        try:
-            reply = await ctx.ask_scored(msgs, model, max_reasks=max_retries)
-        except JudgeCallFailed as e:
-            return e
-        rating: int = reply.value.rating  # type: ignore[attr-defined]
-        expected = reply.scoring.read_expected("rating")
-        distribution = reply.scoring.read_distribution("rating")
-        return rating, getattr(reply.value, "reason", None), expected, distribution
-
-    outcomes = await asyncio.gather(*(one(p) for p in prompts))
-    ratings = [o[0] if isinstance(o, tuple) else None for o in outcomes]
-    expected = [o[2] if isinstance(o, tuple) else None for o in outcomes]
-    distributions = [o[3] if isinstance(o, tuple) else None for o in outcomes]
-    failed = {
-        f"template_{i}": o for i, o in enumerate(outcomes, start=1) if isinstance(o, Exception)
-    }
-    evidence = RatingEvidence(
-        ratings={f"template_{i}": r for i, r in enumerate(ratings, start=1)},
-        scale=list(scale),
-        reasons={
-            f"template_{i}": o[1] if isinstance(o, tuple) else None
-            for i, o in enumerate(outcomes, start=1)
-        }
-        if reasons
-        else None,
-        failures={k: e.cause for k, e in failed.items()} or None,
-        expected={f"template_{i}": e for i, e in enumerate(expected, start=1)}
-        if any(e is not None for e in expected)
-        else None,
-        distributions={f"template_{i}": d for i, d in enumerate(distributions, start=1)}
-        if any(d is not None for d in distributions)
-        else None,
-    )
-    result = combine_ratings(value, ratings, expected, distributions, max(scale))
-    if result is None:
-        causes = "; ".join(f"{k}: {e.cause}" for k, e in failed.items())
-        # the kind of the first template's failure (both failed; usually for the same reason)
-        kind: CauseKind = next(iter(failed.values())).kind
-        return MetricResult.not_measured(
-            f"no template gave a valid rating ({causes})", cause_kind=kind
-        ).with_evidence(evidence)
-    valid = [r for r in ratings if r is not None]
-    weighted = [f"{e:.3g}" for e in expected if e is not None]
-    passing = value == "pass_probability" and weighted
-    reason = (
-        f"ratings {', '.join(str(r) for r in valid)} on the scale {'/'.join(map(str, scale))}"
-        + (f" (expected {', '.join(weighted)})" if weighted else "")
-        + (f"; P(value >= 0.5) {result:.3g}" if passing else "")
-        + (" (one template gave no valid rating)" if len(valid) < len(ratings) else "")
-    )
-    return MetricResult.ok(result, reason=reason).with_evidence(evidence)
 
 
 #: the rule of metrics that compare the response with the reference: without a reference
