@@ -13,7 +13,7 @@ import pytest
 
 from helpers import judge_for, make_judge, route
 from rageval.errors import RunDirError
-from rageval.metrics import AnswerAccuracy, ContextRelevance
+from rageval.metrics import AnswerAccuracy, ContextRelevance, ResponseGroundedness, create_metric
 from rageval.metrics._rating_value import RatingValue, combine_ratings, pass_probability
 from rageval.runner import evaluate
 from rageval.runner._rundir import stored_metric
@@ -147,3 +147,13 @@ def test_a_run_recorded_without_value_resumes_as_expected(
     resumed = evaluate(ROWS, ["answer_accuracy"], llm=judge, run_dir=str(run), resume=True,
                        progress=False, metric_params=expected)  # fmt: skip
     assert list(resumed["answer_accuracy"]) == [pytest.approx(0.5)] * 2  # both read "expected"
+
+
+def test_checker_mode_of_response_groundedness_refuses_a_value_it_would_not_read() -> None:
+    with pytest.raises(ValueError, match=r"value='pass_probability'.*mode='checker'"):
+        create_metric("response_groundedness", {"mode": "checker", "value": "pass_probability"})
+    # the default reading (given or not) is the same metric; mode "ratings" reads either
+    assert ResponseGroundedness(mode="checker", value="expected").params() == (
+        ResponseGroundedness(mode="checker").params()
+    )
+    assert ResponseGroundedness(value="pass_probability").value == "pass_probability"

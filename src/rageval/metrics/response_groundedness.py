@@ -19,7 +19,9 @@ contexts with ``per_context=True``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from rageval.metrics._rating_value import RatingValue
 from rageval.metrics.authoring import (
     PlannedRequest,
     RatingMetric,
@@ -61,6 +63,17 @@ class ResponseGroundedness(ClaimCheckMetric, RatingMetric):
         zero_if_blank("response", "the response is empty"),
         zero_if_blank("retrieved_contexts", "no context was retrieved"),
     )
+
+    def __init__(self, *, value: RatingValue | None = None, **kw: Any) -> None:
+        """`value` reads the ratings of mode "ratings"; mode "checker" reads none (its score is
+        the mean probability of its checks), so another `value` there is refused."""
+        super().__init__(value=value, **kw)
+        if self.checking and self.value != self.default_value:
+            raise ValueError(
+                f"value={self.value!r} reads ratings, which mode='checker' does not ask for "
+                "(its score is the mean probability of its checks): leave value out, or use "
+                "mode='ratings'"
+            )
 
     def templates(self, sample: Sample) -> list[list[dict[str, str]]]:
         return prompts(sample.text("response"), nonblank(sample.retrieved_contexts))
