@@ -153,8 +153,12 @@ def test_bounds_cut_the_estimates_and_intervals_where_the_labels_lie() -> None:
     assert (cut.classical_mean, cut.classical_low, cut.classical_high) == (0.5, 0.0, 1.0)
     # the rectified mean itself is cut too: labels 1 where the judge said 0, and the judge
     # saying 1 on the rows nobody labelled (λ fixed at 1: 1 + mean_L(y − f) = 1 + 1 = 2)
+    # with variance 0 (both terms constant): [2, 2] is cut to [1, 1], and the method says
+    # the estimate lay past the range
     over = ppi_mean([1.0, 1.0, None, None], [0.0, 0.0, 1.0, 1.0], lam=1.0, bounds=(0.0, 1.0))
-    assert over.mean == 1.0
+    assert (over.mean, over.low, over.high) == (1.0, 1.0, 1.0)
+    assert "the rectified mean 2 lies past the labels' range [0, 1], cut" in over.method
+    assert "past the labels' range" not in cut.method
     with pytest.raises(ValueError, match="bounds"):
         ppi_mean(labels, judge, bounds=(1.0, 0.0))
 

@@ -68,7 +68,8 @@ def ppi_mean(
     classical mean, s_L(y)/√n). `lam` fixes λ instead of tuning it. `bounds` (low, high) are
     where the labels lie, a bounded metric's range (a win rate's [0, 1]): the estimates and
     their intervals are cut to them, where the normal approximation on a few labels (or the
-    rectification) reaches past them (seen: a win rate's [-0.480, 1.480] on 2 labels).
+    rectification) reaches past them (seen: a win rate's [-0.480, 1.480] on 2 labels); where
+    the estimate itself lies past them, `method` says so.
     """
     import numpy as np
 
@@ -107,6 +108,11 @@ def ppi_mean(
     def cut(value: float) -> float:
         return min(high, max(low, value))
 
+    if cut(estimate) != estimate:
+        method += (
+            f"; the rectified mean {estimate:.3g} lies past the labels' range [{low:g}, "
+            f"{high:g}], cut (the cut interval's width is no certainty)"
+        )
     return PPIEstimate(
         cut(estimate), cut(estimate - half), cut(estimate + half),
         classical, cut(classical - classical_half), cut(classical + classical_half),
