@@ -50,8 +50,9 @@ What a metric author needs, by task (docs/writing-metrics.md puts them to work):
   ``plan``); :func:`verdict_evidence`, :func:`unjudged`; lower level :func:`verdict_model`,
   :func:`verdict_request`; :class:`VerdictMetric`, the base of a metric scored from them;
 * ratings on a fixed scale: :class:`RatingMetric` and :func:`rate_with_templates` (several
-  templates, the valid ratings averaged: :func:`mean_rating`; each template's expected
-  rating where the judge scores by probabilities); :func:`rating_prompts`,
+  templates, the valid ratings combined by `value`: :func:`mean_rating` under sampled
+  scoring, each template's expected rating or the pass probability where the judge scores
+  by probabilities: ``metrics._rating_value``); :func:`rating_prompts`,
   :func:`rating_model`;
 * a reply schema of your own: a :class:`ReplyModel` subclass (strict, no extra keys);
 * scores from 0 to 1: :data:`UnitScore`; judged numbers: :func:`number_only`;
@@ -655,8 +656,8 @@ NO_REFERENCE = not_measured_if_blank("reference", "the reference is empty: nothi
 class RatingMetric(Metric):
     """Base of a metric that rates a sample on a fixed `scale` with one or more templates
     (answer_accuracy, context_relevance, response_groundedness): a subclass sets `scale` and
-    implements :meth:`templates`; scoring (every template rated, the valid ratings averaged)
-    and the planned requests follow from them. `max_retries` is the re-ask budget per
+    implements :meth:`templates`; scoring (every template rated, the valid ratings combined
+    by `value`) and the planned requests follow from them. `max_retries` is the re-ask budget per
     template; `value` how ratings read by probability become the value, ``"expected"`` or
     ``"pass_probability"`` (None: :attr:`default_value`; :mod:`~rageval.metrics._rating_value`).
     (A subclass may still write its own ``measure`` around :meth:`rate`.)"""

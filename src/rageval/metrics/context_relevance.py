@@ -5,7 +5,9 @@ them). Template 1 asks how relevant the contexts are; template 2 asks whether a 
 only them could answer. Each rating is divided by 2 and the valid ones averaged (one valid →
 that one; none → not measured). A rating off the scale is re-asked up to `max_retries` times
 per template. A blank question leaves nothing to be relevant to → not measured; no non-blank
-context → 0 without a request (blank contexts are left out, as by every metric).
+context → 0 without a request (blank contexts are left out, as by every metric). Where the
+judge scores by probabilities each template counts its expected rating (`value="expected"`,
+the default; `"pass_probability"`: docs/judge-probabilities.md).
 Judge requests: 2 (more only for re-asks).
 """
 

@@ -6,14 +6,15 @@ template 2 shows the sources first and casts the judge as a fact-checker tracing
 them. Each rating is divided by 2 and the valid ones averaged (one valid → that one; none → not
 measured). A rating off the scale is re-asked up to `max_retries` times per template. A blank
 response, or no non-blank context (blank contexts are left out, as by every metric), scores 0
-without a request.
+without a request. Where the judge scores by probabilities each template counts its expected
+rating (`value="expected"`, the default; `"pass_probability"`: docs/judge-probabilities.md).
 Judge requests: 2 (more only for re-asks).
 
 ``mode="checker"`` checks the response's own sentences one by one instead, each request a
 short yes/no answer read as the probability that the contexts support the sentence; the score
 is the mean probability (:mod:`rageval.metrics.claim_checks`; `checker` sends the checks to
 another endpoint and model). Judge requests in that mode: one per sentence (sentences x
-contexts with ``per_context=True``).
+contexts with ``per_context=True``); it reads no ratings, so it refuses another `value`.
 """
 
 from __future__ import annotations
