@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,6 +111,19 @@ async def test_a_template_without_log_probabilities_counts_its_rating_for_sure(
         "template_1": pytest.approx({4: 0.6, 2: 0.3, 0: 0.1}),
         "template_2": None,
     }
+
+
+@pytest.mark.parametrize(("scoring", "value"), [("probabilities", 1.0), ("sampled", 0.5)])
+async def test_with_no_log_probabilities_read_the_judges_scoring_decides(
+    fake_openai: FakeOpenAI, scoring: Any, value: float
+) -> None:
+    # written 4 and 0, neither reply with log-probabilities: scored by probabilities, each a
+    # point mass, 4 + 0 >= 4 -> 1.0; sampled, the mean (4 + 0) / 8 = 0.5
+    fake_openai.handler = route((T1, Reply.json({"rating": 4})), (T2, Reply.json({"rating": 0})))
+    metric = AnswerAccuracy(llm=judge_for(fake_openai, scoring=scoring))
+    result = await metric.single_turn_ascore(SAMPLE)
+    assert result.value == value
+    assert "distributions" not in result.evidence
 
 
 ROWS = [{"user_input": f"q{i}?", "response": "a.", "reference": "b."} for i in range(2)]
