@@ -190,12 +190,18 @@ def test_the_judge_settings_of_every_layer_are_read_in_one_place() -> None:
         JudgeChoice.of_layers({"model": "m", "temperature": "hot"})
 
 
-def test_a_flag_that_would_change_the_scored_cells_is_refused_on_resume(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _two_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A data file of two labelled rows, the key in its variable."""
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
     data = tmp_path / "rows.jsonl"
     write_jsonl(data, labelled_rows([4, 0], ["", ""]))
+    return data
+
+
+def test_a_flag_that_would_change_the_scored_cells_is_refused_on_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _two_rows(tmp_path, monkeypatch)
     run = str(tmp_path / "run")
     with FakeOpenAI(grader) as server:
         assert main(["evaluate", str(data), "-m", "answer_accuracy", "--llm", "gpt-4o-mini",
@@ -265,10 +271,7 @@ def test_a_run_from_before_scoring_resumes_as_sampled_from_python_and_the_cli(
 
     from rageval.errors import RunDirError
 
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_API_KEY)
-    data = tmp_path / "rows.jsonl"
-    write_jsonl(data, labelled_rows([4, 0], ["", ""]))
-    rows = str(data)
+    rows = str(_two_rows(tmp_path, monkeypatch))
     run = tmp_path / "run"
     with FakeOpenAI(grader) as server:
 
