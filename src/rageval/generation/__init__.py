@@ -230,6 +230,32 @@ def _chunks(corpus: str | os.PathLike[str] | Sequence[Chunk], max_chars: int) ->
     )
 
 
+def _planned(
+    corpus: str | os.PathLike[str] | Sequence[Chunk],
+    n: int,
+    mix: Mapping[str, float] | None,
+    styles: Sequence[str] | None,
+    seed: int,
+    language: str | None,
+    existing: str | os.PathLike[str] | Sequence[str] | None,
+    min_support: float,
+    max_duplicate_cosine: float,
+    max_attempts: int,
+    max_chars: int,
+) -> tuple[list[Chunk], GenerateRequest, list[ItemType], list[str]]:
+    """The chunks, request, slot types and notes of a run (and of its dry run): the settings
+    that need no corpus are checked before it is read."""
+    settings = _settings(
+        n, styles, language, min_support, max_duplicate_cosine, max_attempts, existing
+    )
+    chunks = _chunks(corpus, max_chars)
+    request, types, notes = _request(
+        n, mix, settings, seed, language, min_support, max_duplicate_cosine, max_attempts,
+        len(chunks),
+    )  # fmt: skip
+    return chunks, request, types, notes
+
+
 async def agenerate(
     corpus: str | os.PathLike[str] | Sequence[Chunk],
     n: int,
@@ -277,21 +303,10 @@ async def agenerate(
         raise GenerateError(
             "generate runs locally: engine, batch, observers and human_labels do not apply"
         )
-    settings = _settings(
-        n, styles, language, min_support, max_duplicate_cosine, max_attempts, existing
-    )
-    chunks = _chunks(corpus, max_chars)
-    request, types, notes = _request(
-        n,
-        mix,
-        settings,
-        seed,
-        language,
-        min_support,
-        max_duplicate_cosine,
-        max_attempts,
-        len(chunks),
-    )
+    chunks, request, types, notes = _planned(
+        corpus, n, mix, styles, seed, language, existing, min_support, max_duplicate_cosine,
+        max_attempts, max_chars,
+    )  # fmt: skip
     result = await run_generation(
         chunks, request, types, llm=llm, embeddings=embeddings, config=config
     )
@@ -362,21 +377,10 @@ def estimate_generation(
     from rageval.generation._run import NEAREST
     from rageval.runner._tokens import counter_for
 
-    settings = _settings(
-        n, styles, language, min_support, max_duplicate_cosine, max_attempts, existing
-    )
-    chunks = _chunks(corpus, max_chars)
-    request, types, notes = _request(
-        n,
-        mix,
-        settings,
-        seed,
-        language,
-        min_support,
-        max_duplicate_cosine,
-        max_attempts,
-        len(chunks),
-    )
+    chunks, request, types, notes = _planned(
+        corpus, n, mix, styles, seed, language, existing, min_support, max_duplicate_cosine,
+        max_attempts, max_chars,
+    )  # fmt: skip
     rates = {**DROP_RATES, **(drop_rates or {})}
     if any(not 0 <= rates[t] < 1 for t in types):
         raise GenerateError("a drop rate must be at least 0 and below 1")
