@@ -315,4 +315,4 @@ def test_settings_that_cannot_work_are_refused() -> None:
     with pytest.raises(ValueError, match="instructions and examples"):
         Faithfulness(mode="checker", instructions="be lenient")
     with pytest.raises(ValueError, match="per_context must be true or false"):
-        ResponseGroundedness(mode="checker", per_context="no")  # type: ignore[arg-type]
+        ResponseGroundedness(mode="checker", per_context="no")
