@@ -173,6 +173,7 @@ __all__ = [
     "LabelledExample",
     "PlannedRequest",
     "RatingMetric",
+    "RatingValue",
     "ReplyModel",
     "UnitScore",
     "Verdict",

@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rageval.metrics._rating_value import RatingValue
 from rageval.metrics.authoring import (
     PlannedRequest,
     RatingMetric,
+    RatingValue,
     contexts_block,
     nonblank,
     rating_prompts,
