@@ -567,6 +567,11 @@ def test_the_tie_margin_is_a_recorded_setting_and_older_runs_keep_theirs() -> No
     # 0.7 against 0.6: a tie under the default margin 0.2, A's win with none
     assert combine(each_a, each_b, by="probabilities") == ("tie", True)
     assert combine(each_a, each_b, by="probabilities", tie_margin=0.0) == ("a", True)
+    # with no margin, equal probabilities are still a tie (0.1 + 0.2 against 0.3 too)
+    for right_a, right_b in ((0.6, 0.6), (0.1 + 0.2, 0.3)):
+        a_first = each_a.model_copy(update={"right_a": right_a})
+        b_first = each_b.model_copy(update={"right_b": right_b})
+        assert combine(a_first, b_first, by="probabilities", tie_margin=0.0)[0] == "tie"
     assert Pairwise().params()["tie_margin"] == 0.2
     assert Pairwise(tie_margin=0.05).params()["tie_margin"] == 0.05
     for bad in (-0.1, 1.0, "0.2", True):

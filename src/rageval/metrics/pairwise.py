@@ -76,6 +76,9 @@ DEFAULT_ASK: Ask = "each"
 #: "both on the same side of 0.5", 0.05, 0.1 and 0.2, the best mean agreement with people's
 #: verdict (a, b or tie); with 0 none of the 16 tie pairs was a tie
 TIE_MARGIN = 0.2
+#: two probabilities (or sums of them) this close are equal, a tie whatever the margin: float
+#: rounding leaves 0.1 + 0.2 and 0.3 apart
+_EQUAL = 1e-9
 
 #: the sample's metadata key holding answer B
 RESPONSE_B = "response_b"
@@ -269,14 +272,16 @@ def combine(
         return (a_first.winner, False) if not flip else ("tie", True)
     if a_first.right_a is not None and b_first.right_b is not None:
         lead = a_first.right_a - b_first.right_b
-        return ("tie" if abs(lead) < tie_margin else "a" if lead > 0 else "b"), flip
+        tie = abs(lead) < tie_margin or abs(lead) <= _EQUAL
+        return ("tie" if tie else "a" if lead > 0 else "b"), flip
     mean = {
         "a": a_first.p_a + b_first.p_a,
         "b": a_first.p_b + b_first.p_b,
         "tie": a_first.p_tie + b_first.p_tie,
     }
     ranked = sorted(mean, key=lambda k: -mean[k])
-    best: Winner = "tie" if mean[ranked[0]] == mean[ranked[1]] else ranked[0]  # type: ignore[assignment]
+    level = abs(mean[ranked[0]] - mean[ranked[1]]) <= _EQUAL
+    best: Winner = "tie" if level else ranked[0]  # type: ignore[assignment]
     return best, flip
 
 
