@@ -196,7 +196,7 @@ async def rate_with_templates(
     reason = (
         f"ratings {', '.join(str(r) for r in valid)} on the scale {'/'.join(map(str, scale))}"
         + (f" (expected {', '.join(weighted)})" if weighted else "")
-        + (f"; P(value >= 0.5) {result:.3g}" if passing else "")
+        + (f"; P(value >= {CUT:g}) {result:.3g}" if passing else "")
         + (" (one template gave no valid rating)" if len(valid) < len(ratings) else "")
     )
     return MetricResult.ok(result, reason=reason).with_evidence(evidence)
