@@ -532,7 +532,7 @@ def test_what_a_new_user_gets_wrong_is_refused_saying_how(
                    "--base-url", judge_server.base_url, "-o", tmp_path / "r") == 2  # fmt: skip
     err = capsys.readouterr().err
     assert "'nosuchcol': is not a column of the data" in err
-    assert "human, id, reference, response_a, response_b, user_input" in err
+    assert "(its columns: id, user_input, reference, response_a, response_b, human)" in err
     assert judge_server.chat_requests == []
     # an endpoint nobody answers at is unreachable, not refusing
     code = run_cli("pairwise", data, "--llm", "test-model", "--base-url",

@@ -145,11 +145,9 @@ def file_rows(
     loaded = load_samples(data, column_map=column_map)
     problems = list(loaded.problems)
     rows = []
-    columns: set[str] = set()  # every row's, to name them when `human` is in none
     for n, (s, sid) in enumerate(zip(loaded.samples, sample_ids(loaded.samples), strict=True)):
         if s is None:
             continue
-        columns |= set(s.model_dump(exclude_none=True, exclude={"metadata"})) | set(s.metadata)
 
         def problem(field: str, why: str, n: int = n, sid: str = sid) -> RowProblem:
             # where load_samples puts a row's problems: its line in a line-based file
@@ -176,8 +174,8 @@ def file_rows(
     if human is not None and not any(r["metadata"][HUMAN] for r in rows):
         why = (
             "holds no verdict (a, b or tie) on any row"
-            if human in columns
-            else f"is not a column of the data (its columns: {', '.join(sorted(columns))})"
+            if human in loaded.columns
+            else f"is not a column of the data (its columns: {', '.join(loaded.columns)})"
         )
         raise InvalidDataError([RowProblem(None, human, why)], source=loaded.source)
     return rows
