@@ -4,6 +4,7 @@ the dry run's estimate against the run, and the set read back by `evaluate`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -11,6 +12,7 @@ import random
 import re
 import signal
 import subprocess
+import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -518,11 +520,27 @@ def test_a_llama_cpp_server_is_sent_no_more_requests_at_once_than_its_slots(
         assert [r.path for r in server.requests].count("/props") == 1
         assert server.max_in_flight == 1
     assert len(result.items) == 1
-    # each reply held 0.5 s, so that the second check is sent while the first is held even on a
-    # loaded machine
-    with FakeOpenAI(Scripted(), latency=0.5) as server:
+    with FakeOpenAI(_HoldsClaimChecks()) as server:
         _run(server, 1, tmp_path, mix={"comparison": 1}, cache=False)
         assert server.max_in_flight == 2  # no slots to follow: both claim checks at once
+
+
+class _HoldsClaimChecks:
+    """Scripted, holding the first claim check until a second one arrives (10 s at most): two
+    checks sent at once are seen in flight together however loaded the machine, and checks
+    sent one after another are not (the first is answered alone at the deadline)."""
+
+    def __init__(self) -> None:
+        self.scripted = Scripted()
+        self.checks = 0
+
+    async def __call__(self, req: RecordedRequest) -> Reply:
+        if "Is the claim supported" in user_text(req):
+            self.checks += 1
+            deadline = time.monotonic() + 10
+            while self.checks < 2 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+        return self.scripted(req)
 
 
 def test_the_dry_run_estimate_counts_the_requests_of_a_run_without_drops(
