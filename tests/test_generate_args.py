@@ -43,9 +43,16 @@ def test_a_one_chunk_corpus_leaves_the_two_chunk_types_out_of_the_default_mix(
     assert not {"multi_hop", "comparison"} & set(found.drop_rates)
     with FakeOpenAI(Scripted()) as server:
         result = generate(
-            ONE, 2, llm=make_judge(server), embeddings=embeddings_for(server), progress=False
+            ONE,
+            2,
+            llm=make_judge(server),
+            embeddings=embeddings_for(server),
+            progress=False,
+            run_dir=tmp_path / "run",
         )
     assert len(result.items) == 2 and result.notes == [f"{left_out} and the corpus has one"]
+    # the run directory's report says it too
+    assert f"Note: {left_out} and the corpus has one." in (tmp_path / "run/report.md").read_text()
     assert {i["metadata"]["type"] for i in result.items} <= {
         "single_hop",
         "summary",

@@ -307,11 +307,9 @@ async def agenerate(
         corpus, n, mix, styles, seed, language, existing, min_support, max_duplicate_cosine,
         max_attempts, max_chars,
     )  # fmt: skip
-    result = await run_generation(
-        chunks, request, types, llm=llm, embeddings=embeddings, config=config
+    return await run_generation(
+        chunks, request, types, llm=llm, embeddings=embeddings, config=config, notes=notes
     )
-    result.notes = notes
-    return result
 
 
 def generate(

@@ -34,6 +34,8 @@ def report_markdown(
     dropped: Sequence[dict[str, Any]],
     unfilled: int,
     chunks: Sequence[Chunk],
+    *,
+    notes: Sequence[str] = (),
 ) -> str:
     """The report of a run, as Markdown.
 
@@ -43,6 +45,7 @@ def report_markdown(
         dropped: the dropped attempts' records.
         unfilled: the slots that used up their attempts.
         chunks: the corpus.
+        notes: what the plan left out and why.
     """
     lines = [
         "# Generated test set",
@@ -50,6 +53,7 @@ def report_markdown(
         f"{len(items)} of {requested} items kept; {len(dropped)} attempt(s) "
         f"dropped; {unfilled} slot(s) left without an item.",
         "",
+        *(f"Note: {note}.\n" for note in notes),
         "| type | kept | dropped |",
         "| --- | --- | --- |",
     ]

@@ -381,6 +381,7 @@ async def run_generation(
     llm: Judge,
     embeddings: Embeddings | None,
     config: RunConfig,
+    notes: Sequence[str] = (),
 ) -> GenerateResult:
     """Run (or resume) the generation `request` over `chunks` (see the module docstring).
 
@@ -393,6 +394,7 @@ async def run_generation(
             MiniLM).
         config: how the run executes: its directory, resume or overwrite, budget, progress
             and the request cache.
+        notes: what the plan left out and why, for the result and the report.
     """
     judge = llm if config.cache else llm.uncached()
     generation = _Generation(chunks, request, judge, embeddings or LocalEmbeddings(), slot_types)
@@ -412,10 +414,13 @@ async def run_generation(
     slots = follow_server_slots([judge], known_server_slots())
     with run_scope(server_slots=slots, gates=run_gates([judge], slots)):
         if config.run_dir is None:
-            return await _session(generation, None, config)
+            result = await _session(generation, None, config)
+            result.notes = list(notes)
+            return result
         with hold_run_dir(config.run_dir):
             log = _open_run(config.run_dir, config, manifest)
             result = await _session(generation, log, config)
+            result.notes = list(notes)
             _write_outputs(config.run_dir, result, chunks)
             return result
 
@@ -477,7 +482,12 @@ def _write_outputs(run_dir: Path, result: GenerateResult, chunks: Sequence[Chunk
             f.write(json.dumps(item, ensure_ascii=False) + "\n")
     (run_dir / REPORT).write_text(
         report_markdown(
-            result.requested, result.items, result.dropped, len(result.unfilled), chunks
+            result.requested,
+            result.items,
+            result.dropped,
+            len(result.unfilled),
+            chunks,
+            notes=result.notes,
         ),
         encoding="utf-8",
     )
