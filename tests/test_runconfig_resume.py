@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import rageval
 from helpers import grader, labelled_rows, write_jsonl
 from rageval import evaluate
 from rageval.cli import main
@@ -297,3 +298,10 @@ def test_a_run_from_before_scoring_resumes_as_sampled_from_python_and_the_cli(
         # --resume DIR alone takes the run's judge: sampled
         assert main(["evaluate", "--resume", str(run), "-q"]) == 0
     assert JudgeSpec.of_described({"model": "m"}).scoring == "sampled"
+
+
+@pytest.mark.parametrize("command", ["calibrate", "align"])
+def test_calibrate_and_align_refuse_a_misspelled_run_keyword(command: str) -> None:
+    # before any data is read: a typo is not a silently ignored budget
+    with pytest.raises(TypeError, match=rf"{command}\(\) got .* 'max_costs' .*'max_cost'"):
+        getattr(rageval, command)("no-such-data.jsonl", {"human": "faithfulness"}, max_costs=1)

@@ -75,7 +75,12 @@ from rageval.runner._prepare import (
     resolve_metrics,
     run_judges,
 )
-from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
+from rageval.runner._runconfig import (
+    RunConfig,
+    RunKeywords,
+    refuse_unknown_keywords,
+    run_config,
+)
 from rageval.samples import InvalidDataError
 from rageval.stats import KappaWeights, agreement_difference, cohen_kappa
 
@@ -180,6 +185,7 @@ async def aalign(
             BudgetReached.
         **run: the RunConfig's fields as keywords, instead of `config`.
     """
+    refuse_unknown_keywords(aalign, run)
     config = run_config(config, run)
     if config.resume:
         raise RunConfigError(

@@ -24,7 +24,12 @@ from rageval.log import CALIBRATION_FILE, CalibrationReport, LabelAgreement, Usa
 from rageval.metrics.base import Metric
 from rageval.runner._evaluate import aevaluate
 from rageval.runner._prepare import LabelsArg, OnInvalid, RunSpec, label_pairs, load_data
-from rageval.runner._runconfig import RunConfig, RunKeywords, run_config
+from rageval.runner._runconfig import (
+    RunConfig,
+    RunKeywords,
+    refuse_unknown_keywords,
+    run_config,
+)
 from rageval.runner._rundir import RunDir
 from rageval.runner._session import _write_report
 from rageval.samples import InvalidDataError, LoadedData, RowProblem, sample_ids
@@ -203,6 +208,7 @@ async def acalibrate(
             calibration section in its report.
         **run: the RunConfig's fields as keywords, instead of `config`.
     """
+    refuse_unknown_keywords(acalibrate, run)
     config = run_config(config, run)
     run_dir = config.run_dir
     options = AgreementOptions(kappa_weights, confidence, n_resamples, seed)
