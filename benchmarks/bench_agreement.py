@@ -555,6 +555,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-json", type=Path, help="print the tables of a saved run")
     parser.add_argument("--list-ids", action="store_true", help="print the split's row ids")
     args = parser.parse_args(argv)
+    if args.max_in_flight is not None and args.max_in_flight < 1:
+        parser.error(
+            f"--max-in-flight takes a number of requests, 1 or more; got {args.max_in_flight}"
+        )
 
     if args.from_json:
         print(report(json.loads(args.from_json.read_text(encoding="utf-8"))))
